@@ -1,0 +1,64 @@
+"""The transition writer: appends a batch of transitions and updates the execution in one transaction."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+import asyncpg
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from workflows.interpreter import WRITE_TRANSITIONS
+from workflows.transitions import InvalidTransition, TransitionBatch, check_sequence
+
+
+class TransitionWriter:
+    def __init__(self, pool: asyncpg.Pool):
+        self.pool = pool
+
+    @activity.defn(name=WRITE_TRANSITIONS)
+    async def write_transitions(self, batch: TransitionBatch) -> None:
+        """Idempotent: rows are unique on (execution_id, seq), and a retried batch changes nothing."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            execution = await conn.fetchrow(
+                "SELECT last_seq, last_transition_type FROM executions "
+                "WHERE id = $1 AND developer_id = $2 FOR UPDATE",
+                batch.execution_id, batch.developer_id)
+            if execution is None:
+                raise ApplicationError(f"execution {batch.execution_id} does not exist", non_retryable=True)
+            fresh = [t for t in batch.transitions if t["seq"] > execution["last_seq"]]
+            if not fresh:
+                return  # already written by an earlier attempt
+            try:
+                check_sequence(execution["last_transition_type"], [t["type"] for t in fresh])
+            except InvalidTransition as exc:
+                raise ApplicationError(str(exc), type="InvalidTransition", non_retryable=True) from None
+            await conn.execute(
+                """
+                INSERT INTO transitions (id, execution_id, developer_id, seq, type, output, current, next,
+                                         step_label, metadata, created_at)
+                SELECT u.id, $1, $2, u.seq, u.type, u.output::jsonb, u.current::jsonb, u.next::jsonb,
+                       u.step_label, u.metadata::jsonb, u.created_at
+                FROM unnest($3::uuid[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+                            $10::text[], $11::timestamptz[])
+                     AS u(id, seq, type, output, current, next, step_label, metadata, created_at)
+                ON CONFLICT (execution_id, seq) DO NOTHING
+                """,
+                batch.execution_id, batch.developer_id,
+                [t["id"] for t in fresh], [t["seq"] for t in fresh], [t["type"] for t in fresh],
+                [json.dumps(t["output"]) for t in fresh], [json.dumps(t["current"]) for t in fresh],
+                [json.dumps(t["next"]) if t["next"] else None for t in fresh],
+                [t["step_label"] for t in fresh], [json.dumps(t["metadata"]) for t in fresh],
+                [datetime.fromisoformat(t["created_at"]) for t in fresh],
+            )
+            await conn.execute(
+                """
+                UPDATE executions SET status = $3, last_seq = $4, last_transition_type = $5,
+                       transition_count = transition_count + $6, output = COALESCE($7::jsonb, output),
+                       error = COALESCE($8, error), updated_at = now()
+                WHERE id = $1 AND developer_id = $2
+                """,
+                batch.execution_id, batch.developer_id, batch.status, fresh[-1]["seq"], fresh[-1]["type"],
+                len(fresh), batch.output if batch.status == "succeeded" else None, batch.error,
+            )

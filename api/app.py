@@ -1,0 +1,30 @@
+"""The FastAPI application: routes, error handlers, and the clients they share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from temporalio.client import Client
+
+from api.errors import install_error_handlers
+from api.routes import agents, executions, tasks, users
+from mint.store import Store
+
+
+def create_app(store: Store, temporal: Client, task_queue: str = "mint-tasks") -> FastAPI:
+    app = FastAPI(title="Mint", version="0.1.0",
+                  description="A durable workflow engine for AI agents, speaking Julep's v1 REST API.")
+    app.state.store = store
+    app.state.temporal = temporal
+    app.state.task_queue = task_queue
+    install_error_handlers(app)
+    for module in (agents, users, tasks, executions):
+        app.include_router(module.router)
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, Any]:
+        await store.pool.fetchval("SELECT 1")
+        return {"status": "ok"}
+
+    return app

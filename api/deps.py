@@ -1,0 +1,73 @@
+"""Request dependencies: the caller's developer (from the API key), list paging, the store."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, Query, Request
+
+from api.errors import ApiError
+from mint.store import Page, Store
+
+
+def get_store(request: Request) -> Store:
+    return request.app.state.store
+
+
+async def get_developer(request: Request) -> str:
+    """The developer id for `Authorization: Bearer KEY` (or `X-Auth-Key: KEY`)."""
+    header = request.headers.get("authorization", "")
+    key = header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-auth-key", "")
+    if not key:
+        raise ApiError(401, "missing API key: send `Authorization: Bearer YOUR_KEY`")
+    developer_id = await request.app.state.store.developer_for_key(key)
+    if developer_id is None:
+        raise ApiError(401, "invalid or revoked API key")
+    return developer_id
+
+
+def get_page(
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    sort_by: Literal["created_at", "updated_at"] = "created_at",
+    direction: Literal["asc", "desc"] = "desc",
+) -> Page:
+    return Page(limit, offset, sort_by, direction, metadata_filter(request))
+
+
+def metadata_filter(request: Request) -> dict[str, Any] | None:
+    """`?metadata_filter.k=v` (the SDK's form) or `?metadata_filter={"k": "v"}` (JSON)."""
+    import json
+
+    result: dict[str, Any] = {}
+    for key, value in request.query_params.multi_items():
+        if key == "metadata_filter":
+            try:
+                parsed = json.loads(value)
+            except ValueError:
+                raise ApiError(422, "metadata_filter must be a JSON object") from None
+            if not isinstance(parsed, dict):
+                raise ApiError(422, "metadata_filter must be a JSON object")
+            result.update(parsed)
+        elif key.startswith("metadata_filter."):
+            target = result
+            *parents, leaf = key.removeprefix("metadata_filter.").split(".")
+            for part in parents:
+                target = target.setdefault(part, {})
+            target[leaf] = value
+    return result or None
+
+
+def checked_id(value: str, kind: str) -> str:
+    """Ids are UUIDs; anything else is a resource that does not exist."""
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise ApiError(404, f"{kind} {value} not found") from None
+
+
+Developer = Annotated[str, Depends(get_developer)]
+StoreDep = Annotated[Store, Depends(get_store)]
+PageDep = Annotated[Page, Depends(get_page)]

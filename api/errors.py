@@ -1,0 +1,52 @@
+"""API errors: one exception type, mapped to JSON in one place."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from workflows.validate import Problem, format_loc
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, message: str, problems: list[Problem] | None = None):
+        self.status = status
+        self.message = message
+        self.problems = problems or []
+        super().__init__(message)
+
+
+def not_found(kind: str, id_: str) -> ApiError:
+    return ApiError(404, f"{kind} {id_} not found")
+
+
+def _body(message: str, problems: list[Problem]) -> dict[str, Any]:
+    body: dict[str, Any] = {"error": message, "detail": message}
+    if problems:
+        body["problems"] = [{"path": p.path, "message": p.message} for p in problems]
+    return body
+
+
+def _response(status: int, message: str, problems: list[Problem] | None = None) -> JSONResponse:
+    # The julep SDK retries 409s and 5xx unless told not to; our errors are final.
+    return JSONResponse(_body(message, problems or []), status_code=status, headers={"x-should-retry": "false"})
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return _response(exc.status, exc.message, exc.problems)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [Problem(format_loc(tuple(e["loc"])), e["msg"]) for e in exc.errors()]
+        summary = "; ".join(f"{p.path}: {p.message}" for p in problems[:5])
+        return _response(422, f"invalid request: {summary}", problems)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return _response(exc.status_code, str(exc.detail))

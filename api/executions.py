@@ -1,0 +1,89 @@
+"""Starting, resuming and cancelling executions: Postgres first, then Temporal."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.client import Client, WorkflowHandle
+from temporalio.service import RPCError, RPCStatusCode
+
+from api.errors import ApiError
+from mint.store import AGENTS, EXECUTIONS, Store
+from workflows.execution import TaskExecutionWorkflow
+from workflows.interpreter import ExecutionParams
+from workflows.language import ToolDef
+from workflows.transitions import TERMINAL_STATUSES
+from workflows.validate import input_problems
+
+
+async def start_execution(store: Store, temporal: Client, task_queue: str, developer: str,
+                          task: dict[str, Any], body_input: Any, metadata: dict[str, Any]) -> dict[str, Any]:
+    """Validate the input, insert the execution (`queued`), start its workflow; a failed start is recorded."""
+    document = task["document"]
+    problems = input_problems(document.get("input_schema"), body_input)
+    if problems:
+        summary = "; ".join(f"{p.path}: {p.message}" for p in problems[:5])
+        raise ApiError(422, f"input does not match the task's input_schema: {summary}", problems)
+    agent = await store.get(AGENTS, developer, task["agent_id"]) or {}
+    execution = await store.insert(EXECUTIONS, developer, {
+        "task_id": task["id"], "task_version": task["version"], "status": "queued", "input": body_input,
+        "metadata": metadata,
+    })
+    params = ExecutionParams(
+        execution_id=execution["id"], developer_id=developer, task=document, dialect=task["dialect"],
+        input=body_input, agent=_agent_view(agent), tools=await _task_tools(store, developer, task, document),
+        task_info={"id": task["id"], "name": document["name"], "version": task["version"],
+                   "metadata": document.get("metadata", {})},
+        execution_info={"id": execution["id"], "metadata": metadata},
+    )
+    try:
+        await temporal.start_workflow(TaskExecutionWorkflow.run, params, id=execution["id"], task_queue=task_queue)
+    except Exception as exc:  # any start failure must leave a visible `failed` execution, never a silent `queued`
+        await store.set_execution_status(developer, execution["id"], "failed", ("queued",),
+                                         error=f"could not start the workflow: {exc}")
+        raise ApiError(503, f"could not start execution {execution['id']}: {exc}") from None
+    await store.set_execution_status(developer, execution["id"], "starting", ("queued",))
+    return await store.get(EXECUTIONS, developer, execution["id"])  # type: ignore[return-value]
+
+
+async def resume_execution(store: Store, temporal: Client, developer: str, execution: dict[str, Any],
+                           value: Any) -> None:
+    if execution["status"] != "awaiting_input":
+        raise ApiError(409, f"execution {execution['id']} is {execution['status']}, not awaiting_input")
+    try:
+        await _handle(temporal, execution).signal(TaskExecutionWorkflow.resume, value)
+    except RPCError as exc:
+        raise ApiError(409, f"execution {execution['id']} cannot be resumed: {exc.message}") from None
+
+
+async def cancel_execution(store: Store, temporal: Client, developer: str, execution: dict[str, Any]) -> None:
+    if execution["status"] in TERMINAL_STATUSES:
+        raise ApiError(409, f"execution {execution['id']} already ended ({execution['status']})")
+    try:
+        await _handle(temporal, execution).cancel()
+    except RPCError as exc:
+        if exc.status != RPCStatusCode.NOT_FOUND:
+            raise ApiError(503, f"could not cancel execution {execution['id']}: {exc.message}") from None
+        # No workflow (its start failed): nothing runs, so the row is the whole truth.
+        await store.set_execution_status(developer, execution["id"], "cancelled", ("queued", "starting"))
+
+
+def _handle(temporal: Client, execution: dict[str, Any]) -> WorkflowHandle:
+    return temporal.get_workflow_handle(execution["id"])
+
+
+def _agent_view(agent: dict[str, Any]) -> dict[str, Any]:
+    keys = ("id", "name", "about", "model", "instructions", "metadata", "default_settings")
+    return {k: agent.get(k) for k in keys}
+
+
+async def _task_tools(store: Store, developer: str, task: dict[str, Any],
+                      document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The task's own tools, then (with inherit_tools) the agent's tools it does not override."""
+    from api.routes.agents import agent_tool_specs
+
+    tools = [ToolDef.model_validate(t).model_dump(mode="json", by_alias=True) for t in document.get("tools", [])]
+    if document.get("inherit_tools", True):
+        names = {t["name"] for t in tools}
+        tools += [t for t in await agent_tool_specs(store, developer, task["agent_id"]) if t["name"] not in names]
+    return tools

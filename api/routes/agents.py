@@ -1,0 +1,173 @@
+"""Agents and their tools."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import ValidationError
+
+from api import schemas
+from api.deps import Developer, PageDep, StoreDep, checked_id
+from api.errors import ApiError, not_found
+from mint.store import AGENTS, TOOLS
+from workflows.language import ToolDef
+from workflows.validate import Problem, format_loc
+
+router = APIRouter(tags=["agents"])
+
+
+@router.get("/agents/models")
+async def list_models(developer: Developer) -> dict[str, Any]:
+    """The models configured for this Mint (none until a model provider is configured)."""
+    return {"models": []}
+
+
+@router.post("/agents", status_code=201, response_model=schemas.Agent)
+async def create_agent(body: schemas.AgentCreate, developer: Developer, store: StoreDep) -> Any:
+    return await store.insert(AGENTS, developer, _agent_values(body))
+
+
+@router.get("/agents", response_model=schemas.ItemList[schemas.Agent])
+async def list_agents(developer: Developer, store: StoreDep, page: PageDep) -> Any:
+    return {"items": await store.list(AGENTS, developer, page)}
+
+
+@router.get("/agents/{agent_id}", response_model=schemas.Agent)
+async def get_agent(agent_id: str, developer: Developer, store: StoreDep) -> Any:
+    return await agent_or_404(store, developer, agent_id)
+
+
+@router.post("/agents/{agent_id}", response_model=schemas.Agent)
+async def create_or_update_agent(agent_id: str, body: schemas.AgentCreate, developer: Developer,
+                                 store: StoreDep) -> Any:
+    agent_id = checked_id(agent_id, "agent")
+    updated = await store.update(AGENTS, developer, agent_id, _agent_values(body, replace=True))
+    return updated or await store.insert(AGENTS, developer, _agent_values(body), id_=agent_id)
+
+
+@router.put("/agents/{agent_id}", response_model=schemas.Agent)
+async def reset_agent(agent_id: str, body: schemas.AgentCreate, developer: Developer, store: StoreDep) -> Any:
+    updated = await store.update(AGENTS, developer, checked_id(agent_id, "agent"), _agent_values(body, True))
+    return updated or _raise(not_found("agent", agent_id))
+
+
+@router.patch("/agents/{agent_id}", response_model=schemas.Agent)
+async def patch_agent(agent_id: str, body: schemas.AgentPatch, developer: Developer, store: StoreDep) -> Any:
+    values = body.model_dump(exclude_unset=True)
+    agent = await agent_or_404(store, developer, agent_id)
+    if "metadata" in values:
+        values["metadata"] = {**agent["metadata"], **(values["metadata"] or {})}
+    return await store.update(AGENTS, developer, agent["id"], values)
+
+
+@router.delete("/agents/{agent_id}", response_model=schemas.ResourceDeleted, status_code=202)
+async def delete_agent(agent_id: str, developer: Developer, store: StoreDep) -> Any:
+    if not await store.delete(AGENTS, developer, checked_id(agent_id, "agent")):
+        raise not_found("agent", agent_id)
+    return {"id": agent_id, "deleted_at": datetime.now(UTC)}
+
+
+# Tools -------------------------------------------------------------------------------------------------------
+
+@router.post("/agents/{agent_id}/tools", status_code=201, response_model=schemas.Tool)
+async def create_tool(agent_id: str, body: dict[str, Any], developer: Developer, store: StoreDep) -> Any:
+    agent = await agent_or_404(store, developer, agent_id)
+    tool = _tool_def(body)
+    if any(t["name"] == tool.name for t in await _agent_tools(store, developer, agent["id"])):
+        raise ApiError(409, f"agent {agent_id} already has a tool named {tool.name!r}")
+    row = await store.insert(TOOLS, developer, {"agent_id": agent["id"], **_tool_values(tool)})
+    return tool_out(row)
+
+
+@router.get("/agents/{agent_id}/tools", response_model=schemas.ItemList[schemas.Tool])
+async def list_tools(agent_id: str, developer: Developer, store: StoreDep, page: PageDep) -> Any:
+    agent = await agent_or_404(store, developer, agent_id)
+    return {"items": [tool_out(t) for t in await store.list(TOOLS, developer, page, parent_id=agent["id"])]}
+
+
+@router.put("/agents/{agent_id}/tools/{tool_id}", response_model=schemas.Tool)
+async def reset_tool(agent_id: str, tool_id: str, body: dict[str, Any], developer: Developer,
+                     store: StoreDep) -> Any:
+    await _tool_or_404(store, developer, agent_id, tool_id)
+    return tool_out(await store.update(TOOLS, developer, tool_id, _tool_values(_tool_def(body))))
+
+
+@router.patch("/agents/{agent_id}/tools/{tool_id}", response_model=schemas.Tool)
+async def patch_tool(agent_id: str, tool_id: str, body: dict[str, Any], developer: Developer,
+                     store: StoreDep) -> Any:
+    current = await _tool_or_404(store, developer, agent_id, tool_id)
+    merged = _deep_merge(current["spec"], body)
+    return tool_out(await store.update(TOOLS, developer, tool_id, _tool_values(_tool_def(merged))))
+
+
+@router.delete("/agents/{agent_id}/tools/{tool_id}", response_model=schemas.ResourceDeleted, status_code=202)
+async def delete_tool(agent_id: str, tool_id: str, developer: Developer, store: StoreDep) -> Any:
+    await _tool_or_404(store, developer, agent_id, tool_id)
+    await store.delete(TOOLS, developer, tool_id)
+    return {"id": tool_id, "deleted_at": datetime.now(UTC)}
+
+
+# Helpers -----------------------------------------------------------------------------------------------------
+
+async def agent_or_404(store: StoreDep, developer: str, agent_id: str) -> dict[str, Any]:
+    agent = await store.get(AGENTS, developer, checked_id(agent_id, "agent"))
+    if agent is None:
+        raise not_found("agent", agent_id)
+    return agent
+
+
+async def _agent_tools(store: StoreDep, developer: str, agent_id: str) -> list[dict[str, Any]]:
+    from mint.store import Page
+
+    return await store.list(TOOLS, developer, Page(limit=1000, direction="asc"), parent_id=agent_id)
+
+
+async def agent_tool_specs(store: StoreDep, developer: str, agent_id: str) -> list[dict[str, Any]]:
+    """The agent's tools as task-language tool definitions."""
+    return [t["spec"] for t in await _agent_tools(store, developer, agent_id)]
+
+
+async def _tool_or_404(store: StoreDep, developer: str, agent_id: str, tool_id: str) -> dict[str, Any]:
+    tool = await store.get(TOOLS, developer, checked_id(tool_id, "tool"))
+    if tool is None or tool["agent_id"] != checked_id(agent_id, "agent"):
+        raise not_found("tool", tool_id)
+    return tool
+
+
+def _tool_def(body: dict[str, Any]) -> ToolDef:
+    try:
+        return ToolDef.model_validate(body)
+    except ValidationError as exc:
+        problems = [Problem(format_loc(tuple(e["loc"])), e["msg"]) for e in exc.errors()]
+        raise ApiError(422, "invalid tool: " + "; ".join(f"{p.path}: {p.message}" for p in problems),
+                       problems) from None
+
+
+def _tool_values(tool: ToolDef) -> dict[str, Any]:
+    spec = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return {"name": tool.name, "type": tool.type, "description": tool.description, "spec": spec}
+
+
+def tool_out(row: dict[str, Any] | None) -> dict[str, Any]:
+    assert row is not None
+    return {**row["spec"], "id": row["id"], "created_at": row["created_at"], "updated_at": row["updated_at"]}
+
+
+def _deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in patch.items():
+        merged[key] = _deep_merge(merged[key], value) if isinstance(value, dict) and isinstance(
+            merged.get(key), dict) else value
+    return merged
+
+
+def _agent_values(body: schemas.AgentCreate, replace: bool = False) -> dict[str, Any]:
+    values = body.model_dump(exclude_unset=not replace)
+    values["metadata"] = values.get("metadata") or {}
+    return values
+
+
+def _raise(error: ApiError) -> Any:
+    raise error

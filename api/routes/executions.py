@@ -1,0 +1,166 @@
+"""Executions, their transitions, and the SSE streams of both."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import StreamingResponse
+
+from api import schemas
+from api.deps import Developer, PageDep, StoreDep, checked_id
+from api.errors import not_found
+from api.executions import cancel_execution, resume_execution, start_execution
+from mint.store import EXECUTIONS, Page, Store
+from workflows.transitions import TERMINAL_STATUSES, TERMINAL_TYPES
+
+router = APIRouter(tags=["executions"])
+POLL_SECONDS = 0.2
+KEEPALIVE_SECONDS = 15.0
+
+
+@router.post("/tasks/{task_id}/executions", status_code=201, response_model=schemas.Execution)
+async def create_execution(task_id: str, body: schemas.ExecutionCreate, request: Request, developer: Developer,
+                           store: StoreDep) -> Any:
+    task = await store.get_task(developer, checked_id(task_id, "task"))
+    if task is None:
+        raise not_found("task", task_id)
+    state = request.app.state
+    return await start_execution(store, state.temporal, state.task_queue, developer, task, body.input,
+                                 body.metadata or {})
+
+
+@router.get("/tasks/{task_id}/executions", response_model=schemas.ItemList[schemas.Execution])
+async def list_executions(task_id: str, developer: Developer, store: StoreDep, page: PageDep) -> Any:
+    task = await store.get_task(developer, checked_id(task_id, "task"))
+    if task is None:
+        raise not_found("task", task_id)
+    return {"items": await store.list(EXECUTIONS, developer, page, parent_id=task["id"])}
+
+
+@router.get("/executions/{execution_id}", response_model=schemas.Execution)
+async def get_execution(execution_id: str, developer: Developer, store: StoreDep) -> Any:
+    return await execution_or_404(store, developer, execution_id)
+
+
+@router.put("/executions/{execution_id}", response_model=schemas.Execution)
+async def change_status(execution_id: str, body: schemas.ExecutionChange, request: Request,
+                        developer: Developer, store: StoreDep) -> Any:
+    """`{"status": "running", "input": ...}` resumes; `{"status": "cancelled"}` cancels."""
+    execution = await execution_or_404(store, developer, execution_id)
+    temporal = request.app.state.temporal
+    if body.status == "running":
+        await resume_execution(store, temporal, developer, execution, body.input)
+    else:
+        await cancel_execution(store, temporal, developer, execution)
+    return await store.get(EXECUTIONS, developer, execution["id"])
+
+
+@router.get("/executions/{execution_id}/transitions", response_model=schemas.ItemList[schemas.Transition])
+async def list_transitions(execution_id: str, developer: Developer, store: StoreDep, page: PageDep,
+                           scope_id: str | None = None) -> Any:
+    execution = await execution_or_404(store, developer, execution_id)
+    return {"items": [transition_out(t) for t in await store.list_transitions(
+        developer, execution["id"], page, scope_id=scope_id)]}
+
+
+@router.get("/executions/{execution_id}/transitions.stream")
+async def stream_transitions(execution_id: str, request: Request, developer: Developer, store: StoreDep,
+                             next_page_token: str | None = Query(default=None)) -> StreamingResponse:
+    """SSE: one `transition` event per transition (id = its sequence number), ending after the last one."""
+    execution = await execution_or_404(store, developer, execution_id)
+    after = _resume_point(request.headers.get("last-event-id") or next_page_token)
+    return _sse(_transition_events(store, developer, execution["id"], after, request))
+
+
+@router.get("/executions/{execution_id}/status.stream")
+async def stream_status(execution_id: str, request: Request, developer: Developer,
+                        store: StoreDep) -> StreamingResponse:
+    """SSE: the execution each time its status or transition count changes, ending when it ends."""
+    execution = await execution_or_404(store, developer, execution_id)
+    seen = _resume_point(request.headers.get("last-event-id"))
+    return _sse(_status_events(store, developer, execution["id"], seen, request))
+
+
+@router.get("/executions/{execution_id}/transitions/{transition_id}", response_model=schemas.Transition)
+async def get_transition(execution_id: str, transition_id: str, developer: Developer, store: StoreDep) -> Any:
+    execution = await execution_or_404(store, developer, execution_id)
+    transition = await store.get_transition(developer, execution["id"], checked_id(transition_id, "transition"))
+    if transition is None:
+        raise not_found("transition", transition_id)
+    return transition_out(transition)
+
+
+# Helpers -----------------------------------------------------------------------------------------------------
+
+async def execution_or_404(store: Store, developer: str, execution_id: str) -> dict[str, Any]:
+    execution = await store.get(EXECUTIONS, developer, checked_id(execution_id, "execution"))
+    if execution is None:
+        raise not_found("execution", execution_id)
+    return execution
+
+
+def transition_out(row: dict[str, Any]) -> dict[str, Any]:
+    return {**row, "updated_at": row["created_at"]}
+
+
+def _resume_point(value: str | None) -> int:
+    try:
+        return max(int(value or 0), 0)
+    except ValueError:
+        return 0
+
+
+def _sse(events: AsyncIterator[str]) -> StreamingResponse:
+    return StreamingResponse(events, media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def _event(data: Any, event_id: int, event: str | None = None) -> str:
+    head = f"id: {event_id}\n" + (f"event: {event}\n" if event else "")
+    return head + "data: " + json.dumps(jsonable_encoder(data), separators=(",", ":")) + "\n\n"
+
+
+async def _transition_events(store: Store, developer: str, execution_id: str, after: int,
+                             request: Request) -> AsyncIterator[str]:
+    idle = 0.0
+    while not await request.is_disconnected():
+        batch = await store.list_transitions(developer, execution_id, Page(limit=500, direction="asc"), after)
+        for row in batch:
+            after = row["seq"]
+            yield _event(schemas.Transition.model_validate(transition_out(row)), row["seq"], "transition")
+            if row["type"] in TERMINAL_TYPES:
+                return
+        if batch:
+            idle = 0.0
+            continue
+        idle += POLL_SECONDS
+        if idle >= KEEPALIVE_SECONDS:
+            idle = 0.0
+            yield ": keepalive\n\n"
+        await asyncio.sleep(POLL_SECONDS)
+
+
+async def _status_events(store: Store, developer: str, execution_id: str, seen: int,
+                         request: Request) -> AsyncIterator[str]:
+    # No comment keep-alives here: the julep SDK parses every blank-line-terminated block as JSON once an
+    # `id:` was sent, so keep-alives re-send the current state instead.
+    idle = 0.0
+    first = True
+    while not await request.is_disconnected():
+        execution = await store.get(EXECUTIONS, developer, execution_id)
+        if execution is None:
+            return
+        changed = execution["transition_count"] != seen
+        if changed or (first and not seen) or idle >= KEEPALIVE_SECONDS:
+            seen, idle = execution["transition_count"], 0.0
+            yield _event(schemas.Execution.model_validate(execution), seen)
+        first = False
+        if execution["status"] in TERMINAL_STATUSES:
+            return
+        idle += POLL_SECONDS
+        await asyncio.sleep(POLL_SECONDS)

@@ -1,0 +1,88 @@
+"""Tasks: created from JSON or YAML, validated, versioned."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import yaml
+from fastapi import APIRouter, Request
+
+from api import schemas
+from api.deps import Developer, PageDep, StoreDep, checked_id
+from api.errors import ApiError, not_found
+from api.routes.agents import agent_or_404, agent_tool_specs
+from workflows.safe_functions import bounded_size
+from workflows.validate import TaskInvalid, validate_task
+
+router = APIRouter(tags=["tasks"])
+MAX_TASK_BYTES = 1_000_000
+
+TASK_BODY = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "application/json": {"schema": {"type": "object", "required": ["name", "main"]}},
+            "application/yaml": {"schema": {"type": "string"}},
+        },
+    }
+}
+
+
+@router.post("/agents/{agent_id}/tasks", status_code=201, response_model=schemas.Task, openapi_extra=TASK_BODY)
+async def create_task(agent_id: str, request: Request, developer: Developer, store: StoreDep) -> Any:
+    return await _save(agent_id, None, request, developer, store)
+
+
+@router.post("/agents/{agent_id}/tasks/{task_id}", response_model=schemas.Task, openapi_extra=TASK_BODY)
+async def create_or_update_task(agent_id: str, task_id: str, request: Request, developer: Developer,
+                                store: StoreDep) -> Any:
+    return await _save(agent_id, checked_id(task_id, "task"), request, developer, store)
+
+
+@router.get("/agents/{agent_id}/tasks", response_model=schemas.ItemList[schemas.Task])
+async def list_tasks(agent_id: str, developer: Developer, store: StoreDep, page: PageDep) -> Any:
+    agent = await agent_or_404(store, developer, agent_id)
+    return {"items": [task_out(t) for t in await store.list_tasks(developer, agent["id"], page)]}
+
+
+@router.get("/tasks/{task_id}", response_model=schemas.Task)
+async def get_task(task_id: str, developer: Developer, store: StoreDep) -> Any:
+    task = await store.get_task(developer, checked_id(task_id, "task"))
+    if task is None:
+        raise not_found("task", task_id)
+    return task_out(task)
+
+
+async def _save(agent_id: str, task_id: str | None, request: Request, developer: str, store: StoreDep) -> Any:
+    agent = await agent_or_404(store, developer, agent_id)
+    document = await read_document(request)
+    agent_tools = {t["name"] for t in await agent_tool_specs(store, developer, agent["id"])}
+    try:
+        valid = validate_task(document, frozenset(agent_tools))
+    except TaskInvalid as exc:
+        raise ApiError(422, f"invalid task: {exc}", exc.problems) from None
+    saved = await store.save_task(developer, agent["id"], task_id, valid.document, valid.dialect)
+    return task_out(saved)
+
+
+async def read_document(request: Request) -> Any:
+    """The request body as JSON, or as YAML when the content type says so (safe_load, size-bounded)."""
+    body = await request.body()
+    if len(body) > MAX_TASK_BYTES:
+        raise ApiError(413, f"task is {len(body)} bytes; the limit is {MAX_TASK_BYTES}")
+    content_type = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    try:
+        if content_type in ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"):
+            document = yaml.safe_load(body)
+        else:
+            document = json.loads(body or b"null")
+        bounded_size(document)
+    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+        raise ApiError(400, f"cannot parse the task ({content_type}): {exc}") from None
+    return document
+
+
+def task_out(task: dict[str, Any]) -> dict[str, Any]:
+    return {**task["document"], "id": task["id"], "agent_id": task["agent_id"], "version": task["version"],
+            "created_at": task["created_at"], "updated_at": task["updated_at"]}

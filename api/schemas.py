@@ -1,0 +1,152 @@
+"""Request and response bodies of the HTTP API (Julep v1 shapes, so the `julep` SDK works unchanged)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Name = Annotated[str, Field(min_length=1, max_length=255)]
+Metadata = dict[str, Any]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class AgentCreate(_Request):
+    name: Name
+    about: str | None = None
+    model: str | None = None
+    instructions: str | list[str] | None = None
+    default_settings: dict[str, Any] | None = None
+    default_system_template: str | None = None
+    canonical_name: str | None = None
+    project: str | None = None
+    metadata: Metadata | None = None
+
+
+class AgentPatch(AgentCreate):
+    name: Name | None = None  # type: ignore[assignment]
+
+
+class Agent(BaseModel):
+    id: str
+    name: str
+    about: str | None = None
+    model: str | None = None
+    instructions: str | list[str] | None = None
+    default_settings: dict[str, Any] | None = None
+    default_system_template: str | None = None
+    canonical_name: str | None = None
+    project: str | None = None
+    metadata: Metadata = {}
+    created_at: datetime
+    updated_at: datetime
+
+
+class UserCreate(_Request):
+    name: str | None = None
+    about: str | None = None
+    project: str | None = None
+    metadata: Metadata | None = None
+
+
+class User(BaseModel):
+    id: str
+    name: str | None = None
+    about: str | None = None
+    project: str | None = None
+    metadata: Metadata = {}
+    created_at: datetime
+    updated_at: datetime
+
+
+class Tool(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: str
+    name: str
+    type: str
+    description: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class Task(BaseModel):
+    """A task as written, plus server fields; named workflows besides `main` appear as extra keys."""
+
+    model_config = ConfigDict(extra="allow")
+    id: str
+    agent_id: str
+    name: str
+    description: str = ""
+    main: list[Any]
+    input_schema: dict[str, Any] | None = None
+    tools: list[Any] = []
+    inherit_tools: bool = True
+    metadata: Metadata = {}
+    version: int
+    created_at: datetime
+    updated_at: datetime
+
+
+class ExecutionCreate(_Request):
+    input: Any = Field(default_factory=dict)
+    metadata: Metadata | None = None
+    # The SDK's create params include these server-owned fields; they are accepted and ignored.
+    output: Any = None
+    error: str | None = None
+    transition_count: int | None = None
+
+
+class ExecutionChange(_Request):
+    status: Literal["running", "cancelled"]
+    input: Any = None
+    reason: str | None = None
+
+
+class Execution(BaseModel):
+    id: str
+    task_id: str
+    task_version: int
+    status: str
+    input: Any
+    output: Any = None
+    error: str | None = None
+    metadata: Metadata = {}
+    transition_count: int = 0
+    created_at: datetime
+    updated_at: datetime
+
+
+class Position(BaseModel):
+    workflow: str
+    step: int
+    scope_id: str
+
+
+class Transition(BaseModel):
+    id: str
+    execution_id: str
+    type: str
+    output: Any = None
+    current: Position
+    next: Position | None = None
+    step_label: str | None = None
+    metadata: Metadata = {}
+    created_at: datetime
+    updated_at: datetime
+
+
+class ResourceDeleted(BaseModel):
+    id: str
+    deleted_at: datetime
+    jobs: list[str] = []
+
+
+T = TypeVar("T")
+
+
+class ItemList(BaseModel, Generic[T]):
+    items: list[T]

@@ -1,0 +1,1 @@
+"""Mint: a durable workflow engine for AI agents."""

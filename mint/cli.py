@@ -1,0 +1,156 @@
+"""The `mint` command: up, api, worker, run, developer create."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import signal
+from pathlib import Path
+
+import click
+
+from mint.settings import Settings
+
+
+@click.group()
+def cli() -> None:
+    """Mint: a durable workflow engine for AI agents."""
+
+
+@cli.command()
+@click.option("--data-dir", default="./.mint", show_default=True, type=click.Path(file_okay=False, path_type=Path),
+              help="Where the embedded Postgres, the Temporal state and the API key live.")
+def up(data_dir: Path) -> None:
+    """Start Postgres, Temporal (with its UI), a worker and the API on this machine. Ctrl-C stops all."""
+    from mint import services
+    from mint.stack import StackOptions
+
+    settings = Settings.from_env()
+    data_dir = data_dir.resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    key = settings.api_key or _stored_key(data_dir)
+    postgres = None if settings.database_url else services.start_postgres(data_dir)
+    database_url = settings.database_url or services.postgres_url(postgres)
+    temporal = None if settings.temporal_address else services.start_temporal(data_dir)
+    address = settings.temporal_address or "127.0.0.1:7233"
+    try:
+        click.echo(f"Mint API      http://{settings.api_host}:{settings.api_port}")
+        if temporal:
+            click.echo("Temporal UI   http://127.0.0.1:8233")
+        click.echo(f"API key       {key}")
+        click.echo("Ctrl-C stops everything.")
+        _serve(settings, StackOptions(database_url, address, default_key=key))
+    finally:
+        if temporal:
+            services.stop_process(temporal)
+        if postgres:
+            postgres.cleanup()
+        click.echo("Mint stopped.")
+
+
+@cli.command()
+def api() -> None:
+    """Run only the API (needs MINT_DATABASE_URL and TEMPORAL_ADDRESS)."""
+    from mint.stack import StackOptions
+
+    settings = _external_settings()
+    _serve(settings, StackOptions(settings.database_url, settings.temporal_address, run_worker=False,  # type: ignore[arg-type]
+                                  default_key=settings.api_key))
+
+
+@cli.command()
+def worker() -> None:
+    """Run only a worker (needs MINT_DATABASE_URL and TEMPORAL_ADDRESS)."""
+    from mint.stack import StackOptions
+
+    settings = _external_settings()
+    _serve(settings, StackOptions(settings.database_url, settings.temporal_address, run_api=False))  # type: ignore[arg-type]
+
+
+@cli.group()
+def developer() -> None:
+    """Manage developers (tenants)."""
+
+
+@developer.command("create")
+@click.argument("name")
+@click.option("--data-dir", default="./.mint", show_default=True, type=click.Path(file_okay=False, path_type=Path))
+def developer_create(name: str, data_dir: Path) -> None:
+    """Create a developer and print a new API key for it (shown only once)."""
+    from mint import services
+    from mint.db import connect_pool, migrate
+    from mint.store import Store
+
+    settings = Settings.from_env()
+    url = settings.database_url or services.postgres_url(services.start_postgres(data_dir.resolve()))
+
+    async def create() -> tuple[str, str]:
+        pool = await connect_pool(url, max_size=2)
+        try:
+            await migrate(pool)
+            return await Store(pool).create_developer(name)
+        finally:
+            await pool.close()
+
+    developer_id, key = asyncio.run(create())
+    click.echo(f"developer {name} ({developer_id})")
+    click.echo(f"API key: {key}")
+
+
+@cli.command("run")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--input", "input_json", default=None, help="The execution input, as JSON.")
+@click.option("--agent", "agent_name", default="mint-run", show_default=True, help="The agent to own the task.")
+@click.option("--url", default=None, help="The Mint API (default http://127.0.0.1:$MINT_API_PORT).")
+@click.option("--data-dir", default="./.mint", show_default=True, type=click.Path(file_okay=False, path_type=Path))
+def run_file(file: Path, input_json: str | None, agent_name: str, url: str | None, data_dir: Path) -> None:
+    """Create or update the task in FILE, run it, and show its progress."""
+    from mint.runner import run_task_file
+
+    settings = Settings.from_env()
+    key = settings.api_key or _stored_key(data_dir.resolve(), create=False)
+    if not key:
+        raise click.ClickException("no API key: set MINT_API_KEY or run `mint up` first")
+    base = url or f"http://127.0.0.1:{settings.api_port}"
+    raise SystemExit(run_task_file(base, key, file, input_json, agent_name))
+
+
+def _external_settings() -> Settings:
+    settings = Settings.from_env()
+    missing = [n for n, v in (("MINT_DATABASE_URL", settings.database_url),
+                              ("TEMPORAL_ADDRESS", settings.temporal_address)) if not v]
+    if missing:
+        raise click.ClickException(f"set {' and '.join(missing)} (or use `mint up` to run everything locally)")
+    return settings
+
+
+def _stored_key(data_dir: Path, create: bool = True) -> str | None:
+    """The API key `mint up` generated for this data dir (kept so that restarts keep working clients)."""
+    path = data_dir / "api_key"
+    if path.exists():
+        return path.read_text().strip()
+    if not create:
+        return None
+    data_dir.mkdir(parents=True, exist_ok=True)
+    key = "mint_" + secrets.token_urlsafe(32)
+    path.write_text(key + "\n")
+    os.chmod(path, 0o600)
+    return key
+
+
+def _serve(settings: Settings, options) -> None:
+    from mint.stack import run_stack
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        await run_stack(settings, options, stop=stop)
+
+    asyncio.run(main())
+
+
+def main(argv: list[str] | None = None) -> None:
+    cli.main(args=argv, prog_name="mint")

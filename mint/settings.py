@@ -1,0 +1,34 @@
+"""Settings from the environment (the names are a contract: see DESIGN.md 1.1)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Settings:
+    api_port: int = 8080
+    api_host: str = "127.0.0.1"
+    api_key: str | None = None
+    database_url: str | None = None
+    temporal_address: str | None = None
+    temporal_namespace: str = "default"
+    temporal_api_key: str | None = None
+    egress_allow: tuple[str, ...] = field(default_factory=tuple)
+    task_queue: str = "mint-tasks"
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        env = os.environ
+        return cls(
+            api_port=int(env.get("MINT_API_PORT", "8080")),
+            api_host=env.get("MINT_API_HOST", "127.0.0.1"),
+            api_key=env.get("MINT_API_KEY") or None,
+            database_url=env.get("MINT_DATABASE_URL") or None,
+            temporal_address=env.get("TEMPORAL_ADDRESS") or None,
+            temporal_namespace=env.get("TEMPORAL_NAMESPACE", "default"),
+            temporal_api_key=env.get("TEMPORAL_API_KEY") or None,
+            egress_allow=tuple(h.strip() for h in env.get("MINT_EGRESS_ALLOW", "").split(",") if h.strip()),
+            task_queue=env.get("MINT_TASK_QUEUE", "mint-tasks"),
+        )

@@ -1,0 +1,50 @@
+"""The Mint worker: runs TaskExecutionWorkflow and the activities it calls (`mint worker`)."""
+
+from __future__ import annotations
+
+import asyncpg
+import httpx
+from temporalio.client import Client
+from temporalio.worker import Worker
+from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
+
+from activities.egress import EgressPolicy
+from activities.http import HttpActivities
+from activities.transitions import TransitionWriter
+from workflows.execution import TaskExecutionWorkflow
+
+# Pure, deterministic modules the workflow sandbox may share instead of re-importing for every run.
+# The interpreter and the workflow class stay sandboxed, so nondeterminism there is still caught.
+PASSTHROUGH_MODULES = (
+    "simpleeval", "jinja2", "markupsafe", "pydantic", "pydantic_core", "yaml", "jsonschema",
+    "workflows.language", "workflows.expressions", "workflows.safe_functions", "workflows.templates",
+    "workflows.values", "workflows.transitions",
+)
+
+
+def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient,
+                 egress_allow: tuple[str, ...] = (), task_queue: str = "mint-tasks") -> Worker:
+    """A worker with every workflow and activity registered, its clients passed in."""
+    writer = TransitionWriter(pool)
+    tools = HttpActivities(http, EgressPolicy(egress_allow))
+    runner = SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
+    )
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=[TaskExecutionWorkflow],
+        activities=[writer.write_transitions, tools.call_api],
+        workflow_runner=runner,
+        max_concurrent_activities=200,
+    )
+
+
+def main() -> None:
+    from mint.cli import main as cli_main
+
+    cli_main(["worker"])
+
+
+if __name__ == "__main__":
+    main()

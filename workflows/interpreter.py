@@ -1,0 +1,402 @@
+"""The task interpreter: runs a task's steps inside a Temporal workflow.
+
+Pure steps (evaluate, if_else, switch, set, get, log, return, error) run right here, deterministically;
+I/O goes to activities, `sleep` is a durable timer, `wait_for_input` waits for a signal, and `yield` runs
+another named workflow of the task in-process (no child workflow per step). Every state change is appended
+to a TransitionLog, which is flushed in one local activity before the workflow blocks or ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+from workflows import language as lang
+from workflows.expressions import ExpressionError
+from workflows.transitions import Position, TransitionBatch
+from workflows.values import ValueEvaluator
+
+WRITE_TRANSITIONS = "write_transitions"
+CALL_API = "call_api"
+# Writes retry until Postgres answers: losing a transition is never an option.
+WRITE_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10))
+TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=5,
+                         non_retryable_error_types=["EgressRefused", "BadToolCall"])
+
+
+class StepFailed(Exception):
+    """A step failed in a way the user must fix (bad expression, `error` step, unavailable feature)."""
+
+
+class _Return(Exception):
+    """Unwinds a named workflow when a `return` step runs."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+
+@dataclass
+class ExecutionParams:
+    """Everything an execution needs, fixed when it starts (the task version included)."""
+
+    execution_id: str
+    developer_id: str
+    task: dict[str, Any]
+    dialect: str
+    input: Any
+    agent: dict[str, Any] = field(default_factory=dict)
+    task_info: dict[str, Any] = field(default_factory=dict)
+    execution_info: dict[str, Any] = field(default_factory=dict)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+
+
+class TransitionLog:
+    """Buffers transitions and writes them in batches; seq numbers and ids are deterministic under replay."""
+
+    def __init__(self, execution_id: str, developer_id: str):
+        self.execution_id = execution_id
+        self.developer_id = developer_id
+        self.pending: list[dict[str, Any]] = []
+        self.seq = 0
+        self.open_waits = 0
+        self._lock = asyncio.Lock()
+
+    def add(self, kind: str, output: Any, current: Position, next_: Position | None = None,
+            label: str | None = None, metadata: dict[str, Any] | None = None) -> None:
+        self.seq += 1
+        self.pending.append({
+            "id": str(workflow.uuid4()), "seq": self.seq, "type": kind, "output": output,
+            "current": current.to_dict(), "next": next_.to_dict() if next_ else None, "step_label": label,
+            "metadata": metadata or {}, "created_at": workflow.now().isoformat(),
+        })
+
+    async def flush(self, status: str | None = None, output: Any = None, error: str | None = None) -> None:
+        """Write everything pending (one local activity); a no-op when nothing is pending."""
+        async with self._lock:
+            if not self.pending:
+                return
+            batch, self.pending = self.pending, []
+            status = status or ("awaiting_input" if self.open_waits else "running")
+            try:
+                await workflow.execute_local_activity(
+                    WRITE_TRANSITIONS,
+                    TransitionBatch(self.execution_id, self.developer_id, batch, status, output, error),
+                    start_to_close_timeout=timedelta(seconds=30),
+                    retry_policy=WRITE_RETRY,
+                )
+            except asyncio.CancelledError:
+                # Cancelled mid-write: keep the batch so the final flush writes it (writes are idempotent).
+                self.pending = batch + self.pending
+                raise
+
+
+@dataclass
+class Frame:
+    """One run of a named workflow: its inputs, outputs and step records, as expressions see them."""
+
+    name: str
+    scope_id: str
+    inputs: list[Any]
+    outputs: list[Any] = field(default_factory=list)
+    records: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+
+class StepsView:
+    """`steps[0].output` (this workflow's steps by index) and `steps["label"]` (any labelled step)."""
+
+    def __init__(self, frame: Frame, labels: dict[str, dict[str, Any]]):
+        self._frame = frame
+        self._labels = labels
+
+    def __getitem__(self, key: Any) -> dict[str, Any]:
+        if isinstance(key, str):
+            return self._labels[key]
+        if isinstance(key, int) and key < 0:
+            key += len(self._frame.records)
+        return self._frame.records[key]
+
+
+class Interpreter:
+    """Runs one execution's task; `signals` is the workflow object's queue of resume inputs."""
+
+    def __init__(self, params: ExecutionParams, resume_inputs: deque[Any]):
+        self.params = params
+        self.task = lang.TaskSpec.model_validate(params.task)
+        self.values = ValueEvaluator(params.dialect, workflow.random(), workflow.now)  # type: ignore[arg-type]
+        self.log = TransitionLog(params.execution_id, params.developer_id)
+        self.tools = {t["name"]: t for t in params.tools}
+        self.state: dict[str, Any] = {}
+        self.labels: dict[str, dict[str, Any]] = {}
+        self.resume_inputs = resume_inputs
+
+    async def run(self) -> Any:
+        """Run `main` and write the final transition; raise StepFailed for a failed execution."""
+        frame = self._new_frame("main", self.params.input)
+        self.log.add("init", self.params.input, Position("main", 0, frame.scope_id))
+        try:
+            output = await self._run_frame(frame, self.task.workflows["main"])
+        except (StepFailed, ExpressionError) as exc:
+            message = str(exc)
+            self.log.add("error", {"error": message}, Position("main", len(frame.outputs), frame.scope_id))
+            await self.log.flush(status="failed", error=message)
+            raise StepFailed(message) from None
+        except asyncio.CancelledError:
+            self.log.add("cancelled", None, Position("main", len(frame.outputs), frame.scope_id))
+            await self.log.flush(status="cancelled")
+            raise
+        self.log.add("finish", output, Position("main", len(frame.outputs), frame.scope_id))
+        await self.log.flush(status="succeeded", output=output)
+        return output
+
+    # Sequences and frames -------------------------------------------------------------------------------
+
+    def _new_frame(self, name: str, workflow_input: Any) -> Frame:
+        return Frame(name=name, scope_id=str(workflow.uuid4()), inputs=[workflow_input])
+
+    async def _run_frame(self, frame: Frame, steps: list[Any]) -> Any:
+        """Run a named workflow's top-level steps, recording inputs/outputs; `return` ends it early."""
+        current = frame.inputs[0]
+        try:
+            for index, step in enumerate(steps):
+                if index:
+                    frame.inputs.append(current)
+                position = Position(frame.name, index, frame.scope_id)
+                current = await self._run_step(step, current, frame, position, index + 1 < len(steps))
+                frame.outputs.append(current)
+                frame.records[index] = {"input": frame.inputs[index], "output": current}
+        except _Return as returned:
+            return returned.value
+        return current
+
+    async def _run_sequence(self, steps: list[Any], value: Any, frame: Frame, path: str,
+                            metadata: dict[str, Any] | None = None) -> Any:
+        """Run nested steps (then/else/do/map/branches): each step's output is the next one's `_`."""
+        for index, step in enumerate(steps):
+            position = Position(path, index, frame.scope_id)
+            value = await self._run_step(step, value, frame, position, index + 1 < len(steps), metadata)
+        return value
+
+    async def _run_step(self, step: Any, value: Any, frame: Frame, position: Position, has_next: bool,
+                        metadata: dict[str, Any] | None = None) -> Any:
+        names = self._names(value, frame)
+        try:
+            output = await self._execute(step, value, names, frame, position)
+        except _Return as returned:
+            self.log.add("step", returned.value, position, None, getattr(step, "label", None), metadata)
+            raise
+        label = getattr(step, "label", None)
+        if label:
+            self.labels[label] = {"input": value, "output": output}
+        next_ = Position(position.workflow, position.step + 1, position.scope_id) if has_next else None
+        self.log.add("step", output, position, next_, label, metadata)
+        return output
+
+    def _names(self, value: Any, frame: Frame) -> dict[str, Any]:
+        return {
+            "_": value, "inputs": frame.inputs, "outputs": frame.outputs,
+            "steps": StepsView(frame, self.labels), "state": self.state, "agent": self.params.agent,
+            "task": self.params.task_info, "execution": self.params.execution_info,
+        }
+
+    # Steps -----------------------------------------------------------------------------------------------
+
+    async def _execute(self, step: Any, value: Any, names: dict[str, Any], frame: Frame,
+                       position: Position) -> Any:
+        here = f"{position.workflow}[{position.step}]"
+        match step:
+            case lang.EvaluateStep():
+                return {key: self.values.value(raw, names) for key, raw in step.evaluate.items()}
+            case lang.SetStep():
+                updates = {key: self.values.value(raw, names) for key, raw in step.set.items()}
+                self.state.update(updates)
+                return updates
+            case lang.GetStep():
+                return self.state.get(step.get)
+            case lang.LogStep():
+                return self.values.template(step.log, names)
+            case lang.ReturnStep():
+                raise _Return(self.values.value(step.return_, names))
+            case lang.ErrorStep():
+                raise StepFailed(str(self.values.template(step.error, names)))
+            case lang.IfElseStep():
+                return await self._if_else(step, value, names, frame, here)
+            case lang.SwitchStep():
+                return await self._switch(step, value, names, frame, here)
+            case lang.ForeachStep():
+                return await self._foreach(step, value, names, frame, here)
+            case lang.MapReduceStep():
+                return await self._map_reduce(step, names, frame, here)
+            case lang.ParallelStep():
+                branches = [self._run_sequence(b, value, frame, f"{here}.parallel[{i}]")
+                            for i, b in enumerate(step.parallel)]
+                return await _gather(branches)
+            case lang.SleepStep():
+                return await self._sleep(step, value, names)
+            case lang.WaitForInputStep():
+                info = self.values.value(step.wait_for_input.info, names)
+                return await self._wait({"info": info}, position)
+            case lang.YieldStep():
+                return await self._yield(step, value, names, position)
+            case lang.ToolCallStep():
+                return await self._tool_call(step, names, position)
+            case lang.PromptStep():
+                raise StepFailed(f"{here}: prompt steps cannot run yet: this Mint build has no model layer "
+                                 "(it arrives with the models and tools issue)")
+            case lang.SearchStep():
+                raise StepFailed(f"{here}: doc search steps cannot run yet: this Mint build has no docs layer "
+                                 "(it arrives with the docs and search issue)")
+        raise StepFailed(f"{here}: unsupported step {type(step).__name__}")
+
+    async def _if_else(self, step: lang.IfElseStep, value: Any, names: dict[str, Any], frame: Frame,
+                       here: str) -> Any:
+        if self.values.expression(step.if_, names):
+            return await self._run_sequence(step.then, value, frame, f"{here}.then")
+        if step.else_:
+            return await self._run_sequence(step.else_, value, frame, f"{here}.else")
+        return value  # no `else`: the input passes through
+
+    async def _switch(self, step: lang.SwitchStep, value: Any, names: dict[str, Any], frame: Frame,
+                      here: str) -> Any:
+        for i, branch in enumerate(step.switch):
+            if branch.case == "_" or self.values.expression(branch.case, names):
+                return await self._run_sequence(branch.then, value, frame, f"{here}.switch[{i}]")
+        return None
+
+    async def _foreach(self, step: lang.ForeachStep, value: Any, names: dict[str, Any], frame: Frame,
+                       here: str) -> list[Any]:
+        items = self._items(step.foreach.in_, names, f"{here}.foreach.in")
+        results = []
+        for i, item in enumerate(items):
+            results.append(await self._run_sequence(step.foreach.do, item, frame, f"{here}.foreach",
+                                                    {"item": i}))
+        return results
+
+    async def _map_reduce(self, step: lang.MapReduceStep, names: dict[str, Any], frame: Frame,
+                          here: str) -> Any:
+        items = self._items(step.over, names, f"{here}.over")
+        window = asyncio.Semaphore(step.parallelism or 100)
+
+        async def one(i: int, item: Any) -> Any:
+            async with window:  # a sliding window: a slow item holds only its own slot
+                return await self._run_sequence(step.map, item, frame, f"{here}.map", {"item": i})
+
+        results = await _gather([one(i, item) for i, item in enumerate(items)])
+        if step.reduce is None:
+            return results
+        accumulated = self.values.value(step.initial, names) if step.initial is not None else []
+        for result in results:
+            accumulated = self.values.expression(step.reduce, {**names, "results": accumulated, "_": result})
+        return accumulated
+
+    def _items(self, raw: Any, names: dict[str, Any], where: str) -> list[Any]:
+        items = self.values.expression(raw, names) if isinstance(raw, str) else raw
+        if not isinstance(items, list):
+            raise StepFailed(f"{where}: expected a list to iterate over, got {type(items).__name__}")
+        return items
+
+    async def _sleep(self, step: lang.SleepStep, value: Any, names: dict[str, Any]) -> Any:
+        if isinstance(step.sleep, lang.SleepFor):
+            parts = {unit: self.values.value(getattr(step.sleep, unit), names)
+                     for unit in ("seconds", "minutes", "hours", "days")}
+            seconds = _number(parts["seconds"]) + 60 * _number(parts["minutes"]) + \
+                3600 * _number(parts["hours"]) + 86400 * _number(parts["days"])
+        else:
+            seconds = _number(self.values.value(step.sleep, names))
+        if seconds < 0:
+            raise StepFailed(f"sleep must not be negative (got {seconds} seconds)")
+        await self.log.flush()
+        if seconds:
+            await workflow.sleep(seconds)
+        return value  # sleeping does not change `_`
+
+    async def _wait(self, output: dict[str, Any], position: Position) -> Any:
+        """Park the execution in `awaiting_input` until PUT /executions/{id} resumes it."""
+        self.log.open_waits += 1
+        self.log.add("wait", output, position)
+        await self.log.flush()
+        await workflow.wait_condition(lambda: bool(self.resume_inputs))
+        received = self.resume_inputs.popleft()
+        self.log.open_waits -= 1
+        self.log.add("resume", received, position)
+        return received
+
+    async def _yield(self, step: lang.YieldStep, value: Any, names: dict[str, Any], position: Position) -> Any:
+        arguments = value if step.arguments in (None, "_") else self.values.value(step.arguments, names)
+        frame = self._new_frame(step.workflow, arguments)
+        self.log.add("init_branch", arguments, Position(step.workflow, 0, frame.scope_id))
+        output = await self._run_frame(frame, self.task.workflows[step.workflow])
+        self.log.add("finish_branch", output, Position(step.workflow, len(frame.outputs), frame.scope_id))
+        return output
+
+    async def _tool_call(self, step: lang.ToolCallStep, names: dict[str, Any], position: Position) -> Any:
+        tool = self.tools.get(step.tool_name)
+        if tool is None:
+            raise StepFailed(f"tool {step.tool_name!r} is not defined for this task or its agent")
+        arguments = self.values.value(step.tool_arguments, names) if step.tool_arguments is not None else {}
+        if tool["type"] == "function":
+            call = {"type": "function", "name": tool["name"], "arguments": arguments}
+            return await self._wait({"tool_call": call}, position)
+        if tool["type"] == "api_call":
+            return await self._api_call(tool, arguments)
+        raise StepFailed(f"{tool['type']} tools cannot run yet in this Mint build (tool {tool['name']!r})")
+
+    async def _api_call(self, tool: dict[str, Any], arguments: Any) -> Any:
+        if not isinstance(arguments, dict):
+            raise StepFailed(f"arguments for api_call tool {tool['name']!r} must be a mapping")
+        request = _api_request(tool["api_call"], arguments, self.values)
+        await self.log.flush()
+        timeout = float(request.get("timeout") or 60)
+        return await workflow.execute_activity(
+            CALL_API, request, start_to_close_timeout=timedelta(seconds=timeout + 5), retry_policy=TOOL_RETRY,
+        )
+
+
+def _api_request(spec: dict[str, Any], arguments: dict[str, Any], values: ValueEvaluator) -> dict[str, Any]:
+    """The HTTP request for an api_call tool: the spec's strings are templates over `arguments`, and
+    the step's arguments (url, method, headers, params, json, content, data) override or extend the spec."""
+    scope = {"arguments": arguments, "_": arguments}
+    request = {key: _render(value, scope, values) for key, value in spec.items() if value is not None}
+    for key in ("method", "url", "content", "timeout", "follow_redirects"):
+        if key in arguments:
+            request[key] = arguments[key]
+    for key in ("headers", "params", "json", "data"):
+        if isinstance(arguments.get(key), dict) and isinstance(request.get(key), dict):
+            request[key] = {**request[key], **arguments[key]}
+        elif key in arguments:
+            request[key] = arguments[key]
+    for key in ("schema", "params_schema"):
+        request.pop(key, None)
+    return request
+
+
+def _render(value: Any, scope: dict[str, Any], values: ValueEvaluator) -> Any:
+    if isinstance(value, str):
+        return values.template(value, scope)
+    if isinstance(value, dict):
+        return {k: _render(v, scope, values) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_render(v, scope, values) for v in value]
+    return value
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise StepFailed(f"sleep needs a number of seconds, got {value!r}")
+    return float(value)
+
+
+async def _gather(coroutines: list[Any]) -> list[Any]:
+    """Run concurrently and keep order; on the first failure cancel the rest (a failed branch fails all)."""
+    tasks = [asyncio.ensure_future(c) for c in coroutines]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        raise

@@ -1,0 +1,338 @@
+"""The task language: pydantic models for tasks, tools and every step type, shared by the API and the workflow.
+
+Both dialects parse into the same models; expression fields keep their raw text (`Any`) and are evaluated
+by `workflows.values` according to the task's dialect.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+# The key that identifies each step kind (Julep also accepts an explicit `kind_`).
+STEP_KEYS = {
+    "evaluate": "evaluate", "prompt": "prompt", "tool": "tool", "if": "if_else", "switch": "switch",
+    "foreach": "foreach", "over": "map_reduce", "parallel": "parallel", "sleep": "sleep",
+    "wait_for_input": "wait_for_input", "workflow": "yield", "return": "return", "error": "error",
+    "log": "log", "set": "set", "get": "get", "search": "search",
+}
+STEP_KINDS = frozenset(STEP_KEYS.values())
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]*$"
+
+
+def step_kind(raw: Any) -> str | None:
+    """Which step kind a raw mapping is, from its `kind_` or its identifying key."""
+    if not isinstance(raw, dict):
+        return None
+    if raw.get("kind_") in STEP_KINDS:
+        return raw["kind_"]
+    for key, kind in STEP_KEYS.items():
+        if key in raw:
+            return kind
+    return None
+
+
+class _Step(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    label: Annotated[str, Field(min_length=1, max_length=120)] | None = None
+    kind_: str | None = None
+
+
+class EvaluateStep(_Step):
+    evaluate: dict[str, Any]
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    role: Literal["system", "user", "assistant", "tool", "developer"]
+    content: Any
+    name: str | None = None
+
+
+class PromptStep(_Step):
+    prompt: str | list[Message]
+    settings: dict[str, Any] | None = None
+    unwrap: bool = False
+    tools: Literal["all"] | list[Any] | None = None
+    tool_choice: Any = None
+    auto_run_tools: bool = False
+
+
+class ToolRef(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str
+    arguments: Any = None
+
+
+class ToolCallStep(_Step):
+    tool: str | ToolRef
+    arguments: Any = None
+
+    @property
+    def tool_name(self) -> str:
+        return self.tool if isinstance(self.tool, str) else self.tool.name
+
+    @property
+    def tool_arguments(self) -> Any:
+        return self.arguments if isinstance(self.tool, str) else self.tool.arguments
+
+
+def _as_list(value: Any) -> Any:
+    """`then`, `else` and `do` accept one step or a list of steps."""
+    return value if isinstance(value, list) else [value]
+
+
+Steps = Annotated[list["Step"], BeforeValidator(_as_list), Field(min_length=1)]
+
+
+class IfElseStep(_Step):
+    if_: Any = Field(alias="if")
+    then: Steps
+    else_: Steps | None = Field(default=None, alias="else")
+
+
+class CaseThen(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    case: Any
+    then: Steps
+
+
+class SwitchStep(_Step):
+    switch: Annotated[list[CaseThen], Field(min_length=1)]
+
+
+class ForeachDo(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+    in_: Any = Field(alias="in")
+    do: Steps
+
+
+class ForeachStep(_Step):
+    foreach: ForeachDo
+
+
+class MapReduceStep(_Step):
+    over: Any
+    map: Steps
+    reduce: str | None = None
+    initial: Any = None
+    parallelism: Annotated[int, Field(ge=1, le=100)] | None = None
+
+
+class ParallelStep(_Step):
+    parallel: Annotated[list[Steps], Field(min_length=1, max_length=100)]
+
+
+class SleepFor(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    seconds: Any = 0
+    minutes: Any = 0
+    hours: Any = 0
+    days: Any = 0
+
+
+class SleepStep(_Step):
+    sleep: SleepFor | Any
+
+    @field_validator("sleep", mode="before")
+    @classmethod
+    def _sleep_shape(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return SleepFor.model_validate(value)
+        if isinstance(value, bool) or not isinstance(value, str | int | float):
+            raise ValueError("sleep takes a number of seconds, an expression, or {seconds, minutes, hours, days}")
+        return value
+
+
+class WaitInfo(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    info: Any = None
+
+
+class WaitForInputStep(_Step):
+    wait_for_input: WaitInfo
+
+
+class YieldStep(_Step):
+    workflow: Annotated[str, Field(pattern=NAME_PATTERN)]
+    arguments: Any = None
+
+
+class ReturnStep(_Step):
+    return_: Any = Field(alias="return")
+
+
+class ErrorStep(_Step):
+    error: str
+
+
+class LogStep(_Step):
+    log: str
+
+
+class SetStep(_Step):
+    set: dict[str, Any]
+
+
+class GetStep(_Step):
+    get: str
+
+
+class SearchSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    query: Any
+    mode: Literal["text", "vector", "hybrid"] = "hybrid"
+    limit: Annotated[int, Field(ge=1, le=100)] = 10
+    metadata_filter: dict[str, Any] | None = None
+
+
+class SearchStep(_Step):
+    search: SearchSpec
+
+
+Step = Annotated[
+    Annotated[EvaluateStep, Tag("evaluate")]
+    | Annotated[PromptStep, Tag("prompt")]
+    | Annotated[ToolCallStep, Tag("tool")]
+    | Annotated[IfElseStep, Tag("if_else")]
+    | Annotated[SwitchStep, Tag("switch")]
+    | Annotated[ForeachStep, Tag("foreach")]
+    | Annotated[MapReduceStep, Tag("map_reduce")]
+    | Annotated[ParallelStep, Tag("parallel")]
+    | Annotated[SleepStep, Tag("sleep")]
+    | Annotated[WaitForInputStep, Tag("wait_for_input")]
+    | Annotated[YieldStep, Tag("yield")]
+    | Annotated[ReturnStep, Tag("return")]
+    | Annotated[ErrorStep, Tag("error")]
+    | Annotated[LogStep, Tag("log")]
+    | Annotated[SetStep, Tag("set")]
+    | Annotated[GetStep, Tag("get")]
+    | Annotated[SearchStep, Tag("search")],
+    Discriminator(
+        step_kind,
+        custom_error_type="unknown_step",
+        custom_error_message="not a step: a step is a mapping with one of the keys " + ", ".join(STEP_KEYS),
+    ),
+]
+
+for _model in (IfElseStep, CaseThen, ForeachDo, MapReduceStep, ParallelStep):
+    _model.model_rebuild()
+
+
+# Tools -----------------------------------------------------------------------------------------------------
+
+TOOL_TYPES = ("function", "api_call", "system", "integration")
+
+
+class FunctionDef(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str | None = None
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+class ApiCallDef(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] = "GET"
+    url: str
+    headers: dict[str, str] | None = None
+    params: dict[str, Any] | None = None
+    json_: Any = Field(default=None, alias="json")
+    content: str | None = None
+    data: dict[str, Any] | None = None
+    follow_redirects: bool = False
+    timeout: Annotated[float, Field(gt=0, le=600)] | None = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    params_schema: dict[str, Any] | None = None
+
+
+class ToolDef(BaseModel):
+    """A tool as written in a task or attached to an agent (Julep v1 shape, or the seed's `function:` form)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    name: Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
+    type: Literal["function", "api_call", "system", "integration"]
+    description: str | None = None
+    function: FunctionDef | None = None
+    api_call: ApiCallDef | None = None
+    system: dict[str, Any] | None = None
+    integration: dict[str, Any] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_type(cls, raw: Any) -> Any:
+        # The seed writes `- function:\n  name: send_email`, which YAML reads as {function: None, name: ...}.
+        if isinstance(raw, dict) and "type" not in raw:
+            present = [t for t in TOOL_TYPES if t in raw]
+            if len(present) == 1:
+                raw = {**raw, "type": present[0]}
+        if isinstance(raw, dict) and isinstance(raw.get("function"), dict) and "name" not in raw:
+            raw = {**raw, "name": raw["function"].get("name")}
+        return raw
+
+    @model_validator(mode="after")
+    def _spec_matches_type(self) -> ToolDef:
+        if self.type == "api_call" and self.api_call is None:
+            raise ValueError("an api_call tool needs an `api_call` spec with at least `url`")
+        return self
+
+
+# Tasks -----------------------------------------------------------------------------------------------------
+
+TASK_FIELDS = frozenset({"name", "description", "input_schema", "tools", "inherit_tools", "metadata", "main"})
+IGNORED_TASK_FIELDS = frozenset({"id", "created_at", "updated_at", "agent_id", "canonical_name", "version",
+                                 "developer_id", "jobs"})
+
+
+class TaskSpec(BaseModel):
+    """A whole task: `main` plus any other named workflows (every unknown top-level key is one)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+    description: str = ""
+    input_schema: dict[str, Any] | None = None
+    tools: list[ToolDef] = Field(default_factory=list)
+    inherit_tools: bool = True
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    workflows: dict[str, Annotated[list[Step], Field(min_length=1)]]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_workflows(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict):
+            return raw
+        fields = {k: v for k, v in raw.items() if k in TASK_FIELDS and k != "main"}
+        workflows = {k: v for k, v in raw.items() if k not in TASK_FIELDS and k not in IGNORED_TASK_FIELDS}
+        if "main" in raw:
+            workflows = {"main": raw["main"], **workflows}
+        if "workflows" in raw and isinstance(raw["workflows"], dict):
+            workflows = {**raw["workflows"], **{k: v for k, v in workflows.items() if k != "workflows"}}
+        return {**fields, "workflows": workflows}
+
+    @field_validator("workflows")
+    @classmethod
+    def _main_required(cls, workflows: dict[str, Any]) -> dict[str, Any]:
+        if "main" not in workflows:
+            raise ValueError("a task needs a `main` workflow (a list of steps)")
+        return workflows
+
+    def to_document(self) -> dict[str, Any]:
+        """The task as users write it (named workflows at the top level), JSON-ready."""
+        body = self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"workflows"})
+        for name, steps in self.workflows.items():
+            body[name] = [dump_step(s) for s in steps]
+        return body
+
+
+def dump_step(step: BaseModel) -> dict[str, Any]:
+    return step.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)

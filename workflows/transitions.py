@@ -1,0 +1,66 @@
+"""Transition types, the statuses they lead to, and the one place that decides which sequences are allowed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+TERMINAL_TYPES = frozenset({"finish", "error", "cancelled"})
+TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
+
+# The status an execution has after each transition type (wait -> awaiting_input is decided by the workflow,
+# which knows whether any wait is still open when several branches run at once).
+STATUS_AFTER = {
+    "init": "running", "init_branch": "running", "step": "running", "wait": "awaiting_input",
+    "resume": "running", "finish_branch": "running", "finish": "succeeded", "error": "failed",
+    "cancelled": "cancelled",
+}
+
+# What may follow what. Nothing follows a terminal transition; `init` comes first and only once.
+ALLOWED_NEXT = {
+    None: frozenset({"init"}),
+    "init": frozenset({"init_branch", "step", "wait", "finish", "error", "cancelled"}),
+    "init_branch": frozenset({"init_branch", "step", "wait", "finish_branch", "error", "cancelled"}),
+    "step": frozenset({"init_branch", "step", "wait", "finish_branch", "finish", "error", "cancelled"}),
+    "wait": frozenset({"init_branch", "step", "wait", "resume", "finish_branch", "error", "cancelled"}),
+    "resume": frozenset({"init_branch", "step", "wait", "resume", "finish_branch", "finish", "error",
+                         "cancelled"}),
+    "finish_branch": frozenset({"init_branch", "step", "wait", "resume", "finish_branch", "finish", "error",
+                                "cancelled"}),
+    "finish": frozenset(), "error": frozenset(), "cancelled": frozenset(),
+}
+
+
+class InvalidTransition(Exception):
+    """A transition that may not follow the previous one (e.g. anything after `finish`)."""
+
+
+def check_sequence(previous: str | None, types: list[str]) -> None:
+    """Raise InvalidTransition unless `types` may follow a transition of type `previous`."""
+    for kind in types:
+        if kind not in ALLOWED_NEXT.get(previous, frozenset()):
+            raise InvalidTransition(f"a {kind!r} transition cannot follow {previous or 'nothing'!r}")
+        previous = kind
+
+
+@dataclass
+class Position:
+    workflow: str
+    step: int
+    scope_id: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"workflow": self.workflow, "step": self.step, "scope_id": self.scope_id}
+
+
+@dataclass
+class TransitionBatch:
+    """Transitions to append in one write, with the execution's status after them."""
+
+    execution_id: str
+    developer_id: str
+    transitions: list[dict[str, Any]]
+    status: str
+    output: Any = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,161 @@
+"""Validate a task document when it is created: every problem, each with the path where it is."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+from pydantic import BaseModel, ValidationError
+
+from workflows import language as lang
+from workflows.values import Dialect, check_value, detect_dialect, iter_step_fields
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    message: str
+
+
+class TaskInvalid(Exception):
+    """A task document has problems; `problems` lists them all."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("; ".join(f"{p.path}: {p.message}" for p in problems))
+
+
+@dataclass(frozen=True)
+class ValidTask:
+    spec: lang.TaskSpec
+    dialect: Dialect
+    document: dict[str, Any]
+
+
+def validate_task(raw: Any, agent_tool_names: frozenset[str] = frozenset()) -> ValidTask:
+    """Parse and check a task; raise TaskInvalid listing every problem."""
+    if not isinstance(raw, dict):
+        raise TaskInvalid([Problem("", "a task must be a mapping with at least `name` and `main`")])
+    try:
+        spec = lang.TaskSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise TaskInvalid([Problem(format_loc(e["loc"]), e["msg"]) for e in exc.errors()]) from None
+    dialect = detect_dialect(spec.workflows)
+    problems = _check_schema(spec.input_schema)
+    tool_names = {t.name for t in spec.tools} | (set(agent_tool_names) if spec.inherit_tools else set())
+    labels: dict[str, str] = {}
+    for name, steps in spec.workflows.items():
+        for path, step in walk_steps(steps, name):
+            problems += _check_step(step, path, dialect, tool_names, set(spec.workflows), labels)
+    if problems:
+        raise TaskInvalid(problems)
+    return ValidTask(spec, dialect, spec.to_document())
+
+
+def format_loc(loc: tuple[Any, ...]) -> str:
+    """Turn a pydantic error location into `main[1].then[0].evaluate`, dropping union tags."""
+    parts: list[str] = []
+    previous: Any = None
+    for item in loc[1:] if loc and loc[0] == "workflows" else loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        elif isinstance(previous, int) and item in lang.STEP_KINDS:
+            pass  # the discriminated union's tag, not a field
+        elif "[" in str(item) or item in ("str", "list", "dict"):
+            pass  # a union member's description
+        else:
+            parts.append(f".{item}" if parts else str(item))
+        previous = item
+    return "".join(parts) or "(task)"
+
+
+def walk_steps(steps: list[BaseModel], path: str):
+    """Yield (path, step) for every step, nested ones included, depth first."""
+    for i, step in enumerate(steps):
+        here = f"{path}[{i}]"
+        yield here, step
+        for sub_path, sub_steps in nested_sequences(step, here):
+            yield from walk_steps(sub_steps, sub_path)
+
+
+def nested_sequences(step: BaseModel, path: str) -> list[tuple[str, list[Any]]]:
+    """The step lists inside a step, with their paths."""
+    match step:
+        case lang.IfElseStep():
+            return [(f"{path}.then", step.then)] + ([(f"{path}.else", step.else_)] if step.else_ else [])
+        case lang.SwitchStep():
+            return [(f"{path}.switch[{i}].then", c.then) for i, c in enumerate(step.switch)]
+        case lang.ForeachStep():
+            return [(f"{path}.foreach.do", step.foreach.do)]
+        case lang.MapReduceStep():
+            return [(f"{path}.map", step.map)]
+        case lang.ParallelStep():
+            return [(f"{path}.parallel[{i}]", branch) for i, branch in enumerate(step.parallel)]
+    return []
+
+
+def _check_step(step: BaseModel, path: str, dialect: Dialect, tools: set[str], workflows: set[str],
+                labels: dict[str, str]) -> list[Problem]:
+    problems = []
+    for field_path, raw, kind in iter_step_fields(step, path):
+        if kind == "reduce":
+            found = check_value(raw, "expression", dialect, frozenset({"results"}))
+        else:
+            found = check_value(raw, kind, dialect)
+        hint = " (in the seed dialect every string here is a Python expression; quote literals or use `$ `)"
+        problems += [Problem(field_path, m + (hint if dialect == "seed" and "unknown name" in m else ""))
+                     for m in found]
+    label = getattr(step, "label", None)
+    if label is not None:
+        if label in labels:
+            problems.append(Problem(f"{path}.label", f"label {label!r} is already used at {labels[label]}"))
+        labels[label] = path
+    if isinstance(step, lang.ToolCallStep) and step.tool_name not in tools:
+        known = ", ".join(sorted(tools)) or "none"
+        problems.append(Problem(f"{path}.tool", f"unknown tool {step.tool_name!r} (tools: {known})"))
+    if isinstance(step, lang.YieldStep) and step.workflow not in workflows:
+        problems.append(Problem(f"{path}.workflow", f"unknown workflow {step.workflow!r} "
+                                                    f"(workflows: {', '.join(sorted(workflows))})"))
+    return problems
+
+
+def normalize_input_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The seed's shorthand (a bare map of property schemas) means an object with those properties."""
+    if not schema:
+        return None
+    keywords = {"type", "properties", "$schema", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "items",
+                "required", "not", "additionalProperties"}
+    if keywords & set(schema) and not _looks_like_properties(schema):
+        return schema
+    return {"type": "object", "properties": schema}
+
+
+def _looks_like_properties(schema: dict[str, Any]) -> bool:
+    # {"type": {"type": "string"}} is a property named "type", not the keyword.
+    return all(isinstance(v, dict) for v in schema.values())
+
+
+def _check_schema(schema: dict[str, Any] | None) -> list[Problem]:
+    normalized = normalize_input_schema(schema)
+    if normalized is None:
+        return []
+    try:
+        jsonschema.Draft202012Validator.check_schema(normalized)
+    except jsonschema.SchemaError as exc:
+        where = ".".join(str(p) for p in exc.path)
+        return [Problem(f"input_schema{'.' + where if where else ''}", exc.message)]
+    return []
+
+
+def input_problems(schema: dict[str, Any] | None, value: Any) -> list[Problem]:
+    """Check an execution's input against the task's input_schema."""
+    normalized = normalize_input_schema(schema)
+    if normalized is None:
+        return []
+    validator = jsonschema.Draft202012Validator(normalized)
+    return [
+        Problem("input" + "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in err.absolute_path),
+                err.message)
+        for err in sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
+    ]

@@ -1,0 +1,186 @@
+"""How a raw value in a task becomes data: the two dialects, expressions versus templates versus literals.
+
+- seed dialect: every string in an expression field is a bare Python expression (`sleep: 24*3600`).
+- `$` dialect: `$ expr` is an expression, a string with `{{ }}` is a template, anything else is a literal.
+A task is in the `$` dialect when any of its expression fields starts with `$`. Template fields (prompts,
+`log`, `error`) are Jinja in both dialects; `$ expr` there is an expression too.
+"""
+
+from __future__ import annotations
+
+import random as _random
+from collections.abc import Callable, Iterator
+from datetime import date, datetime, timedelta
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from workflows.expressions import Evaluator, ExpressionError, check_expression
+from workflows.safe_functions import MAX_ELEMENTS
+from workflows.templates import check_template, is_template, render_template
+
+Dialect = Literal["seed", "dollar"]
+
+
+def expression_of(text: str) -> str | None:
+    """The expression in a `$ expr` string, else None."""
+    return text[1:].strip() if text.startswith("$") else None
+
+
+class ValueEvaluator:
+    """Evaluates expression fields and renders template fields for one execution (one per workflow run)."""
+
+    def __init__(self, dialect: Dialect, rng: _random.Random | None = None,
+                 now: Callable[[], datetime] | None = None):
+        self.dialect = dialect
+        self.expressions = Evaluator(rng, now)
+        self._helpers = {**self.expressions.functions, **self.expressions.modules}
+
+    def expression(self, source: str, names: dict[str, Any]) -> Any:
+        """Evaluate one expression written without a `$` (e.g. `if`, `over`, `reduce`)."""
+        return to_data(self.expressions.evaluate(expression_of(source) or source, names))
+
+    def value(self, raw: Any, names: dict[str, Any]) -> Any:
+        """Evaluate an expression field (recursing into mappings and lists) according to the dialect."""
+        if isinstance(raw, str):
+            source = expression_of(raw)
+            if source is not None:
+                return to_data(self.expressions.evaluate(source, names))
+            if self.dialect == "seed":
+                return to_data(self.expressions.evaluate(raw, names))
+            return render_template(raw, {**self._helpers, **names}) if is_template(raw) else raw
+        if isinstance(raw, dict):
+            return {key: self.value(item, names) for key, item in raw.items()}
+        if isinstance(raw, list):
+            return [self.value(item, names) for item in raw]
+        return raw
+
+    def template(self, raw: str, names: dict[str, Any]) -> Any:
+        """Render a template field; `$ expr` evaluates instead."""
+        source = expression_of(raw)
+        if source is not None:
+            return to_data(self.expressions.evaluate(source, names))
+        return render_template(raw, {**self._helpers, **names})
+
+
+def to_data(value: Any) -> Any:
+    """Turn an expression's result into JSON-ready data (tuples and sets become lists, dates ISO text)."""
+    budget = [MAX_ELEMENTS]
+
+    def convert(item: Any) -> Any:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise ExpressionError(f"result is too large (over {MAX_ELEMENTS} elements)")
+        if item is None or isinstance(item, bool | int | str):
+            return item
+        if isinstance(item, float):
+            return item if item == item and item not in (float("inf"), float("-inf")) else str(item)
+        if isinstance(item, dict):
+            return {str(k) if not isinstance(k, str) else k: convert(v) for k, v in item.items()}
+        if isinstance(item, list | tuple):
+            return [convert(v) for v in item]
+        if isinstance(item, set | frozenset):
+            return [convert(v) for v in sorted(item, key=repr)]
+        if isinstance(item, datetime | date):
+            return item.isoformat()
+        if isinstance(item, timedelta):
+            return item.total_seconds()
+        if isinstance(item, range | map | filter | zip | enumerate | Iterator):
+            return [convert(v) for v in item]
+        if hasattr(item, "group") and hasattr(item, "span"):  # re.Match
+            return item.group(0)
+        raise ExpressionError(f"an expression returned a {type(item).__name__}, which is not data")
+
+    return convert(value)
+
+
+# Static checks, used when a task is created ----------------------------------------------------------------
+
+def detect_dialect(workflows: dict[str, list[BaseModel]]) -> Dialect:
+    """`dollar` if any expression field of any step starts with `$`, else `seed`."""
+    for steps in workflows.values():
+        for step in steps:
+            for _, raw, kind in iter_step_fields(step, ""):
+                if kind == "value" and _has_dollar(raw):
+                    return "dollar"
+    return "seed"
+
+
+def _has_dollar(raw: Any) -> bool:
+    if isinstance(raw, str):
+        return raw.startswith("$")
+    if isinstance(raw, dict):
+        return any(_has_dollar(v) for v in raw.values())
+    if isinstance(raw, list):
+        return any(_has_dollar(v) for v in raw)
+    return False
+
+
+def check_value(raw: Any, kind: str, dialect: Dialect, extra: frozenset[str] = frozenset()) -> list[str]:
+    """Problems with one field: kind is `value` (dialect rules), `expression` or `template`."""
+    if isinstance(raw, dict):
+        return [p for v in raw.values() for p in check_value(v, kind, dialect, extra)]
+    if isinstance(raw, list):
+        return [p for v in raw for p in check_value(v, kind, dialect, extra)]
+    if not isinstance(raw, str):
+        return []
+    source = expression_of(raw)
+    if source is not None or kind == "expression" or (kind == "value" and dialect == "seed"):
+        return check_expression(source if source is not None else raw, extra)
+    if is_template(raw):
+        return check_template(raw, extra)
+    return []
+
+
+def iter_step_fields(step: BaseModel, path: str) -> Iterator[tuple[str, Any, str]]:
+    """Yield (path, raw, kind) for the evaluable fields of one step (not its nested steps)."""
+    from workflows import language as lang
+
+    match step:
+        case lang.EvaluateStep() | lang.SetStep():
+            mapping = step.evaluate if isinstance(step, lang.EvaluateStep) else step.set
+            field = "evaluate" if isinstance(step, lang.EvaluateStep) else "set"
+            for key, raw in mapping.items():
+                yield f"{path}.{field}.{key}", raw, "value"
+        case lang.PromptStep():
+            if isinstance(step.prompt, str):
+                yield f"{path}.prompt", step.prompt, "template"
+            else:
+                for i, message in enumerate(step.prompt):
+                    if isinstance(message.content, str):
+                        yield f"{path}.prompt[{i}].content", message.content, "template"
+        case lang.ToolCallStep():
+            yield f"{path}.arguments", step.tool_arguments, "value"
+        case lang.IfElseStep():
+            yield f"{path}.if", step.if_, "expression"
+        case lang.SwitchStep():
+            for i, case in enumerate(step.switch):
+                if case.case != "_":
+                    yield f"{path}.switch[{i}].case", case.case, "expression"
+        case lang.ForeachStep():
+            yield f"{path}.foreach.in", step.foreach.in_, "expression"
+        case lang.MapReduceStep():
+            yield f"{path}.over", step.over, "expression"
+            if step.reduce is not None:
+                yield f"{path}.reduce", step.reduce, "reduce"
+            yield f"{path}.initial", step.initial, "value"
+        case lang.SleepStep():
+            if isinstance(step.sleep, lang.SleepFor):
+                for unit in ("seconds", "minutes", "hours", "days"):
+                    yield f"{path}.sleep.{unit}", getattr(step.sleep, unit), "value"
+            else:
+                yield f"{path}.sleep", step.sleep, "value"
+        case lang.WaitForInputStep():
+            yield f"{path}.wait_for_input.info", step.wait_for_input.info, "value"
+        case lang.YieldStep():
+            yield f"{path}.arguments", step.arguments, "value"
+        case lang.ReturnStep():
+            yield f"{path}.return", step.return_, "value"
+        case lang.ErrorStep():
+            yield f"{path}.error", step.error, "template"
+        case lang.LogStep():
+            yield f"{path}.log", step.log, "template"
+        case lang.SearchStep():
+            yield f"{path}.search.query", step.search.query, "value"
+        case _:
+            return
