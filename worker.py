@@ -16,14 +16,29 @@ from workflows.execution import TaskExecutionWorkflow
 # Pure, deterministic modules the workflow sandbox may share instead of re-importing for every run.
 # The interpreter and the workflow class stay sandboxed, so nondeterminism there is still caught.
 PASSTHROUGH_MODULES = (
-    "simpleeval", "jinja2", "markupsafe", "pydantic", "pydantic_core", "yaml", "jsonschema",
-    "workflows.language", "workflows.expressions", "workflows.safe_functions", "workflows.templates",
-    "workflows.values", "workflows.transitions",
+    "simpleeval",
+    "jinja2",
+    "markupsafe",
+    "pydantic",
+    "pydantic_core",
+    "yaml",
+    "jsonschema",
+    "workflows.language",
+    "workflows.expressions",
+    "workflows.safe_functions",
+    "workflows.templates",
+    "workflows.values",
+    "workflows.transitions",
 )
 
 
-def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient,
-                 egress_allow: tuple[str, ...] = (), task_queue: str = "mint-tasks") -> Worker:
+def build_worker(
+    client: Client,
+    pool: asyncpg.Pool,
+    http: httpx.AsyncClient,
+    egress_allow: tuple[str, ...] = (),
+    task_queue: str = "mint-tasks",
+) -> Worker:
     """A worker with every workflow and activity registered, its clients passed in."""
     writer = TransitionWriter(pool)
     tools = HttpActivities(http, EgressPolicy(egress_allow))

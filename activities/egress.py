@@ -36,7 +36,9 @@ class EgressPolicy:
         """Raise EgressRefused unless every address `url` resolves to may be reached."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https"):
-            raise EgressRefused(f"only http and https URLs may be called, not {parts.scheme or 'no scheme'!r}")
+            raise EgressRefused(
+                f"only http and https URLs may be called, not {parts.scheme or 'no scheme'!r}"
+            )
         host = (parts.hostname or "").lower()
         if not host:
             raise EgressRefused(f"URL {url!r} has no host")
@@ -50,4 +52,5 @@ class EgressPolicy:
             if not self._allowed_address(host, port, address):
                 raise EgressRefused(
                     f"{host} resolves to {address}, which is not a public address; "
-                    "list it in MINT_EGRESS_ALLOW to allow it")
+                    "list it in MINT_EGRESS_ALLOW to allow it"
+                )

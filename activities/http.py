@@ -39,8 +39,12 @@ class HttpActivities:
             body = response.json()
         except ValueError:
             body = None
-        return {"status_code": response.status_code, "headers": dict(response.headers), "content": text,
-                "json": body}
+        return {
+            "status_code": response.status_code,
+            "headers": dict(response.headers),
+            "content": text,
+            "json": body,
+        }
 
     async def _send(self, method: str, url: str, request: dict[str, Any]) -> httpx.Response:
         try:
@@ -49,9 +53,17 @@ class HttpActivities:
             raise ApplicationError(str(exc), type="EgressRefused", non_retryable=True) from None
         try:
             return await self.client.request(
-                method, url, headers=request.get("headers"), params=request.get("params"),
-                json=request.get("json"), content=request.get("content"), data=request.get("data"),
-                timeout=float(request.get("timeout") or 60), follow_redirects=False,
+                method,
+                url,
+                headers=request.get("headers"),
+                params=request.get("params"),
+                json=request.get("json"),
+                content=request.get("content"),
+                data=request.get("data"),
+                timeout=float(request.get("timeout") or 60),
+                follow_redirects=False,
             )
         except httpx.InvalidURL as exc:
-            raise ApplicationError(f"bad URL {url!r}: {exc}", type="BadToolCall", non_retryable=True) from None
+            raise ApplicationError(
+                f"bad URL {url!r}: {exc}", type="BadToolCall", non_retryable=True
+            ) from None

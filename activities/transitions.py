@@ -24,7 +24,9 @@ class TransitionWriter:
             execution = await conn.fetchrow(
                 "SELECT last_seq, last_transition_type FROM executions "
                 "WHERE id = $1 AND developer_id = $2 FOR UPDATE",
-                batch.execution_id, batch.developer_id)
+                batch.execution_id,
+                batch.developer_id,
+            )
             if execution is None:
                 raise ApplicationError(f"execution {batch.execution_id} does not exist", non_retryable=True)
             fresh = [t for t in batch.transitions if t["seq"] > execution["last_seq"]]
@@ -45,11 +47,16 @@ class TransitionWriter:
                      AS u(id, seq, type, output, current, next, step_label, metadata, created_at)
                 ON CONFLICT (execution_id, seq) DO NOTHING
                 """,
-                batch.execution_id, batch.developer_id,
-                [t["id"] for t in fresh], [t["seq"] for t in fresh], [t["type"] for t in fresh],
-                [json.dumps(t["output"]) for t in fresh], [json.dumps(t["current"]) for t in fresh],
+                batch.execution_id,
+                batch.developer_id,
+                [t["id"] for t in fresh],
+                [t["seq"] for t in fresh],
+                [t["type"] for t in fresh],
+                [json.dumps(t["output"]) for t in fresh],
+                [json.dumps(t["current"]) for t in fresh],
                 [json.dumps(t["next"]) if t["next"] else None for t in fresh],
-                [t["step_label"] for t in fresh], [json.dumps(t["metadata"]) for t in fresh],
+                [t["step_label"] for t in fresh],
+                [json.dumps(t["metadata"]) for t in fresh],
                 [datetime.fromisoformat(t["created_at"]) for t in fresh],
             )
             await conn.execute(
@@ -59,6 +66,12 @@ class TransitionWriter:
                        error = COALESCE($8, error), updated_at = now()
                 WHERE id = $1 AND developer_id = $2
                 """,
-                batch.execution_id, batch.developer_id, batch.status, fresh[-1]["seq"], fresh[-1]["type"],
-                len(fresh), batch.output if batch.status == "succeeded" else None, batch.error,
+                batch.execution_id,
+                batch.developer_id,
+                batch.status,
+                fresh[-1]["seq"],
+                fresh[-1]["type"],
+                len(fresh),
+                batch.output if batch.status == "succeeded" else None,
+                batch.error,
             )

@@ -13,8 +13,11 @@ from mint.store import Store
 
 
 def create_app(store: Store, temporal: Client, task_queue: str = "mint-tasks") -> FastAPI:
-    app = FastAPI(title="Mint", version="0.1.0",
-                  description="A durable workflow engine for AI agents, speaking Julep's v1 REST API.")
+    app = FastAPI(
+        title="Mint",
+        version="0.1.0",
+        description="A durable workflow engine for AI agents, speaking Julep's v1 REST API.",
+    )
     app.state.store = store
     app.state.temporal = temporal
     app.state.task_queue = task_queue

@@ -18,7 +18,9 @@ def get_store(request: Request) -> Store:
 async def get_developer(request: Request) -> str:
     """The developer id for `Authorization: Bearer KEY` (or `X-Auth-Key: KEY`)."""
     header = request.headers.get("authorization", "")
-    key = header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-auth-key", "")
+    key = (
+        header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-auth-key", "")
+    )
     if not key:
         raise ApiError(401, "missing API key: send `Authorization: Bearer YOUR_KEY`")
     developer_id = await request.app.state.store.developer_for_key(key)

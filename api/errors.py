@@ -33,7 +33,9 @@ def _body(message: str, problems: list[Problem]) -> dict[str, Any]:
 
 def _response(status: int, message: str, problems: list[Problem] | None = None) -> JSONResponse:
     # The julep SDK retries 409s and 5xx unless told not to; our errors are final.
-    return JSONResponse(_body(message, problems or []), status_code=status, headers={"x-should-retry": "false"})
+    return JSONResponse(
+        _body(message, problems or []), status_code=status, headers={"x-should-retry": "false"}
+    )
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -16,8 +16,15 @@ from workflows.transitions import TERMINAL_STATUSES
 from workflows.validate import input_problems
 
 
-async def start_execution(store: Store, temporal: Client, task_queue: str, developer: str,
-                          task: dict[str, Any], body_input: Any, metadata: dict[str, Any]) -> dict[str, Any]:
+async def start_execution(
+    store: Store,
+    temporal: Client,
+    task_queue: str,
+    developer: str,
+    task: dict[str, Any],
+    body_input: Any,
+    metadata: dict[str, Any],
+) -> dict[str, Any]:
     """Validate the input, insert the execution (`queued`), start its workflow; a failed start is recorded."""
     document = task["document"]
     problems = input_problems(document.get("input_schema"), body_input)
@@ -25,29 +32,51 @@ async def start_execution(store: Store, temporal: Client, task_queue: str, devel
         summary = "; ".join(f"{p.path}: {p.message}" for p in problems[:5])
         raise ApiError(422, f"input does not match the task's input_schema: {summary}", problems)
     agent = await store.get(AGENTS, developer, task["agent_id"]) or {}
-    execution = await store.insert(EXECUTIONS, developer, {
-        "task_id": task["id"], "task_version": task["version"], "status": "queued", "input": body_input,
-        "metadata": metadata,
-    })
+    execution = await store.insert(
+        EXECUTIONS,
+        developer,
+        {
+            "task_id": task["id"],
+            "task_version": task["version"],
+            "status": "queued",
+            "input": body_input,
+            "metadata": metadata,
+        },
+    )
     params = ExecutionParams(
-        execution_id=execution["id"], developer_id=developer, task=document, dialect=task["dialect"],
-        input=body_input, agent=_agent_view(agent), tools=await _task_tools(store, developer, task, document),
-        task_info={"id": task["id"], "name": document["name"], "version": task["version"],
-                   "metadata": document.get("metadata", {})},
+        execution_id=execution["id"],
+        developer_id=developer,
+        task=document,
+        dialect=task["dialect"],
+        input=body_input,
+        agent=_agent_view(agent),
+        tools=await _task_tools(store, developer, task, document),
+        task_info={
+            "id": task["id"],
+            "name": document["name"],
+            "version": task["version"],
+            "metadata": document.get("metadata", {}),
+        },
         execution_info={"id": execution["id"], "metadata": metadata},
     )
     try:
-        await temporal.start_workflow(TaskExecutionWorkflow.run, params, id=execution["id"], task_queue=task_queue)
-    except Exception as exc:  # any start failure must leave a visible `failed` execution, never a silent `queued`
-        await store.set_execution_status(developer, execution["id"], "failed", ("queued",),
-                                         error=f"could not start the workflow: {exc}")
+        await temporal.start_workflow(
+            TaskExecutionWorkflow.run, params, id=execution["id"], task_queue=task_queue
+        )
+    except (
+        Exception
+    ) as exc:  # any start failure must leave a visible `failed` execution, never a silent `queued`
+        await store.set_execution_status(
+            developer, execution["id"], "failed", ("queued",), error=f"could not start the workflow: {exc}"
+        )
         raise ApiError(503, f"could not start execution {execution['id']}: {exc}") from None
     await store.set_execution_status(developer, execution["id"], "starting", ("queued",))
     return await store.get(EXECUTIONS, developer, execution["id"])  # type: ignore[return-value]
 
 
-async def resume_execution(store: Store, temporal: Client, developer: str, execution: dict[str, Any],
-                           value: Any) -> None:
+async def resume_execution(
+    store: Store, temporal: Client, developer: str, execution: dict[str, Any], value: Any
+) -> None:
     if execution["status"] != "awaiting_input":
         raise ApiError(409, f"execution {execution['id']} is {execution['status']}, not awaiting_input")
     try:
@@ -77,13 +106,18 @@ def _agent_view(agent: dict[str, Any]) -> dict[str, Any]:
     return {k: agent.get(k) for k in keys}
 
 
-async def _task_tools(store: Store, developer: str, task: dict[str, Any],
-                      document: dict[str, Any]) -> list[dict[str, Any]]:
+async def _task_tools(
+    store: Store, developer: str, task: dict[str, Any], document: dict[str, Any]
+) -> list[dict[str, Any]]:
     """The task's own tools, then (with inherit_tools) the agent's tools it does not override."""
     from api.routes.agents import agent_tool_specs
 
-    tools = [ToolDef.model_validate(t).model_dump(mode="json", by_alias=True) for t in document.get("tools", [])]
+    tools = [
+        ToolDef.model_validate(t).model_dump(mode="json", by_alias=True) for t in document.get("tools", [])
+    ]
     if document.get("inherit_tools", True):
         names = {t["name"] for t in tools}
-        tools += [t for t in await agent_tool_specs(store, developer, task["agent_id"]) if t["name"] not in names]
+        tools += [
+            t for t in await agent_tool_specs(store, developer, task["agent_id"]) if t["name"] not in names
+        ]
     return tools

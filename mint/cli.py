@@ -19,8 +19,13 @@ def cli() -> None:
 
 
 @cli.command()
-@click.option("--data-dir", default="./.mint", show_default=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Where the embedded Postgres, the Temporal state and the API key live.")
+@click.option(
+    "--data-dir",
+    default="./.mint",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where the embedded Postgres, the Temporal state and the API key live.",
+)
 def up(data_dir: Path) -> None:
     """Start Postgres, Temporal (with its UI), a worker and the API on this machine. Ctrl-C stops all."""
     from mint import services
@@ -55,8 +60,16 @@ def api() -> None:
     from mint.stack import StackOptions
 
     settings = _external_settings()
-    _serve(settings, StackOptions(settings.database_url, settings.temporal_address, run_worker=False,  # type: ignore[arg-type]
-                                  default_key=settings.api_key))
+    assert settings.database_url and settings.temporal_address
+    _serve(
+        settings,
+        StackOptions(
+            settings.database_url,
+            settings.temporal_address,
+            run_worker=False,
+            default_key=settings.api_key,
+        ),
+    )
 
 
 @cli.command()
@@ -65,7 +78,8 @@ def worker() -> None:
     from mint.stack import StackOptions
 
     settings = _external_settings()
-    _serve(settings, StackOptions(settings.database_url, settings.temporal_address, run_api=False))  # type: ignore[arg-type]
+    assert settings.database_url and settings.temporal_address
+    _serve(settings, StackOptions(settings.database_url, settings.temporal_address, run_api=False))
 
 
 @cli.group()
@@ -75,7 +89,9 @@ def developer() -> None:
 
 @developer.command("create")
 @click.argument("name")
-@click.option("--data-dir", default="./.mint", show_default=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--data-dir", default="./.mint", show_default=True, type=click.Path(file_okay=False, path_type=Path)
+)
 def developer_create(name: str, data_dir: Path) -> None:
     """Create a developer and print a new API key for it (shown only once)."""
     from mint import services
@@ -101,9 +117,13 @@ def developer_create(name: str, data_dir: Path) -> None:
 @cli.command("run")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--input", "input_json", default=None, help="The execution input, as JSON.")
-@click.option("--agent", "agent_name", default="mint-run", show_default=True, help="The agent to own the task.")
+@click.option(
+    "--agent", "agent_name", default="mint-run", show_default=True, help="The agent to own the task."
+)
 @click.option("--url", default=None, help="The Mint API (default http://127.0.0.1:$MINT_API_PORT).")
-@click.option("--data-dir", default="./.mint", show_default=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--data-dir", default="./.mint", show_default=True, type=click.Path(file_okay=False, path_type=Path)
+)
 def run_file(file: Path, input_json: str | None, agent_name: str, url: str | None, data_dir: Path) -> None:
     """Create or update the task in FILE, run it, and show its progress."""
     from mint.runner import run_task_file
@@ -118,10 +138,18 @@ def run_file(file: Path, input_json: str | None, agent_name: str, url: str | Non
 
 def _external_settings() -> Settings:
     settings = Settings.from_env()
-    missing = [n for n, v in (("MINT_DATABASE_URL", settings.database_url),
-                              ("TEMPORAL_ADDRESS", settings.temporal_address)) if not v]
+    missing = [
+        n
+        for n, v in (
+            ("MINT_DATABASE_URL", settings.database_url),
+            ("TEMPORAL_ADDRESS", settings.temporal_address),
+        )
+        if not v
+    ]
     if missing:
-        raise click.ClickException(f"set {' and '.join(missing)} (or use `mint up` to run everything locally)")
+        raise click.ClickException(
+            f"set {' and '.join(missing)} (or use `mint up` to run everything locally)"
+        )
     return settings
 
 

@@ -23,7 +23,7 @@ async def connect_pool(url: str, min_size: int = 1, max_size: int = 10) -> async
 
 def _migration_files() -> list[tuple[str, str]]:
     folder = resources.files("mint") / "migrations"
-    files = sorted(f for f in folder.iterdir() if f.name.endswith(".sql"))
+    files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
     return [(f.name.removesuffix(".sql"), f.read_text()) for f in files]
 
 

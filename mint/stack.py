@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import httpx
@@ -16,17 +17,29 @@ from mint.store import Store
 from mint.temporal import connect_from_settings
 
 
+class _Server(uvicorn.Server):
+    """uvicorn without its own signal handling: `mint` stops the API, worker and services in order."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
 @dataclass
 class StackOptions:
     database_url: str
     temporal_address: str
     run_api: bool = True
     run_worker: bool = True
-    default_key: str | None = None   # ensure a developer owns this key (mint up)
+    default_key: str | None = None  # ensure a developer owns this key (mint up)
 
 
-async def run_stack(settings: Settings, options: StackOptions, started: asyncio.Event | None = None,
-                    stop: asyncio.Event | None = None) -> None:
+async def run_stack(
+    settings: Settings,
+    options: StackOptions,
+    started: asyncio.Event | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
     """Serve until `stop` is set (or the task is cancelled); set `started` once requests can be served."""
     from worker import build_worker
 
@@ -44,9 +57,14 @@ async def run_stack(settings: Settings, options: StackOptions, started: asyncio.
                 await parts.enter_async_context(worker)
             server = None
             if options.run_api:
-                config = uvicorn.Config(create_app(store, temporal, settings.task_queue), host=settings.api_host,
-                                        port=settings.api_port, log_level="warning", lifespan="off")
-                server = uvicorn.Server(config)
+                config = uvicorn.Config(
+                    create_app(store, temporal, settings.task_queue),
+                    host=settings.api_host,
+                    port=settings.api_port,
+                    log_level="warning",
+                    lifespan="off",
+                )
+                server = _Server(config)
                 serving = asyncio.create_task(server.serve())
                 while not server.started and not serving.done():
                     await asyncio.sleep(0.02)

@@ -18,17 +18,30 @@ import asyncpg
 @dataclass(frozen=True)
 class Table:
     name: str
-    columns: tuple[str, ...]          # the columns callers may write
-    parent: str | None = None         # the owning resource's id column (tools and tasks belong to agents)
+    columns: tuple[str, ...]  # the columns callers may write
+    parent: str | None = None  # the owning resource's id column (tools and tasks belong to agents)
 
 
-AGENTS = Table("agents", ("name", "canonical_name", "about", "model", "instructions", "default_settings",
-                          "default_system_template", "project", "metadata"))
+AGENTS = Table(
+    "agents",
+    (
+        "name",
+        "canonical_name",
+        "about",
+        "model",
+        "instructions",
+        "default_settings",
+        "default_system_template",
+        "project",
+        "metadata",
+    ),
+)
 USERS = Table("users", ("name", "about", "project", "metadata"))
 TOOLS = Table("tools", ("name", "type", "description", "spec"), parent="agent_id")
 TASKS = Table("tasks", ("name", "version"), parent="agent_id")
-EXECUTIONS = Table("executions", ("task_id", "task_version", "status", "input", "metadata", "error"),
-                   parent="task_id")
+EXECUTIONS = Table(
+    "executions", ("task_id", "task_version", "status", "input", "metadata", "error"), parent="task_id"
+)
 
 
 @dataclass(frozen=True)
@@ -68,22 +81,28 @@ class Store:
 
     # Generic resources ---------------------------------------------------------------------------------
 
-    async def insert(self, table: Table, developer_id: str, values: dict[str, Any],
-                     id_: str | None = None) -> dict[str, Any]:
+    async def insert(
+        self, table: Table, developer_id: str, values: dict[str, Any], id_: str | None = None
+    ) -> dict[str, Any]:
         cols = [c for c in values if c in table.columns or c == table.parent]
-        sql = (f"INSERT INTO {table.name} (id, developer_id, {', '.join(cols)}) "
-               f"VALUES ($1, $2, {', '.join(f'${i + 3}' for i in range(len(cols)))}) RETURNING *")
+        sql = (
+            f"INSERT INTO {table.name} (id, developer_id, {', '.join(cols)}) "
+            f"VALUES ($1, $2, {', '.join(f'${i + 3}' for i in range(len(cols)))}) RETURNING *"
+        )
         row = await self.pool.fetchrow(sql, id_ or new_id(), developer_id, *(values[c] for c in cols))
         return record(row)  # type: ignore[return-value]
 
     async def get(self, table: Table, developer_id: str, id_: str) -> dict[str, Any] | None:
-        row = await self.pool.fetchrow(f"SELECT * FROM {table.name} WHERE developer_id = $1 AND id = $2",
-                                       developer_id, id_)
+        row = await self.pool.fetchrow(
+            f"SELECT * FROM {table.name} WHERE developer_id = $1 AND id = $2", developer_id, id_
+        )
         return record(row)
 
-    async def list(self, table: Table, developer_id: str, page: Page,
-                   parent_id: str | None = None) -> list[dict[str, Any]]:
-        where, args = ["developer_id = $1"], [developer_id]
+    async def find(
+        self, table: Table, developer_id: str, page: Page, parent_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        where: list[str] = ["developer_id = $1"]
+        args: list[Any] = [developer_id]
         if parent_id is not None and table.parent:
             args.append(parent_id)
             where.append(f"{table.parent} = ${len(args)}")
@@ -91,23 +110,29 @@ class Store:
             args.append(page.metadata_filter)
             where.append(f"metadata @> ${len(args)}::jsonb")
         args += [page.limit, page.offset]
-        sql = (f"SELECT * FROM {table.name} WHERE {' AND '.join(where)} ORDER BY {page.order()} "
-               f"LIMIT ${len(args) - 1} OFFSET ${len(args)}")
+        sql = (
+            f"SELECT * FROM {table.name} WHERE {' AND '.join(where)} ORDER BY {page.order()} "
+            f"LIMIT ${len(args) - 1} OFFSET ${len(args)}"
+        )
         return [record(r) for r in await self.pool.fetch(sql, *args)]  # type: ignore[misc]
 
-    async def update(self, table: Table, developer_id: str, id_: str,
-                     values: dict[str, Any]) -> dict[str, Any] | None:
+    async def update(
+        self, table: Table, developer_id: str, id_: str, values: dict[str, Any]
+    ) -> dict[str, Any] | None:
         cols = [c for c in values if c in table.columns]
         if not cols:
             return await self.get(table, developer_id, id_)
         assignments = ", ".join(f"{c} = ${i + 3}" for i, c in enumerate(cols))
-        sql = (f"UPDATE {table.name} SET {assignments}, updated_at = now() "
-               f"WHERE developer_id = $1 AND id = $2 RETURNING *")
+        sql = (
+            f"UPDATE {table.name} SET {assignments}, updated_at = now() "
+            f"WHERE developer_id = $1 AND id = $2 RETURNING *"
+        )
         return record(await self.pool.fetchrow(sql, developer_id, id_, *(values[c] for c in cols)))
 
     async def delete(self, table: Table, developer_id: str, id_: str) -> bool:
-        result = await self.pool.execute(f"DELETE FROM {table.name} WHERE developer_id = $1 AND id = $2",
-                                         developer_id, id_)
+        result = await self.pool.execute(
+            f"DELETE FROM {table.name} WHERE developer_id = $1 AND id = $2", developer_id, id_
+        )
         return result != "DELETE 0"
 
     # Developers and keys -------------------------------------------------------------------------------
@@ -118,8 +143,13 @@ class Store:
         key = key or "mint_" + secrets.token_urlsafe(32)
         async with self.pool.acquire() as conn, conn.transaction():
             await conn.execute("INSERT INTO developers (id, name) VALUES ($1, $2)", developer_id, name)
-            await conn.execute("INSERT INTO api_keys (id, developer_id, key_hash, prefix) VALUES ($1, $2, $3, $4)",
-                               new_id(), developer_id, hash_key(key), key[:9])
+            await conn.execute(
+                "INSERT INTO api_keys (id, developer_id, key_hash, prefix) VALUES ($1, $2, $3, $4)",
+                new_id(),
+                developer_id,
+                hash_key(key),
+                key[:9],
+            )
         return developer_id, key
 
     async def ensure_developer_key(self, name: str, key: str) -> str:
@@ -132,71 +162,125 @@ class Store:
 
     async def developer_for_key(self, key: str) -> str | None:
         row = await self.pool.fetchrow(
-            "SELECT developer_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL", hash_key(key))
+            "SELECT developer_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL", hash_key(key)
+        )
         return str(row["developer_id"]) if row else None
 
     # Tasks ---------------------------------------------------------------------------------------------
 
-    async def save_task(self, developer_id: str, agent_id: str, task_id: str | None, document: dict[str, Any],
-                        dialect: str) -> dict[str, Any]:
+    async def save_task(
+        self, developer_id: str, agent_id: str, task_id: str | None, document: dict[str, Any], dialect: str
+    ) -> dict[str, Any]:
         """Create a task, or add a new version to an existing one (its executions keep their version)."""
         async with self.pool.acquire() as conn, conn.transaction():
             existing = None
             if task_id:
                 existing = await conn.fetchrow(
-                    "SELECT * FROM tasks WHERE developer_id = $1 AND id = $2 FOR UPDATE", developer_id, task_id)
+                    "SELECT * FROM tasks WHERE developer_id = $1 AND id = $2 FOR UPDATE",
+                    developer_id,
+                    task_id,
+                )
             if existing is None:
                 row = await conn.fetchrow(
                     "INSERT INTO tasks (id, developer_id, agent_id, name) VALUES ($1, $2, $3, $4) RETURNING *",
-                    task_id or new_id(), developer_id, agent_id, document["name"])
+                    task_id or new_id(),
+                    developer_id,
+                    agent_id,
+                    document["name"],
+                )
             else:
                 row = await conn.fetchrow(
                     "UPDATE tasks SET version = version + 1, name = $3, agent_id = $4, updated_at = now() "
                     "WHERE developer_id = $1 AND id = $2 RETURNING *",
-                    developer_id, task_id, document["name"], agent_id)
+                    developer_id,
+                    task_id,
+                    document["name"],
+                    agent_id,
+                )
             await conn.execute(
                 "INSERT INTO task_versions (task_id, version, document, dialect) VALUES ($1, $2, $3, $4)",
-                row["id"], row["version"], document, dialect)
+                row["id"],
+                row["version"],
+                document,
+                dialect,
+            )
         return {**record(row), "document": document, "dialect": dialect}  # type: ignore[dict-item]
 
-    async def get_task(self, developer_id: str, task_id: str, version: int | None = None) -> dict[str, Any] | None:
+    async def get_task(
+        self, developer_id: str, task_id: str, version: int | None = None
+    ) -> dict[str, Any] | None:
         """A task with its document (the latest version unless `version` is given)."""
         row = await self.pool.fetchrow(
             "SELECT t.*, v.document, v.dialect FROM tasks t JOIN task_versions v ON v.task_id = t.id "
             "AND v.version = COALESCE($3, t.version) WHERE t.developer_id = $1 AND t.id = $2",
-            developer_id, task_id, version)
+            developer_id,
+            task_id,
+            version,
+        )
         return record(row)
 
     async def list_tasks(self, developer_id: str, agent_id: str, page: Page) -> list[dict[str, Any]]:
         rows = await self.pool.fetch(
             "SELECT t.*, v.document, v.dialect FROM tasks t JOIN task_versions v ON v.task_id = t.id "
             f"AND v.version = t.version WHERE t.developer_id = $1 AND t.agent_id = $2 ORDER BY t.{page.order()} "
-            "LIMIT $3 OFFSET $4", developer_id, agent_id, page.limit, page.offset)
+            "LIMIT $3 OFFSET $4",
+            developer_id,
+            agent_id,
+            page.limit,
+            page.offset,
+        )
         return [record(r) for r in rows]  # type: ignore[misc]
 
     # Executions and transitions ------------------------------------------------------------------------
 
-    async def set_execution_status(self, developer_id: str, execution_id: str, status: str,
-                                   only_from: tuple[str, ...], error: str | None = None) -> bool:
+    async def set_execution_status(
+        self,
+        developer_id: str,
+        execution_id: str,
+        status: str,
+        only_from: tuple[str, ...],
+        error: str | None = None,
+    ) -> bool:
         """Move an execution to `status` if it is in one of `only_from` (used around workflow starts)."""
         result = await self.pool.execute(
             "UPDATE executions SET status = $3, error = COALESCE($4, error), updated_at = now() "
             "WHERE developer_id = $1 AND id = $2 AND status = ANY($5::text[])",
-            developer_id, execution_id, status, error, list(only_from))
+            developer_id,
+            execution_id,
+            status,
+            error,
+            list(only_from),
+        )
         return result != "UPDATE 0"
 
-    async def list_transitions(self, developer_id: str, execution_id: str, page: Page, after_seq: int = 0,
-                               scope_id: str | None = None) -> list[dict[str, Any]]:
+    async def list_transitions(
+        self,
+        developer_id: str,
+        execution_id: str,
+        page: Page,
+        after_seq: int = 0,
+        scope_id: str | None = None,
+    ) -> list[dict[str, Any]]:
         direction = "ASC" if page.direction == "asc" else "DESC"
         rows = await self.pool.fetch(
             "SELECT * FROM transitions WHERE developer_id = $1 AND execution_id = $2 AND seq > $3 "
             f"AND ($4::text IS NULL OR current->>'scope_id' = $4) ORDER BY seq {direction} LIMIT $5 OFFSET $6",
-            developer_id, execution_id, after_seq, scope_id, page.limit, page.offset)
+            developer_id,
+            execution_id,
+            after_seq,
+            scope_id,
+            page.limit,
+            page.offset,
+        )
         return [record(r) for r in rows]  # type: ignore[misc]
 
-    async def get_transition(self, developer_id: str, execution_id: str,
-                             transition_id: str) -> dict[str, Any] | None:
+    async def get_transition(
+        self, developer_id: str, execution_id: str, transition_id: str
+    ) -> dict[str, Any] | None:
         row = await self.pool.fetchrow(
             "SELECT * FROM transitions WHERE developer_id = $1 AND execution_id = $2 AND id = $3",
-            developer_id, execution_id, transition_id)
+            developer_id,
+            execution_id,
+            transition_id,
+        )
         return record(row)

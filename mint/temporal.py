@@ -13,5 +13,8 @@ async def connect_temporal(address: str, namespace: str = "default", api_key: st
 
 
 async def connect_from_settings(settings: Settings, address: str | None = None) -> Client:
-    return await connect_temporal(address or settings.temporal_address or "127.0.0.1:7233",
-                                  settings.temporal_namespace, settings.temporal_api_key)
+    return await connect_temporal(
+        address or settings.temporal_address or "127.0.0.1:7233",
+        settings.temporal_namespace,
+        settings.temporal_api_key,
+    )

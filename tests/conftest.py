@@ -57,7 +57,9 @@ async def store(postgres_url: str) -> AsyncIterator[Store]:
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def stack(postgres_url: str, temporal_env: WorkflowEnvironment, store: Store) -> AsyncIterator[BackgroundStack]:
+async def stack(
+    postgres_url: str, temporal_env: WorkflowEnvironment, store: Store
+) -> AsyncIterator[BackgroundStack]:
     running = await asyncio.to_thread(BackgroundStack(postgres_url, temporal_address(temporal_env)).start)
     yield running
     await asyncio.to_thread(running.stop)
@@ -71,6 +73,7 @@ async def api_key(store: Store) -> str:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def api(stack: BackgroundStack, api_key: str) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {api_key}"},
-                                 timeout=30) as client:
+    async with httpx.AsyncClient(
+        base_url=stack.url, headers={"Authorization": f"Bearer {api_key}"}, timeout=30
+    ) as client:
         yield client

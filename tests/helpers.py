@@ -19,8 +19,9 @@ async def create_agent(api: httpx.AsyncClient, name: str = "tester") -> dict[str
 
 async def create_task(api: httpx.AsyncClient, agent_id: str, task: dict[str, Any] | str) -> dict[str, Any]:
     if isinstance(task, str):
-        response = await api.post(f"/agents/{agent_id}/tasks", content=task,
-                                  headers={"Content-Type": "application/yaml"})
+        response = await api.post(
+            f"/agents/{agent_id}/tasks", content=task, headers={"Content-Type": "application/yaml"}
+        )
     else:
         response = await api.post(f"/agents/{agent_id}/tasks", json=task)
     assert response.status_code == 201, response.text
@@ -28,13 +29,16 @@ async def create_task(api: httpx.AsyncClient, agent_id: str, task: dict[str, Any
 
 
 async def start(api: httpx.AsyncClient, task_id: str, input_: Any = None) -> dict[str, Any]:
-    response = await api.post(f"/tasks/{task_id}/executions", json={"input": input_ if input_ is not None else {}})
+    response = await api.post(
+        f"/tasks/{task_id}/executions", json={"input": input_ if input_ is not None else {}}
+    )
     assert response.status_code == 201, response.text
     return response.json()
 
 
-async def wait_for_status(api: httpx.AsyncClient, execution_id: str, statuses: set[str] = TERMINAL,
-                          timeout: float = 60) -> dict[str, Any]:
+async def wait_for_status(
+    api: httpx.AsyncClient, execution_id: str, statuses: set[str] = TERMINAL, timeout: float = 60
+) -> dict[str, Any]:
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         execution = (await api.get(f"/executions/{execution_id}")).json()
@@ -46,13 +50,16 @@ async def wait_for_status(api: httpx.AsyncClient, execution_id: str, statuses: s
 
 
 async def transitions(api: httpx.AsyncClient, execution_id: str) -> list[dict[str, Any]]:
-    response = await api.get(f"/executions/{execution_id}/transitions", params={"direction": "asc", "limit": 1000})
+    response = await api.get(
+        f"/executions/{execution_id}/transitions", params={"direction": "asc", "limit": 1000}
+    )
     assert response.status_code == 200, response.text
     return response.json()["items"]
 
 
-async def run_task(api: httpx.AsyncClient, task: dict[str, Any] | str, input_: Any = None,
-                   agent_id: str | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+async def run_task(
+    api: httpx.AsyncClient, task: dict[str, Any] | str, input_: Any = None, agent_id: str | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """Create a task, run it to the end, and return (execution, transitions)."""
     if agent_id is None:
         agent_id = (await create_agent(api))["id"]

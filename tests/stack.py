@@ -20,11 +20,19 @@ def free_port() -> int:
 class BackgroundStack:
     """Runs run_stack() on its own event loop in a thread; `url` is the API's base URL."""
 
-    def __init__(self, database_url: str, temporal_address: str, *, task_queue: str = "mint-tasks",
-                 egress_allow: tuple[str, ...] = ("127.0.0.1", "localhost"), run_worker: bool = True,
-                 run_api: bool = True):
-        self.settings = replace(Settings(), api_port=free_port(), task_queue=task_queue,
-                                egress_allow=egress_allow)
+    def __init__(
+        self,
+        database_url: str,
+        temporal_address: str,
+        *,
+        task_queue: str = "mint-tasks",
+        egress_allow: tuple[str, ...] = ("127.0.0.1", "localhost"),
+        run_worker: bool = True,
+        run_api: bool = True,
+    ):
+        self.settings = replace(
+            Settings(), api_port=free_port(), task_queue=task_queue, egress_allow=egress_allow
+        )
         self.options = StackOptions(database_url, temporal_address, run_api=run_api, run_worker=run_worker)
         self.url = f"http://127.0.0.1:{self.settings.api_port}"
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -39,8 +47,9 @@ class BackgroundStack:
             self._stop = asyncio.Event()
             started = asyncio.Event()
             runner = asyncio.create_task(run_stack(self.settings, self.options, started, self._stop))
-            await asyncio.wait([runner, asyncio.create_task(started.wait())],
-                               return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(
+                [runner, asyncio.create_task(started.wait())], return_when=asyncio.FIRST_COMPLETED
+            )
             self._started.set()
             await runner
 

@@ -10,6 +10,7 @@ from temporalio.exceptions import ApplicationError
 
 from workflows.interpreter import ExecutionParams, Interpreter, StepFailed
 
+
 @workflow.defn(name="TaskExecutionWorkflow")
 class TaskExecutionWorkflow:
     def __init__(self) -> None:

@@ -22,11 +22,11 @@ from workflows.safe_functions import (
     STR_METHOD_WRAPPERS,
     SafeNamespace,
     bounded_size,
+    build_functions,
+    build_modules,
     safe_add,
     safe_mult,
     safe_power,
-    build_functions,
-    build_modules,
 )
 
 # Work bounds for one evaluation. Counting nodes (not seconds) keeps the limit deterministic under replay.
@@ -36,8 +36,15 @@ MAX_FORMAT_WIDTH = 1_000
 
 # Names every expression may use besides functions and modules.
 CONTEXT_NAMES = frozenset({"_", "inputs", "outputs", "steps", "state", "agent", "task", "execution", "user"})
-CONSTANTS = {"True": True, "False": False, "None": None, "true": True, "false": False, "null": None,
-             "NEWLINE": "\n"}
+CONSTANTS = {
+    "True": True,
+    "False": False,
+    "None": None,
+    "true": True,
+    "false": False,
+    "null": None,
+    "NEWLINE": "\n",
+}
 
 
 class ExpressionError(Exception):
@@ -48,7 +55,9 @@ class ExpressionError(Exception):
 def parse_expression(source: str) -> ast.AST:
     """Parse one expression (cached: the same task text is evaluated many times)."""
     if len(source) > MAX_EXPRESSION_LENGTH:
-        raise ExpressionError(f"expression is {len(source)} characters long; the limit is {MAX_EXPRESSION_LENGTH}")
+        raise ExpressionError(
+            f"expression is {len(source)} characters long; the limit is {MAX_EXPRESSION_LENGTH}"
+        )
     text = source.strip()
     if not text:
         raise ExpressionError("empty expression")
@@ -93,7 +102,12 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
     def __init__(self, rng: _random.Random | None = None, now: Callable[[], datetime] | None = None):
         rng = rng or _random.Random()
         now = now or datetime.now
-        operators = {**simpleeval.DEFAULT_OPERATORS, ast.Add: safe_add, ast.Mult: safe_mult, ast.Pow: safe_power}
+        operators = {
+            **simpleeval.DEFAULT_OPERATORS,
+            ast.Add: safe_add,
+            ast.Mult: safe_mult,
+            ast.Pow: safe_power,
+        }
         super().__init__(operators=operators, functions=build_functions(rng))
         self.modules = build_modules(rng, now)
         self._node_budget = 0
@@ -213,17 +227,67 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
-SUPPORTED_NODES = frozenset({
-    ast.Name, ast.Constant, ast.UnaryOp, ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call,
-    ast.keyword, ast.Subscript, ast.Attribute, ast.Slice, ast.JoinedStr, ast.FormattedValue,
-    ast.Dict, ast.Tuple, ast.List, ast.Set, ast.ListComp, ast.GeneratorExp, ast.DictComp,
-    ast.comprehension, ast.Starred, ast.Load, ast.Store,
-    # operators
-    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift,
-    ast.BitOr, ast.BitXor, ast.BitAnd, ast.Invert, ast.Not, ast.UAdd, ast.USub, ast.And, ast.Or,
-    ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In, ast.NotIn, ast.Is, ast.IsNot,
-})
+SUPPORTED_NODES = frozenset(
+    {
+        ast.Name,
+        ast.Constant,
+        ast.UnaryOp,
+        ast.BinOp,
+        ast.BoolOp,
+        ast.Compare,
+        ast.IfExp,
+        ast.Call,
+        ast.keyword,
+        ast.Subscript,
+        ast.Attribute,
+        ast.Slice,
+        ast.JoinedStr,
+        ast.FormattedValue,
+        ast.Dict,
+        ast.Tuple,
+        ast.List,
+        ast.Set,
+        ast.ListComp,
+        ast.GeneratorExp,
+        ast.DictComp,
+        ast.comprehension,
+        ast.Starred,
+        ast.Load,
+        ast.Store,
+        # operators
+        ast.Add,
+        ast.Sub,
+        ast.Mult,
+        ast.Div,
+        ast.FloorDiv,
+        ast.Mod,
+        ast.Pow,
+        ast.LShift,
+        ast.RShift,
+        ast.BitOr,
+        ast.BitXor,
+        ast.BitAnd,
+        ast.Invert,
+        ast.Not,
+        ast.UAdd,
+        ast.USub,
+        ast.And,
+        ast.Or,
+        ast.Eq,
+        ast.NotEq,
+        ast.Lt,
+        ast.LtE,
+        ast.Gt,
+        ast.GtE,
+        ast.In,
+        ast.NotIn,
+        ast.Is,
+        ast.IsNot,
+    }
+)
 
-KNOWN_NAMES = frozenset(CONSTANTS) | frozenset(build_functions(_random.Random())) | frozenset(
-    build_modules(_random.Random(), datetime.now)
+KNOWN_NAMES = (
+    frozenset(CONSTANTS)
+    | frozenset(build_functions(_random.Random()))
+    | frozenset(build_modules(_random.Random(), datetime.now))
 )

@@ -25,9 +25,14 @@ from workflows.values import ValueEvaluator
 WRITE_TRANSITIONS = "write_transitions"
 CALL_API = "call_api"
 # Writes retry until Postgres answers: losing a transition is never an option.
-WRITE_RETRY = RetryPolicy(initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10))
-TOOL_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=5,
-                         non_retryable_error_types=["EgressRefused", "BadToolCall"])
+WRITE_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10)
+)
+TOOL_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=1),
+    maximum_attempts=5,
+    non_retryable_error_types=["EgressRefused", "BadToolCall"],
+)
 
 
 class StepFailed(Exception):
@@ -67,14 +72,29 @@ class TransitionLog:
         self.open_waits = 0
         self._lock = asyncio.Lock()
 
-    def add(self, kind: str, output: Any, current: Position, next_: Position | None = None,
-            label: str | None = None, metadata: dict[str, Any] | None = None) -> None:
+    def add(
+        self,
+        kind: str,
+        output: Any,
+        current: Position,
+        next_: Position | None = None,
+        label: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
         self.seq += 1
-        self.pending.append({
-            "id": str(workflow.uuid4()), "seq": self.seq, "type": kind, "output": output,
-            "current": current.to_dict(), "next": next_.to_dict() if next_ else None, "step_label": label,
-            "metadata": metadata or {}, "created_at": workflow.now().isoformat(),
-        })
+        self.pending.append(
+            {
+                "id": str(workflow.uuid4()),
+                "seq": self.seq,
+                "type": kind,
+                "output": output,
+                "current": current.to_dict(),
+                "next": next_.to_dict() if next_ else None,
+                "step_label": label,
+                "metadata": metadata or {},
+                "created_at": workflow.now().isoformat(),
+            }
+        )
 
     async def flush(self, status: str | None = None, output: Any = None, error: str | None = None) -> None:
         """Write everything pending (one local activity); a no-op when nothing is pending."""
@@ -174,16 +194,24 @@ class Interpreter:
             return returned.value
         return current
 
-    async def _run_sequence(self, steps: list[Any], value: Any, frame: Frame, path: str,
-                            metadata: dict[str, Any] | None = None) -> Any:
+    async def _run_sequence(
+        self, steps: list[Any], value: Any, frame: Frame, path: str, metadata: dict[str, Any] | None = None
+    ) -> Any:
         """Run nested steps (then/else/do/map/branches): each step's output is the next one's `_`."""
         for index, step in enumerate(steps):
             position = Position(path, index, frame.scope_id)
             value = await self._run_step(step, value, frame, position, index + 1 < len(steps), metadata)
         return value
 
-    async def _run_step(self, step: Any, value: Any, frame: Frame, position: Position, has_next: bool,
-                        metadata: dict[str, Any] | None = None) -> Any:
+    async def _run_step(
+        self,
+        step: Any,
+        value: Any,
+        frame: Frame,
+        position: Position,
+        has_next: bool,
+        metadata: dict[str, Any] | None = None,
+    ) -> Any:
         names = self._names(value, frame)
         try:
             output = await self._execute(step, value, names, frame, position)
@@ -199,15 +227,21 @@ class Interpreter:
 
     def _names(self, value: Any, frame: Frame) -> dict[str, Any]:
         return {
-            "_": value, "inputs": frame.inputs, "outputs": frame.outputs,
-            "steps": StepsView(frame, self.labels), "state": self.state, "agent": self.params.agent,
-            "task": self.params.task_info, "execution": self.params.execution_info,
+            "_": value,
+            "inputs": frame.inputs,
+            "outputs": frame.outputs,
+            "steps": StepsView(frame, self.labels),
+            "state": self.state,
+            "agent": self.params.agent,
+            "task": self.params.task_info,
+            "execution": self.params.execution_info,
         }
 
     # Steps -----------------------------------------------------------------------------------------------
 
-    async def _execute(self, step: Any, value: Any, names: dict[str, Any], frame: Frame,
-                       position: Position) -> Any:
+    async def _execute(
+        self, step: Any, value: Any, names: dict[str, Any], frame: Frame, position: Position
+    ) -> Any:
         here = f"{position.workflow}[{position.step}]"
         match step:
             case lang.EvaluateStep():
@@ -233,8 +267,10 @@ class Interpreter:
             case lang.MapReduceStep():
                 return await self._map_reduce(step, names, frame, here)
             case lang.ParallelStep():
-                branches = [self._run_sequence(b, value, frame, f"{here}.parallel[{i}]")
-                            for i, b in enumerate(step.parallel)]
+                branches = [
+                    self._run_sequence(b, value, frame, f"{here}.parallel[{i}]")
+                    for i, b in enumerate(step.parallel)
+                ]
                 return await _gather(branches)
             case lang.SleepStep():
                 return await self._sleep(step, value, names)
@@ -246,39 +282,48 @@ class Interpreter:
             case lang.ToolCallStep():
                 return await self._tool_call(step, names, position)
             case lang.PromptStep():
-                raise StepFailed(f"{here}: prompt steps cannot run yet: this Mint build has no model layer "
-                                 "(it arrives with the models and tools issue)")
+                raise StepFailed(
+                    f"{here}: prompt steps cannot run yet: this Mint build has no model layer "
+                    "(it arrives with the models and tools issue)"
+                )
             case lang.SearchStep():
-                raise StepFailed(f"{here}: doc search steps cannot run yet: this Mint build has no docs layer "
-                                 "(it arrives with the docs and search issue)")
+                raise StepFailed(
+                    f"{here}: doc search steps cannot run yet: this Mint build has no docs layer "
+                    "(it arrives with the docs and search issue)"
+                )
         raise StepFailed(f"{here}: unsupported step {type(step).__name__}")
 
-    async def _if_else(self, step: lang.IfElseStep, value: Any, names: dict[str, Any], frame: Frame,
-                       here: str) -> Any:
+    async def _if_else(
+        self, step: lang.IfElseStep, value: Any, names: dict[str, Any], frame: Frame, here: str
+    ) -> Any:
         if self.values.expression(step.if_, names):
             return await self._run_sequence(step.then, value, frame, f"{here}.then")
         if step.else_:
             return await self._run_sequence(step.else_, value, frame, f"{here}.else")
         return value  # no `else`: the input passes through
 
-    async def _switch(self, step: lang.SwitchStep, value: Any, names: dict[str, Any], frame: Frame,
-                      here: str) -> Any:
+    async def _switch(
+        self, step: lang.SwitchStep, value: Any, names: dict[str, Any], frame: Frame, here: str
+    ) -> Any:
         for i, branch in enumerate(step.switch):
             if branch.case == "_" or self.values.expression(branch.case, names):
                 return await self._run_sequence(branch.then, value, frame, f"{here}.switch[{i}]")
         return None
 
-    async def _foreach(self, step: lang.ForeachStep, value: Any, names: dict[str, Any], frame: Frame,
-                       here: str) -> list[Any]:
+    async def _foreach(
+        self, step: lang.ForeachStep, value: Any, names: dict[str, Any], frame: Frame, here: str
+    ) -> list[Any]:
         items = self._items(step.foreach.in_, names, f"{here}.foreach.in")
         results = []
         for i, item in enumerate(items):
-            results.append(await self._run_sequence(step.foreach.do, item, frame, f"{here}.foreach",
-                                                    {"item": i}))
+            results.append(
+                await self._run_sequence(step.foreach.do, item, frame, f"{here}.foreach", {"item": i})
+            )
         return results
 
-    async def _map_reduce(self, step: lang.MapReduceStep, names: dict[str, Any], frame: Frame,
-                          here: str) -> Any:
+    async def _map_reduce(
+        self, step: lang.MapReduceStep, names: dict[str, Any], frame: Frame, here: str
+    ) -> Any:
         items = self._items(step.over, names, f"{here}.over")
         window = asyncio.Semaphore(step.parallelism or 100)
 
@@ -302,10 +347,16 @@ class Interpreter:
 
     async def _sleep(self, step: lang.SleepStep, value: Any, names: dict[str, Any]) -> Any:
         if isinstance(step.sleep, lang.SleepFor):
-            parts = {unit: self.values.value(getattr(step.sleep, unit), names)
-                     for unit in ("seconds", "minutes", "hours", "days")}
-            seconds = _number(parts["seconds"]) + 60 * _number(parts["minutes"]) + \
-                3600 * _number(parts["hours"]) + 86400 * _number(parts["days"])
+            parts = {
+                unit: self.values.value(getattr(step.sleep, unit), names)
+                for unit in ("seconds", "minutes", "hours", "days")
+            }
+            seconds = (
+                _number(parts["seconds"])
+                + 60 * _number(parts["minutes"])
+                + 3600 * _number(parts["hours"])
+                + 86400 * _number(parts["days"])
+            )
         else:
             seconds = _number(self.values.value(step.sleep, names))
         if seconds < 0:
@@ -326,7 +377,9 @@ class Interpreter:
         self.log.add("resume", received, position)
         return received
 
-    async def _yield(self, step: lang.YieldStep, value: Any, names: dict[str, Any], position: Position) -> Any:
+    async def _yield(
+        self, step: lang.YieldStep, value: Any, names: dict[str, Any], position: Position
+    ) -> Any:
         arguments = value if step.arguments in (None, "_") else self.values.value(step.arguments, names)
         frame = self._new_frame(step.workflow, arguments)
         self.log.add("init_branch", arguments, Position(step.workflow, 0, frame.scope_id))
@@ -353,7 +406,10 @@ class Interpreter:
         await self.log.flush()
         timeout = float(request.get("timeout") or 60)
         return await workflow.execute_activity(
-            CALL_API, request, start_to_close_timeout=timedelta(seconds=timeout + 5), retry_policy=TOOL_RETRY,
+            CALL_API,
+            request,
+            start_to_close_timeout=timedelta(seconds=timeout + 5),
+            retry_policy=TOOL_RETRY,
         )
 
 

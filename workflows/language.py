@@ -21,10 +21,23 @@ from pydantic import (
 
 # The key that identifies each step kind (Julep also accepts an explicit `kind_`).
 STEP_KEYS = {
-    "evaluate": "evaluate", "prompt": "prompt", "tool": "tool", "if": "if_else", "switch": "switch",
-    "foreach": "foreach", "over": "map_reduce", "parallel": "parallel", "sleep": "sleep",
-    "wait_for_input": "wait_for_input", "workflow": "yield", "return": "return", "error": "error",
-    "log": "log", "set": "set", "get": "get", "search": "search",
+    "evaluate": "evaluate",
+    "prompt": "prompt",
+    "tool": "tool",
+    "if": "if_else",
+    "switch": "switch",
+    "foreach": "foreach",
+    "over": "map_reduce",
+    "parallel": "parallel",
+    "sleep": "sleep",
+    "wait_for_input": "wait_for_input",
+    "workflow": "yield",
+    "return": "return",
+    "error": "error",
+    "log": "log",
+    "set": "set",
+    "get": "get",
+    "search": "search",
 }
 STEP_KINDS = frozenset(STEP_KEYS.values())
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]*$"
@@ -150,7 +163,9 @@ class SleepStep(_Step):
         if isinstance(value, dict):
             return SleepFor.model_validate(value)
         if isinstance(value, bool) or not isinstance(value, str | int | float):
-            raise ValueError("sleep takes a number of seconds, an expression, or {seconds, minutes, hours, days}")
+            raise ValueError(
+                "sleep takes a number of seconds, an expression, or {seconds, minutes, hours, days}"
+            )
         return value
 
 
@@ -290,8 +305,9 @@ class ToolDef(BaseModel):
 # Tasks -----------------------------------------------------------------------------------------------------
 
 TASK_FIELDS = frozenset({"name", "description", "input_schema", "tools", "inherit_tools", "metadata", "main"})
-IGNORED_TASK_FIELDS = frozenset({"id", "created_at", "updated_at", "agent_id", "canonical_name", "version",
-                                 "developer_id", "jobs"})
+IGNORED_TASK_FIELDS = frozenset(
+    {"id", "created_at", "updated_at", "agent_id", "canonical_name", "version", "developer_id", "jobs"}
+)
 
 
 class TaskSpec(BaseModel):

@@ -148,14 +148,43 @@ def _regex(name: str) -> Callable[..., Any]:
 def build_functions(rng: _random.Random) -> dict[str, Any]:
     """The functions callable by name in expressions."""
     return {
-        "len": len, "str": safe_str, "int": int, "float": float, "bool": bool, "list": list, "dict": dict,
-        "set": set, "tuple": tuple, "sum": sum, "min": min, "max": max, "abs": abs, "round": round,
-        "sorted": sorted, "reversed": lambda xs: list(reversed(xs)), "enumerate": enumerate, "zip": zip,
-        "map": map, "filter": filter, "range": safe_range, "any": any, "all": all, "pow": safe_power,
-        "divmod": divmod, "isinstance": _isinstance, "load_json": load_json, "dump_json": dump_json,
-        "load_yaml": load_yaml, "dump_yaml": dump_yaml, "search_regex": _regex("search"),
-        "match_regex": _regex("match"), "randint": _randint_factory(rng), "random": rng.random,
-        "choice": rng.choice, "sample": rng.sample, "shuffle": lambda xs: rng.sample(list(xs), len(xs)),
+        "len": len,
+        "str": safe_str,
+        "int": int,
+        "float": float,
+        "bool": bool,
+        "list": list,
+        "dict": dict,
+        "set": set,
+        "tuple": tuple,
+        "sum": sum,
+        "min": min,
+        "max": max,
+        "abs": abs,
+        "round": round,
+        "sorted": sorted,
+        "reversed": lambda xs: list(reversed(xs)),
+        "enumerate": enumerate,
+        "zip": zip,
+        "map": map,
+        "filter": filter,
+        "range": safe_range,
+        "any": any,
+        "all": all,
+        "pow": safe_power,
+        "divmod": divmod,
+        "isinstance": _isinstance,
+        "load_json": load_json,
+        "dump_json": dump_json,
+        "load_yaml": load_yaml,
+        "dump_yaml": dump_yaml,
+        "search_regex": _regex("search"),
+        "match_regex": _regex("match"),
+        "randint": _randint_factory(rng),
+        "random": rng.random,
+        "choice": rng.choice,
+        "sample": rng.sample,
+        "shuffle": lambda xs: rng.sample(list(xs), len(xs)),
         "join": safe_join,
     }
 
@@ -205,60 +234,186 @@ def build_modules(rng: _random.Random, now: Callable[[], _datetime]) -> dict[str
         return now().astimezone(UTC)
 
     datetime_class = SafeNamespace(
-        "datetime.datetime", now=utcnow, utcnow=utcnow, fromisoformat=_datetime.fromisoformat,
+        "datetime.datetime",
+        now=utcnow,
+        utcnow=utcnow,
+        fromisoformat=_datetime.fromisoformat,
         fromtimestamp=lambda ts: _datetime.fromtimestamp(ts, UTC),
     )
     return {
         "json": SafeNamespace("json", dumps=dump_json, loads=load_json),
-        "yaml": SafeNamespace("yaml", dump=dump_yaml, safe_dump=dump_yaml, load=load_yaml, safe_load=load_yaml),
-        "re": SafeNamespace(
-            "re", search=_regex("search"), match=_regex("match"), fullmatch=_regex("fullmatch"),
-            findall=_regex("findall"), split=_regex("split"), escape=_re.escape,
-            sub=lambda pattern, repl, text, count=0: _check_text(_re.sub(pattern, repl, _check_text(text), count)),
-            IGNORECASE=_re.IGNORECASE, MULTILINE=_re.MULTILINE, DOTALL=_re.DOTALL,
+        "yaml": SafeNamespace(
+            "yaml", dump=dump_yaml, safe_dump=dump_yaml, load=load_yaml, safe_load=load_yaml
         ),
-        "math": SafeNamespace("math", **{
-            n: getattr(_math, n) for n in (
-                "sqrt", "floor", "ceil", "log", "log2", "log10", "exp", "sin", "cos", "tan", "atan2",
-                "fabs", "isclose", "isfinite", "isnan", "gcd", "pi", "e", "inf", "nan", "trunc", "hypot",
-            )
-        }, pow=safe_power),
-        "statistics": SafeNamespace("statistics", **{
-            n: getattr(_statistics, n) for n in (
-                "mean", "median", "mode", "stdev", "pstdev", "variance", "pvariance", "fmean", "multimode",
-            )
-        }),
+        "re": SafeNamespace(
+            "re",
+            search=_regex("search"),
+            match=_regex("match"),
+            fullmatch=_regex("fullmatch"),
+            findall=_regex("findall"),
+            split=_regex("split"),
+            escape=_re.escape,
+            sub=lambda pattern, repl, text, count=0: _check_text(
+                _re.sub(pattern, repl, _check_text(text), count=count)
+            ),
+            IGNORECASE=_re.IGNORECASE,
+            MULTILINE=_re.MULTILINE,
+            DOTALL=_re.DOTALL,
+        ),
+        "math": SafeNamespace(
+            "math",
+            **{
+                n: getattr(_math, n)
+                for n in (
+                    "sqrt",
+                    "floor",
+                    "ceil",
+                    "log",
+                    "log2",
+                    "log10",
+                    "exp",
+                    "sin",
+                    "cos",
+                    "tan",
+                    "atan2",
+                    "fabs",
+                    "isclose",
+                    "isfinite",
+                    "isnan",
+                    "gcd",
+                    "pi",
+                    "e",
+                    "inf",
+                    "nan",
+                    "trunc",
+                    "hypot",
+                )
+            },
+            pow=safe_power,
+        ),
+        "statistics": SafeNamespace(
+            "statistics",
+            **{
+                n: getattr(_statistics, n)
+                for n in (
+                    "mean",
+                    "median",
+                    "mode",
+                    "stdev",
+                    "pstdev",
+                    "variance",
+                    "pvariance",
+                    "fmean",
+                    "multimode",
+                )
+            },
+        ),
         "datetime": SafeNamespace(
-            "datetime", now=utcnow, utcnow=utcnow, fromisoformat=_datetime.fromisoformat,
-            datetime=datetime_class, timedelta=timedelta, timezone=SafeNamespace("timezone", utc=UTC),
+            "datetime",
+            now=utcnow,
+            utcnow=utcnow,
+            fromisoformat=_datetime.fromisoformat,
+            datetime=datetime_class,
+            timedelta=timedelta,
+            timezone=SafeNamespace("timezone", utc=UTC),
             date=SafeNamespace("date", today=lambda: utcnow().date(), fromisoformat=date.fromisoformat),
         ),
-        "string": SafeNamespace("string", **{
-            n: getattr(_string, n) for n in (
-                "ascii_letters", "ascii_lowercase", "ascii_uppercase", "digits", "hexdigits", "punctuation",
-                "whitespace", "capwords",
-            )
-        }),
+        "string": SafeNamespace(
+            "string",
+            **{
+                n: getattr(_string, n)
+                for n in (
+                    "ascii_letters",
+                    "ascii_lowercase",
+                    "ascii_uppercase",
+                    "digits",
+                    "hexdigits",
+                    "punctuation",
+                    "whitespace",
+                    "capwords",
+                )
+            },
+        ),
         "base64": SafeNamespace("base64", b64encode=_b64encode, b64decode=_b64decode),
-        "urllib": SafeNamespace("urllib", parse=SafeNamespace("urllib.parse", **{
-            n: getattr(_urlparse, n) for n in ("quote", "unquote", "quote_plus", "unquote_plus", "urlencode",
-                                               "parse_qs", "urljoin")
-        }, urlparse=lambda url: _urlparse.urlparse(url)._asdict())),
-        "random": SafeNamespace("random", random=rng.random, randint=rng.randint, choice=rng.choice,
-                                sample=rng.sample, uniform=rng.uniform),
+        "urllib": SafeNamespace(
+            "urllib",
+            parse=SafeNamespace(
+                "urllib.parse",
+                **{
+                    n: getattr(_urlparse, n)
+                    for n in (
+                        "quote",
+                        "unquote",
+                        "quote_plus",
+                        "unquote_plus",
+                        "urlencode",
+                        "parse_qs",
+                        "urljoin",
+                    )
+                },
+                urlparse=lambda url: _urlparse.urlparse(url)._asdict(),
+            ),
+        ),
+        "random": SafeNamespace(
+            "random",
+            random=rng.random,
+            randint=rng.randint,
+            choice=rng.choice,
+            sample=rng.sample,
+            uniform=rng.uniform,
+        ),
     }
 
 
-_STR_METHODS = frozenset({
-    "upper", "lower", "strip", "lstrip", "rstrip", "split", "rsplit", "splitlines", "startswith", "endswith",
-    "replace", "find", "rfind", "index", "count", "title", "capitalize", "isdigit", "isalpha", "isalnum",
-    "isspace", "islower", "isupper", "partition", "casefold",
-    "removeprefix", "removesuffix",
-})
-_DATETIME_ATTRS = frozenset({
-    "year", "month", "day", "hour", "minute", "second", "microsecond", "isoformat", "weekday", "isoweekday",
-    "timestamp", "strftime", "date", "tzinfo",
-})
+_STR_METHODS = frozenset(
+    {
+        "upper",
+        "lower",
+        "strip",
+        "lstrip",
+        "rstrip",
+        "split",
+        "rsplit",
+        "splitlines",
+        "startswith",
+        "endswith",
+        "replace",
+        "find",
+        "rfind",
+        "index",
+        "count",
+        "title",
+        "capitalize",
+        "isdigit",
+        "isalpha",
+        "isalnum",
+        "isspace",
+        "islower",
+        "isupper",
+        "partition",
+        "casefold",
+        "removeprefix",
+        "removesuffix",
+    }
+)
+_DATETIME_ATTRS = frozenset(
+    {
+        "year",
+        "month",
+        "day",
+        "hour",
+        "minute",
+        "second",
+        "microsecond",
+        "isoformat",
+        "weekday",
+        "isoweekday",
+        "timestamp",
+        "strftime",
+        "date",
+        "tzinfo",
+    }
+)
 
 # Attributes expressions may read, by exact type. Mutating methods are left out on purpose: step outputs
 # are shared between steps and buffered transitions, so an expression must never change one in place.

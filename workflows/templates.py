@@ -36,7 +36,9 @@ _GLOBAL_NAMES = frozenset(build_functions(_random.Random())) | frozenset(
 def compile_template(source: str) -> jinja2.Template:
     """Compile once per distinct template text."""
     if len(source) > MAX_TEMPLATE_LENGTH:
-        raise ExpressionError(f"template is {len(source)} characters long; the limit is {MAX_TEMPLATE_LENGTH}")
+        raise ExpressionError(
+            f"template is {len(source)} characters long; the limit is {MAX_TEMPLATE_LENGTH}"
+        )
     try:
         return ENVIRONMENT.from_string(source)
     except jinja2.TemplateSyntaxError as exc:

@@ -11,8 +11,14 @@ TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 # The status an execution has after each transition type (wait -> awaiting_input is decided by the workflow,
 # which knows whether any wait is still open when several branches run at once).
 STATUS_AFTER = {
-    "init": "running", "init_branch": "running", "step": "running", "wait": "awaiting_input",
-    "resume": "running", "finish_branch": "running", "finish": "succeeded", "error": "failed",
+    "init": "running",
+    "init_branch": "running",
+    "step": "running",
+    "wait": "awaiting_input",
+    "resume": "running",
+    "finish_branch": "running",
+    "finish": "succeeded",
+    "error": "failed",
     "cancelled": "cancelled",
 }
 
@@ -23,11 +29,15 @@ ALLOWED_NEXT = {
     "init_branch": frozenset({"init_branch", "step", "wait", "finish_branch", "error", "cancelled"}),
     "step": frozenset({"init_branch", "step", "wait", "finish_branch", "finish", "error", "cancelled"}),
     "wait": frozenset({"init_branch", "step", "wait", "resume", "finish_branch", "error", "cancelled"}),
-    "resume": frozenset({"init_branch", "step", "wait", "resume", "finish_branch", "finish", "error",
-                         "cancelled"}),
-    "finish_branch": frozenset({"init_branch", "step", "wait", "resume", "finish_branch", "finish", "error",
-                                "cancelled"}),
-    "finish": frozenset(), "error": frozenset(), "cancelled": frozenset(),
+    "resume": frozenset(
+        {"init_branch", "step", "wait", "resume", "finish_branch", "finish", "error", "cancelled"}
+    ),
+    "finish_branch": frozenset(
+        {"init_branch", "step", "wait", "resume", "finish_branch", "finish", "error", "cancelled"}
+    ),
+    "finish": frozenset(),
+    "error": frozenset(),
+    "cancelled": frozenset(),
 }
 
 

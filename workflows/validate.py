@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,7 +71,7 @@ def format_loc(loc: tuple[Any, ...]) -> str:
     return "".join(parts) or "(task)"
 
 
-def walk_steps(steps: list[BaseModel], path: str):
+def walk_steps(steps: Sequence[BaseModel], path: str) -> Iterator[tuple[str, BaseModel]]:
     """Yield (path, step) for every step, nested ones included, depth first."""
     for i, step in enumerate(steps):
         here = f"{path}[{i}]"
@@ -79,11 +80,12 @@ def walk_steps(steps: list[BaseModel], path: str):
             yield from walk_steps(sub_steps, sub_path)
 
 
-def nested_sequences(step: BaseModel, path: str) -> list[tuple[str, list[Any]]]:
+def nested_sequences(step: BaseModel, path: str) -> list[tuple[str, Sequence[BaseModel]]]:
     """The step lists inside a step, with their paths."""
     match step:
         case lang.IfElseStep():
-            return [(f"{path}.then", step.then)] + ([(f"{path}.else", step.else_)] if step.else_ else [])
+            branches: list[tuple[str, Sequence[BaseModel]]] = [(f"{path}.then", step.then)]
+            return branches + ([(f"{path}.else", step.else_)] if step.else_ else [])
         case lang.SwitchStep():
             return [(f"{path}.switch[{i}].then", c.then) for i, c in enumerate(step.switch)]
         case lang.ForeachStep():
@@ -95,8 +97,9 @@ def nested_sequences(step: BaseModel, path: str) -> list[tuple[str, list[Any]]]:
     return []
 
 
-def _check_step(step: BaseModel, path: str, dialect: Dialect, tools: set[str], workflows: set[str],
-                labels: dict[str, str]) -> list[Problem]:
+def _check_step(
+    step: BaseModel, path: str, dialect: Dialect, tools: set[str], workflows: set[str], labels: dict[str, str]
+) -> list[Problem]:
     problems = []
     for field_path, raw, kind in iter_step_fields(step, path):
         if kind == "reduce":
@@ -104,8 +107,10 @@ def _check_step(step: BaseModel, path: str, dialect: Dialect, tools: set[str], w
         else:
             found = check_value(raw, kind, dialect)
         hint = " (in the seed dialect every string here is a Python expression; quote literals or use `$ `)"
-        problems += [Problem(field_path, m + (hint if dialect == "seed" and "unknown name" in m else ""))
-                     for m in found]
+        problems += [
+            Problem(field_path, m + (hint if dialect == "seed" and "unknown name" in m else ""))
+            for m in found
+        ]
     label = getattr(step, "label", None)
     if label is not None:
         if label in labels:
@@ -115,8 +120,12 @@ def _check_step(step: BaseModel, path: str, dialect: Dialect, tools: set[str], w
         known = ", ".join(sorted(tools)) or "none"
         problems.append(Problem(f"{path}.tool", f"unknown tool {step.tool_name!r} (tools: {known})"))
     if isinstance(step, lang.YieldStep) and step.workflow not in workflows:
-        problems.append(Problem(f"{path}.workflow", f"unknown workflow {step.workflow!r} "
-                                                    f"(workflows: {', '.join(sorted(workflows))})"))
+        problems.append(
+            Problem(
+                f"{path}.workflow",
+                f"unknown workflow {step.workflow!r} (workflows: {', '.join(sorted(workflows))})",
+            )
+        )
     return problems
 
 
@@ -124,8 +133,21 @@ def normalize_input_schema(schema: dict[str, Any] | None) -> dict[str, Any] | No
     """The seed's shorthand (a bare map of property schemas) means an object with those properties."""
     if not schema:
         return None
-    keywords = {"type", "properties", "$schema", "$ref", "anyOf", "oneOf", "allOf", "enum", "const", "items",
-                "required", "not", "additionalProperties"}
+    keywords = {
+        "type",
+        "properties",
+        "$schema",
+        "$ref",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "enum",
+        "const",
+        "items",
+        "required",
+        "not",
+        "additionalProperties",
+    }
     if keywords & set(schema) and not _looks_like_properties(schema):
         return schema
     return {"type": "object", "properties": schema}
@@ -155,7 +177,9 @@ def input_problems(schema: dict[str, Any] | None, value: Any) -> list[Problem]:
         return []
     validator = jsonschema.Draft202012Validator(normalized)
     return [
-        Problem("input" + "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in err.absolute_path),
-                err.message)
+        Problem(
+            "input" + "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in err.absolute_path),
+            err.message,
+        )
         for err in sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
     ]

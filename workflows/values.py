@@ -9,7 +9,7 @@ A task is in the `$` dialect when any of its expression fields starts with `$`. 
 from __future__ import annotations
 
 import random as _random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from typing import Any, Literal
 
@@ -30,8 +30,9 @@ def expression_of(text: str) -> str | None:
 class ValueEvaluator:
     """Evaluates expression fields and renders template fields for one execution (one per workflow run)."""
 
-    def __init__(self, dialect: Dialect, rng: _random.Random | None = None,
-                 now: Callable[[], datetime] | None = None):
+    def __init__(
+        self, dialect: Dialect, rng: _random.Random | None = None, now: Callable[[], datetime] | None = None
+    ):
         self.dialect = dialect
         self.expressions = Evaluator(rng, now)
         self._helpers = {**self.expressions.functions, **self.expressions.modules}
@@ -96,7 +97,8 @@ def to_data(value: Any) -> Any:
 
 # Static checks, used when a task is created ----------------------------------------------------------------
 
-def detect_dialect(workflows: dict[str, list[BaseModel]]) -> Dialect:
+
+def detect_dialect(workflows: Mapping[str, Sequence[BaseModel]]) -> Dialect:
     """`dollar` if any expression field of any step starts with `$`, else `seed`."""
     for steps in workflows.values():
         for step in steps:

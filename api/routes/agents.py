@@ -31,7 +31,7 @@ async def create_agent(body: schemas.AgentCreate, developer: Developer, store: S
 
 @router.get("/agents", response_model=schemas.ItemList[schemas.Agent])
 async def list_agents(developer: Developer, store: StoreDep, page: PageDep) -> Any:
-    return {"items": await store.list(AGENTS, developer, page)}
+    return {"items": await store.find(AGENTS, developer, page)}
 
 
 @router.get("/agents/{agent_id}", response_model=schemas.Agent)
@@ -40,8 +40,9 @@ async def get_agent(agent_id: str, developer: Developer, store: StoreDep) -> Any
 
 
 @router.post("/agents/{agent_id}", response_model=schemas.Agent)
-async def create_or_update_agent(agent_id: str, body: schemas.AgentCreate, developer: Developer,
-                                 store: StoreDep) -> Any:
+async def create_or_update_agent(
+    agent_id: str, body: schemas.AgentCreate, developer: Developer, store: StoreDep
+) -> Any:
     agent_id = checked_id(agent_id, "agent")
     updated = await store.update(AGENTS, developer, agent_id, _agent_values(body, replace=True))
     return updated or await store.insert(AGENTS, developer, _agent_values(body), id_=agent_id)
@@ -71,6 +72,7 @@ async def delete_agent(agent_id: str, developer: Developer, store: StoreDep) -> 
 
 # Tools -------------------------------------------------------------------------------------------------------
 
+
 @router.post("/agents/{agent_id}/tools", status_code=201, response_model=schemas.Tool)
 async def create_tool(agent_id: str, body: dict[str, Any], developer: Developer, store: StoreDep) -> Any:
     agent = await agent_or_404(store, developer, agent_id)
@@ -84,19 +86,21 @@ async def create_tool(agent_id: str, body: dict[str, Any], developer: Developer,
 @router.get("/agents/{agent_id}/tools", response_model=schemas.ItemList[schemas.Tool])
 async def list_tools(agent_id: str, developer: Developer, store: StoreDep, page: PageDep) -> Any:
     agent = await agent_or_404(store, developer, agent_id)
-    return {"items": [tool_out(t) for t in await store.list(TOOLS, developer, page, parent_id=agent["id"])]}
+    return {"items": [tool_out(t) for t in await store.find(TOOLS, developer, page, parent_id=agent["id"])]}
 
 
 @router.put("/agents/{agent_id}/tools/{tool_id}", response_model=schemas.Tool)
-async def reset_tool(agent_id: str, tool_id: str, body: dict[str, Any], developer: Developer,
-                     store: StoreDep) -> Any:
+async def reset_tool(
+    agent_id: str, tool_id: str, body: dict[str, Any], developer: Developer, store: StoreDep
+) -> Any:
     await _tool_or_404(store, developer, agent_id, tool_id)
     return tool_out(await store.update(TOOLS, developer, tool_id, _tool_values(_tool_def(body))))
 
 
 @router.patch("/agents/{agent_id}/tools/{tool_id}", response_model=schemas.Tool)
-async def patch_tool(agent_id: str, tool_id: str, body: dict[str, Any], developer: Developer,
-                     store: StoreDep) -> Any:
+async def patch_tool(
+    agent_id: str, tool_id: str, body: dict[str, Any], developer: Developer, store: StoreDep
+) -> Any:
     current = await _tool_or_404(store, developer, agent_id, tool_id)
     merged = _deep_merge(current["spec"], body)
     return tool_out(await store.update(TOOLS, developer, tool_id, _tool_values(_tool_def(merged))))
@@ -111,6 +115,7 @@ async def delete_tool(agent_id: str, tool_id: str, developer: Developer, store: 
 
 # Helpers -----------------------------------------------------------------------------------------------------
 
+
 async def agent_or_404(store: StoreDep, developer: str, agent_id: str) -> dict[str, Any]:
     agent = await store.get(AGENTS, developer, checked_id(agent_id, "agent"))
     if agent is None:
@@ -121,7 +126,7 @@ async def agent_or_404(store: StoreDep, developer: str, agent_id: str) -> dict[s
 async def _agent_tools(store: StoreDep, developer: str, agent_id: str) -> list[dict[str, Any]]:
     from mint.store import Page
 
-    return await store.list(TOOLS, developer, Page(limit=1000, direction="asc"), parent_id=agent_id)
+    return await store.find(TOOLS, developer, Page(limit=1000, direction="asc"), parent_id=agent_id)
 
 
 async def agent_tool_specs(store: StoreDep, developer: str, agent_id: str) -> list[dict[str, Any]]:
@@ -141,8 +146,9 @@ def _tool_def(body: dict[str, Any]) -> ToolDef:
         return ToolDef.model_validate(body)
     except ValidationError as exc:
         problems = [Problem(format_loc(tuple(e["loc"])), e["msg"]) for e in exc.errors()]
-        raise ApiError(422, "invalid tool: " + "; ".join(f"{p.path}: {p.message}" for p in problems),
-                       problems) from None
+        raise ApiError(
+            422, "invalid tool: " + "; ".join(f"{p.path}: {p.message}" for p in problems), problems
+        ) from None
 
 
 def _tool_values(tool: ToolDef) -> dict[str, Any]:
@@ -158,8 +164,11 @@ def tool_out(row: dict[str, Any] | None) -> dict[str, Any]:
 def _deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in patch.items():
-        merged[key] = _deep_merge(merged[key], value) if isinstance(value, dict) and isinstance(
-            merged.get(key), dict) else value
+        merged[key] = (
+            _deep_merge(merged[key], value)
+            if isinstance(value, dict) and isinstance(merged.get(key), dict)
+            else value
+        )
     return merged
 
 

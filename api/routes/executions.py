@@ -24,14 +24,16 @@ KEEPALIVE_SECONDS = 15.0
 
 
 @router.post("/tasks/{task_id}/executions", status_code=201, response_model=schemas.Execution)
-async def create_execution(task_id: str, body: schemas.ExecutionCreate, request: Request, developer: Developer,
-                           store: StoreDep) -> Any:
+async def create_execution(
+    task_id: str, body: schemas.ExecutionCreate, request: Request, developer: Developer, store: StoreDep
+) -> Any:
     task = await store.get_task(developer, checked_id(task_id, "task"))
     if task is None:
         raise not_found("task", task_id)
     state = request.app.state
-    return await start_execution(store, state.temporal, state.task_queue, developer, task, body.input,
-                                 body.metadata or {})
+    return await start_execution(
+        store, state.temporal, state.task_queue, developer, task, body.input, body.metadata or {}
+    )
 
 
 @router.get("/tasks/{task_id}/executions", response_model=schemas.ItemList[schemas.Execution])
@@ -39,7 +41,7 @@ async def list_executions(task_id: str, developer: Developer, store: StoreDep, p
     task = await store.get_task(developer, checked_id(task_id, "task"))
     if task is None:
         raise not_found("task", task_id)
-    return {"items": await store.list(EXECUTIONS, developer, page, parent_id=task["id"])}
+    return {"items": await store.find(EXECUTIONS, developer, page, parent_id=task["id"])}
 
 
 @router.get("/executions/{execution_id}", response_model=schemas.Execution)
@@ -48,8 +50,9 @@ async def get_execution(execution_id: str, developer: Developer, store: StoreDep
 
 
 @router.put("/executions/{execution_id}", response_model=schemas.Execution)
-async def change_status(execution_id: str, body: schemas.ExecutionChange, request: Request,
-                        developer: Developer, store: StoreDep) -> Any:
+async def change_status(
+    execution_id: str, body: schemas.ExecutionChange, request: Request, developer: Developer, store: StoreDep
+) -> Any:
     """`{"status": "running", "input": ...}` resumes; `{"status": "cancelled"}` cancels."""
     execution = await execution_or_404(store, developer, execution_id)
     temporal = request.app.state.temporal
@@ -61,16 +64,26 @@ async def change_status(execution_id: str, body: schemas.ExecutionChange, reques
 
 
 @router.get("/executions/{execution_id}/transitions", response_model=schemas.ItemList[schemas.Transition])
-async def list_transitions(execution_id: str, developer: Developer, store: StoreDep, page: PageDep,
-                           scope_id: str | None = None) -> Any:
+async def list_transitions(
+    execution_id: str, developer: Developer, store: StoreDep, page: PageDep, scope_id: str | None = None
+) -> Any:
     execution = await execution_or_404(store, developer, execution_id)
-    return {"items": [transition_out(t) for t in await store.list_transitions(
-        developer, execution["id"], page, scope_id=scope_id)]}
+    return {
+        "items": [
+            transition_out(t)
+            for t in await store.list_transitions(developer, execution["id"], page, scope_id=scope_id)
+        ]
+    }
 
 
 @router.get("/executions/{execution_id}/transitions.stream")
-async def stream_transitions(execution_id: str, request: Request, developer: Developer, store: StoreDep,
-                             next_page_token: str | None = Query(default=None)) -> StreamingResponse:
+async def stream_transitions(
+    execution_id: str,
+    request: Request,
+    developer: Developer,
+    store: StoreDep,
+    next_page_token: str | None = Query(default=None),
+) -> StreamingResponse:
     """SSE: one `transition` event per transition (id = its sequence number), ending after the last one."""
     execution = await execution_or_404(store, developer, execution_id)
     after = _resume_point(request.headers.get("last-event-id") or next_page_token)
@@ -78,8 +91,9 @@ async def stream_transitions(execution_id: str, request: Request, developer: Dev
 
 
 @router.get("/executions/{execution_id}/status.stream")
-async def stream_status(execution_id: str, request: Request, developer: Developer,
-                        store: StoreDep) -> StreamingResponse:
+async def stream_status(
+    execution_id: str, request: Request, developer: Developer, store: StoreDep
+) -> StreamingResponse:
     """SSE: the execution each time its status or transition count changes, ending when it ends."""
     execution = await execution_or_404(store, developer, execution_id)
     seen = _resume_point(request.headers.get("last-event-id"))
@@ -89,13 +103,16 @@ async def stream_status(execution_id: str, request: Request, developer: Develope
 @router.get("/executions/{execution_id}/transitions/{transition_id}", response_model=schemas.Transition)
 async def get_transition(execution_id: str, transition_id: str, developer: Developer, store: StoreDep) -> Any:
     execution = await execution_or_404(store, developer, execution_id)
-    transition = await store.get_transition(developer, execution["id"], checked_id(transition_id, "transition"))
+    transition = await store.get_transition(
+        developer, execution["id"], checked_id(transition_id, "transition")
+    )
     if transition is None:
         raise not_found("transition", transition_id)
     return transition_out(transition)
 
 
 # Helpers -----------------------------------------------------------------------------------------------------
+
 
 async def execution_or_404(store: Store, developer: str, execution_id: str) -> dict[str, Any]:
     execution = await store.get(EXECUTIONS, developer, checked_id(execution_id, "execution"))
@@ -116,8 +133,11 @@ def _resume_point(value: str | None) -> int:
 
 
 def _sse(events: AsyncIterator[str]) -> StreamingResponse:
-    return StreamingResponse(events, media_type="text/event-stream",
-                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+    return StreamingResponse(
+        events,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
 
 
 def _event(data: Any, event_id: int, event: str | None = None) -> str:
@@ -125,8 +145,9 @@ def _event(data: Any, event_id: int, event: str | None = None) -> str:
     return head + "data: " + json.dumps(jsonable_encoder(data), separators=(",", ":")) + "\n\n"
 
 
-async def _transition_events(store: Store, developer: str, execution_id: str, after: int,
-                             request: Request) -> AsyncIterator[str]:
+async def _transition_events(
+    store: Store, developer: str, execution_id: str, after: int, request: Request
+) -> AsyncIterator[str]:
     idle = 0.0
     while not await request.is_disconnected():
         batch = await store.list_transitions(developer, execution_id, Page(limit=500, direction="asc"), after)
@@ -145,8 +166,9 @@ async def _transition_events(store: Store, developer: str, execution_id: str, af
         await asyncio.sleep(POLL_SECONDS)
 
 
-async def _status_events(store: Store, developer: str, execution_id: str, seen: int,
-                         request: Request) -> AsyncIterator[str]:
+async def _status_events(
+    store: Store, developer: str, execution_id: str, seen: int, request: Request
+) -> AsyncIterator[str]:
     # No comment keep-alives here: the julep SDK parses every blank-line-terminated block as JSON once an
     # `id:` was sent, so keep-alives re-send the current state instead.
     idle = 0.0

@@ -29,14 +29,17 @@ TASK_BODY = {
 }
 
 
-@router.post("/agents/{agent_id}/tasks", status_code=201, response_model=schemas.Task, openapi_extra=TASK_BODY)
+@router.post(
+    "/agents/{agent_id}/tasks", status_code=201, response_model=schemas.Task, openapi_extra=TASK_BODY
+)
 async def create_task(agent_id: str, request: Request, developer: Developer, store: StoreDep) -> Any:
     return await _save(agent_id, None, request, developer, store)
 
 
 @router.post("/agents/{agent_id}/tasks/{task_id}", response_model=schemas.Task, openapi_extra=TASK_BODY)
-async def create_or_update_task(agent_id: str, task_id: str, request: Request, developer: Developer,
-                                store: StoreDep) -> Any:
+async def create_or_update_task(
+    agent_id: str, task_id: str, request: Request, developer: Developer, store: StoreDep
+) -> Any:
     return await _save(agent_id, checked_id(task_id, "task"), request, developer, store)
 
 
@@ -84,5 +87,11 @@ async def read_document(request: Request) -> Any:
 
 
 def task_out(task: dict[str, Any]) -> dict[str, Any]:
-    return {**task["document"], "id": task["id"], "agent_id": task["agent_id"], "version": task["version"],
-            "created_at": task["created_at"], "updated_at": task["updated_at"]}
+    return {
+        **task["document"],
+        "id": task["id"],
+        "agent_id": task["agent_id"],
+        "version": task["version"],
+        "created_at": task["created_at"],
+        "updated_at": task["updated_at"],
+    }

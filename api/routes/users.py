@@ -22,7 +22,7 @@ async def create_user(body: schemas.UserCreate, developer: Developer, store: Sto
 
 @router.get("/users", response_model=schemas.ItemList[schemas.User])
 async def list_users(developer: Developer, store: StoreDep, page: PageDep) -> Any:
-    return {"items": await store.list(USERS, developer, page)}
+    return {"items": await store.find(USERS, developer, page)}
 
 
 @router.get("/users/{user_id}", response_model=schemas.User)
@@ -31,8 +31,9 @@ async def get_user(user_id: str, developer: Developer, store: StoreDep) -> Any:
 
 
 @router.post("/users/{user_id}", response_model=schemas.User)
-async def create_or_update_user(user_id: str, body: schemas.UserCreate, developer: Developer,
-                                store: StoreDep) -> Any:
+async def create_or_update_user(
+    user_id: str, body: schemas.UserCreate, developer: Developer, store: StoreDep
+) -> Any:
     user_id = checked_id(user_id, "user")
     updated = await store.update(USERS, developer, user_id, _values(body, replace=True))
     return updated or await store.insert(USERS, developer, _values(body), id_=user_id)
