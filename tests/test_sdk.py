@@ -35,7 +35,7 @@ input_schema:
 main:
   - label: greet
     evaluate:
-      greeting: $ f"Hello, {steps[0].input.name}"
+      greeting: $ f"Hello, {_.name}"
   - workflow: shout
     arguments:
       text: $ _.greeting
@@ -67,7 +67,7 @@ main:
   - sleep:
       seconds: {seconds}
   - evaluate:
-      done: $ steps[0].output.started
+      done: $ steps[0].output.started and steps[1].input.started
 """
 
 

@@ -44,7 +44,9 @@ NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]*$"
 
 
 def step_kind(raw: Any) -> str | None:
-    """Which step kind a raw mapping is, from its `kind_` or its identifying key."""
+    """Which step kind a raw mapping (or a parsed step, when serializing) is."""
+    if isinstance(raw, _Step):
+        return KIND_OF_MODEL.get(type(raw))
     if not isinstance(raw, dict):
         return None
     if raw.get("kind_") in STEP_KINDS:
@@ -242,6 +244,26 @@ Step = Annotated[
 
 for _model in (IfElseStep, CaseThen, ForeachDo, MapReduceStep, ParallelStep):
     _model.model_rebuild()
+
+KIND_OF_MODEL: dict[type, str] = {
+    EvaluateStep: "evaluate",
+    PromptStep: "prompt",
+    ToolCallStep: "tool",
+    IfElseStep: "if_else",
+    SwitchStep: "switch",
+    ForeachStep: "foreach",
+    MapReduceStep: "map_reduce",
+    ParallelStep: "parallel",
+    SleepStep: "sleep",
+    WaitForInputStep: "wait_for_input",
+    YieldStep: "yield",
+    ReturnStep: "return",
+    ErrorStep: "error",
+    LogStep: "log",
+    SetStep: "set",
+    GetStep: "get",
+    SearchStep: "search",
+}
 
 
 # Tools -----------------------------------------------------------------------------------------------------

@@ -1,0 +1,59 @@
+"""The examples in examples/ run as documented."""
+
+from pathlib import Path
+
+from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+async def _run(api, name, input_):
+    agent = await create_agent(api)
+    task = await create_task(api, agent["id"], (EXAMPLES / name).read_text())
+    execution = await start(api, task["id"], input_)
+    return task, execution
+
+
+async def test_map_reduce_example(api):
+    _, execution = await _run(api, "map_reduce.yaml", {"words": ["durable", "fast", "safe"]})
+    done = await wait_for_status(api, execution["id"])
+    assert done["status"] == "succeeded", done
+    assert done["output"] == {"total": 21 + 4 + 8, "best": "durable"}
+
+
+async def test_subworkflow_example(api):
+    _, execution = await _run(api, "subworkflow.yaml", {"n": 3})
+    done = await wait_for_status(api, execution["id"])
+    assert done["output"] == {"result": "3 2 1 liftoff"}, done
+    kinds = [t["type"] for t in await transitions(api, execution["id"])]
+    assert kinds.count("init_branch") == 4 and kinds.count("finish_branch") == 4
+
+
+async def test_approval_example_waits_then_approves(api):
+    _, execution = await _run(api, "approval.yaml", {"amount": 120, "reason": "team lunch"})
+    waiting = await wait_for_status(api, execution["id"], {"awaiting_input"})
+    wait = [t for t in await transitions(api, execution["id"]) if t["type"] == "wait"][-1]
+    assert "Expense of 120 for team lunch" in wait["output"]["info"]["question"]
+    response = await api.put(
+        f"/executions/{waiting['id']}", json={"status": "running", "input": {"approved": True}}
+    )
+    assert response.status_code == 200, response.text
+    done = await wait_for_status(api, execution["id"])
+    assert done["output"] == {"decision": "approved", "summary": "Expense of 120 for team lunch"}
+
+
+async def test_approval_example_small_amount_needs_no_approval(api):
+    _, execution = await _run(api, "approval.yaml", {"amount": 10, "reason": "coffee"})
+    done = await wait_for_status(api, execution["id"])
+    assert done["status"] == "succeeded" and done["output"]["decision"] == "approved"
+
+
+async def test_daily_motivation_parses_and_runs_until_its_first_prompt(api):
+    task, execution = await _run(
+        api, "daily_motivation.yaml", {"about_user": "a developer", "topics": ["focus"]}
+    )
+    assert task["tools"][0] == {"name": "send_email", "type": "function"}
+    done = await wait_for_status(api, execution["id"])
+    rows = await transitions(api, execution["id"])
+    assert rows[1]["output"] == {"chosen_topic": "focus"}  # randint(len(topics)) picked the only topic
+    assert done["status"] == "failed" and "prompt steps cannot run yet" in done["error"]
