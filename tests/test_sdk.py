@@ -541,3 +541,18 @@ def _final_errors(url: str, key: str) -> None:
 
 async def test_errors_are_final_for_the_sdk_default_retries(stack, api_key):
     await in_thread(_final_errors, stack.url, api_key)
+
+
+def _first_step_reads_its_own_input(client: Julep) -> None:
+    # Julep's docs and examples read the execution input as `steps[0].input` in the first step itself.
+    agent_id = make_agent(client)
+    task = client.tasks.create(agent_id, name="crawl", main=[{"evaluate": {"url": "$ steps[0].input.url"}}])
+    done = wait_status(client, client.executions.create(task.id, input={"url": "https://example.com"}).id)
+    assert done.status == "succeeded", done
+    assert done.output == {"url": "https://example.com"}
+
+
+@pytest.mark.xfail(strict=True, reason="BUG: steps[i].input is unavailable while step i runs "
+                                       "(workflows/interpreter.py StepsView.__getitem__ reads finished records only)")
+async def test_first_step_reads_steps_0_input(client):
+    await in_thread(_first_step_reads_its_own_input, client)
