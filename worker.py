@@ -49,7 +49,7 @@ def build_worker(
         client,
         task_queue=task_queue,
         workflows=[TaskExecutionWorkflow],
-        activities=[writer.write_transitions, tools.call_api],
+        activities=[writer.write_transitions, writer.mark_failed, tools.call_api],
         workflow_runner=runner,
         max_concurrent_activities=200,
     )

@@ -9,7 +9,7 @@ import asyncpg
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from workflows.interpreter import WRITE_TRANSITIONS
+from workflows.interpreter import MARK_FAILED, WRITE_TRANSITIONS
 from workflows.transitions import InvalidTransition, TransitionBatch, check_sequence
 
 
@@ -75,3 +75,14 @@ class TransitionWriter:
                 batch.output if batch.status == "succeeded" else None,
                 batch.error,
             )
+
+    @activity.defn(name=MARK_FAILED)
+    async def mark_failed(self, batch: TransitionBatch) -> None:
+        """The last resort when a batch cannot be written: the execution ends `failed` with the reason."""
+        await self.pool.execute(
+            "UPDATE executions SET status = 'failed', error = $3, updated_at = now() "
+            "WHERE id = $1 AND developer_id = $2 AND status NOT IN ('succeeded', 'failed', 'cancelled')",
+            batch.execution_id,
+            batch.developer_id,
+            batch.error,
+        )

@@ -16,6 +16,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows import language as lang
 from workflows.expressions import ExpressionError
@@ -23,6 +24,7 @@ from workflows.transitions import Position, TransitionBatch
 from workflows.values import ValueEvaluator
 
 WRITE_TRANSITIONS = "write_transitions"
+MARK_FAILED = "mark_failed"
 CALL_API = "call_api"
 # Writes retry until Postgres answers: losing a transition is never an option.
 WRITE_RETRY = RetryPolicy(
@@ -161,18 +163,32 @@ class Interpreter:
         self.log.add("init", self.params.input, Position("main", 0, frame.scope_id))
         try:
             output = await self._run_frame(frame, self.task.workflows["main"])
-        except (StepFailed, ExpressionError) as exc:
-            message = str(exc)
-            self.log.add("error", {"error": message}, Position("main", len(frame.outputs), frame.scope_id))
-            await self.log.flush(status="failed", error=message)
-            raise StepFailed(message) from None
+            self.log.add("finish", output, Position("main", len(frame.outputs), frame.scope_id))
+            await self.log.flush(status="succeeded", output=output)
+            return output
         except asyncio.CancelledError:
             self.log.add("cancelled", None, Position("main", len(frame.outputs), frame.scope_id))
             await self.log.flush(status="cancelled")
             raise
-        self.log.add("finish", output, Position("main", len(frame.outputs), frame.scope_id))
-        await self.log.flush(status="succeeded", output=output)
-        return output
+        except Exception as exc:  # every failure ends the execution visibly; none leaves it stuck
+            message = failure_message(exc)
+            await self._fail(message, Position("main", len(frame.outputs), frame.scope_id))
+            raise StepFailed(message) from None
+
+    async def _fail(self, message: str, position: Position) -> None:
+        self.log.add("error", {"error": message}, position)
+        try:
+            await self.log.flush(status="failed", error=message)
+        except ActivityError:
+            # The writer refused the batch (a Mint bug): still never leave the execution looking alive.
+            await workflow.execute_local_activity(
+                MARK_FAILED,
+                TransitionBatch(
+                    self.params.execution_id, self.params.developer_id, [], "failed", error=message
+                ),
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=WRITE_RETRY,
+            )
 
     # Sequences and frames -------------------------------------------------------------------------------
 
@@ -214,7 +230,7 @@ class Interpreter:
     ) -> Any:
         names = self._names(value, frame)
         try:
-            output = await self._execute(step, value, names, frame, position)
+            output = await self._execute(step, value, names, frame, position, metadata)
         except _Return as returned:
             self.log.add("step", returned.value, position, None, getattr(step, "label", None), metadata)
             raise
@@ -240,7 +256,13 @@ class Interpreter:
     # Steps -----------------------------------------------------------------------------------------------
 
     async def _execute(
-        self, step: Any, value: Any, names: dict[str, Any], frame: Frame, position: Position
+        self,
+        step: Any,
+        value: Any,
+        names: dict[str, Any],
+        frame: Frame,
+        position: Position,
+        metadata: dict[str, Any] | None = None,
     ) -> Any:
         here = f"{position.workflow}[{position.step}]"
         match step:
@@ -276,11 +298,11 @@ class Interpreter:
                 return await self._sleep(step, value, names)
             case lang.WaitForInputStep():
                 info = self.values.value(step.wait_for_input.info, names)
-                return await self._wait({"info": info}, position)
+                return await self._wait({"info": info}, position, metadata)
             case lang.YieldStep():
                 return await self._yield(step, value, names, position)
             case lang.ToolCallStep():
-                return await self._tool_call(step, names, position)
+                return await self._tool_call(step, names, position, metadata)
             case lang.PromptStep():
                 raise StepFailed(
                     f"{here}: prompt steps cannot run yet: this Mint build has no model layer "
@@ -366,15 +388,19 @@ class Interpreter:
             await workflow.sleep(seconds)
         return value  # sleeping does not change `_`
 
-    async def _wait(self, output: dict[str, Any], position: Position) -> Any:
-        """Park the execution in `awaiting_input` until PUT /executions/{id} resumes it."""
+    async def _wait(self, output: dict[str, Any], position: Position, metadata: dict[str, Any] | None) -> Any:
+        """Park the execution in `awaiting_input` until PUT /executions/{id} resumes it.
+
+        Several waits may be open at once (map items, parallel branches); each resume input goes to the
+        longest-waiting one, so every waiter re-checks the queue after it wakes."""
         self.log.open_waits += 1
-        self.log.add("wait", output, position)
+        self.log.add("wait", output, position, metadata=metadata)
         await self.log.flush()
-        await workflow.wait_condition(lambda: bool(self.resume_inputs))
+        while not self.resume_inputs:
+            await workflow.wait_condition(lambda: bool(self.resume_inputs))
         received = self.resume_inputs.popleft()
         self.log.open_waits -= 1
-        self.log.add("resume", received, position)
+        self.log.add("resume", received, position, metadata=metadata)
         return received
 
     async def _yield(
@@ -387,14 +413,20 @@ class Interpreter:
         self.log.add("finish_branch", output, Position(step.workflow, len(frame.outputs), frame.scope_id))
         return output
 
-    async def _tool_call(self, step: lang.ToolCallStep, names: dict[str, Any], position: Position) -> Any:
+    async def _tool_call(
+        self,
+        step: lang.ToolCallStep,
+        names: dict[str, Any],
+        position: Position,
+        metadata: dict[str, Any] | None,
+    ) -> Any:
         tool = self.tools.get(step.tool_name)
         if tool is None:
             raise StepFailed(f"tool {step.tool_name!r} is not defined for this task or its agent")
         arguments = self.values.value(step.tool_arguments, names) if step.tool_arguments is not None else {}
         if tool["type"] == "function":
             call = {"type": "function", "name": tool["name"], "arguments": arguments}
-            return await self._wait({"tool_call": call}, position)
+            return await self._wait({"tool_call": call}, position, metadata)
         if tool["type"] == "api_call":
             return await self._api_call(tool, arguments)
         raise StepFailed(f"{tool['type']} tools cannot run yet in this Mint build (tool {tool['name']!r})")
@@ -439,6 +471,17 @@ def _render(value: Any, scope: dict[str, Any], values: ValueEvaluator) -> Any:
     if isinstance(value, list):
         return [_render(v, scope, values) for v in value]
     return value
+
+
+def failure_message(exc: Exception) -> str:
+    """What the user reads in `execution.error` and the `error` transition."""
+    if isinstance(exc, StepFailed | ExpressionError):
+        return str(exc)
+    if isinstance(exc, ActivityError):
+        cause = exc.cause
+        detail = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
+        return f"{exc.activity_type or 'activity'} failed: {detail}"
+    return f"internal error in Mint: {type(exc).__name__}: {exc}"
 
 
 def _number(value: Any) -> float:

@@ -6,6 +6,7 @@ by `workflows.values` according to the task's dialect.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -374,3 +375,32 @@ class TaskSpec(BaseModel):
 
 def dump_step(step: BaseModel) -> dict[str, Any]:
     return step.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
+
+
+# The step tree ------------------------------------------------------------------------------------------------
+
+
+def walk_steps(steps: Sequence[BaseModel], path: str) -> Iterator[tuple[str, BaseModel]]:
+    """Yield (path, step) for every step, nested ones included, depth first."""
+    for i, step in enumerate(steps):
+        here = f"{path}[{i}]"
+        yield here, step
+        for sub_path, sub_steps in nested_sequences(step, here):
+            yield from walk_steps(sub_steps, sub_path)
+
+
+def nested_sequences(step: BaseModel, path: str) -> list[tuple[str, Sequence[BaseModel]]]:
+    """The step lists inside a step, with their paths."""
+    match step:
+        case IfElseStep():
+            branches: list[tuple[str, Sequence[BaseModel]]] = [(f"{path}.then", step.then)]
+            return branches + ([(f"{path}.else", step.else_)] if step.else_ else [])
+        case SwitchStep():
+            return [(f"{path}.switch[{i}].then", c.then) for i, c in enumerate(step.switch)]
+        case ForeachStep():
+            return [(f"{path}.foreach.do", step.foreach.do)]
+        case MapReduceStep():
+            return [(f"{path}.map", step.map)]
+        case ParallelStep():
+            return [(f"{path}.parallel[{i}]", branch) for i, branch in enumerate(step.parallel)]
+    return []

@@ -22,22 +22,12 @@ STATUS_AFTER = {
     "cancelled": "cancelled",
 }
 
-# What may follow what. Nothing follows a terminal transition; `init` comes first and only once.
-ALLOWED_NEXT = {
+# What may follow what: `init` comes first and only once, nothing follows a terminal transition, and
+# anything else may follow a non-terminal one (parallel branches and map items interleave freely).
+ALL_TYPES = frozenset(STATUS_AFTER)
+ALLOWED_NEXT: dict[str | None, frozenset[str]] = {
     None: frozenset({"init"}),
-    "init": frozenset({"init_branch", "step", "wait", "finish", "error", "cancelled"}),
-    "init_branch": frozenset({"init_branch", "step", "wait", "finish_branch", "error", "cancelled"}),
-    "step": frozenset({"init_branch", "step", "wait", "finish_branch", "finish", "error", "cancelled"}),
-    "wait": frozenset({"init_branch", "step", "wait", "resume", "finish_branch", "error", "cancelled"}),
-    "resume": frozenset(
-        {"init_branch", "step", "wait", "resume", "finish_branch", "finish", "error", "cancelled"}
-    ),
-    "finish_branch": frozenset(
-        {"init_branch", "step", "wait", "resume", "finish_branch", "finish", "error", "cancelled"}
-    ),
-    "finish": frozenset(),
-    "error": frozenset(),
-    "cancelled": frozenset(),
+    **{kind: frozenset() if kind in TERMINAL_TYPES else ALL_TYPES - {"init"} for kind in ALL_TYPES},
 }
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,7 +46,7 @@ def validate_task(raw: Any, agent_tool_names: frozenset[str] = frozenset()) -> V
     tool_names = {t.name for t in spec.tools} | (set(agent_tool_names) if spec.inherit_tools else set())
     labels: dict[str, str] = {}
     for name, steps in spec.workflows.items():
-        for path, step in walk_steps(steps, name):
+        for path, step in lang.walk_steps(steps, name):
             problems += _check_step(step, path, dialect, tool_names, set(spec.workflows), labels)
     if problems:
         raise TaskInvalid(problems)
@@ -69,32 +68,6 @@ def format_loc(loc: tuple[Any, ...]) -> str:
             parts.append(f".{item}" if parts else str(item))
         previous = item
     return "".join(parts) or "(task)"
-
-
-def walk_steps(steps: Sequence[BaseModel], path: str) -> Iterator[tuple[str, BaseModel]]:
-    """Yield (path, step) for every step, nested ones included, depth first."""
-    for i, step in enumerate(steps):
-        here = f"{path}[{i}]"
-        yield here, step
-        for sub_path, sub_steps in nested_sequences(step, here):
-            yield from walk_steps(sub_steps, sub_path)
-
-
-def nested_sequences(step: BaseModel, path: str) -> list[tuple[str, Sequence[BaseModel]]]:
-    """The step lists inside a step, with their paths."""
-    match step:
-        case lang.IfElseStep():
-            branches: list[tuple[str, Sequence[BaseModel]]] = [(f"{path}.then", step.then)]
-            return branches + ([(f"{path}.else", step.else_)] if step.else_ else [])
-        case lang.SwitchStep():
-            return [(f"{path}.switch[{i}].then", c.then) for i, c in enumerate(step.switch)]
-        case lang.ForeachStep():
-            return [(f"{path}.foreach.do", step.foreach.do)]
-        case lang.MapReduceStep():
-            return [(f"{path}.map", step.map)]
-        case lang.ParallelStep():
-            return [(f"{path}.parallel[{i}]", branch) for i, branch in enumerate(step.parallel)]
-    return []
 
 
 def _check_step(

@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from workflows import language as lang
 from workflows.expressions import Evaluator, ExpressionError, check_expression
 from workflows.safe_functions import MAX_ELEMENTS
 from workflows.templates import check_template, is_template, render_template
@@ -99,12 +100,11 @@ def to_data(value: Any) -> Any:
 
 
 def detect_dialect(workflows: Mapping[str, Sequence[BaseModel]]) -> Dialect:
-    """`dollar` if any expression field of any step starts with `$`, else `seed`."""
-    for steps in workflows.values():
-        for step in steps:
-            for _, raw, kind in iter_step_fields(step, ""):
-                if kind == "value" and _has_dollar(raw):
-                    return "dollar"
+    """`dollar` if any expression field of any step, nested ones included, starts with `$`, else `seed`."""
+    for name, steps in workflows.items():
+        for path, step in lang.walk_steps(steps, name):
+            if any(_has_dollar(raw) for _, raw, _ in iter_step_fields(step, path)):
+                return "dollar"
     return "seed"
 
 
@@ -136,8 +136,6 @@ def check_value(raw: Any, kind: str, dialect: Dialect, extra: frozenset[str] = f
 
 def iter_step_fields(step: BaseModel, path: str) -> Iterator[tuple[str, Any, str]]:
     """Yield (path, raw, kind) for the evaluable fields of one step (not its nested steps)."""
-    from workflows import language as lang
-
     match step:
         case lang.EvaluateStep() | lang.SetStep():
             mapping = step.evaluate if isinstance(step, lang.EvaluateStep) else step.set
