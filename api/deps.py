@@ -32,7 +32,7 @@ async def get_developer(request: Request) -> str:
 def get_page(
     request: Request,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
     sort_by: Literal["created_at", "updated_at"] = "created_at",
     direction: Literal["asc", "desc"] = "desc",
 ) -> Page:
@@ -58,6 +58,10 @@ def metadata_filter(request: Request) -> dict[str, Any] | None:
             *parents, leaf = key.removeprefix("metadata_filter.").split(".")
             for part in parents:
                 target = target.setdefault(part, {})
+                if not isinstance(target, dict):
+                    raise ApiError(422, f"metadata_filter key {key!r} conflicts with another filter key")
+            if isinstance(target.get(leaf), dict):
+                raise ApiError(422, f"metadata_filter key {key!r} conflicts with another filter key")
             target[leaf] = value
     return result or None
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from mint.store import IdTaken
 from workflows.validate import Problem, format_loc
 
 
@@ -48,6 +50,15 @@ def install_error_handlers(app: FastAPI) -> None:
         problems = [Problem(format_loc(tuple(e["loc"])), e["msg"]) for e in exc.errors()]
         summary = "; ".join(f"{p.path}: {p.message}" for p in problems[:5])
         return _response(422, f"invalid request: {summary}", problems)
+
+    @app.exception_handler(asyncpg.DataError)
+    async def invalid_value(_: Request, exc: asyncpg.DataError) -> JSONResponse:
+        # Postgres refused a value (a NUL character, NaN in JSON, a number out of range): the caller's input.
+        return _response(422, f"invalid value: {exc}")
+
+    @app.exception_handler(IdTaken)
+    async def id_taken(_: Request, exc: IdTaken) -> JSONResponse:
+        return _response(409, str(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:

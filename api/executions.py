@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
@@ -15,6 +16,9 @@ from workflows.language import ToolDef
 from workflows.transitions import TERMINAL_STATUSES
 from workflows.validate import input_problems
 
+# Inputs travel through Temporal, whose payloads stop at 2 MB.
+MAX_INPUT_BYTES = 1_000_000
+
 
 async def start_execution(
     store: Store,
@@ -27,6 +31,9 @@ async def start_execution(
 ) -> dict[str, Any]:
     """Validate the input, insert the execution (`queued`), start its workflow; a failed start is recorded."""
     document = task["document"]
+    size = len(json.dumps(body_input, default=str))
+    if size > MAX_INPUT_BYTES:
+        raise ApiError(413, f"execution input is {size} bytes; the limit is {MAX_INPUT_BYTES}")
     problems = input_problems(document.get("input_schema"), body_input)
     if problems:
         summary = "; ".join(f"{p.path}: {p.message}" for p in problems[:5])

@@ -11,9 +11,14 @@ import asyncpg
 MIGRATION_LOCK = 7_100_001
 
 
+def _encode(value: object) -> str:
+    # NaN and Infinity are not JSON; refusing them here turns them into a 422 instead of bad rows.
+    return json.dumps(value, allow_nan=False)
+
+
 async def _init_connection(conn: asyncpg.Connection) -> None:
     for type_name in ("json", "jsonb"):
-        await conn.set_type_codec(type_name, encoder=json.dumps, decoder=json.loads, schema="pg_catalog")
+        await conn.set_type_codec(type_name, encoder=_encode, decoder=json.loads, schema="pg_catalog")
 
 
 async def connect_pool(url: str, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:

@@ -15,6 +15,10 @@ from typing import Any
 import asyncpg
 
 
+class IdTaken(Exception):
+    """A create-with-id used an id that already exists (perhaps for another developer)."""
+
+
 @dataclass(frozen=True)
 class Table:
     name: str
@@ -89,7 +93,10 @@ class Store:
             f"INSERT INTO {table.name} (id, developer_id, {', '.join(cols)}) "
             f"VALUES ($1, $2, {', '.join(f'${i + 3}' for i in range(len(cols)))}) RETURNING *"
         )
-        row = await self.pool.fetchrow(sql, id_ or new_id(), developer_id, *(values[c] for c in cols))
+        try:
+            row = await self.pool.fetchrow(sql, id_ or new_id(), developer_id, *(values[c] for c in cols))
+        except asyncpg.UniqueViolationError:
+            raise IdTaken(f"id {id_} is already in use; choose another id") from None
         return record(row)  # type: ignore[return-value]
 
     async def get(self, table: Table, developer_id: str, id_: str) -> dict[str, Any] | None:
@@ -181,6 +188,8 @@ class Store:
                     task_id,
                 )
             if existing is None:
+                if task_id and await conn.fetchval("SELECT 1 FROM tasks WHERE id = $1", task_id):
+                    raise IdTaken(f"id {task_id} is already in use; choose another id")
                 row = await conn.fetchrow(
                     "INSERT INTO tasks (id, developer_id, agent_id, name) VALUES ($1, $2, $3, $4) RETURNING *",
                     task_id or new_id(),

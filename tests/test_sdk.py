@@ -20,8 +20,17 @@ from julep import AuthenticationError, ConflictError, Julep, NotFoundError, Unpr
 
 TERMINAL = {"succeeded", "failed", "cancelled"}
 STATUSES = {"queued", "starting", "running", "awaiting_input", "succeeded", "failed", "cancelled"}
-TRANSITION_TYPES = {"init", "init_branch", "step", "wait", "resume", "finish", "finish_branch", "error",
-                    "cancelled"}
+TRANSITION_TYPES = {
+    "init",
+    "init_branch",
+    "step",
+    "wait",
+    "resume",
+    "finish",
+    "finish_branch",
+    "error",
+    "cancelled",
+}
 TIMEOUT = 60.0
 
 GREETER_YAML = """
@@ -86,6 +95,7 @@ async def in_thread(fn: Callable[..., Any], *args: Any, timeout: float = 2 * TIM
 
 # Sync helpers ------------------------------------------------------------------------------------------------
 
+
 def make_agent(client: Julep, name: str = "sdk-agent") -> str:
     return client.agents.create(name=name, about="made by the SDK tests", model="gpt-4o-mini").id
 
@@ -129,6 +139,7 @@ def parse_sse(text: str) -> list[dict[str, Any]]:
 
 # Health --------------------------------------------------------------------------------------------------------
 
+
 def _healthz(url: str, key: str) -> None:
     with Julep(api_key=key, base_url=url) as sdk:
         assert sdk.healthz.check() == {"status": "ok"}
@@ -147,13 +158,24 @@ async def test_healthz(stack, api_key):
 
 # Agents ------------------------------------------------------------------------------------------------------
 
+
 def _agents_crud(client: Julep) -> None:
-    agent = client.agents.create(name="alpha", about="first", model="gpt-4o-mini", instructions=["be brief"],
-                                 metadata={"team": "qa", "tier": 1})
+    agent = client.agents.create(
+        name="alpha",
+        about="first",
+        model="gpt-4o-mini",
+        instructions=["be brief"],
+        metadata={"team": "qa", "tier": 1},
+    )
     assert agent.id and agent.name == "alpha" and agent.created_at is not None
 
     got = client.agents.get(agent.id)
-    assert (got.name, got.about, got.model, got.instructions) == ("alpha", "first", "gpt-4o-mini", ["be brief"])
+    assert (got.name, got.about, got.model, got.instructions) == (
+        "alpha",
+        "first",
+        "gpt-4o-mini",
+        ["be brief"],
+    )
     assert got.metadata == {"team": "qa", "tier": 1}
 
     patched = client.agents.update(agent.id, about="patched", metadata={"extra": True})
@@ -227,6 +249,7 @@ async def test_agents_list_metadata_filter(client):
 
 # Users -------------------------------------------------------------------------------------------------------
 
+
 def _users_crud(client: Julep) -> None:
     empty = client.users.create()
     assert empty.id and empty.name is None
@@ -269,11 +292,20 @@ LOOKUP_PARAMETERS = {"type": "object", "properties": {"q": {"type": "string"}}, 
 
 def _tools_crud(client: Julep) -> None:
     agent_id = make_agent(client)
-    lookup = client.agents.tools.create(agent_id, name="lookup", type="function", description="Find things",
-                                        function={"description": "look up", "parameters": LOOKUP_PARAMETERS})
+    lookup = client.agents.tools.create(
+        agent_id,
+        name="lookup",
+        type="function",
+        description="Find things",
+        function={"description": "look up", "parameters": LOOKUP_PARAMETERS},
+    )
     assert lookup.id and lookup.name == "lookup" and lookup.type == "function"
-    fetch = client.agents.tools.create(agent_id, name="fetch", type="api_call",
-                                       api_call={"method": "GET", "url": "https://example.com/{{q}}"})
+    fetch = client.agents.tools.create(
+        agent_id,
+        name="fetch",
+        type="api_call",
+        api_call={"method": "GET", "url": "https://example.com/{{q}}"},
+    )
     assert fetch.type == "api_call" and fetch.api_call.url == "https://example.com/{{q}}"
 
     listed = {t.name: t for t in client.agents.tools.list(agent_id, limit=1)}
@@ -283,14 +315,23 @@ def _tools_crud(client: Julep) -> None:
     with pytest.raises(ConflictError):
         client.agents.tools.create(agent_id, name="lookup", type="function")
 
-    patched = client.agents.tools.update(lookup.id, agent_id=agent_id, description="Find anything",
-                                         function={"description": "look up anything"})
+    patched = client.agents.tools.update(
+        lookup.id,
+        agent_id=agent_id,
+        description="Find anything",
+        function={"description": "look up anything"},
+    )
     assert patched.id == lookup.id and patched.description == "Find anything"
     assert patched.function.description == "look up anything"
     assert patched.function.parameters == LOOKUP_PARAMETERS, "PATCH deep-merges nested definitions"
 
-    reset = client.agents.tools.reset(fetch.id, agent_id=agent_id, name="fetch2", type="api_call",
-                                      api_call={"method": "POST", "url": "https://example.com/post"})
+    reset = client.agents.tools.reset(
+        fetch.id,
+        agent_id=agent_id,
+        name="fetch2",
+        type="api_call",
+        api_call={"method": "POST", "url": "https://example.com/post"},
+    )
     assert (reset.name, reset.api_call.method) == ("fetch2", "POST")
 
     deleted = client.agents.tools.delete(fetch.id, agent_id=agent_id)
@@ -308,8 +349,9 @@ async def test_agent_tools_crud(client):
 
 def _agent_tool_in_task(client: Julep) -> None:
     agent_id = make_agent(client)
-    client.agents.tools.create(agent_id, name="lookup", type="function",
-                               function={"parameters": LOOKUP_PARAMETERS})
+    client.agents.tools.create(
+        agent_id, name="lookup", type="function", function={"parameters": LOOKUP_PARAMETERS}
+    )
     steps = [{"tool": "lookup", "arguments": {"q": "$ _.query"}}, {"evaluate": {"found": "$ _.hits"}}]
 
     with pytest.raises(UnprocessableEntityError) as caught:
@@ -337,6 +379,7 @@ async def test_agent_function_tool_used_by_a_task(client):
 
 
 # Tasks and executions --------------------------------------------------------------------------------------------
+
 
 def _task_with_subworkflow(client: Julep) -> None:
     agent_id = make_agent(client)
@@ -472,6 +515,7 @@ async def test_cancel_waiting_and_sleeping_executions(client):
 
 # Streams -----------------------------------------------------------------------------------------------------
 
+
 def _status_stream(client: Julep) -> None:
     agent_id = make_agent(client)
     task = make_task(client, agent_id, SLEEPY_YAML.replace("{seconds}", "1"))
@@ -520,6 +564,7 @@ async def test_transitions_stream_returns_the_transitions(client):
 
 # Errors through the SDK --------------------------------------------------------------------------------------------
 
+
 def _final_errors(url: str, key: str) -> None:
     paths: list[str] = []
     http = httpx.Client(event_hooks={"request": [lambda request: paths.append(request.url.path)]})
@@ -552,7 +597,5 @@ def _first_step_reads_its_own_input(client: Julep) -> None:
     assert done.output == {"url": "https://example.com"}
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: steps[i].input is unavailable while step i runs "
-                                       "(workflows/interpreter.py StepsView.__getitem__ reads finished records only)")
 async def test_first_step_reads_steps_0_input(client):
     await in_thread(_first_step_reads_its_own_input, client)

@@ -140,8 +140,12 @@ class StepsView:
         if isinstance(key, str):
             return self._labels[key]
         if isinstance(key, int) and key < 0:
-            key += len(self._frame.records)
-        return self._frame.records[key]
+            key += len(self._frame.inputs)
+        if key in self._frame.records:
+            return self._frame.records[key]
+        if isinstance(key, int) and 0 <= key < len(self._frame.inputs):
+            return {"input": self._frame.inputs[key]}  # the running step: its input is known, not its output
+        raise KeyError(key)
 
 
 class Interpreter:

@@ -16,6 +16,7 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -302,7 +303,7 @@ class ToolDef(BaseModel):
     type: Literal["function", "api_call", "system", "integration"]
     description: str | None = None
     function: FunctionDef | None = None
-    api_call: ApiCallDef | None = None
+    api_call: ApiCallDef | None = Field(default=None, validate_default=True)
     system: dict[str, Any] | None = None
     integration: dict[str, Any] | None = None
 
@@ -318,11 +319,12 @@ class ToolDef(BaseModel):
             raw = {**raw, "name": raw["function"].get("name")}
         return raw
 
-    @model_validator(mode="after")
-    def _spec_matches_type(self) -> ToolDef:
-        if self.type == "api_call" and self.api_call is None:
+    @field_validator("api_call")
+    @classmethod
+    def _api_call_present(cls, value: ApiCallDef | None, info: ValidationInfo) -> ApiCallDef | None:
+        if value is None and info.data.get("type") == "api_call":
             raise ValueError("an api_call tool needs an `api_call` spec with at least `url`")
-        return self
+        return value
 
 
 # Tasks -----------------------------------------------------------------------------------------------------

@@ -40,9 +40,9 @@ def validate_task(raw: Any, agent_tool_names: frozenset[str] = frozenset()) -> V
     try:
         spec = lang.TaskSpec.model_validate(raw)
     except ValidationError as exc:
-        raise TaskInvalid([Problem(format_loc(e["loc"]), e["msg"]) for e in exc.errors()]) from None
+        raise TaskInvalid([_problem(e) for e in exc.errors()]) from None
     dialect = detect_dialect(spec.workflows)
-    problems = _check_schema(spec.input_schema)
+    problems = _check_schema(spec.input_schema) + _duplicate_tools(spec.tools)
     tool_names = {t.name for t in spec.tools} | (set(agent_tool_names) if spec.inherit_tools else set())
     labels: dict[str, str] = {}
     for name, steps in spec.workflows.items():
@@ -51,6 +51,13 @@ def validate_task(raw: Any, agent_tool_names: frozenset[str] = frozenset()) -> V
     if problems:
         raise TaskInvalid(problems)
     return ValidTask(spec, dialect, spec.to_document())
+
+
+def _problem(error: Any) -> Problem:
+    loc = tuple(error["loc"])
+    if loc == ("workflows",) and "main" in error["msg"]:
+        return Problem("main", error["msg"])
+    return Problem(format_loc(loc), error["msg"])
 
 
 def format_loc(loc: tuple[Any, ...]) -> str:
@@ -80,9 +87,9 @@ def _check_step(
         else:
             found = check_value(raw, kind, dialect)
         hint = " (in the seed dialect every string here is a Python expression; quote literals or use `$ `)"
+        seed_expression = dialect == "seed" and kind == "value"
         problems += [
-            Problem(field_path, m + (hint if dialect == "seed" and "unknown name" in m else ""))
-            for m in found
+            Problem(field_path, m + (hint if seed_expression and "unknown name" in m else "")) for m in found
         ]
     label = getattr(step, "label", None)
     if label is not None:
@@ -99,6 +106,20 @@ def _check_step(
                 f"unknown workflow {step.workflow!r} (workflows: {', '.join(sorted(workflows))})",
             )
         )
+    return problems
+
+
+def _duplicate_tools(tools: list[lang.ToolDef]) -> list[Problem]:
+    seen: dict[str, int] = {}
+    problems = []
+    for i, tool in enumerate(tools):
+        if tool.name in seen:
+            problems.append(
+                Problem(
+                    f"tools[{i}].name", f"tool {tool.name!r} is already defined at tools[{seen[tool.name]}]"
+                )
+            )
+        seen.setdefault(tool.name, i)
     return problems
 
 
@@ -140,7 +161,36 @@ def _check_schema(schema: dict[str, Any] | None) -> list[Problem]:
     except jsonschema.SchemaError as exc:
         where = ".".join(str(p) for p in exc.path)
         return [Problem(f"input_schema{'.' + where if where else ''}", exc.message)]
-    return []
+    return [Problem("input_schema", message) for message in _unresolvable_refs(normalized, normalized)]
+
+
+def _unresolvable_refs(node: Any, root: dict[str, Any]) -> list[str]:
+    """Only local `$ref`s (`#/...`) that point at something in the schema itself are allowed."""
+    if isinstance(node, list):
+        return [m for item in node for m in _unresolvable_refs(item, root)]
+    if not isinstance(node, dict):
+        return []
+    problems = [m for value in node.values() for m in _unresolvable_refs(value, root)]
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        if not ref.startswith("#"):
+            problems.append(f"$ref {ref!r}: only references inside the schema (#/...) are allowed")
+        elif not _pointer_exists(root, ref[1:]):
+            problems.append(f"$ref {ref!r} points at nothing in the schema")
+    return problems
+
+
+def _pointer_exists(root: Any, pointer: str) -> bool:
+    target = root
+    for raw in [p for p in pointer.split("/") if p]:
+        part = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(target, dict) and part in target:
+            target = target[part]
+        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
+            target = target[int(part)]
+        else:
+            return False
+    return True
 
 
 def input_problems(schema: dict[str, Any] | None, value: Any) -> list[Problem]:
@@ -149,10 +199,14 @@ def input_problems(schema: dict[str, Any] | None, value: Any) -> list[Problem]:
     if normalized is None:
         return []
     validator = jsonschema.Draft202012Validator(normalized)
+    try:
+        errors = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
+    except Exception as exc:  # a schema that cannot be applied (its creation-time checks missed it)
+        return [Problem("input_schema", f"the task's input_schema cannot be applied: {exc}")]
     return [
         Problem(
             "input" + "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in err.absolute_path),
             err.message,
         )
-        for err in sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
+        for err in errors
     ]

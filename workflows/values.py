@@ -175,7 +175,11 @@ def iter_step_fields(step: BaseModel, path: str) -> Iterator[tuple[str, Any, str
         case lang.YieldStep():
             yield f"{path}.arguments", step.arguments, "value"
         case lang.ReturnStep():
-            yield f"{path}.return", step.return_, "value"
+            if isinstance(step.return_, dict):
+                for key, raw in step.return_.items():
+                    yield f"{path}.return.{key}", raw, "value"
+            else:
+                yield f"{path}.return", step.return_, "value"
         case lang.ErrorStep():
             yield f"{path}.error", step.error, "template"
         case lang.LogStep():

@@ -57,6 +57,8 @@ async def reset_agent(agent_id: str, body: schemas.AgentCreate, developer: Devel
 @router.patch("/agents/{agent_id}", response_model=schemas.Agent)
 async def patch_agent(agent_id: str, body: schemas.AgentPatch, developer: Developer, store: StoreDep) -> Any:
     values = body.model_dump(exclude_unset=True)
+    if "name" in values and values["name"] is None:
+        raise ApiError(422, "name cannot be null", [Problem("body.name", "an agent needs a name")])
     agent = await agent_or_404(store, developer, agent_id)
     if "metadata" in values:
         values["metadata"] = {**agent["metadata"], **(values["metadata"] or {})}
