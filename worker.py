@@ -32,6 +32,13 @@ PASSTHROUGH_MODULES = (
 )
 
 
+def workflow_runner() -> SandboxedWorkflowRunner:
+    """The sandbox the worker (and the replay tests) run workflows in."""
+    return SandboxedWorkflowRunner(
+        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
+    )
+
+
 def build_worker(
     client: Client,
     pool: asyncpg.Pool,
@@ -42,15 +49,12 @@ def build_worker(
     """A worker with every workflow and activity registered, its clients passed in."""
     writer = TransitionWriter(pool)
     tools = HttpActivities(http, EgressPolicy(egress_allow))
-    runner = SandboxedWorkflowRunner(
-        restrictions=SandboxRestrictions.default.with_passthrough_modules(*PASSTHROUGH_MODULES)
-    )
     return Worker(
         client,
         task_queue=task_queue,
         workflows=[TaskExecutionWorkflow],
         activities=[writer.write_transitions, writer.mark_failed, tools.call_api],
-        workflow_runner=runner,
+        workflow_runner=workflow_runner(),
         max_concurrent_activities=200,
     )
 

@@ -182,3 +182,7 @@ def _serve(settings: Settings, options) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     cli.main(args=argv, prog_name="mint")
+
+
+if __name__ == "__main__":
+    main()

@@ -468,6 +468,7 @@ async def test_duplicate_tool_name_conflicts(api, agent_id):
 
 # Text the database cannot hold -----------------------------------------------------------------------------------
 
+
 async def test_nul_in_agent_name(api):
     response = await api.post("/agents", json={"name": "a\u0000b"})
     await expect_client_error(response)

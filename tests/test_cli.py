@@ -1,0 +1,75 @@
+"""The `mint` command: `run` shows progress and answers waits; `developer create` prints a working key."""
+
+import asyncio
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def _mint(*args: str, env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "mint.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **env},
+    )
+
+
+async def test_run_prints_transitions_and_exits_zero_on_success(stack, api_key):
+    result = await asyncio.to_thread(
+        _mint,
+        "run",
+        str(EXAMPLES / "map_reduce.yaml"),
+        "--input",
+        '{"words": ["ab", "aeiou"]}',
+        "--url",
+        stack.url,
+        env={"MINT_API_KEY": api_key},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "init" in result.stdout and "finish" in result.stdout and "succeeded" in result.stdout
+    assert '"best": "aeiou"' in result.stdout
+
+
+async def test_run_prompts_for_input_and_exits_nonzero_on_failure(stack, api_key):
+    result = await asyncio.to_thread(
+        _mint,
+        "run",
+        str(EXAMPLES / "approval.yaml"),
+        "--input",
+        '{"amount": 99, "reason": "chairs"}',
+        "--url",
+        stack.url,
+        env={"MINT_API_KEY": api_key},
+        stdin='{"approved": false}\n',
+    )
+    assert result.returncode == 1, result.stdout
+    assert "waiting for input" in result.stdout and "Approve?" in result.stdout
+    assert "Expense rejected by the approver" in result.stderr
+
+
+async def test_run_reports_an_invalid_task_with_paths(stack, api_key, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nmain:\n- evaluate:\n    x: $ nope +\n")
+    result = await asyncio.to_thread(
+        _mint, "run", str(bad), "--url", stack.url, env={"MINT_API_KEY": api_key}
+    )
+    assert result.returncode != 0
+    assert "main[0].evaluate.x" in result.stderr and "syntax error" in result.stderr
+
+
+async def test_developer_create_prints_a_key_that_works(stack, postgres_url):
+    result = await asyncio.to_thread(
+        _mint, "developer", "create", "acme", env={"MINT_DATABASE_URL": postgres_url}
+    )
+    assert result.returncode == 0, result.stderr
+    key = result.stdout.split("API key:")[1].strip()
+    async with httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"}) as client:
+        assert (await client.get("/agents")).json() == {"items": []}
