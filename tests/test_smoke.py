@@ -14,5 +14,7 @@ async def test_openapi_and_healthz(stack):
 
     async with httpx.AsyncClient(base_url=stack.url) as client:
         spec = (await client.get("/openapi.json")).json()
-        assert "/tasks/{task_id}/executions" in spec["paths"] and "/executions/{execution_id}" in spec["paths"]
+        assert (
+            "/tasks/{task_id}/executions" in spec["paths"] and "/executions/{execution_id}" in spec["paths"]
+        )
         assert (await client.get("/healthz")).json() == {"status": "ok"}
