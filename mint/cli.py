@@ -26,7 +26,9 @@ def cli() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Where the embedded Postgres, the Temporal state and the API key live.",
 )
-def up(data_dir: Path) -> None:
+@click.option("--temporal-port", default=7233, show_default=True, help="The Temporal dev server's gRPC port.")
+@click.option("--ui-port", default=8233, show_default=True, help="The Temporal web UI's port.")
+def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
     """Start Postgres, Temporal (with its UI), a worker and the API on this machine. Ctrl-C stops all."""
     from mint import services
     from mint.stack import StackOptions
@@ -35,17 +37,22 @@ def up(data_dir: Path) -> None:
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     key = settings.api_key or _stored_key(data_dir)
-    postgres = None if settings.database_url else services.start_postgres(data_dir)
-    database_url = settings.database_url or services.postgres_url(postgres)
-    temporal = None if settings.temporal_address else services.start_temporal(data_dir)
-    address = settings.temporal_address or "127.0.0.1:7233"
+    postgres = temporal = None
     try:
+        postgres = None if settings.database_url else services.start_postgres(data_dir)
+        database_url = settings.database_url or services.postgres_url(postgres)
+        temporal = (
+            None if settings.temporal_address else services.start_temporal(data_dir, temporal_port, ui_port)
+        )
+        address = settings.temporal_address or f"127.0.0.1:{temporal_port}"
         click.echo(f"Mint API      http://{settings.api_host}:{settings.api_port}")
         if temporal:
-            click.echo("Temporal UI   http://127.0.0.1:8233")
+            click.echo(f"Temporal UI   http://127.0.0.1:{ui_port}")
         click.echo(f"API key       {key}")
-        click.echo("Ctrl-C stops everything.")
+        click.echo("Ctrl-C stops everything.", nl=True)
         _serve(settings, StackOptions(database_url, address, default_key=key))
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
     finally:
         if temporal:
             services.stop_process(temporal)
