@@ -9,7 +9,7 @@ import asyncpg
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from workflows.interpreter import MARK_FAILED, WRITE_TRANSITIONS
+from workflows.transition_log import MARK_FAILED, WRITE_TRANSITIONS
 from workflows.transitions import InvalidTransition, TransitionBatch, check_sequence
 
 
@@ -52,7 +52,7 @@ class TransitionWriter:
                 [t["id"] for t in fresh],
                 [t["seq"] for t in fresh],
                 [t["type"] for t in fresh],
-                [json.dumps(t["output"]) for t in fresh],
+                [t["output"] for t in fresh],
                 [json.dumps(t["current"]) for t in fresh],
                 [json.dumps(t["next"]) if t["next"] else None for t in fresh],
                 [t["step_label"] for t in fresh],

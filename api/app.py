@@ -9,10 +9,11 @@ from temporalio.client import Client
 
 from api.errors import install_error_handlers
 from api.routes import agents, executions, tasks, users
+from mint.settings import Settings
 from mint.store import Store
 
 
-def create_app(store: Store, temporal: Client, task_queue: str = "mint-tasks") -> FastAPI:
+def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
     app = FastAPI(
         title="Mint",
         version="0.1.0",
@@ -20,7 +21,7 @@ def create_app(store: Store, temporal: Client, task_queue: str = "mint-tasks") -
     )
     app.state.store = store
     app.state.temporal = temporal
-    app.state.task_queue = task_queue
+    app.state.settings = settings
     install_error_handlers(app)
     for module in (agents, users, tasks, executions):
         app.include_router(module.router)

@@ -9,6 +9,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.service import RPCError, RPCStatusCode
 
 from api.errors import ApiError
+from mint.settings import Settings
 from mint.store import AGENTS, EXECUTIONS, Store
 from workflows.execution import TaskExecutionWorkflow
 from workflows.interpreter import ExecutionParams
@@ -23,7 +24,7 @@ MAX_INPUT_BYTES = 1_000_000
 async def start_execution(
     store: Store,
     temporal: Client,
-    task_queue: str,
+    settings: Settings,
     developer: str,
     task: dict[str, Any],
     body_input: Any,
@@ -65,10 +66,11 @@ async def start_execution(
             "metadata": document.get("metadata", {}),
         },
         execution_info={"id": execution["id"], "metadata": metadata},
+        max_history_events=settings.max_history_events,
     )
     try:
         await temporal.start_workflow(
-            TaskExecutionWorkflow.run, params, id=execution["id"], task_queue=task_queue
+            TaskExecutionWorkflow.run, params, id=execution["id"], task_queue=settings.task_queue
         )
     except (
         Exception

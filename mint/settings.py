@@ -17,6 +17,8 @@ class Settings:
     temporal_api_key: str | None = None
     egress_allow: tuple[str, ...] = field(default_factory=tuple)
     task_queue: str = "mint-tasks"
+    # Executions continue as new past this many Temporal history events (Temporal stops at 51,200).
+    max_history_events: int = 10_000
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -31,4 +33,5 @@ class Settings:
             temporal_api_key=env.get("TEMPORAL_API_KEY") or None,
             egress_allow=tuple(h.strip() for h in env.get("MINT_EGRESS_ALLOW", "").split(",") if h.strip()),
             task_queue=env.get("MINT_TASK_QUEUE", "mint-tasks"),
+            max_history_events=int(env.get("MINT_MAX_HISTORY_EVENTS", "10000")),
         )

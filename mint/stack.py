@@ -58,7 +58,7 @@ async def run_stack(
             server = None
             if options.run_api:
                 config = uvicorn.Config(
-                    create_app(store, temporal, settings.task_queue),
+                    create_app(store, temporal, settings),
                     host=settings.api_host,
                     port=settings.api_port,
                     log_level="warning",

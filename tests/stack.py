@@ -29,9 +29,14 @@ class BackgroundStack:
         egress_allow: tuple[str, ...] = ("127.0.0.1", "localhost"),
         run_worker: bool = True,
         run_api: bool = True,
+        max_history_events: int = 10_000,
     ):
         self.settings = replace(
-            Settings(), api_port=free_port(), task_queue=task_queue, egress_allow=egress_allow
+            Settings(),
+            api_port=free_port(),
+            task_queue=task_queue,
+            egress_allow=egress_allow,
+            max_history_events=max_history_events,
         )
         self.options = StackOptions(database_url, temporal_address, run_api=run_api, run_worker=run_worker)
         self.url = f"http://127.0.0.1:{self.settings.api_port}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -20,16 +20,12 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows import language as lang
 from workflows.expressions import ExpressionError
+from workflows.transition_log import MARK_FAILED, WRITE_RETRY, TransitionLog, ValueTooLarge
 from workflows.transitions import Position, TransitionBatch
 from workflows.values import ValueEvaluator
 
-WRITE_TRANSITIONS = "write_transitions"
-MARK_FAILED = "mark_failed"
+MAX_YIELD_DEPTH = 200
 CALL_API = "call_api"
-# Writes retry until Postgres answers: losing a transition is never an option.
-WRITE_RETRY = RetryPolicy(
-    initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10)
-)
 TOOL_RETRY = RetryPolicy(
     initial_interval=timedelta(seconds=1),
     maximum_attempts=5,
@@ -61,72 +57,48 @@ class ExecutionParams:
     task_info: dict[str, Any] = field(default_factory=dict)
     execution_info: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] = field(default_factory=list)
-
-
-class TransitionLog:
-    """Buffers transitions and writes them in batches; seq numbers and ids are deterministic under replay."""
-
-    def __init__(self, execution_id: str, developer_id: str):
-        self.execution_id = execution_id
-        self.developer_id = developer_id
-        self.pending: list[dict[str, Any]] = []
-        self.seq = 0
-        self.open_waits = 0
-        self._lock = asyncio.Lock()
-
-    def add(
-        self,
-        kind: str,
-        output: Any,
-        current: Position,
-        next_: Position | None = None,
-        label: str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> None:
-        self.seq += 1
-        self.pending.append(
-            {
-                "id": str(workflow.uuid4()),
-                "seq": self.seq,
-                "type": kind,
-                "output": output,
-                "current": current.to_dict(),
-                "next": next_.to_dict() if next_ else None,
-                "step_label": label,
-                "metadata": metadata or {},
-                "created_at": workflow.now().isoformat(),
-            }
-        )
-
-    async def flush(self, status: str | None = None, output: Any = None, error: str | None = None) -> None:
-        """Write everything pending (one local activity); a no-op when nothing is pending."""
-        async with self._lock:
-            if not self.pending:
-                return
-            batch, self.pending = self.pending, []
-            status = status or ("awaiting_input" if self.open_waits else "running")
-            try:
-                await workflow.execute_local_activity(
-                    WRITE_TRANSITIONS,
-                    TransitionBatch(self.execution_id, self.developer_id, batch, status, output, error),
-                    start_to_close_timeout=timedelta(seconds=30),
-                    retry_policy=WRITE_RETRY,
-                )
-            except asyncio.CancelledError:
-                # Cancelled mid-write: keep the batch so the final flush writes it (writes are idempotent).
-                self.pending = batch + self.pending
-                raise
+    max_history_events: int = 10_000
+    resume: ResumePoint | None = None  # set when the execution continued as new
 
 
 @dataclass
 class Frame:
-    """One run of a named workflow: its inputs, outputs and step records, as expressions see them."""
+    """One run of a named workflow: its inputs, outputs and step records, as expressions see them.
+
+    `inputs[i]` is step i's input (inputs[0] the workflow's), so inputs[-1] is always the latest value."""
 
     name: str
     scope_id: str
     inputs: list[Any]
     outputs: list[Any] = field(default_factory=list)
     records: dict[int, dict[str, Any]] = field(default_factory=dict)
+    root: bool = False  # main's frame (or what replaced it through tail yields)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "scope_id": self.scope_id,
+            "inputs": self.inputs,
+            "outputs": self.outputs,
+            "records": [[k, v] for k, v in self.records.items()],
+        }
+
+    @classmethod
+    def restore(cls, data: dict[str, Any]) -> Frame:
+        records = {int(k): v for k, v in data["records"]}
+        return cls(data["name"], data["scope_id"], data["inputs"], data["outputs"], records, root=True)
+
+
+@dataclass
+class ResumePoint:
+    """Where a continued-as-new execution picks up: the root frame, its next step, and all shared state."""
+
+    frame: dict[str, Any]
+    index: int
+    seq: int
+    state: dict[str, Any]
+    labels: dict[str, Any]
+    resume_inputs: list[Any]
 
 
 class StepsView:
@@ -160,13 +132,13 @@ class Interpreter:
         self.state: dict[str, Any] = {}
         self.labels: dict[str, dict[str, Any]] = {}
         self.resume_inputs = resume_inputs
+        self.depth = 0  # nested (non-tail) yields
 
     async def run(self) -> Any:
-        """Run `main` and write the final transition; raise StepFailed for a failed execution."""
-        frame = self._new_frame("main", self.params.input)
-        self.log.add("init", self.params.input, Position("main", 0, frame.scope_id))
+        """Run `main` (or pick up where the previous run left off) and write the final transition."""
+        frame, index = self._start()
         try:
-            output = await self._run_frame(frame, self.task.workflows["main"])
+            output = await self._run_frame(frame, index)
             self.log.add("finish", output, Position("main", len(frame.outputs), frame.scope_id))
             await self.log.flush(status="succeeded", output=output)
             return output
@@ -178,6 +150,16 @@ class Interpreter:
             message = failure_message(exc)
             await self._fail(message, Position("main", len(frame.outputs), frame.scope_id))
             raise StepFailed(message) from None
+
+    def _start(self) -> tuple[Frame, int]:
+        resume = self.params.resume
+        if resume is None:
+            frame = self._new_frame("main", self.params.input, root=True)
+            self.log.add("init", self.params.input, Position("main", 0, frame.scope_id))
+            return frame, 0
+        self.log.seq, self.state, self.labels = resume.seq, resume.state, resume.labels
+        self.resume_inputs.extendleft(reversed(resume.resume_inputs))  # before any signal sent since
+        return Frame.restore(resume.frame), resume.index
 
     async def _fail(self, message: str, position: Position) -> None:
         self.log.add("error", {"error": message}, position)
@@ -196,23 +178,65 @@ class Interpreter:
 
     # Sequences and frames -------------------------------------------------------------------------------
 
-    def _new_frame(self, name: str, workflow_input: Any) -> Frame:
-        return Frame(name=name, scope_id=str(workflow.uuid4()), inputs=[workflow_input])
+    def _new_frame(self, name: str, workflow_input: Any, root: bool = False) -> Frame:
+        return Frame(name=name, scope_id=str(workflow.uuid4()), inputs=[workflow_input], root=root)
 
-    async def _run_frame(self, frame: Frame, steps: list[Any]) -> Any:
-        """Run a named workflow's top-level steps, recording inputs/outputs; `return` ends it early."""
-        current = frame.inputs[0]
+    async def _run_frame(self, frame: Frame, index: int = 0) -> Any:
+        """Run a named workflow's top-level steps from `index`; `return` ends it early.
+
+        A `yield` in tail position (the last step) replaces the frame instead of nesting a new one, so a
+        workflow that restarts itself forever (the seed's Daily Motivation) runs in constant space."""
         try:
-            for index, step in enumerate(steps):
-                if index:
-                    frame.inputs.append(current)
-                position = Position(frame.name, index, frame.scope_id)
-                current = await self._run_step(step, current, frame, position, index + 1 < len(steps))
-                frame.outputs.append(current)
-                frame.records[index] = {"input": frame.inputs[index], "output": current}
+            while True:
+                steps = self.task.workflows[frame.name]
+                while index < len(steps):
+                    step, last = steps[index], index == len(steps) - 1
+                    if last and isinstance(step, lang.YieldStep):
+                        frame, index = self._tail_call(step, frame, index), 0
+                        break
+                    await self._checkpoint(frame, index)
+                    position = Position(frame.name, index, frame.scope_id)
+                    output = await self._run_step(step, frame.inputs[index], frame, position, not last)
+                    frame.outputs.append(output)
+                    frame.records[index] = {"input": frame.inputs[index], "output": output}
+                    frame.inputs.append(output)  # the next step's input
+                    index += 1
+                else:
+                    return frame.inputs[-1]
         except _Return as returned:
             return returned.value
-        return current
+
+    def _tail_call(self, step: lang.YieldStep, frame: Frame, index: int) -> Frame:
+        value = frame.inputs[index]
+        arguments = (
+            value
+            if step.arguments in (None, "_")
+            else self.values.value(step.arguments, self._names(value, frame))
+        )
+        callee = self._new_frame(step.workflow, arguments, root=frame.root)
+        self.log.add("init_branch", arguments, Position(step.workflow, 0, callee.scope_id), label=step.label)
+        return callee
+
+    async def _checkpoint(self, frame: Frame, index: int) -> None:
+        """Continue-as-new between top-level steps of the root frame once the history grows long.
+
+        Only there is nothing else in flight, so the whole interpreter state fits in a ResumePoint."""
+        info = workflow.info()
+        if not frame.root or not (
+            info.is_continue_as_new_suggested()
+            or info.get_current_history_length() > self.params.max_history_events
+        ):
+            return
+        await self.log.flush()
+        resume = ResumePoint(
+            frame=frame.snapshot(),
+            index=index,
+            seq=self.log.seq,
+            state=self.state,
+            labels=self.labels,
+            resume_inputs=list(self.resume_inputs),
+        )
+        workflow.continue_as_new(replace(self.params, resume=resume))
 
     async def _run_sequence(
         self, steps: list[Any], value: Any, frame: Frame, path: str, metadata: dict[str, Any] | None = None
@@ -243,6 +267,8 @@ class Interpreter:
             self.labels[label] = {"input": value, "output": output}
         next_ = Position(position.workflow, position.step + 1, position.scope_id) if has_next else None
         self.log.add("step", output, position, next_, label, metadata)
+        if self.log.full:
+            await self.log.flush()
         return output
 
     def _names(self, value: Any, frame: Frame) -> dict[str, Any]:
@@ -410,10 +436,19 @@ class Interpreter:
     async def _yield(
         self, step: lang.YieldStep, value: Any, names: dict[str, Any], position: Position
     ) -> Any:
+        if self.depth >= MAX_YIELD_DEPTH:
+            raise StepFailed(
+                f"workflows nest more than {MAX_YIELD_DEPTH} yields deep; "
+                "make the recursive yield the last step of its workflow (a tail yield runs in constant space)"
+            )
         arguments = value if step.arguments in (None, "_") else self.values.value(step.arguments, names)
         frame = self._new_frame(step.workflow, arguments)
         self.log.add("init_branch", arguments, Position(step.workflow, 0, frame.scope_id))
-        output = await self._run_frame(frame, self.task.workflows[step.workflow])
+        self.depth += 1
+        try:
+            output = await self._run_frame(frame)
+        finally:
+            self.depth -= 1
         self.log.add("finish_branch", output, Position(step.workflow, len(frame.outputs), frame.scope_id))
         return output
 
@@ -479,7 +514,7 @@ def _render(value: Any, scope: dict[str, Any], values: ValueEvaluator) -> Any:
 
 def failure_message(exc: Exception) -> str:
     """What the user reads in `execution.error` and the `error` transition."""
-    if isinstance(exc, StepFailed | ExpressionError):
+    if isinstance(exc, StepFailed | ExpressionError | ValueTooLarge):
         return str(exc)
     if isinstance(exc, ActivityError):
         cause = exc.cause

@@ -32,7 +32,7 @@ async def create_execution(
         raise not_found("task", task_id)
     state = request.app.state
     return await start_execution(
-        store, state.temporal, state.task_queue, developer, task, body.input, body.metadata or {}
+        store, state.temporal, state.settings, developer, task, body.input, body.metadata or {}
     )
 
 

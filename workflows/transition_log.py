@@ -1,0 +1,101 @@
+"""The workflow side of transitions: buffer them, then write each batch in one local activity.
+
+Sequence numbers, ids and timestamps come from the workflow, so a replay produces the same rows and the
+writer's `ON CONFLICT DO NOTHING` makes a repeated batch harmless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+from workflows.transitions import Position, TransitionBatch
+
+WRITE_TRANSITIONS = "write_transitions"
+MARK_FAILED = "mark_failed"
+# Writes retry until Postgres answers: losing a transition is never an option.
+WRITE_RETRY = RetryPolicy(
+    initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10)
+)
+# A batch stays far below Temporal's 2 MB payload limit, and a long run of pure steps still yields to the
+# event loop now and then (a workflow task busy for 2 s counts as deadlocked).
+MAX_BATCH_TRANSITIONS = 500
+MAX_BATCH_BYTES = 512 * 1024
+# One value larger than this cannot travel through Temporal until large values are stored by reference.
+MAX_VALUE_BYTES = 1024 * 1024
+
+
+class ValueTooLarge(Exception):
+    """A step produced a value too large to record."""
+
+
+class TransitionLog:
+    """Buffers transitions and writes them in batches."""
+
+    def __init__(self, execution_id: str, developer_id: str):
+        self.execution_id = execution_id
+        self.developer_id = developer_id
+        self.pending: list[dict[str, Any]] = []
+        self.pending_bytes = 0
+        self.seq = 0
+        self.open_waits = 0
+        self._lock = asyncio.Lock()
+
+    def add(
+        self,
+        kind: str,
+        output: Any,
+        current: Position,
+        next_: Position | None = None,
+        label: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> None:
+        encoded = json.dumps(output, ensure_ascii=False)
+        if len(encoded) > MAX_VALUE_BYTES:
+            raise ValueTooLarge(
+                f"the output of {current.workflow}[{current.step}] is {len(encoded)} bytes; "
+                f"values over {MAX_VALUE_BYTES} bytes are not supported yet"
+            )
+        self.seq += 1
+        self.pending_bytes += len(encoded)
+        self.pending.append(
+            {
+                "id": str(workflow.uuid4()),
+                "seq": self.seq,
+                "type": kind,
+                "output": encoded,  # JSON text: measured once here, stored as is by the writer
+                "current": current.to_dict(),
+                "next": next_.to_dict() if next_ else None,
+                "step_label": label,
+                "metadata": metadata or {},
+                "created_at": workflow.now().isoformat(),
+            }
+        )
+
+    @property
+    def full(self) -> bool:
+        return len(self.pending) >= MAX_BATCH_TRANSITIONS or self.pending_bytes >= MAX_BATCH_BYTES
+
+    async def flush(self, status: str | None = None, output: Any = None, error: str | None = None) -> None:
+        """Write everything pending (one local activity); a no-op when nothing is pending."""
+        async with self._lock:
+            if not self.pending:
+                return
+            batch, self.pending, self.pending_bytes = self.pending, [], 0
+            status = status or ("awaiting_input" if self.open_waits else "running")
+            try:
+                await workflow.execute_local_activity(
+                    WRITE_TRANSITIONS,
+                    TransitionBatch(self.execution_id, self.developer_id, batch, status, output, error),
+                    start_to_close_timeout=timedelta(seconds=30),
+                    retry_policy=WRITE_RETRY,
+                )
+            except asyncio.CancelledError:
+                # Cancelled mid-write: keep the batch so the final flush writes it (writes are idempotent).
+                self.pending = batch + self.pending
+                raise
