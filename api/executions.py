@@ -6,11 +6,13 @@ import json
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from api.errors import ApiError
 from mint.settings import Settings
-from mint.store import AGENTS, EXECUTIONS, Store
+from mint.store import AGENTS, EXECUTIONS, IdTaken, Store
 from workflows.execution import TaskExecutionWorkflow
 from workflows.interpreter import ExecutionParams
 from workflows.language import ToolDef
@@ -29,9 +31,36 @@ async def start_execution(
     task: dict[str, Any],
     body_input: Any,
     metadata: dict[str, Any],
+    idempotency_key: str | None = None,
 ) -> dict[str, Any]:
-    """Validate the input, insert the execution (`queued`), start its workflow; a failed start is recorded."""
-    document = task["document"]
+    """Validate the input, insert the execution (`queued`), start its workflow; a failed start is recorded.
+
+    With an idempotency key, a repeated request returns the execution the first one created."""
+    _check_input(task["document"], body_input)
+    if idempotency_key:
+        existing = await store.execution_by_key(developer, task["id"], idempotency_key)
+        if existing is not None:
+            return await _replayed(store, temporal, settings, developer, task, existing, body_input)
+    values = {
+        "task_id": task["id"],
+        "task_version": task["version"],
+        "status": "queued",
+        "input": body_input,
+        "metadata": metadata,
+        "idempotency_key": idempotency_key,
+    }
+    try:
+        execution = await store.insert(EXECUTIONS, developer, values)
+    except IdTaken:  # a concurrent request with the same key won the insert
+        existing = await store.execution_by_key(developer, task["id"], idempotency_key or "")
+        if existing is None:
+            raise
+        return await _replayed(store, temporal, settings, developer, task, existing, body_input)
+    await _launch(store, temporal, settings, developer, task, execution)
+    return await store.get(EXECUTIONS, developer, execution["id"])  # type: ignore[return-value]
+
+
+def _check_input(document: dict[str, Any], body_input: Any) -> None:
     size = len(json.dumps(body_input, default=str))
     if size > MAX_INPUT_BYTES:
         raise ApiError(413, f"execution input is {size} bytes; the limit is {MAX_INPUT_BYTES}")
@@ -39,24 +68,43 @@ async def start_execution(
     if problems:
         summary = "; ".join(f"{p.path}: {p.message}" for p in problems[:5])
         raise ApiError(422, f"input does not match the task's input_schema: {summary}", problems)
+
+
+async def _replayed(
+    store: Store,
+    temporal: Client,
+    settings: Settings,
+    developer: str,
+    task: dict[str, Any],
+    existing: dict[str, Any],
+    body_input: Any,
+) -> dict[str, Any]:
+    if existing["input"] != body_input:
+        raise ApiError(409, "this Idempotency-Key was already used with a different input")
+    if existing["status"] == "queued":
+        # The first request stopped between its insert and its start: finish the job (starts are idempotent).
+        await _launch(store, temporal, settings, developer, task, existing)
+        existing = await store.get(EXECUTIONS, developer, existing["id"]) or existing
+    return existing
+
+
+async def _launch(
+    store: Store,
+    temporal: Client,
+    settings: Settings,
+    developer: str,
+    task: dict[str, Any],
+    execution: dict[str, Any],
+) -> None:
+    """Start the workflow (id = execution id); a start that fails leaves a `failed` execution saying why."""
+    document = task["document"]
     agent = await store.get(AGENTS, developer, task["agent_id"]) or {}
-    execution = await store.insert(
-        EXECUTIONS,
-        developer,
-        {
-            "task_id": task["id"],
-            "task_version": task["version"],
-            "status": "queued",
-            "input": body_input,
-            "metadata": metadata,
-        },
-    )
     params = ExecutionParams(
         execution_id=execution["id"],
         developer_id=developer,
         task=document,
         dialect=task["dialect"],
-        input=body_input,
+        input=execution["input"],
         agent=_agent_view(agent),
         tools=await _task_tools(store, developer, task, document),
         task_info={
@@ -65,22 +113,26 @@ async def start_execution(
             "version": task["version"],
             "metadata": document.get("metadata", {}),
         },
-        execution_info={"id": execution["id"], "metadata": metadata},
+        execution_info={"id": execution["id"], "metadata": execution["metadata"]},
         max_history_events=settings.max_history_events,
     )
     try:
         await temporal.start_workflow(
-            TaskExecutionWorkflow.run, params, id=execution["id"], task_queue=settings.task_queue
+            TaskExecutionWorkflow.run,
+            params,
+            id=execution["id"],
+            task_queue=settings.task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
         )
+    except WorkflowAlreadyStartedError:
+        pass  # started by an earlier attempt
     except (
         Exception
-    ) as exc:  # any start failure must leave a visible `failed` execution, never a silent `queued`
-        await store.set_execution_status(
-            developer, execution["id"], "failed", ("queued",), error=f"could not start the workflow: {exc}"
-        )
+    ) as exc:  # any other failure must leave a visible `failed` execution, never a silent `queued`
+        error = f"could not start the workflow: {exc}"
+        await store.set_execution_status(developer, execution["id"], "failed", ("queued",), error=error)
         raise ApiError(503, f"could not start execution {execution['id']}: {exc}") from None
     await store.set_execution_status(developer, execution["id"], "starting", ("queued",))
-    return await store.get(EXECUTIONS, developer, execution["id"])  # type: ignore[return-value]
 
 
 async def resume_execution(

@@ -44,7 +44,9 @@ USERS = Table("users", ("name", "about", "project", "metadata"))
 TOOLS = Table("tools", ("name", "type", "description", "spec"), parent="agent_id")
 TASKS = Table("tasks", ("name", "version"), parent="agent_id")
 EXECUTIONS = Table(
-    "executions", ("task_id", "task_version", "status", "input", "metadata", "error"), parent="task_id"
+    "executions",
+    ("task_id", "task_version", "status", "input", "metadata", "error", "idempotency_key"),
+    parent="task_id",
 )
 
 
@@ -96,7 +98,9 @@ class Store:
         try:
             row = await self.pool.fetchrow(sql, id_ or new_id(), developer_id, *(values[c] for c in cols))
         except asyncpg.UniqueViolationError:
-            raise IdTaken(f"id {id_} is already in use; choose another id") from None
+            raise IdTaken(
+                f"id {id_} is already in use; choose another id" if id_ else "already exists"
+            ) from None
         return record(row)  # type: ignore[return-value]
 
     async def get(self, table: Table, developer_id: str, id_: str) -> dict[str, Any] | None:
@@ -261,6 +265,15 @@ class Store:
             list(only_from),
         )
         return result != "UPDATE 0"
+
+    async def execution_by_key(self, developer_id: str, task_id: str, key: str) -> dict[str, Any] | None:
+        row = await self.pool.fetchrow(
+            "SELECT * FROM executions WHERE developer_id = $1 AND task_id = $2 AND idempotency_key = $3",
+            developer_id,
+            task_id,
+            key,
+        )
+        return record(row)
 
     async def list_transitions(
         self,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Header, Query, Request
 from fastapi.encoders import jsonable_encoder
 from fastapi.responses import StreamingResponse
 
@@ -25,14 +25,27 @@ KEEPALIVE_SECONDS = 15.0
 
 @router.post("/tasks/{task_id}/executions", status_code=201, response_model=schemas.Execution)
 async def create_execution(
-    task_id: str, body: schemas.ExecutionCreate, request: Request, developer: Developer, store: StoreDep
+    task_id: str,
+    body: schemas.ExecutionCreate,
+    request: Request,
+    developer: Developer,
+    store: StoreDep,
+    idempotency_key: Annotated[str | None, Header(max_length=255)] = None,
 ) -> Any:
+    """Start an execution; the same `Idempotency-Key` returns the same execution."""
     task = await store.get_task(developer, checked_id(task_id, "task"))
     if task is None:
         raise not_found("task", task_id)
     state = request.app.state
     return await start_execution(
-        store, state.temporal, state.settings, developer, task, body.input, body.metadata or {}
+        store,
+        state.temporal,
+        state.settings,
+        developer,
+        task,
+        body.input,
+        body.metadata or {},
+        idempotency_key,
     )
 
 
