@@ -6,8 +6,8 @@ from typing import Any
 
 import httpx
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
 
+from activities import errors
 from activities.egress import EgressPolicy, EgressRefused
 from workflows.interpreter import CALL_API
 
@@ -32,8 +32,9 @@ class HttpActivities:
             # Follow by hand so that every hop passes the egress check.
             url = str(response.url.join(response.headers["location"]))
             method = "GET" if response.status_code == 303 else method
-        if response.status_code == 429 or response.status_code >= 500:
-            raise ApplicationError(f"{url} answered {response.status_code}", type="HttpRetryable")
+        error = errors.for_http_status(url, response.status_code)
+        if error:
+            raise error
         text = response.text[:MAX_RESPONSE_BYTES]
         try:
             body = response.json()
@@ -50,7 +51,7 @@ class HttpActivities:
         try:
             await self.egress.check(url)
         except EgressRefused as exc:
-            raise ApplicationError(str(exc), type="EgressRefused", non_retryable=True) from None
+            raise errors.permanent(str(exc), "EgressRefused") from None
         try:
             return await self.client.request(
                 method,
@@ -64,6 +65,4 @@ class HttpActivities:
                 follow_redirects=False,
             )
         except httpx.InvalidURL as exc:
-            raise ApplicationError(
-                f"bad URL {url!r}: {exc}", type="BadToolCall", non_retryable=True
-            ) from None
+            raise errors.permanent(f"bad URL {url!r}: {exc}", "BadToolCall") from None

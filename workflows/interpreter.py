@@ -15,10 +15,10 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows import language as lang
+from workflows.calls import api_request, call_options
 from workflows.expressions import ExpressionError
 from workflows.transition_log import MARK_FAILED, WRITE_RETRY, TransitionLog, ValueTooLarge
 from workflows.transitions import Position, TransitionBatch
@@ -26,11 +26,6 @@ from workflows.values import ValueEvaluator
 
 MAX_YIELD_DEPTH = 200
 CALL_API = "call_api"
-TOOL_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=1),
-    maximum_attempts=5,
-    non_retryable_error_types=["EgressRefused", "BadToolCall"],
-)
 
 
 class StepFailed(Exception):
@@ -327,8 +322,9 @@ class Interpreter:
             case lang.SleepStep():
                 return await self._sleep(step, value, names)
             case lang.WaitForInputStep():
-                info = self.values.value(step.wait_for_input.info, names)
-                return await self._wait({"info": info}, position, metadata)
+                wait = step.wait_for_input
+                info = self.values.value(wait.info, names)
+                return await self._wait({"info": info}, position, metadata, wait.timeout, wait)
             case lang.YieldStep():
                 return await self._yield(step, value, names, position)
             case lang.ToolCallStep():
@@ -418,18 +414,34 @@ class Interpreter:
             await workflow.sleep(seconds)
         return value  # sleeping does not change `_`
 
-    async def _wait(self, output: dict[str, Any], position: Position, metadata: dict[str, Any] | None) -> Any:
-        """Park the execution in `awaiting_input` until PUT /executions/{id} resumes it.
+    async def _wait(
+        self,
+        output: dict[str, Any],
+        position: Position,
+        metadata: dict[str, Any] | None,
+        timeout: float | None = None,
+        on_timeout: lang.WaitInfo | None = None,
+    ) -> Any:
+        """Park the execution in `awaiting_input` until PUT /executions/{id} resumes it (or `timeout` passes).
 
         Several waits may be open at once (map items, parallel branches); each resume input goes to the
         longest-waiting one, so every waiter re-checks the queue after it wakes."""
         self.log.open_waits += 1
         self.log.add("wait", output, position, metadata=metadata)
         await self.log.flush()
-        while not self.resume_inputs:
-            await workflow.wait_condition(lambda: bool(self.resume_inputs))
-        received = self.resume_inputs.popleft()
-        self.log.open_waits -= 1
+        try:
+            while not self.resume_inputs:
+                await workflow.wait_condition(lambda: bool(self.resume_inputs), timeout=timeout)
+            received = self.resume_inputs.popleft()
+        except TimeoutError:
+            if on_timeout is None or on_timeout.on_timeout == "fail":
+                raise StepFailed(
+                    f"{position.workflow}[{position.step}]: no input within {timeout} seconds"
+                ) from None
+            received = on_timeout.default
+            metadata = {**(metadata or {}), "timed_out": True}
+        finally:
+            self.log.open_waits -= 1
         self.log.add("resume", received, position, metadata=metadata)
         return received
 
@@ -465,51 +477,20 @@ class Interpreter:
         arguments = self.values.value(step.tool_arguments, names) if step.tool_arguments is not None else {}
         if tool["type"] == "function":
             call = {"type": "function", "name": tool["name"], "arguments": arguments}
-            return await self._wait({"tool_call": call}, position, metadata)
+            return await self._wait({"tool_call": call}, position, metadata, step.timeout)
         if tool["type"] == "api_call":
-            return await self._api_call(tool, arguments)
+            return await self._api_call(step, tool, arguments)
         raise StepFailed(f"{tool['type']} tools cannot run yet in this Mint build (tool {tool['name']!r})")
 
-    async def _api_call(self, tool: dict[str, Any], arguments: Any) -> Any:
+    async def _api_call(self, step: lang.ToolCallStep, tool: dict[str, Any], arguments: Any) -> Any:
         if not isinstance(arguments, dict):
             raise StepFailed(f"arguments for api_call tool {tool['name']!r} must be a mapping")
-        request = _api_request(tool["api_call"], arguments, self.values)
+        request = api_request(tool["api_call"], arguments, self.values)
+        timeout, retry = call_options(step, self.task.defaults, float(request.get("timeout") or 0))
         await self.log.flush()
-        timeout = float(request.get("timeout") or 60)
         return await workflow.execute_activity(
-            CALL_API,
-            request,
-            start_to_close_timeout=timedelta(seconds=timeout + 5),
-            retry_policy=TOOL_RETRY,
+            CALL_API, request, start_to_close_timeout=timeout, retry_policy=retry
         )
-
-
-def _api_request(spec: dict[str, Any], arguments: dict[str, Any], values: ValueEvaluator) -> dict[str, Any]:
-    """The HTTP request for an api_call tool: the spec's strings are templates over `arguments`, and
-    the step's arguments (url, method, headers, params, json, content, data) override or extend the spec."""
-    scope = {"arguments": arguments, "_": arguments}
-    request = {key: _render(value, scope, values) for key, value in spec.items() if value is not None}
-    for key in ("method", "url", "content", "timeout", "follow_redirects"):
-        if key in arguments:
-            request[key] = arguments[key]
-    for key in ("headers", "params", "json", "data"):
-        if isinstance(arguments.get(key), dict) and isinstance(request.get(key), dict):
-            request[key] = {**request[key], **arguments[key]}
-        elif key in arguments:
-            request[key] = arguments[key]
-    for key in ("schema", "params_schema"):
-        request.pop(key, None)
-    return request
-
-
-def _render(value: Any, scope: dict[str, Any], values: ValueEvaluator) -> Any:
-    if isinstance(value, str):
-        return values.template(value, scope)
-    if isinstance(value, dict):
-        return {k: _render(v, scope, values) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_render(v, scope, values) for v in value]
-    return value
 
 
 def failure_message(exc: Exception) -> str:

@@ -65,6 +65,35 @@ class _Step(BaseModel):
     kind_: str | None = None
 
 
+Seconds = Annotated[float, Field(gt=0, le=30 * 86400)]
+
+
+class RetrySpec(BaseModel):
+    """How a step that calls out is retried (Temporal's retry policy, in seconds)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    max_attempts: Annotated[int, Field(ge=1, le=100)] | None = None
+    initial_interval: Seconds | None = None
+    backoff: Annotated[float, Field(ge=1, le=10)] | None = None
+    max_interval: Seconds | None = None
+    non_retryable: list[str] | None = None
+
+
+class StepDefaults(BaseModel):
+    """A task's defaults for the steps that call out."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    timeout: Seconds | None = None
+    retry: RetrySpec | None = None
+
+
+class _CallStep(_Step):
+    """A step that calls out (tool, prompt, search): each attempt is bounded by `timeout` and retried by `retry`."""
+
+    timeout: Seconds | None = None
+    retry: RetrySpec | None = None
+
+
 class EvaluateStep(_Step):
     evaluate: dict[str, Any]
 
@@ -76,7 +105,7 @@ class Message(BaseModel):
     name: str | None = None
 
 
-class PromptStep(_Step):
+class PromptStep(_CallStep):
     prompt: str | list[Message]
     settings: dict[str, Any] | None = None
     unwrap: bool = False
@@ -91,7 +120,7 @@ class ToolRef(BaseModel):
     arguments: Any = None
 
 
-class ToolCallStep(_Step):
+class ToolCallStep(_CallStep):
     tool: str | ToolRef
     arguments: Any = None
 
@@ -174,8 +203,14 @@ class SleepStep(_Step):
 
 
 class WaitInfo(BaseModel):
+    """`timeout` bounds the wait; when it passes, `on_timeout: fail` fails the step and `continue` goes on
+    with `default` as the step's output."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     info: Any = None
+    timeout: Seconds | None = None
+    on_timeout: Literal["fail", "continue"] = "fail"
+    default: Any = None
 
 
 class WaitForInputStep(_Step):
@@ -215,7 +250,7 @@ class SearchSpec(BaseModel):
     metadata_filter: dict[str, Any] | None = None
 
 
-class SearchStep(_Step):
+class SearchStep(_CallStep):
     search: SearchSpec
 
 
@@ -329,7 +364,9 @@ class ToolDef(BaseModel):
 
 # Tasks -----------------------------------------------------------------------------------------------------
 
-TASK_FIELDS = frozenset({"name", "description", "input_schema", "tools", "inherit_tools", "metadata", "main"})
+TASK_FIELDS = frozenset(
+    {"name", "description", "input_schema", "tools", "inherit_tools", "metadata", "defaults", "main"}
+)
 IGNORED_TASK_FIELDS = frozenset(
     {"id", "created_at", "updated_at", "agent_id", "canonical_name", "version", "developer_id", "jobs"}
 )
@@ -345,6 +382,7 @@ class TaskSpec(BaseModel):
     tools: list[ToolDef] = Field(default_factory=list)
     inherit_tools: bool = True
     metadata: dict[str, Any] = Field(default_factory=dict)
+    defaults: StepDefaults | None = None
     workflows: dict[str, Annotated[list[Step], Field(min_length=1)]]
 
     @model_validator(mode="before")
