@@ -11,7 +11,7 @@ from activities import errors
 from activities.egress import EgressPolicy, EgressRefused
 from workflows.interpreter import CALL_API
 
-MAX_RESPONSE_BYTES = 1_000_000
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 MAX_REDIRECTS = 5
 
 

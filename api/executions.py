@@ -19,8 +19,8 @@ from workflows.language import ToolDef
 from workflows.transitions import TERMINAL_STATUSES
 from workflows.validate import input_problems
 
-# Inputs travel through Temporal, whose payloads stop at 2 MB.
-MAX_INPUT_BYTES = 1_000_000
+# Large inputs cross Temporal by reference (mint/claim_check.py); this bounds what a request may carry.
+MAX_INPUT_BYTES = 32 * 1024 * 1024
 
 
 async def start_execution(

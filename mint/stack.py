@@ -50,7 +50,7 @@ async def run_stack(
         store = Store(pool)
         if options.default_key:
             await store.ensure_developer_key("default", options.default_key)
-        temporal = await connect_from_settings(settings, options.temporal_address)
+        temporal = await connect_from_settings(settings, pool, options.temporal_address)
         async with contextlib.AsyncExitStack() as parts:
             if options.run_worker:
                 worker = build_worker(temporal, pool, http, settings.egress_allow, settings.task_queue)

@@ -1,20 +1,27 @@
-"""One way to reach Temporal, used by the API, the worker, the CLI and the tests."""
+"""One way to reach Temporal, used by the API, the worker and the tests."""
 
 from __future__ import annotations
 
+import asyncpg
 from temporalio.client import Client
 
+from mint.claim_check import data_converter
 from mint.settings import Settings
 
 
-async def connect_temporal(address: str, namespace: str = "default", api_key: str | None = None) -> Client:
-    """Connect with Mint's data converter (the SDK default: JSON, dataclasses included)."""
-    return await Client.connect(address, namespace=namespace, api_key=api_key, tls=bool(api_key))
+async def connect_temporal(
+    address: str, pool: asyncpg.Pool, namespace: str = "default", api_key: str | None = None
+) -> Client:
+    """Connect with Mint's data converter (JSON, large payloads claim-checked into Postgres)."""
+    return await Client.connect(
+        address, namespace=namespace, api_key=api_key, tls=bool(api_key), data_converter=data_converter(pool)
+    )
 
 
-async def connect_from_settings(settings: Settings, address: str | None = None) -> Client:
+async def connect_from_settings(settings: Settings, pool: asyncpg.Pool, address: str | None = None) -> Client:
     return await connect_temporal(
         address or settings.temporal_address or "127.0.0.1:7233",
+        pool,
         settings.temporal_namespace,
         settings.temporal_api_key,
     )

@@ -1,0 +1,68 @@
+"""Claim check: Temporal payloads over a threshold live in Postgres; histories carry only their hash.
+
+Temporal fails payloads over 2 MB and histories over 50 MB, while a step may return far more. The codec
+sits in the data converter of every client (API, worker, replays), so workflow code never sees it: it holds
+real values, and each large one crosses Temporal as a 64-byte reference. Blobs are content-addressed, so the
+same bytes are stored once however often they travel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections import OrderedDict
+from collections.abc import Sequence
+
+import asyncpg
+import temporalio.converter
+from temporalio.api.common.v1 import Payload
+from temporalio.converter import PayloadCodec
+
+ENCODING = b"mint/claim-check"
+THRESHOLD_BYTES = 64 * 1024
+CACHE_ENTRIES = 32
+
+
+class ClaimCheckCodec(PayloadCodec):
+    def __init__(self, pool: asyncpg.Pool, threshold: int = THRESHOLD_BYTES):
+        self.pool = pool
+        self.threshold = threshold
+        self._cache: OrderedDict[str, Payload] = OrderedDict()  # recent blobs: replays skip Postgres
+
+    async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [await self._store(p) if p.ByteSize() > self.threshold else p for p in payloads]
+
+    async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
+        return [await self._load(p) if p.metadata.get("encoding") == ENCODING else p for p in payloads]
+
+    async def _store(self, payload: Payload) -> Payload:
+        data = payload.SerializeToString()
+        digest = hashlib.sha256(data).hexdigest()
+        await self.pool.execute(
+            "INSERT INTO blobs (hash, data) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING", digest, data
+        )
+        self._remember(digest, payload)
+        return Payload(metadata={"encoding": ENCODING}, data=digest.encode())
+
+    async def _load(self, reference: Payload) -> Payload:
+        digest = reference.data.decode()
+        if digest in self._cache:
+            self._cache.move_to_end(digest)
+            return self._cache[digest]
+        data = await self.pool.fetchval("SELECT data FROM blobs WHERE hash = $1", digest)
+        if data is None:
+            raise ValueError(f"claim-checked payload {digest} is missing from Postgres")
+        payload = Payload.FromString(data)
+        self._remember(digest, payload)
+        return payload
+
+    def _remember(self, digest: str, payload: Payload) -> None:
+        self._cache[digest] = payload
+        self._cache.move_to_end(digest)
+        while len(self._cache) > CACHE_ENTRIES:
+            self._cache.popitem(last=False)
+
+
+def data_converter(pool: asyncpg.Pool) -> temporalio.converter.DataConverter:
+    """Mint's data converter: the SDK's JSON conversion, with large payloads claim-checked into `pool`."""
+    return dataclasses.replace(temporalio.converter.default(), payload_codec=ClaimCheckCodec(pool))

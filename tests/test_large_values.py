@@ -1,0 +1,79 @@
+"""Large values: a 20 MB step output round-trips through the API while Temporal only ever sees references."""
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from google.protobuf.message import Message
+from temporalio.api.common.v1 import Payload
+
+from mint.claim_check import THRESHOLD_BYTES
+from tests.helpers import run_task, transitions
+
+TWENTY_MB = 20 * 1024 * 1024
+
+
+@pytest.fixture
+def big_server():
+    body = b"m" * TWENTY_MB
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+    server.server_close()
+
+
+def _payloads(message: Message) -> list[Payload]:
+    """Every Payload anywhere inside a protobuf message (fields, repeated fields and maps)."""
+    found: list[Payload] = []
+    for field, value in message.ListFields():
+        if field.message_type is None:
+            continue
+        if field.message_type.GetOptions().map_entry:
+            items = list(value.values())
+        elif field.is_repeated:
+            items = list(value)
+        else:
+            items = [value]
+        for item in items:
+            if isinstance(item, Payload):
+                found.append(item)
+            elif isinstance(item, Message):
+                found += _payloads(item)
+    return found
+
+
+async def test_a_20_mb_output_round_trips_and_history_holds_only_references(api, temporal_env, big_server):
+    task = {
+        "name": "big",
+        "tools": [{"name": "fetch", "type": "api_call", "api_call": {"method": "GET", "url": big_server}}],
+        "main": [
+            {"tool": "fetch", "arguments": {}},
+            {"evaluate": {"size": "$ len(_.content)", "same": "$ _.content"}},
+        ],
+    }
+    execution, rows = await run_task(api, task)
+    assert execution["status"] == "succeeded", execution
+    assert execution["output"]["size"] == TWENTY_MB and len(execution["output"]["same"]) == TWENTY_MB
+    assert len(rows[1]["output"]["content"]) == TWENTY_MB  # the tool step's transition holds the real value
+    fetched = (await api.get(f"/executions/{execution['id']}")).json()
+    assert fetched["output"]["same"] == "m" * TWENTY_MB
+
+    history = await temporal_env.client.get_workflow_handle(execution["id"]).fetch_history()
+    payloads = [p for event in history.events for p in _payloads(event)]
+    assert payloads, "the walker found no payloads at all"
+    assert max(len(p.data) for p in payloads) <= THRESHOLD_BYTES
+    assert any(p.metadata.get("encoding") == b"mint/claim-check" for p in payloads)
+    assert len(await transitions(api, execution["id"])) == execution["transition_count"]
