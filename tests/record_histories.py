@@ -1,0 +1,135 @@
+"""Record the Temporal histories that tests/test_replay.py replays against the current workflow code.
+
+Run `python -m tests.record_histories` after a deliberate, compatible change to the interpreter, and commit
+tests/histories/. A change that breaks these replays would break executions already running in production.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import httpx
+from temporalio.testing import WorkflowEnvironment
+
+from mint import services
+from mint.db import connect_pool, migrate
+from mint.store import Store
+from tests.stack import BackgroundStack
+
+FOLDER = Path(__file__).parent / "histories"
+
+# Representative executions: each exercises a different part of the interpreter.
+SCENARIOS: dict[str, tuple[dict[str, Any], Any, Any]] = {
+    "pure_steps": (
+        {
+            "name": "pure",
+            "main": [
+                {"evaluate": {"pick": "$ randint(1000)", "now": "$ datetime.now().isoformat()"}},
+                {
+                    "if": "$ _.pick >= 0",
+                    "then": {"set": {"seen": "$ _.pick"}},
+                    "else": {"error": "impossible"},
+                },
+                {
+                    "switch": [
+                        {"case": "$ False", "then": {"log": "no"}},
+                        {"case": "_", "then": {"get": "seen"}},
+                    ]
+                },
+                {"foreach": {"in": "$ [1, 2]", "do": {"evaluate": {"x": "$ _ * 2"}}}},
+                {"return": {"seen": "$ state['seen']"}},
+            ],
+        },
+        {},
+        None,
+    ),
+    "fan_out": (
+        {
+            "name": "fan",
+            "main": [
+                {
+                    "over": "$ list(range(6))",
+                    "map": {"evaluate": {"x": "$ _ + 1"}},
+                    "parallelism": 2,
+                    "reduce": "$ results + _['x']",
+                    "initial": 0,
+                },
+                {"parallel": [{"evaluate": {"a": "$ 1"}}, {"sleep": {"seconds": 1}}]},
+            ],
+        },
+        {},
+        None,
+    ),
+    "wait_and_resume": (
+        {
+            "name": "approve",
+            "main": [
+                {"wait_for_input": {"info": {"question": "$ 'ok?'"}}},
+                {"evaluate": {"answer": "$ _['approved']"}},
+            ],
+        },
+        {},
+        {"approved": True},
+    ),
+    "yields": (
+        {
+            "name": "count",
+            "main": [{"workflow": "count", "arguments": {"n": "$ 3"}}, {"evaluate": {"done": "$ _['n']"}}],
+            "count": [
+                {"if": "$ _['n'] <= 0", "then": {"return": "$ _"}},
+                {"workflow": "count", "arguments": {"n": "$ _['n'] - 1"}},
+            ],
+        },
+        {},
+        None,
+    ),
+    "failure": ({"name": "fail", "main": [{"evaluate": {"x": "$ 1"}}, {"error": "stop here"}]}, {}, None),
+}
+
+
+async def _record(api: httpx.AsyncClient, env: WorkflowEnvironment, agent_id: str, name: str) -> None:
+    task, input_, resume = SCENARIOS[name]
+    created = (await api.post(f"/agents/{agent_id}/tasks", json=task)).json()
+    execution = (await api.post(f"/tasks/{created['id']}/executions", json={"input": input_})).json()
+    while True:
+        status = (await api.get(f"/executions/{execution['id']}")).json()["status"]
+        if status == "awaiting_input" and resume is not None:
+            await api.put(f"/executions/{execution['id']}", json={"status": "running", "input": resume})
+            resume = None
+        if status in ("succeeded", "failed"):
+            break
+        await asyncio.sleep(0.05)
+    history = await env.client.get_workflow_handle(execution["id"]).fetch_history()
+    (FOLDER / f"{name}.json").write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")
+    print(f"recorded {name}: {status}, {len(history.events)} events")
+
+
+async def main() -> None:
+    folder = Path(tempfile.mkdtemp(prefix="mint-record-"))
+    server = services.start_postgres(folder)
+    url = services.postgres_url(server)
+    pool = await connect_pool(url)
+    await migrate(pool)
+    _, key = await Store(pool).create_developer("recorder")
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=services.find_binary("temporal"), ui=False
+    )
+    stack = await asyncio.to_thread(BackgroundStack(url, env.client.service_client.config.target_host).start)
+    try:
+        async with httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"}) as api:
+            agent = (await api.post("/agents", json={"name": "recorder"})).json()
+            for name in SCENARIOS:
+                await _record(api, env, agent["id"], name)
+    finally:
+        await asyncio.to_thread(stack.stop)
+        await env.shutdown()
+        await pool.close()
+        server.cleanup()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
