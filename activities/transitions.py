@@ -20,6 +20,15 @@ class TransitionWriter:
     @activity.defn(name=WRITE_TRANSITIONS)
     async def write_transitions(self, batch: TransitionBatch) -> None:
         """Idempotent: rows are unique on (execution_id, seq), and a retried batch changes nothing."""
+        try:
+            await self._write(batch)
+        except asyncpg.DataError as exc:
+            # Postgres refuses this data whatever we retry: fail now so the execution ends with the reason.
+            raise ApplicationError(
+                f"Postgres refused a transition: {exc}", type="BadData", non_retryable=True
+            ) from None
+
+    async def _write(self, batch: TransitionBatch) -> None:
         async with self.pool.acquire() as conn, conn.transaction():
             execution = await conn.fetchrow(
                 "SELECT last_seq, last_transition_type FROM executions "

@@ -60,8 +60,16 @@ async def start_execution(
     return await store.get(EXECUTIONS, developer, execution["id"])  # type: ignore[return-value]
 
 
+def check_storable(value: Any, what: str) -> int:
+    """The JSON size of `value`; NaN and Infinity are refused (JSON and Postgres cannot hold them)."""
+    try:
+        return len(json.dumps(value, allow_nan=False))
+    except ValueError:
+        raise ApiError(422, f"{what} contains NaN or Infinity, which JSON cannot hold") from None
+
+
 def _check_input(document: dict[str, Any], body_input: Any) -> None:
-    size = len(json.dumps(body_input, default=str))
+    size = check_storable(body_input, "input")
     if size > MAX_INPUT_BYTES:
         raise ApiError(413, f"execution input is {size} bytes; the limit is {MAX_INPUT_BYTES}")
     problems = input_problems(document.get("input_schema"), body_input)
@@ -140,6 +148,8 @@ async def resume_execution(
 ) -> None:
     if execution["status"] != "awaiting_input":
         raise ApiError(409, f"execution {execution['id']} is {execution['status']}, not awaiting_input")
+    if check_storable(value, "input") > MAX_INPUT_BYTES:
+        raise ApiError(413, f"resume input is over {MAX_INPUT_BYTES} bytes")
     try:
         await _handle(temporal, execution).signal(TaskExecutionWorkflow.resume, value)
     except RPCError as exc:

@@ -704,7 +704,7 @@ async def test_bad_execution_body(api, agent_id, body, path):
 
 async def test_oversized_execution_input(api, agent_id):
     task = await create_task(api, agent_id, {"name": "t", "main": OK})
-    response = await api.post(f"/tasks/{task['id']}/executions", json={"input": {"blob": "x" * 33_000_000}})
+    response = await api.post(f"/tasks/{task['id']}/executions", json={"input": {"blob": "x" * 34_000_000}})
     await assert_nothing_stuck(api, task["id"])
     await expect_client_error(response)
 

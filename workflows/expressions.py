@@ -1,8 +1,8 @@
 """Sandboxed Python expressions for the task language, evaluated with simpleeval.
 
 Expressions run inside Temporal workflow code, so they must be deterministic (randomness and time come
-from the caller: `workflow.random()` / `workflow.now()`), bounded in work (a workflow task that runs for
-over 2 s counts as deadlocked), and unable to reach anything but plain data and the functions below.
+from the caller: `workflow.random()` / `workflow.now()`), bounded in work (a shared Budget counts every
+operation), and unable to reach anything but plain data and the allow-listed functions.
 """
 
 from __future__ import annotations
@@ -16,26 +16,25 @@ from typing import Any
 
 import simpleeval
 
-from workflows.safe_functions import (
-    ATTRIBUTE_ALLOW_LIST,
+from workflows.safe_functions import ATTRIBUTE_ALLOW_LIST, STR_METHOD_WRAPPERS, build_functions
+from workflows.safe_values import (
     MAX_STRING_LENGTH,
-    STR_METHOD_WRAPPERS,
-    SafeNamespace,
-    bounded_size,
-    build_functions,
-    build_modules,
+    Budget,
+    OrderedSet,
+    check_format_spec,
     safe_add,
+    safe_lshift,
+    safe_mod,
     safe_mult,
     safe_power,
+    safe_str,
 )
+from workflows.shims import SafeNamespace, build_modules
 
-# Work bounds for one evaluation. Counting nodes (not seconds) keeps the limit deterministic under replay.
 MAX_EXPRESSION_LENGTH = 10_000
-MAX_NODES = 300_000
-MAX_FORMAT_WIDTH = 1_000
 
 # Names every expression may use besides functions and modules.
-CONTEXT_NAMES = frozenset({"_", "inputs", "outputs", "steps", "state", "agent", "task", "execution", "user"})
+CONTEXT_NAMES = frozenset({"_", "inputs", "outputs", "steps", "state", "agent", "task", "execution"})
 CONSTANTS = {
     "True": True,
     "False": False,
@@ -44,6 +43,14 @@ CONSTANTS = {
     "false": False,
     "null": None,
     "NEWLINE": "\n",
+}
+OPERATORS = {
+    **simpleeval.DEFAULT_OPERATORS,
+    ast.Add: safe_add,
+    ast.Mult: safe_mult,
+    ast.Pow: safe_power,
+    ast.Mod: safe_mod,
+    ast.LShift: safe_lshift,
 }
 
 
@@ -65,6 +72,8 @@ def parse_expression(source: str) -> ast.AST:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         raise ExpressionError(f"syntax error in expression {source!r}: {exc.msg}") from None
+    except (RecursionError, MemoryError):
+        raise ExpressionError(f"expression nests too deeply: {source[:100]!r}") from None
     return tree.body
 
 
@@ -99,24 +108,23 @@ def _comprehension_targets(tree: ast.AST) -> set[str]:
 class Evaluator(simpleeval.EvalWithCompoundTypes):
     """One evaluator per workflow run; `evaluate` is called once per expression."""
 
-    def __init__(self, rng: _random.Random | None = None, now: Callable[[], datetime] | None = None):
+    def __init__(
+        self,
+        rng: _random.Random | None = None,
+        now: Callable[[], datetime] | None = None,
+        budget: Budget | None = None,
+    ):
         rng = rng or _random.Random()
-        now = now or datetime.now
-        operators = {
-            **simpleeval.DEFAULT_OPERATORS,
-            ast.Add: safe_add,
-            ast.Mult: safe_mult,
-            ast.Pow: safe_power,
-        }
-        super().__init__(operators=operators, functions=build_functions(rng))
-        self.modules = build_modules(rng, now)
-        self._node_budget = 0
+        self.budget = budget or Budget()
+        functions = build_functions(rng, self.budget)
+        super().__init__(operators=OPERATORS, functions=dict(functions))
+        self.functions.update(functions)  # simpleeval adds its own list/tuple/dict/set; ours are charged
+        self.modules = build_modules(rng, now or datetime.now, self.budget)
 
     def evaluate(self, source: str, names: dict[str, Any]) -> Any:
         """Evaluate `source` with `names` in scope; raise ExpressionError with a readable message."""
         tree = parse_expression(source)
         self.names = {**CONSTANTS, **self.modules, **names}
-        self._node_budget = MAX_NODES
         try:
             return self.eval(source, previously_parsed=tree)
         except ExpressionError:
@@ -135,14 +143,15 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
     def _eval(self, node: ast.AST) -> Any:
         # Skips simpleeval's per-node container scan: names hold only data and allow-listed callables,
         # and attribute access below is allow-listed, so nothing forbidden is reachable.
-        self._node_budget -= 1
-        if self._node_budget < 0:
-            raise ExpressionError(f"expression does too much work (over {MAX_NODES} operations)")
+        self.budget.charge(1)
         try:
             handler = self.nodes[type(node)]
         except KeyError:
             raise ExpressionError(f"{type(node).__name__} is not supported in expressions") from None
         return handler(node)
+
+    def _eval_set(self, node: ast.Set) -> OrderedSet:
+        return OrderedSet(self._eval(item) for item in node.elts)
 
     def _eval_attribute(self, node: ast.Attribute) -> Any:
         attr = node.attr
@@ -153,14 +162,13 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
             if attr in obj:
                 return obj[attr]
             if attr in ATTRIBUTE_ALLOW_LIST[dict]:
-                return getattr(obj, attr)
+                return _dict_method(obj, attr)
             raise ExpressionError(f"no key {attr!r} (keys: {_preview_keys(obj)})")
         if isinstance(obj, SafeNamespace):
             return obj.get(attr)
         if type(obj) is str and attr in STR_METHOD_WRAPPERS:
             return STR_METHOD_WRAPPERS[attr](obj)
-        allowed = ATTRIBUTE_ALLOW_LIST.get(type(obj), frozenset())
-        if attr in allowed:
+        if attr in ATTRIBUTE_ALLOW_LIST.get(type(obj), frozenset()):
             return getattr(obj, attr)
         raise ExpressionError(f"attribute .{attr} is not available on {type(obj).__name__}")
 
@@ -188,30 +196,27 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
 
     def _eval_formattedvalue(self, node: ast.FormattedValue) -> str:
         value = self._eval(node.value)
+        if node.conversion == ord("r"):
+            value = repr(_plain(value))
+        elif node.conversion in (ord("s"), ord("a")):
+            value = safe_str(value)
         if node.format_spec is None:
             return value if isinstance(value, str) else safe_str(value)
         spec = self._eval(node.format_spec)
-        if any(int(n) > MAX_FORMAT_WIDTH for n in _numbers_in(spec)):
-            raise ExpressionError(f"format width in {spec!r} is over {MAX_FORMAT_WIDTH}")
-        bounded_size(value)
-        return format(value, spec)
+        check_format_spec(spec)
+        return format(_plain(value), spec)
 
 
-def safe_str(value: Any) -> str:
-    """str() that refuses values whose text would be huge."""
-    bounded_size(value)
-    return str(value)
+def _plain(value: Any) -> Any:
+    safe_str(value)  # refuses non-data and huge values
+    return value
 
 
-def _numbers_in(spec: str) -> list[str]:
-    digits, current = [], ""
-    for char in spec:
-        if char.isdigit():
-            current += char
-        elif current:
-            digits.append(current)
-            current = ""
-    return digits + ([current] if current else [])
+def _dict_method(obj: dict[str, Any], name: str) -> Callable[..., Any]:
+    """dict.keys()/values()/items() as lists (views are not data); dict.get as is."""
+    if name == "get":
+        return obj.get
+    return lambda: list(getattr(obj, name)())
 
 
 def _preview_keys(obj: dict) -> str:
@@ -227,67 +232,20 @@ def _describe(value: Any) -> str:
     return type(value).__name__
 
 
-SUPPORTED_NODES = frozenset(
-    {
-        ast.Name,
-        ast.Constant,
-        ast.UnaryOp,
-        ast.BinOp,
-        ast.BoolOp,
-        ast.Compare,
-        ast.IfExp,
-        ast.Call,
-        ast.keyword,
-        ast.Subscript,
-        ast.Attribute,
-        ast.Slice,
-        ast.JoinedStr,
-        ast.FormattedValue,
-        ast.Dict,
-        ast.Tuple,
-        ast.List,
-        ast.Set,
-        ast.ListComp,
-        ast.GeneratorExp,
-        ast.DictComp,
-        ast.comprehension,
-        ast.Starred,
-        ast.Load,
-        ast.Store,
-        # operators
-        ast.Add,
-        ast.Sub,
-        ast.Mult,
-        ast.Div,
-        ast.FloorDiv,
-        ast.Mod,
-        ast.Pow,
-        ast.LShift,
-        ast.RShift,
-        ast.BitOr,
-        ast.BitXor,
-        ast.BitAnd,
-        ast.Invert,
-        ast.Not,
-        ast.UAdd,
-        ast.USub,
-        ast.And,
-        ast.Or,
-        ast.Eq,
-        ast.NotEq,
-        ast.Lt,
-        ast.LtE,
-        ast.Gt,
-        ast.GtE,
-        ast.In,
-        ast.NotIn,
-        ast.Is,
-        ast.IsNot,
-    }
-)
+SUPPORTED_NODES = frozenset({
+    ast.Name, ast.Constant, ast.UnaryOp, ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call,
+    ast.keyword, ast.Subscript, ast.Attribute, ast.Slice, ast.JoinedStr, ast.FormattedValue,
+    ast.Dict, ast.Tuple, ast.List, ast.Set, ast.ListComp, ast.GeneratorExp, ast.DictComp,
+    ast.comprehension, ast.Starred, ast.Load, ast.Store,
+    # operators
+    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift,
+    ast.BitOr, ast.BitXor, ast.BitAnd, ast.Invert, ast.Not, ast.UAdd, ast.USub, ast.And, ast.Or,
+    ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In, ast.NotIn, ast.Is, ast.IsNot,
+})  # fmt: skip
 
+_PROBE = Budget()
 KNOWN_NAMES = (
     frozenset(CONSTANTS)
-    | frozenset(build_functions(_random.Random()))
-    | frozenset(build_modules(_random.Random(), datetime.now))
+    | frozenset(build_functions(_random.Random(), _PROBE))
+    | frozenset(build_modules(_random.Random(), datetime.now, _PROBE))
 )

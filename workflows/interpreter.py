@@ -20,7 +20,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from workflows import language as lang
 from workflows.calls import api_request, call_options
 from workflows.expressions import ExpressionError
-from workflows.transition_log import MARK_FAILED, WRITE_RETRY, TransitionLog, ValueTooLarge
+from workflows.transition_log import MARK_FAILED, WRITE_RETRY, TransitionLog, UnrecordableValue
 from workflows.transitions import Position, TransitionBatch
 from workflows.values import ValueEvaluator
 
@@ -252,6 +252,7 @@ class Interpreter:
         metadata: dict[str, Any] | None = None,
     ) -> Any:
         names = self._names(value, frame)
+        self.values.budget.start_step()
         try:
             output = await self._execute(step, value, names, frame, position, metadata)
         except _Return as returned:
@@ -262,8 +263,10 @@ class Interpreter:
             self.labels[label] = {"input": value, "output": output}
         next_ = Position(position.workflow, position.step + 1, position.scope_id) if has_next else None
         self.log.add("step", output, position, next_, label, metadata)
-        if self.log.full:
+        if self.log.full or self.values.budget.should_yield:
+            # Also the point where a long run of pure steps hands control back to Temporal in time.
             await self.log.flush()
+            self.values.budget.yielded()
         return output
 
     def _names(self, value: Any, frame: Frame) -> dict[str, Any]:
@@ -495,7 +498,7 @@ class Interpreter:
 
 def failure_message(exc: Exception) -> str:
     """What the user reads in `execution.error` and the `error` transition."""
-    if isinstance(exc, StepFailed | ExpressionError | ValueTooLarge):
+    if isinstance(exc, StepFailed | ExpressionError | UnrecordableValue):
         return str(exc)
     if isinstance(exc, ActivityError):
         cause = exc.cause

@@ -30,8 +30,31 @@ MAX_BATCH_BYTES = 512 * 1024
 MAX_VALUE_BYTES = 64 * 1024 * 1024
 
 
-class ValueTooLarge(Exception):
-    """A step produced a value too large to record."""
+class UnrecordableValue(Exception):
+    """A step produced a value that cannot be recorded (too large, or not JSON)."""
+
+
+def encode(value: Any, where: Position) -> str:
+    """JSON text Postgres can store: NaN and infinities are refused, NUL characters become U+FFFD."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise UnrecordableValue(
+            f"the output of {where.workflow}[{where.step}] contains NaN or Infinity, which JSON cannot hold"
+        ) from None
+    if "\\u0000" in text:
+        text = json.dumps(_without_nul(value), ensure_ascii=False)
+    return text
+
+
+def _without_nul(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("\x00", "\ufffd")
+    if isinstance(value, dict):
+        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_nul(v) for v in value]
+    return value
 
 
 class TransitionLog:
@@ -55,9 +78,9 @@ class TransitionLog:
         label: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> None:
-        encoded = json.dumps(output, ensure_ascii=False)
+        encoded = encode(output, current)
         if len(encoded) > MAX_VALUE_BYTES:
-            raise ValueTooLarge(
+            raise UnrecordableValue(
                 f"the output of {current.workflow}[{current.step}] is {len(encoded)} bytes; "
                 f"the limit is {MAX_VALUE_BYTES} bytes"
             )

@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from workflows import language as lang
 from workflows.expressions import Evaluator, ExpressionError, check_expression
-from workflows.safe_functions import MAX_ELEMENTS
+from workflows.safe_values import MAX_ELEMENTS, Budget, OrderedSet
 from workflows.templates import check_template, is_template, render_template
 
 Dialect = Literal["seed", "dollar"]
@@ -35,7 +35,8 @@ class ValueEvaluator:
         self, dialect: Dialect, rng: _random.Random | None = None, now: Callable[[], datetime] | None = None
     ):
         self.dialect = dialect
-        self.expressions = Evaluator(rng, now)
+        self.budget = Budget()
+        self.expressions = Evaluator(rng, now, self.budget)
         self._helpers = {**self.expressions.functions, **self.expressions.modules}
 
     def expression(self, source: str, names: dict[str, Any]) -> Any:
@@ -50,7 +51,7 @@ class ValueEvaluator:
                 return to_data(self.expressions.evaluate(source, names))
             if self.dialect == "seed":
                 return to_data(self.expressions.evaluate(raw, names))
-            return render_template(raw, {**self._helpers, **names}) if is_template(raw) else raw
+            return render_template(raw, {**self._helpers, **names}, self.budget) if is_template(raw) else raw
         if isinstance(raw, dict):
             return {key: self.value(item, names) for key, item in raw.items()}
         if isinstance(raw, list):
@@ -62,7 +63,7 @@ class ValueEvaluator:
         source = expression_of(raw)
         if source is not None:
             return to_data(self.expressions.evaluate(source, names))
-        return render_template(raw, {**self._helpers, **names})
+        return render_template(raw, {**self._helpers, **names}, self.budget)
 
 
 def to_data(value: Any) -> Any:
@@ -81,15 +82,15 @@ def to_data(value: Any) -> Any:
             return {str(k) if not isinstance(k, str) else k: convert(v) for k, v in item.items()}
         if isinstance(item, list | tuple):
             return [convert(v) for v in item]
-        if isinstance(item, set | frozenset):
-            return [convert(v) for v in sorted(item, key=repr)]
+        if isinstance(item, OrderedSet):
+            return [convert(v) for v in item]
         if isinstance(item, datetime | date):
             return item.isoformat()
         if isinstance(item, timedelta):
             return item.total_seconds()
-        if isinstance(item, range | map | filter | zip | enumerate | Iterator):
-            return [convert(v) for v in item]
-        if hasattr(item, "group") and hasattr(item, "span"):  # re.Match
+        if isinstance(item, range):
+            return list(item)
+        if hasattr(item, "group") and hasattr(item, "span"):  # a regex match
             return item.group(0)
         raise ExpressionError(f"an expression returned a {type(item).__name__}, which is not data")
 
