@@ -10,7 +10,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from workflows.transition_log import MARK_FAILED, WRITE_TRANSITIONS
-from workflows.transitions import InvalidTransition, TransitionBatch, check_sequence
+from workflows.transitions import TERMINAL_STATUSES, InvalidTransition, TransitionBatch, check_sequence
 
 
 class TransitionWriter:
@@ -31,7 +31,7 @@ class TransitionWriter:
     async def _write(self, batch: TransitionBatch) -> None:
         async with self.pool.acquire() as conn, conn.transaction():
             execution = await conn.fetchrow(
-                "SELECT last_seq, last_transition_type FROM executions "
+                "SELECT status, last_seq, last_transition_type FROM executions "
                 "WHERE id = $1 AND developer_id = $2 FOR UPDATE",
                 batch.execution_id,
                 batch.developer_id,
@@ -42,6 +42,8 @@ class TransitionWriter:
             if not fresh:
                 return  # already written by an earlier attempt
             try:
+                if execution["status"] in TERMINAL_STATUSES:  # ended by the API (e.g. a start it saw fail)
+                    raise InvalidTransition(f"the execution already ended ({execution['status']})")
                 check_sequence(execution["last_transition_type"], [t["type"] for t in fresh])
             except InvalidTransition as exc:
                 raise ApplicationError(str(exc), type="InvalidTransition", non_retryable=True) from None

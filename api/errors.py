@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from mint.store import IdTaken
+from mint.store import Conflict
 from workflows.validate import Problem, format_loc
 
 
@@ -56,8 +56,8 @@ def install_error_handlers(app: FastAPI) -> None:
         # Postgres refused a value (a NUL character, NaN in JSON, a number out of range): the caller's input.
         return _response(422, f"invalid value: {exc}")
 
-    @app.exception_handler(IdTaken)
-    async def id_taken(_: Request, exc: IdTaken) -> JSONResponse:
+    @app.exception_handler(Conflict)
+    async def conflict(_: Request, exc: Conflict) -> JSONResponse:
         return _response(409, str(exc))
 
     @app.exception_handler(StarletteHTTPException)

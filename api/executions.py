@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -12,12 +13,12 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from api.errors import ApiError
 from mint.settings import Settings
-from mint.store import AGENTS, EXECUTIONS, IdTaken, Store
+from mint.store import AGENTS, EXECUTIONS, Conflict, Store
 from workflows.execution import TaskExecutionWorkflow
+from workflows.input_schema import input_problems
 from workflows.interpreter import ExecutionParams
 from workflows.language import ToolDef
 from workflows.transitions import TERMINAL_STATUSES
-from workflows.validate import input_problems
 
 # Large inputs cross Temporal by reference (mint/claim_check.py); this bounds what a request may carry.
 MAX_INPUT_BYTES = 32 * 1024 * 1024
@@ -36,7 +37,7 @@ async def start_execution(
     """Validate the input, insert the execution (`queued`), start its workflow; a failed start is recorded.
 
     With an idempotency key, a repeated request returns the execution the first one created."""
-    _check_input(task["document"], body_input)
+    await _check_input(task["document"], body_input)
     if idempotency_key:
         existing = await store.execution_by_key(developer, task["id"], idempotency_key)
         if existing is not None:
@@ -51,7 +52,7 @@ async def start_execution(
     }
     try:
         execution = await store.insert(EXECUTIONS, developer, values)
-    except IdTaken:  # a concurrent request with the same key won the insert
+    except Conflict:  # a concurrent request with the same key won the insert
         existing = await store.execution_by_key(developer, task["id"], idempotency_key or "")
         if existing is None:
             raise
@@ -68,11 +69,12 @@ def check_storable(value: Any, what: str) -> int:
         raise ApiError(422, f"{what} contains NaN or Infinity, which JSON cannot hold") from None
 
 
-def _check_input(document: dict[str, Any], body_input: Any) -> None:
+async def _check_input(document: dict[str, Any], body_input: Any) -> None:
     size = check_storable(body_input, "input")
     if size > MAX_INPUT_BYTES:
         raise ApiError(413, f"execution input is {size} bytes; the limit is {MAX_INPUT_BYTES}")
-    problems = input_problems(document.get("input_schema"), body_input)
+    # A thread: a big input against a big schema takes a while, and the event loop serves everyone.
+    problems = await asyncio.to_thread(input_problems, document.get("input_schema"), body_input)
     if problems:
         summary = "; ".join(f"{p.path}: {p.message}" for p in problems[:5])
         raise ApiError(422, f"input does not match the task's input_schema: {summary}", problems)
@@ -156,7 +158,9 @@ async def resume_execution(
         raise ApiError(409, f"execution {execution['id']} cannot be resumed: {exc.message}") from None
 
 
-async def cancel_execution(store: Store, temporal: Client, developer: str, execution: dict[str, Any]) -> None:
+async def cancel_execution(
+    store: Store, temporal: Client, developer: str, execution: dict[str, Any], reason: str | None
+) -> None:
     if execution["status"] in TERMINAL_STATUSES:
         raise ApiError(409, f"execution {execution['id']} already ended ({execution['status']})")
     try:
@@ -166,6 +170,8 @@ async def cancel_execution(store: Store, temporal: Client, developer: str, execu
             raise ApiError(503, f"could not cancel execution {execution['id']}: {exc.message}") from None
         # No workflow (its start failed): nothing runs, so the row is the whole truth.
         await store.set_execution_status(developer, execution["id"], "cancelled", ("queued", "starting"))
+    if reason:
+        await store.note_cancel_reason(developer, execution["id"], reason)
 
 
 def _handle(temporal: Client, execution: dict[str, Any]) -> WorkflowHandle:

@@ -15,8 +15,8 @@ from typing import Any
 import asyncpg
 
 
-class IdTaken(Exception):
-    """A create-with-id used an id that already exists (perhaps for another developer)."""
+class Conflict(Exception):
+    """A write collided with an existing row: a taken id, or a name that must be unique."""
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,7 @@ class Store:
         try:
             row = await self.pool.fetchrow(sql, id_ or new_id(), developer_id, *(values[c] for c in cols))
         except asyncpg.UniqueViolationError:
-            raise IdTaken(
+            raise Conflict(
                 f"id {id_} is already in use; choose another id" if id_ else "already exists"
             ) from None
         return record(row)  # type: ignore[return-value]
@@ -138,7 +138,12 @@ class Store:
             f"UPDATE {table.name} SET {assignments}, updated_at = now() "
             f"WHERE developer_id = $1 AND id = $2 RETURNING *"
         )
-        return record(await self.pool.fetchrow(sql, developer_id, id_, *(values[c] for c in cols)))
+        try:
+            return record(await self.pool.fetchrow(sql, developer_id, id_, *(values[c] for c in cols)))
+        except asyncpg.UniqueViolationError as exc:
+            raise Conflict(
+                f"this change conflicts with an existing {table.name[:-1]}: {exc.detail}"
+            ) from None
 
     async def delete(self, table: Table, developer_id: str, id_: str) -> bool:
         result = await self.pool.execute(
@@ -193,7 +198,7 @@ class Store:
                 )
             if existing is None:
                 if task_id and await conn.fetchval("SELECT 1 FROM tasks WHERE id = $1", task_id):
-                    raise IdTaken(f"id {task_id} is already in use; choose another id")
+                    raise Conflict(f"id {task_id} is already in use; choose another id")
                 row = await conn.fetchrow(
                     "INSERT INTO tasks (id, developer_id, agent_id, name) VALUES ($1, $2, $3, $4) RETURNING *",
                     task_id or new_id(),
@@ -265,6 +270,15 @@ class Store:
             list(only_from),
         )
         return result != "UPDATE 0"
+
+    async def note_cancel_reason(self, developer_id: str, execution_id: str, reason: str) -> None:
+        """Keep the reason a client gave for cancelling (as the execution's error text)."""
+        await self.pool.execute(
+            "UPDATE executions SET error = $3 WHERE developer_id = $1 AND id = $2 AND error IS NULL",
+            developer_id,
+            execution_id,
+            f"cancelled: {reason}",
+        )
 
     async def execution_by_key(self, developer_id: str, task_id: str, key: str) -> dict[str, Any] | None:
         row = await self.pool.fetchrow(

@@ -58,30 +58,30 @@ class ExecutionParams:
 
 @dataclass
 class Frame:
-    """One run of a named workflow: its inputs, outputs and step records, as expressions see them.
+    """One run of a named workflow, as expressions see it.
 
-    `inputs[i]` is step i's input (inputs[0] the workflow's), so inputs[-1] is always the latest value."""
+    `inputs[i]` is step i's input (inputs[0] the workflow's) and step i's output is inputs[i + 1], so the
+    list holds everything (`outputs`, `steps[i]`) and inputs[-1] is always the latest value."""
 
     name: str
     scope_id: str
     inputs: list[Any]
-    outputs: list[Any] = field(default_factory=list)
-    records: dict[int, dict[str, Any]] = field(default_factory=dict)
     root: bool = False  # main's frame (or what replaced it through tail yields)
 
+    @property
+    def outputs(self) -> list[Any]:
+        return self.inputs[1:]
+
+    def position(self) -> Position:
+        """Where the frame is now: the step about to run, or one past the last."""
+        return Position(self.name, len(self.inputs) - 1, self.scope_id)
+
     def snapshot(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "scope_id": self.scope_id,
-            "inputs": self.inputs,
-            "outputs": self.outputs,
-            "records": [[k, v] for k, v in self.records.items()],
-        }
+        return {"name": self.name, "scope_id": self.scope_id, "inputs": self.inputs}
 
     @classmethod
     def restore(cls, data: dict[str, Any]) -> Frame:
-        records = {int(k): v for k, v in data["records"]}
-        return cls(data["name"], data["scope_id"], data["inputs"], data["outputs"], records, root=True)
+        return cls(data["name"], data["scope_id"], data["inputs"], root=True)
 
 
 @dataclass
@@ -106,17 +106,18 @@ class StepsView:
     def __getitem__(self, key: Any) -> dict[str, Any]:
         if isinstance(key, str):
             return self._labels[key]
+        inputs = self._frame.inputs
         if isinstance(key, int) and key < 0:
-            key += len(self._frame.inputs)
-        if key in self._frame.records:
-            return self._frame.records[key]
-        if isinstance(key, int) and 0 <= key < len(self._frame.inputs):
-            return {"input": self._frame.inputs[key]}  # the running step: its input is known, not its output
-        raise KeyError(key)
+            key += len(inputs)
+        if not isinstance(key, int) or not 0 <= key < len(inputs):
+            raise KeyError(key)
+        if key + 1 < len(inputs):
+            return {"input": inputs[key], "output": inputs[key + 1]}
+        return {"input": inputs[key]}  # the running step: its input is known, not its output
 
 
 class Interpreter:
-    """Runs one execution's task; `signals` is the workflow object's queue of resume inputs."""
+    """Runs one execution's task; `resume_inputs` is the workflow object's queue of resume inputs."""
 
     def __init__(self, params: ExecutionParams, resume_inputs: deque[Any]):
         self.params = params
@@ -128,33 +129,35 @@ class Interpreter:
         self.labels: dict[str, dict[str, Any]] = {}
         self.resume_inputs = resume_inputs
         self.depth = 0  # nested (non-tail) yields
+        self.root: Frame  # main's frame, or what replaced it through tail yields (set by _start)
 
     async def run(self) -> Any:
         """Run `main` (or pick up where the previous run left off) and write the final transition."""
         frame, index = self._start()
         try:
-            output = await self._run_frame(frame, index)
-            self.log.add("finish", output, Position("main", len(frame.outputs), frame.scope_id))
+            output, frame = await self._run_frame(frame, index)
+            self.log.add("finish", output, frame.position())
             await self.log.flush(status="succeeded", output=output)
             return output
         except asyncio.CancelledError:
-            self.log.add("cancelled", None, Position("main", len(frame.outputs), frame.scope_id))
+            self.log.add("cancelled", None, self.root.position())
             await self.log.flush(status="cancelled")
             raise
         except Exception as exc:  # every failure ends the execution visibly; none leaves it stuck
             message = failure_message(exc)
-            await self._fail(message, Position("main", len(frame.outputs), frame.scope_id))
+            await self._fail(message, self.root.position())
             raise StepFailed(message) from None
 
     def _start(self) -> tuple[Frame, int]:
         resume = self.params.resume
         if resume is None:
-            frame = self._new_frame("main", self.params.input, root=True)
-            self.log.add("init", self.params.input, Position("main", 0, frame.scope_id))
-            return frame, 0
+            self.root = self._new_frame("main", self.params.input, root=True)
+            self.log.add("init", self.params.input, self.root.position())
+            return self.root, 0
         self.log.seq, self.state, self.labels = resume.seq, resume.state, resume.labels
         self.resume_inputs.extendleft(reversed(resume.resume_inputs))  # before any signal sent since
-        return Frame.restore(resume.frame), resume.index
+        self.root = Frame.restore(resume.frame)
+        return self.root, resume.index
 
     async def _fail(self, message: str, position: Position) -> None:
         self.log.add("error", {"error": message}, position)
@@ -176,11 +179,12 @@ class Interpreter:
     def _new_frame(self, name: str, workflow_input: Any, root: bool = False) -> Frame:
         return Frame(name=name, scope_id=str(workflow.uuid4()), inputs=[workflow_input], root=root)
 
-    async def _run_frame(self, frame: Frame, index: int = 0) -> Any:
+    async def _run_frame(self, frame: Frame, index: int = 0) -> tuple[Any, Frame]:
         """Run a named workflow's top-level steps from `index`; `return` ends it early.
 
-        A `yield` in tail position (the last step) replaces the frame instead of nesting a new one, so a
-        workflow that restarts itself forever (the seed's Daily Motivation) runs in constant space."""
+        Returns the output and the frame that produced it: a `yield` in tail position (the last step)
+        replaces the frame instead of nesting a new one, so a workflow that restarts itself forever (the
+        seed's Daily Motivation) runs in constant space."""
         try:
             while True:
                 steps = self.task.workflows[frame.name]
@@ -188,18 +192,18 @@ class Interpreter:
                     step, last = steps[index], index == len(steps) - 1
                     if last and isinstance(step, lang.YieldStep):
                         frame, index = self._tail_call(step, frame, index), 0
+                        if frame.root:
+                            self.root = frame
                         break
                     await self._checkpoint(frame, index)
                     position = Position(frame.name, index, frame.scope_id)
                     output = await self._run_step(step, frame.inputs[index], frame, position, not last)
-                    frame.outputs.append(output)
-                    frame.records[index] = {"input": frame.inputs[index], "output": output}
-                    frame.inputs.append(output)  # the next step's input
+                    frame.inputs.append(output)  # step index's output, and the next step's input
                     index += 1
                 else:
-                    return frame.inputs[-1]
+                    return frame.inputs[-1], frame
         except _Return as returned:
-            return returned.value
+            return returned.value, frame
 
     def _tail_call(self, step: lang.YieldStep, frame: Frame, index: int) -> Frame:
         value = frame.inputs[index]
@@ -461,10 +465,10 @@ class Interpreter:
         self.log.add("init_branch", arguments, Position(step.workflow, 0, frame.scope_id))
         self.depth += 1
         try:
-            output = await self._run_frame(frame)
+            output, frame = await self._run_frame(frame)
         finally:
             self.depth -= 1
-        self.log.add("finish_branch", output, Position(step.workflow, len(frame.outputs), frame.scope_id))
+        self.log.add("finish_branch", output, frame.position())
         return output
 
     async def _tool_call(

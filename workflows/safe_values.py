@@ -135,6 +135,22 @@ def bounded_size(value: Any, limit: int = MAX_ELEMENTS) -> int:
     return count
 
 
+MAX_DEPTH = 64
+
+
+def check_depth(value: Any, limit: int = MAX_DEPTH) -> None:
+    """Refuse data nested deeper than `limit` (recursive code further on would overflow)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            raise LimitExceeded(f"data is nested more than {limit} levels deep")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend((v, depth + 1) for v in item)
+
+
 def check_text(text: str) -> str:
     if len(text) > MAX_STRING_LENGTH:
         raise LimitExceeded(f"string longer than {MAX_STRING_LENGTH} characters")

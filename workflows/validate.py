@@ -5,17 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
 from pydantic import BaseModel, ValidationError
 
 from workflows import language as lang
+from workflows.input_schema import schema_problems
+from workflows.problems import Problem
 from workflows.values import Dialect, check_value, detect_dialect, iter_step_fields
-
-
-@dataclass(frozen=True)
-class Problem:
-    path: str
-    message: str
 
 
 class TaskInvalid(Exception):
@@ -42,7 +37,7 @@ def validate_task(raw: Any, agent_tool_names: frozenset[str] = frozenset()) -> V
     except ValidationError as exc:
         raise TaskInvalid([_problem(e) for e in exc.errors()]) from None
     dialect = detect_dialect(spec.workflows)
-    problems = _check_schema(spec.input_schema) + _duplicate_tools(spec.tools)
+    problems = schema_problems(spec.input_schema) + _duplicate_tools(spec.tools)
     tool_names = {t.name for t in spec.tools} | (set(agent_tool_names) if spec.inherit_tools else set())
     labels: dict[str, str] = {}
     for name, steps in spec.workflows.items():
@@ -121,92 +116,3 @@ def _duplicate_tools(tools: list[lang.ToolDef]) -> list[Problem]:
             )
         seen.setdefault(tool.name, i)
     return problems
-
-
-def normalize_input_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The seed's shorthand (a bare map of property schemas) means an object with those properties."""
-    if not schema:
-        return None
-    keywords = {
-        "type",
-        "properties",
-        "$schema",
-        "$ref",
-        "anyOf",
-        "oneOf",
-        "allOf",
-        "enum",
-        "const",
-        "items",
-        "required",
-        "not",
-        "additionalProperties",
-    }
-    if keywords & set(schema) and not _looks_like_properties(schema):
-        return schema
-    return {"type": "object", "properties": schema}
-
-
-def _looks_like_properties(schema: dict[str, Any]) -> bool:
-    # {"type": {"type": "string"}} is a property named "type", not the keyword.
-    return all(isinstance(v, dict) for v in schema.values())
-
-
-def _check_schema(schema: dict[str, Any] | None) -> list[Problem]:
-    normalized = normalize_input_schema(schema)
-    if normalized is None:
-        return []
-    try:
-        jsonschema.Draft202012Validator.check_schema(normalized)
-    except jsonschema.SchemaError as exc:
-        where = ".".join(str(p) for p in exc.path)
-        return [Problem(f"input_schema{'.' + where if where else ''}", exc.message)]
-    return [Problem("input_schema", message) for message in _unresolvable_refs(normalized, normalized)]
-
-
-def _unresolvable_refs(node: Any, root: dict[str, Any]) -> list[str]:
-    """Only local `$ref`s (`#/...`) that point at something in the schema itself are allowed."""
-    if isinstance(node, list):
-        return [m for item in node for m in _unresolvable_refs(item, root)]
-    if not isinstance(node, dict):
-        return []
-    problems = [m for value in node.values() for m in _unresolvable_refs(value, root)]
-    ref = node.get("$ref")
-    if isinstance(ref, str):
-        if not ref.startswith("#"):
-            problems.append(f"$ref {ref!r}: only references inside the schema (#/...) are allowed")
-        elif not _pointer_exists(root, ref[1:]):
-            problems.append(f"$ref {ref!r} points at nothing in the schema")
-    return problems
-
-
-def _pointer_exists(root: Any, pointer: str) -> bool:
-    target = root
-    for raw in [p for p in pointer.split("/") if p]:
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(target, dict) and part in target:
-            target = target[part]
-        elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
-            target = target[int(part)]
-        else:
-            return False
-    return True
-
-
-def input_problems(schema: dict[str, Any] | None, value: Any) -> list[Problem]:
-    """Check an execution's input against the task's input_schema."""
-    normalized = normalize_input_schema(schema)
-    if normalized is None:
-        return []
-    validator = jsonschema.Draft202012Validator(normalized)
-    try:
-        errors = sorted(validator.iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
-    except Exception as exc:  # a schema that cannot be applied (its creation-time checks missed it)
-        return [Problem("input_schema", f"the task's input_schema cannot be applied: {exc}")]
-    return [
-        Problem(
-            "input" + "".join(f"[{p!r}]" if isinstance(p, str) else f"[{p}]" for p in err.absolute_path),
-            err.message,
-        )
-        for err in errors
-    ]

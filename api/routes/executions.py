@@ -72,7 +72,7 @@ async def change_status(
     if body.status == "running":
         await resume_execution(store, temporal, developer, execution, body.input)
     else:
-        await cancel_execution(store, temporal, developer, execution)
+        await cancel_execution(store, temporal, developer, execution, body.reason)
     return await store.get(EXECUTIONS, developer, execution["id"])
 
 

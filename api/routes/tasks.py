@@ -12,7 +12,7 @@ from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ApiError, not_found
 from api.routes.agents import agent_or_404, agent_tool_specs
-from workflows.safe_functions import bounded_size
+from workflows.safe_values import bounded_size, check_depth
 from workflows.validate import TaskInvalid, validate_task
 
 router = APIRouter(tags=["tasks"])
@@ -81,6 +81,7 @@ async def read_document(request: Request) -> Any:
         else:
             document = json.loads(body or b"null")
         bounded_size(document)
+        check_depth(document)
     except (yaml.YAMLError, ValueError, RecursionError) as exc:
         raise ApiError(400, f"cannot parse the task ({content_type}): {exc}") from None
     return document
