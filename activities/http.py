@@ -1,18 +1,21 @@
-"""The api_call tool: one HTTP request through httpx, after the egress check."""
+"""The api_call tool: one HTTP request through httpx, to the address the egress check approved."""
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from temporalio import activity
 
 from activities import errors
-from activities.egress import EgressPolicy, EgressRefused
+from activities.egress import Destination, EgressPolicy, EgressRefused
 from workflows.interpreter import CALL_API
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 MAX_REDIRECTS = 5
+# Credentials never follow a redirect to another origin.
+CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
 
 class HttpActivities:
@@ -25,44 +28,102 @@ class HttpActivities:
         """Returns {status_code, headers, content, json}; network errors and 5xx/429 retry via Temporal."""
         url = str(request.get("url", ""))
         method = str(request.get("method", "GET")).upper()
+        request = dict(request)
         for _ in range(MAX_REDIRECTS + 1):
-            response = await self._send(method, url, request)
-            if not (request.get("follow_redirects") and response.is_redirect):
+            status, headers, body = await self._send(method, url, request)
+            if not (request.get("follow_redirects") and 300 <= status < 400 and "location" in headers):
                 break
-            # Follow by hand so that every hop passes the egress check.
-            url = str(response.url.join(response.headers["location"]))
-            method = "GET" if response.status_code == 303 else method
-        error = errors.for_http_status(url, response.status_code)
+            # Followed by hand, so that every hop passes the egress check.
+            next_url = str(httpx.URL(url).join(headers["location"]))
+            request = _for_redirect(request, url, next_url, status, method)
+            method = "GET" if status == 303 or (status in (301, 302) and method == "POST") else method
+            url = next_url
+        error = errors.for_http_status(url, status)
         if error:
             raise error
-        text = response.text[:MAX_RESPONSE_BYTES]
-        try:
-            body = response.json()
-        except ValueError:
-            body = None
-        return {
-            "status_code": response.status_code,
-            "headers": dict(response.headers),
-            "content": text,
-            "json": body,
-        }
+        return _result(status, headers, body)
 
-    async def _send(self, method: str, url: str, request: dict[str, Any]) -> httpx.Response:
+    async def _send(
+        self, method: str, url: str, request: dict[str, Any]
+    ) -> tuple[int, dict[str, str], bytes]:
         try:
-            await self.egress.check(url)
+            destination = await self.egress.resolve(url)
+            timeout = float(request.get("timeout") or 60)
         except EgressRefused as exc:
             raise errors.permanent(str(exc), "EgressRefused") from None
+        except (TypeError, ValueError):
+            raise errors.permanent(
+                f"timeout must be a number of seconds, not {request.get('timeout')!r}", "BadToolCall"
+            ) from None
+        pinned, headers, extensions = _pinned(url, destination, request.get("headers") or {})
         try:
-            return await self.client.request(
+            async with self.client.stream(
                 method,
-                url,
-                headers=request.get("headers"),
+                pinned,
+                headers=headers,
                 params=request.get("params"),
                 json=request.get("json"),
                 content=request.get("content"),
                 data=request.get("data"),
-                timeout=float(request.get("timeout") or 60),
+                timeout=timeout,
                 follow_redirects=False,
-            )
-        except httpx.InvalidURL as exc:
+                extensions=extensions,
+            ) as response:
+                body = await _read_capped(response)
+                return response.status_code, dict(response.headers), body
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
             raise errors.permanent(f"bad URL {url!r}: {exc}", "BadToolCall") from None
+
+
+def _pinned(url: str, destination: Destination, headers: dict[str, str]) -> tuple[str, dict[str, str], dict]:
+    """`url` aimed at the checked address, with the original host in Host (and in TLS, for https)."""
+    parts = urlsplit(url)
+    address = f"[{destination.address}]" if ":" in destination.address else destination.address
+    default_port = 443 if destination.scheme == "https" else 80
+    netloc = address if destination.port == default_port else f"{address}:{destination.port}"
+    host_header = (
+        destination.host if destination.port == default_port else f"{destination.host}:{destination.port}"
+    )
+    headers = {**{k: v for k, v in headers.items() if k.lower() != "host"}, "Host": host_header}
+    extensions = {"sni_hostname": destination.host} if destination.scheme == "https" else {}
+    return urlunsplit(parts._replace(netloc=netloc)), headers, extensions
+
+
+def _for_redirect(request: dict[str, Any], old: str, new: str, status: int, method: str) -> dict[str, Any]:
+    """The request for the next hop: no credentials across origins; a GET carries no body."""
+    following = {**request, "params": None}
+    if _origin(old) != _origin(new):
+        following["headers"] = {
+            k: v for k, v in (request.get("headers") or {}).items() if k.lower() not in CREDENTIAL_HEADERS
+        }
+    if status == 303 or (status in (301, 302) and method == "POST"):
+        following.update(json=None, content=None, data=None)
+    return following
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme, (parts.hostname or "").lower(), parts.port
+
+
+async def _read_capped(response: httpx.Response) -> bytes:
+    chunks, size = [], 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > MAX_RESPONSE_BYTES:
+            raise errors.permanent(
+                f"the response is larger than {MAX_RESPONSE_BYTES} bytes", "ResponseTooLarge"
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _result(status: int, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    # `body` is already decompressed: keep the charset, drop what describes the wire encoding.
+    plain = {k: v for k, v in headers.items() if k.lower() not in ("content-encoding", "content-length")}
+    response = httpx.Response(status, headers=plain, content=body)
+    try:
+        parsed = response.json()
+    except ValueError:
+        parsed = None
+    return {"status_code": status, "headers": headers, "content": response.text, "json": parsed}

@@ -44,7 +44,7 @@ async def run_stack(
     from worker import build_worker
 
     pool = await connect_pool(options.database_url, max_size=20)
-    http = httpx.AsyncClient()
+    http = httpx.AsyncClient(trust_env=False)  # no proxies from the environment: egress is checked here
     try:
         await migrate(pool)
         store = Store(pool)
