@@ -148,12 +148,18 @@ async def _launch(
 async def resume_execution(
     store: Store, temporal: Client, developer: str, execution: dict[str, Any], value: Any
 ) -> None:
+    """Answer the oldest unanswered wait; the workflow drops a resume for a wait that is no longer open."""
     if execution["status"] != "awaiting_input":
         raise ApiError(409, f"execution {execution['id']} is {execution['status']}, not awaiting_input")
     if check_storable(value, "input") > MAX_INPUT_BYTES:
         raise ApiError(413, f"resume input is over {MAX_INPUT_BYTES} bytes")
+    wait_seq = await store.open_wait(developer, execution["id"])
+    if wait_seq is None:
+        raise ApiError(409, f"execution {execution['id']} is not waiting for input")
     try:
-        await _handle(temporal, execution).signal(TaskExecutionWorkflow.resume, value)
+        await _handle(temporal, execution).signal(
+            TaskExecutionWorkflow.resume, {"wait_seq": wait_seq, "input": value}
+        )
     except RPCError as exc:
         raise ApiError(409, f"execution {execution['id']} cannot be resumed: {exc.message}") from None
 

@@ -271,6 +271,20 @@ class Store:
         )
         return result != "UPDATE 0"
 
+    async def open_wait(self, developer_id: str, execution_id: str) -> int | None:
+        """The seq of the oldest `wait` transition that no `resume` answered yet."""
+        return await self.pool.fetchval(
+            """
+            SELECT w.seq FROM transitions w
+            WHERE w.developer_id = $1 AND w.execution_id = $2 AND w.type = 'wait'
+              AND NOT EXISTS (SELECT 1 FROM transitions r WHERE r.execution_id = w.execution_id
+                              AND r.type = 'resume' AND (r.metadata->>'wait_seq')::int = w.seq)
+            ORDER BY w.seq LIMIT 1
+            """,
+            developer_id,
+            execution_id,
+        )
+
     async def note_cancel_reason(self, developer_id: str, execution_id: str, reason: str) -> None:
         """Keep the reason a client gave for cancelling (as the execution's error text)."""
         await self.pool.execute(

@@ -90,3 +90,35 @@ async def test_thirty_day_sleep_finishes_in_seconds(postgres_url, time_skipping_
             assert kinds == ["init", "step", "step", "step", "finish"]
     finally:
         await asyncio.to_thread(stack.stop)
+
+
+async def test_a_duplicate_resume_never_answers_the_next_question(api):
+    task = await create_task(
+        api,
+        (await create_agent(api))["id"],
+        {
+            "name": "two questions",
+            "main": [
+                {"wait_for_input": {"info": {"q": "$ 'first'"}}},
+                {"sleep": {"seconds": 1}},
+                {"wait_for_input": {"info": {"q": "$ 'second'"}}},
+                {"return": {"first": "$ steps[0].output", "second": "$ _"}},
+            ],
+        },
+    )
+    execution = await start(api, task["id"])
+    await wait_for_status(api, execution["id"], {"awaiting_input"})
+    body = {"status": "running", "input": "answer to first"}
+    first, duplicate = await asyncio.gather(
+        api.put(f"/executions/{execution['id']}", json=body),
+        api.put(f"/executions/{execution['id']}", json=body),
+    )
+    assert first.status_code in (200, 409) and duplicate.status_code in (200, 409)
+    await asyncio.sleep(2)  # past the sleep: the second question is asked
+    waiting = await wait_for_status(api, execution["id"], {"awaiting_input"})
+    rows = await transitions(api, execution["id"])
+    assert [r["output"]["info"]["q"] for r in rows if r["type"] == "wait"] == ["first", "second"]
+    assert sum(r["type"] == "resume" for r in rows) == 1  # the duplicate answered nothing
+    await api.put(f"/executions/{waiting['id']}", json={"status": "running", "input": "answer to second"})
+    done = await wait_for_status(api, execution["id"])
+    assert done["output"] == {"first": "answer to first", "second": "answer to second"}

@@ -122,7 +122,7 @@ async def test_wait_for_input_timeout(api, wait, status, output):
     if output is not None:
         assert execution["output"] == output
         assert [r["type"] for r in rows] == ["init", "wait", "resume", "step", "finish"]
-        assert rows[2]["metadata"] == {"timed_out": True}
+        assert rows[2]["metadata"] == {"timed_out": True, "wait_seq": 2}
     else:
         assert "no input within 0.5 seconds" in execution["error"]
 

@@ -2,29 +2,28 @@
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Any
 
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from workflows.interpreter import ExecutionParams, Interpreter, StepFailed
+from workflows.interpreter import ExecutionParams, Inbox, Interpreter, StepFailed
 
 
 @workflow.defn(name="TaskExecutionWorkflow")
 class TaskExecutionWorkflow:
     def __init__(self) -> None:
-        self._resume_inputs: deque[Any] = deque()
+        self._inbox = Inbox()
 
     @workflow.signal
-    def resume(self, payload: Any) -> None:
-        """PUT /executions/{id} with status `running`: the input becomes the waiting step's output."""
-        self._resume_inputs.append(payload)
+    def resume(self, payload: dict[str, Any]) -> None:
+        """PUT /executions/{id} with status `running`: `input` becomes the output of wait `wait_seq`."""
+        self._inbox.deliver(payload.get("wait_seq"), payload.get("input"))
 
     @workflow.run
     async def run(self, params: ExecutionParams) -> Any:
         try:
-            return await Interpreter(params, self._resume_inputs).run()
+            return await Interpreter(params, self._inbox).run()
         except StepFailed as exc:
             # The error transition is already written; failing the workflow shows it in the Temporal UI too.
             raise ApplicationError(str(exc), type="StepFailed", non_retryable=True) from None

@@ -9,7 +9,6 @@ to a TransitionLog, which is flushed in one local activity before the workflow b
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
@@ -84,6 +83,36 @@ class Frame:
         return cls(data["name"], data["scope_id"], data["inputs"], root=True)
 
 
+class Inbox:
+    """Resume inputs, each addressed to an open wait by the seq of that wait's `wait` transition."""
+
+    def __init__(self) -> None:
+        self.open: set[int] = set()
+        self.answers: dict[int, Any] = {}
+        self.answered_at: dict[int, int] = {}  # wait seq -> the newest wait seq open when it was answered
+        self.newest = 0
+
+    def opened(self, wait_seq: int) -> None:
+        self.open.add(wait_seq)
+        self.newest = max(self.newest, wait_seq)
+
+    def deliver(self, wait_seq: Any, value: Any) -> bool:
+        """Give `value` to wait `wait_seq` if it is open and unanswered.
+
+        A resume for a wait that was just answered goes to the oldest other wait that was already open
+        then (map items waiting side by side, which a client cannot tell apart); one for a question that
+        came later, or for nothing, is dropped, so a duplicate click never answers a new question."""
+        unanswered = sorted(self.open - self.answers.keys())
+        if wait_seq not in unanswered:
+            overlapping = [seq for seq in unanswered if seq <= self.answered_at.get(wait_seq, 0)]
+            if not overlapping:
+                return False
+            wait_seq = overlapping[0]
+        self.answers[wait_seq] = value
+        self.answered_at[wait_seq] = self.newest
+        return True
+
+
 @dataclass
 class ResumePoint:
     """Where a continued-as-new execution picks up: the root frame, its next step, and all shared state."""
@@ -93,7 +122,6 @@ class ResumePoint:
     seq: int
     state: dict[str, Any]
     labels: dict[str, Any]
-    resume_inputs: list[Any]
 
 
 class StepsView:
@@ -117,9 +145,9 @@ class StepsView:
 
 
 class Interpreter:
-    """Runs one execution's task; `resume_inputs` is the workflow object's queue of resume inputs."""
+    """Runs one execution's task; `inbox` receives the resume inputs the workflow's signal delivers."""
 
-    def __init__(self, params: ExecutionParams, resume_inputs: deque[Any]):
+    def __init__(self, params: ExecutionParams, inbox: Inbox):
         self.params = params
         self.task = lang.TaskSpec.model_validate(params.task)
         self.values = ValueEvaluator(params.dialect, workflow.random(), workflow.now)  # type: ignore[arg-type]
@@ -127,7 +155,7 @@ class Interpreter:
         self.tools = {t["name"]: t for t in params.tools}
         self.state: dict[str, Any] = {}
         self.labels: dict[str, dict[str, Any]] = {}
-        self.resume_inputs = resume_inputs
+        self.inbox = inbox
         self.depth = 0  # nested (non-tail) yields
         self.root: Frame  # main's frame, or what replaced it through tail yields (set by _start)
 
@@ -155,7 +183,6 @@ class Interpreter:
             self.log.add("init", self.params.input, self.root.position())
             return self.root, 0
         self.log.seq, self.state, self.labels = resume.seq, resume.state, resume.labels
-        self.resume_inputs.extendleft(reversed(resume.resume_inputs))  # before any signal sent since
         self.root = Frame.restore(resume.frame)
         return self.root, resume.index
 
@@ -233,7 +260,6 @@ class Interpreter:
             seq=self.log.seq,
             state=self.state,
             labels=self.labels,
-            resume_inputs=list(self.resume_inputs),
         )
         workflow.continue_as_new(replace(self.params, resume=resume))
 
@@ -431,15 +457,16 @@ class Interpreter:
     ) -> Any:
         """Park the execution in `awaiting_input` until PUT /executions/{id} resumes it (or `timeout` passes).
 
-        Several waits may be open at once (map items, parallel branches); each resume input goes to the
-        longest-waiting one, so every waiter re-checks the queue after it wakes."""
+        The resume names this wait by the seq of its `wait` transition, so a duplicate or late resume can
+        never answer a different question; several waits may be open at once (map items, branches)."""
         self.log.open_waits += 1
         self.log.add("wait", output, position, metadata=metadata)
+        wait_seq = self.log.seq
+        self.inbox.opened(wait_seq)
         await self.log.flush()
         try:
-            while not self.resume_inputs:
-                await workflow.wait_condition(lambda: bool(self.resume_inputs), timeout=timeout)
-            received = self.resume_inputs.popleft()
+            await workflow.wait_condition(lambda: wait_seq in self.inbox.answers, timeout=timeout)
+            received = self.inbox.answers.pop(wait_seq)
         except TimeoutError:
             if on_timeout is None or on_timeout.on_timeout == "fail":
                 raise StepFailed(
@@ -449,7 +476,8 @@ class Interpreter:
             metadata = {**(metadata or {}), "timed_out": True}
         finally:
             self.log.open_waits -= 1
-        self.log.add("resume", received, position, metadata=metadata)
+            self.inbox.open.discard(wait_seq)
+        self.log.add("resume", received, position, metadata={**(metadata or {}), "wait_seq": wait_seq})
         return received
 
     async def _yield(
