@@ -12,6 +12,7 @@ import uvicorn
 
 from api.app import create_app
 from mint.db import connect_pool, migrate
+from mint.reconciler import Reconciler, ReconcilerSettings
 from mint.settings import Settings
 from mint.store import Store
 from mint.temporal import connect_from_settings
@@ -23,6 +24,12 @@ class _Server(uvicorn.Server):
     @contextlib.contextmanager
     def capture_signals(self) -> Iterator[None]:
         yield
+
+
+async def _cancel(task: asyncio.Task) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 @dataclass
@@ -55,6 +62,10 @@ async def run_stack(
             if options.run_worker:
                 worker = build_worker(temporal, pool, http, settings.egress_allow, settings.task_queue)
                 await parts.enter_async_context(worker)
+                reconciler = Reconciler(
+                    store, temporal, ReconcilerSettings(settings.reconcile_interval, settings.reconcile_quiet)
+                )
+                parts.push_async_callback(_cancel, asyncio.create_task(reconciler.run_forever()))
             server = None
             if options.run_api:
                 config = uvicorn.Config(

@@ -14,6 +14,8 @@ from typing import Any
 
 import asyncpg
 
+from workflows.transitions import TERMINAL_STATUSES, check_sequence
+
 
 class Conflict(Exception):
     """A write collided with an existing row: a taken id, or a name that must be unique."""
@@ -284,6 +286,70 @@ class Store:
             developer_id,
             execution_id,
         )
+
+    # The reconciler, across developers: it ends executions, it never reads their data -----------------
+
+    async def claim_quiet_executions(self, quiet_seconds: float, limit: int) -> list[dict[str, Any]]:
+        """Live executions unchanged for `quiet_seconds`, least recently checked first, claimed for a check
+        (SKIP LOCKED and the timestamp keep several workers from checking the same ones)."""
+        rows = await self.pool.fetch(
+            """
+            UPDATE executions SET reconciled_at = now() WHERE id IN (
+                SELECT id FROM executions
+                WHERE status IN ('queued', 'starting', 'running', 'awaiting_input')
+                  AND updated_at < now() - make_interval(secs => $1)
+                  AND (reconciled_at IS NULL OR reconciled_at < now() - make_interval(secs => $1))
+                ORDER BY reconciled_at NULLS FIRST LIMIT $2 FOR UPDATE SKIP LOCKED)
+            RETURNING id, developer_id, status
+            """,
+            quiet_seconds,
+            limit,
+        )
+        return [record(r) for r in rows]  # type: ignore[misc]
+
+    async def end_execution(
+        self, developer_id: str, execution_id: str, kind: str, status: str, error: str | None
+    ) -> bool:
+        """Append the final transition of an execution whose workflow cannot (it is closed or never ran)."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            row = await conn.fetchrow(
+                "SELECT status, last_seq, last_transition_type FROM executions "
+                "WHERE developer_id = $1 AND id = $2 FOR UPDATE",
+                developer_id,
+                execution_id,
+            )
+            if row is None or row["status"] in TERMINAL_STATUSES:
+                return False
+            if row["last_seq"]:  # it has transitions: the ending one follows them, checked like any other
+                check_sequence(row["last_transition_type"], [kind])
+                current = await conn.fetchval(
+                    "SELECT current FROM transitions WHERE execution_id = $1 AND seq = $2",
+                    execution_id,
+                    row["last_seq"],
+                )
+                await conn.execute(
+                    "INSERT INTO transitions (id, execution_id, developer_id, seq, type, output, current) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    new_id(),
+                    execution_id,
+                    developer_id,
+                    row["last_seq"] + 1,
+                    kind,
+                    {"error": error} if error else None,
+                    current,
+                )
+            await conn.execute(
+                "UPDATE executions SET status = $3, error = COALESCE($4, error), updated_at = now(), "
+                "last_seq = last_seq + $5, last_transition_type = COALESCE($6, last_transition_type), "
+                "transition_count = transition_count + $5 WHERE developer_id = $1 AND id = $2",
+                developer_id,
+                execution_id,
+                status,
+                error,
+                1 if row["last_seq"] else 0,
+                kind if row["last_seq"] else None,
+            )
+        return True
 
     async def note_cancel_reason(self, developer_id: str, execution_id: str, reason: str) -> None:
         """Keep the reason a client gave for cancelling (as the execution's error text)."""

@@ -6,6 +6,7 @@ import asyncio
 import socket
 import threading
 from dataclasses import replace
+from typing import Any
 
 from mint.settings import Settings
 from mint.stack import StackOptions, run_stack
@@ -25,19 +26,13 @@ class BackgroundStack:
         database_url: str,
         temporal_address: str,
         *,
-        task_queue: str = "mint-tasks",
-        egress_allow: tuple[str, ...] = ("127.0.0.1", "localhost"),
         run_worker: bool = True,
         run_api: bool = True,
-        max_history_events: int = 10_000,
+        **settings: Any,
     ):
-        self.settings = replace(
-            Settings(),
-            api_port=free_port(),
-            task_queue=task_queue,
-            egress_allow=egress_allow,
-            max_history_events=max_history_events,
-        )
+        """`settings` override Settings fields (task_queue, max_history_events, reconcile_interval, ...)."""
+        settings.setdefault("egress_allow", ("127.0.0.1", "localhost"))
+        self.settings = replace(Settings(), api_port=free_port(), **settings)
         self.options = StackOptions(database_url, temporal_address, run_api=run_api, run_worker=run_worker)
         self.url = f"http://127.0.0.1:{self.settings.api_port}"
         self._loop: asyncio.AbstractEventLoop | None = None
