@@ -24,7 +24,21 @@ from workflows.transitions import Position, TransitionBatch
 from workflows.values import ValueEvaluator
 
 MAX_YIELD_DEPTH = 200
+# History events one call (a flush marker, the activity, its workflow task) adds, and the share of a history
+# a single fan-out may use (continue-as-new happens only between top-level steps).
+EVENTS_PER_CALL = 7
+MAX_FAN_OUT_EVENTS = 40_000
 CALL_API = "call_api"
+
+
+BLOCKING_STEPS = (
+    lang.ToolCallStep,
+    lang.PromptStep,
+    lang.SearchStep,
+    lang.WaitForInputStep,
+    lang.SleepStep,
+    lang.YieldStep,
+)
 
 
 class StepFailed(Exception):
@@ -394,7 +408,7 @@ class Interpreter:
     async def _foreach(
         self, step: lang.ForeachStep, value: Any, names: dict[str, Any], frame: Frame, here: str
     ) -> list[Any]:
-        items = self._items(step.foreach.in_, names, f"{here}.foreach.in")
+        items = self._items(step.foreach.in_, names, f"{here}.foreach.in", step.foreach.do)
         results = []
         for i, item in enumerate(items):
             results.append(
@@ -405,7 +419,7 @@ class Interpreter:
     async def _map_reduce(
         self, step: lang.MapReduceStep, names: dict[str, Any], frame: Frame, here: str
     ) -> Any:
-        items = self._items(step.over, names, f"{here}.over")
+        items = self._items(step.over, names, f"{here}.over", step.map)
         window = asyncio.Semaphore(step.parallelism or 100)
 
         async def one(i: int, item: Any) -> Any:
@@ -420,10 +434,18 @@ class Interpreter:
             accumulated = self.values.expression(step.reduce, {**names, "results": accumulated, "_": result})
         return accumulated
 
-    def _items(self, raw: Any, names: dict[str, Any], where: str) -> list[Any]:
+    def _items(self, raw: Any, names: dict[str, Any], where: str, body: list[Any]) -> list[Any]:
         items = self.values.expression(raw, names) if isinstance(raw, str) else raw
         if not isinstance(items, list):
             raise StepFailed(f"{where}: expected a list to iterate over, got {type(items).__name__}")
+        # Each call, wait or timer in the body adds history events; one history holds about 51,200.
+        calls = sum(isinstance(s, BLOCKING_STEPS) for _, s in lang.walk_steps(body, ""))
+        if calls and len(items) * calls * EVENTS_PER_CALL > MAX_FAN_OUT_EVENTS:
+            fits = MAX_FAN_OUT_EVENTS // (EVENTS_PER_CALL * calls)
+            raise StepFailed(
+                f"{where}: {len(items)} items with {calls} call(s) each would outgrow one Temporal history "
+                f"(about {fits} items fit); split the list across steps or executions"
+            )
         return items
 
     async def _sleep(self, step: lang.SleepStep, value: Any, names: dict[str, Any]) -> Any:
