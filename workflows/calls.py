@@ -13,6 +13,8 @@ from workflows.values import ValueEvaluator
 # Built-in defaults; a task's `defaults` and a step's own `timeout`/`retry` override them, field by field.
 DEFAULT_TIMEOUT_SECONDS = 60.0
 DEFAULT_RETRY = lang.RetrySpec(max_attempts=5, initial_interval=1.0, backoff=2.0, max_interval=60.0)
+# Activities heartbeat every 2 s: a worker that dies mid-call is noticed after this long, and the call retried.
+HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 
 
 def call_options(

@@ -17,7 +17,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows import language as lang
-from workflows.calls import api_request, call_options
+from workflows.calls import HEARTBEAT_TIMEOUT, api_request, call_options
 from workflows.expressions import ExpressionError
 from workflows.transition_log import MARK_FAILED, WRITE_RETRY, TransitionLog, UnrecordableValue
 from workflows.transitions import Position, TransitionBatch
@@ -546,7 +546,11 @@ class Interpreter:
         timeout, retry = call_options(step, self.task.defaults, float(request.get("timeout") or 0))
         await self.log.flush()
         return await workflow.execute_activity(
-            CALL_API, request, start_to_close_timeout=timeout, retry_policy=retry
+            CALL_API,
+            request,
+            start_to_close_timeout=timeout,
+            retry_policy=retry,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
         )
 
 
