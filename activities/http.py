@@ -29,9 +29,10 @@ class HttpActivities:
 
     @activity.defn(name=CALL_API)
     async def call_api(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Returns {status_code, headers, content, json}; network errors and 5xx/429 retry via Temporal."""
+        """Returns {response: {status_code, headers, content, json}, attempt}; network errors and 5xx/429
+        retry via Temporal."""
         async with heartbeating():
-            return await self._call(request)
+            return {"response": await self._call(request), "attempt": activity.info().attempt}
 
     async def _call(self, request: dict[str, Any]) -> dict[str, Any]:
         url = str(request.get("url", ""))

@@ -14,11 +14,13 @@ class Flaky:
 
     def __init__(self, failures: int = 0, delay: float = 0.0):
         self.failures, self.delay, self.calls = failures, delay, 0
+        self.keys: list[str | None] = []
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 - http.server's naming
                 owner.calls += 1
+                owner.keys.append(self.headers.get("Idempotency-Key"))
                 time.sleep(owner.delay)
                 status = 500 if owner.calls <= owner.failures else 404 if self.path == "/missing" else 200
                 body = b'{"ok": true}'
@@ -66,9 +68,11 @@ def _task(url: str, step_extra: dict | None = None, defaults: dict | None = None
 async def test_a_step_retries_until_the_server_recovers(api, flaky):
     server = flaky(failures=2)
     retry = {"max_attempts": 3, "initial_interval": 0.05, "backoff": 1}
-    execution, _ = await run_task(api, _task(server.url, {"retry": retry}))
+    execution, rows = await run_task(api, _task(server.url, {"retry": retry}))
     assert execution["status"] == "succeeded", execution
     assert execution["output"]["json"] == {"ok": True} and server.calls == 3
+    assert rows[1]["type"] == "step" and rows[1]["metadata"] == {"attempts": 3}
+    assert len(set(server.keys)) == 1 and server.keys[0]  # one idempotency key across the attempts
 
 
 async def test_a_step_gives_up_after_max_attempts(api, flaky):

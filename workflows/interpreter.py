@@ -299,6 +299,8 @@ class Interpreter:
         self.values.budget.start_step()
         try:
             output = await self._execute(step, value, names, frame, position, metadata)
+            if isinstance(output, CallResult):  # a call: its attempts go on the step's transition
+                output, metadata = output.output, {**(metadata or {}), "attempts": output.attempts}
         except _Return as returned:
             self.log.add("step", returned.value, position, None, getattr(step, "label", None), metadata)
             raise
@@ -539,19 +541,38 @@ class Interpreter:
             return await self._api_call(step, tool, arguments)
         raise StepFailed(f"{tool['type']} tools cannot run yet in this Mint build (tool {tool['name']!r})")
 
-    async def _api_call(self, step: lang.ToolCallStep, tool: dict[str, Any], arguments: Any) -> Any:
+    async def _api_call(self, step: lang.ToolCallStep, tool: dict[str, Any], arguments: Any) -> CallResult:
         if not isinstance(arguments, dict):
             raise StepFailed(f"arguments for api_call tool {tool['name']!r} must be a mapping")
         request = api_request(tool["api_call"], arguments, self.values)
-        timeout, retry = call_options(step, self.task.defaults, float(request.get("timeout") or 0))
+        try:
+            http_timeout = float(request.get("timeout") or 0)
+        except (TypeError, ValueError):
+            raise StepFailed(
+                f"api_call timeout must be a number of seconds, not {request['timeout']!r}"
+            ) from None
+        # The same key on every attempt (retries reuse the activity's input) lets the server drop repeats.
+        headers = request.get("headers") or {}
+        if not any(k.lower() == "idempotency-key" for k in headers):
+            request["headers"] = {**headers, "Idempotency-Key": str(workflow.uuid4())}
+        timeout, retry = call_options(step, self.task.defaults, http_timeout)
         await self.log.flush()
-        return await workflow.execute_activity(
+        answer = await workflow.execute_activity(
             CALL_API,
             request,
             start_to_close_timeout=timeout,
             retry_policy=retry,
             heartbeat_timeout=HEARTBEAT_TIMEOUT,
         )
+        return CallResult(answer["response"], answer["attempt"])
+
+
+@dataclass
+class CallResult:
+    """A call's output and how many attempts it took (recorded in its step transition's metadata)."""
+
+    output: Any
+    attempts: int
 
 
 def failure_message(exc: Exception) -> str:
