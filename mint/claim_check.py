@@ -63,6 +63,8 @@ class ClaimCheckCodec(PayloadCodec):
             self._cache.popitem(last=False)
 
 
-def data_converter(pool: asyncpg.Pool) -> temporalio.converter.DataConverter:
+def data_converter(
+    pool: asyncpg.Pool, threshold: int = THRESHOLD_BYTES
+) -> temporalio.converter.DataConverter:
     """Mint's data converter: the SDK's JSON conversion, with large payloads claim-checked into `pool`."""
-    return dataclasses.replace(temporalio.converter.default(), payload_codec=ClaimCheckCodec(pool))
+    return dataclasses.replace(temporalio.converter.default(), payload_codec=ClaimCheckCodec(pool, threshold))

@@ -19,6 +19,8 @@ class Settings:
     task_queue: str = "mint-tasks"
     # Executions continue as new past this many Temporal history events (Temporal stops at 51,200).
     max_history_events: int = 10_000
+    # Temporal payloads larger than this are stored in Postgres and travel as references (claim check).
+    claim_check_bytes: int = 64 * 1024
     # The reconciler: how often it runs, and how long an execution must be quiet before it is checked.
     reconcile_interval: float = 30.0
     reconcile_quiet: float = 120.0
@@ -37,6 +39,7 @@ class Settings:
             egress_allow=tuple(h.strip() for h in env.get("MINT_EGRESS_ALLOW", "").split(",") if h.strip()),
             task_queue=env.get("MINT_TASK_QUEUE", "mint-tasks"),
             max_history_events=int(env.get("MINT_MAX_HISTORY_EVENTS", "10000")),
+            claim_check_bytes=int(env.get("MINT_CLAIM_CHECK_BYTES", str(64 * 1024))),
             reconcile_interval=float(env.get("MINT_RECONCILE_INTERVAL", "30")),
             reconcile_quiet=float(env.get("MINT_RECONCILE_QUIET", "120")),
         )

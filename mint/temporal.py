@@ -5,16 +5,21 @@ from __future__ import annotations
 import asyncpg
 from temporalio.client import Client
 
-from mint.claim_check import data_converter
+from mint.claim_check import THRESHOLD_BYTES, data_converter
 from mint.settings import Settings
 
 
 async def connect_temporal(
-    address: str, pool: asyncpg.Pool, namespace: str = "default", api_key: str | None = None
+    address: str,
+    pool: asyncpg.Pool,
+    namespace: str = "default",
+    api_key: str | None = None,
+    claim_check_bytes: int = THRESHOLD_BYTES,
 ) -> Client:
     """Connect with Mint's data converter (JSON, large payloads claim-checked into Postgres)."""
+    converter = data_converter(pool, claim_check_bytes)
     return await Client.connect(
-        address, namespace=namespace, api_key=api_key, tls=bool(api_key), data_converter=data_converter(pool)
+        address, namespace=namespace, api_key=api_key, tls=bool(api_key), data_converter=converter
     )
 
 
@@ -24,4 +29,5 @@ async def connect_from_settings(settings: Settings, pool: asyncpg.Pool, address:
         pool,
         settings.temporal_namespace,
         settings.temporal_api_key,
+        settings.claim_check_bytes,
     )

@@ -556,7 +556,7 @@ class Interpreter:
         if not any(k.lower() == "idempotency-key" for k in headers):
             request["headers"] = {**headers, "Idempotency-Key": str(workflow.uuid4())}
         timeout, retry = call_options(step, self.task.defaults, http_timeout)
-        await self.log.flush()
+        self.log.submit()  # the transitions so far are written while the call runs
         answer = await workflow.execute_activity(
             CALL_API,
             request,

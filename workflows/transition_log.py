@@ -68,6 +68,7 @@ class TransitionLog:
         self.seq = 0
         self.open_waits = 0
         self._lock = asyncio.Lock()
+        self._writer: asyncio.Future[None] | None = None
 
     def add(
         self,
@@ -104,21 +105,44 @@ class TransitionLog:
     def full(self) -> bool:
         return len(self.pending) >= MAX_BATCH_TRANSITIONS or self.pending_bytes >= MAX_BATCH_BYTES
 
+    def submit(self) -> None:
+        """Start writing what is pending without waiting for it (before an activity, which then runs
+        alongside the write); one writer at a time keeps batches in sequence order."""
+        if self.pending and (self._writer is None or self._writer.done()):
+            if self._writer is not None and not self._writer.cancelled() and self._writer.exception():
+                return  # leave the failure for flush() to raise
+            self._writer = asyncio.ensure_future(self._drain(None, None, None, once=True))
+
     async def flush(self, status: str | None = None, output: Any = None, error: str | None = None) -> None:
-        """Write everything pending (one local activity); a no-op when nothing is pending."""
+        """Write everything pending and wait for it (one local activity per batch); raises what a
+        background write raised."""
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            (outcome,) = await asyncio.gather(writer, return_exceptions=True)
+            if isinstance(outcome, Exception):
+                raise outcome
+        await self._drain(status, output, error)
+
+    async def _drain(self, status: str | None, output: Any, error: str | None, once: bool = False) -> None:
+        # A background write (`once`) takes one batch; transitions added meanwhile wait for the next write,
+        # so a final status is only ever written by flush() with the final transition in its batch.
         async with self._lock:
-            if not self.pending:
-                return
-            batch, self.pending, self.pending_bytes = self.pending, [], 0
-            status = status or ("awaiting_input" if self.open_waits else "running")
-            try:
-                await workflow.execute_local_activity(
-                    WRITE_TRANSITIONS,
-                    TransitionBatch(self.execution_id, self.developer_id, batch, status, output, error),
-                    start_to_close_timeout=timedelta(seconds=30),
-                    retry_policy=WRITE_RETRY,
-                )
-            except asyncio.CancelledError:
-                # Cancelled mid-write: keep the batch so the final flush writes it (writes are idempotent).
-                self.pending = batch + self.pending
-                raise
+            while self.pending:
+                batch, self.pending, self.pending_bytes = self.pending, [], 0
+                current = status or ("awaiting_input" if self.open_waits else "running")
+                await self._write(batch, current, output, error)
+                if once:
+                    return
+
+    async def _write(self, batch: list[dict[str, Any]], status: str, output: Any, error: str | None) -> None:
+        try:
+            await workflow.execute_local_activity(
+                WRITE_TRANSITIONS,
+                TransitionBatch(self.execution_id, self.developer_id, batch, status, output, error),
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=WRITE_RETRY,
+            )
+        except asyncio.CancelledError:
+            # Cancelled mid-write: keep the batch so the final flush writes it (writes are idempotent).
+            self.pending = batch + self.pending
+            raise
