@@ -26,7 +26,7 @@ from workflows.values import ValueEvaluator
 MAX_YIELD_DEPTH = 200
 # History events one call (a flush marker, the activity, its workflow task) adds, and the share of a history
 # a single fan-out may use (continue-as-new happens only between top-level steps).
-EVENTS_PER_CALL = 7
+EVENTS_PER_CALL = 10
 MAX_FAN_OUT_EVENTS = 40_000
 CALL_API = "call_api"
 

@@ -111,7 +111,7 @@ class TransitionLog:
         if self.pending and (self._writer is None or self._writer.done()):
             if self._writer is not None and not self._writer.cancelled() and self._writer.exception():
                 return  # leave the failure for flush() to raise
-            self._writer = asyncio.ensure_future(self._drain(None, None, None, once=True))
+            self._writer = asyncio.ensure_future(self._drain(None, None, None, once=True, background=True))
 
     async def flush(self, status: str | None = None, output: Any = None, error: str | None = None) -> None:
         """Write everything pending and wait for it (one local activity per batch); raises what a
@@ -123,22 +123,35 @@ class TransitionLog:
                 raise outcome
         await self._drain(status, output, error)
 
-    async def _drain(self, status: str | None, output: Any, error: str | None, once: bool = False) -> None:
+    async def _drain(
+        self, status: str | None, output: Any, error: str | None, once: bool = False, background: bool = False
+    ) -> None:
         # A background write (`once`) takes one batch; transitions added meanwhile wait for the next write,
         # so a final status is only ever written by flush() with the final transition in its batch.
         async with self._lock:
             while self.pending:
                 batch, self.pending, self.pending_bytes = self.pending, [], 0
                 current = status or ("awaiting_input" if self.open_waits else "running")
-                await self._write(batch, current, output, error)
+                await self._write(batch, current, output, error, background)
                 if once:
                     return
 
-    async def _write(self, batch: list[dict[str, Any]], status: str, output: Any, error: str | None) -> None:
+    async def _write(
+        self,
+        batch: list[dict[str, Any]],
+        status: str,
+        output: Any,
+        error: str | None,
+        background: bool = False,
+    ) -> None:
+        """One batch, in one activity: local when the workflow waits for it anyway, regular in the
+        background, so that it runs beside the call that follows instead of holding its workflow task."""
+        arguments = TransitionBatch(self.execution_id, self.developer_id, batch, status, output, error)
+        run = workflow.execute_activity if background else workflow.execute_local_activity
         try:
-            await workflow.execute_local_activity(
+            await run(
                 WRITE_TRANSITIONS,
-                TransitionBatch(self.execution_id, self.developer_id, batch, status, output, error),
+                arguments,
                 start_to_close_timeout=timedelta(seconds=30),
                 retry_policy=WRITE_RETRY,
             )
