@@ -9,37 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import statistics
-import tempfile
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import httpx
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from bench.floor_workflows import ActivityWorkflow, EmptyWorkflow, noop
-from mint import services
-from mint.db import connect_pool, migrate
-from mint.store import Store
-from tests.stack import BackgroundStack
+from tests.local_http import LocalServer
+from tests.stack import LocalMint
 
 RUNS = 7
-
-
-class _Echo(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        body = b'{"ok": true}'
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
 
 
 async def _median_ms(make, runs: int = RUNS) -> float:
@@ -91,7 +72,7 @@ async def _run_execution(api: httpx.AsyncClient, task_id: str) -> None:
         await asyncio.sleep(0.002)
 
 
-async def measure_mint(api: httpx.AsyncClient, http_port: int) -> dict[str, float]:
+async def measure_mint(api: httpx.AsyncClient, url: str) -> dict[str, float]:
     agent = (await api.post("/agents", json={"name": "bench"})).json()
 
     async def task(doc: dict) -> str:
@@ -104,7 +85,7 @@ async def measure_mint(api: httpx.AsyncClient, http_port: int) -> dict[str, floa
     tool = {
         "name": "echo",
         "type": "api_call",
-        "api_call": {"method": "GET", "url": f"http://127.0.0.1:{http_port}/"},
+        "api_call": {"method": "GET", "url": url},
     }
     calls = await task({"name": "calls", "tools": [tool], "main": [{"tool": "echo", "arguments": {}}] * 20})
     await _run_execution(api, one)  # warm up
@@ -119,28 +100,15 @@ async def measure_mint(api: httpx.AsyncClient, http_port: int) -> dict[str, floa
 
 
 async def main() -> None:
-    folder = Path(tempfile.mkdtemp(prefix="mint-bench-"))
-    server = services.start_postgres(folder)
-    url = services.postgres_url(server)
-    pool = await connect_pool(url)
-    await migrate(pool)
-    _, key = await Store(pool).create_developer("bench")
-    http_server = ThreadingHTTPServer(("127.0.0.1", 0), _Echo)
-    threading.Thread(target=http_server.serve_forever, daemon=True).start()
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=services.find_binary("temporal"), ui=False
-    )
-    stack = await asyncio.to_thread(BackgroundStack(url, env.client.service_client.config.target_host).start)
+    local = await LocalMint().start()
     try:
-        floor = await measure_floor(env, pool)
-        async with httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"}) as api:
-            mint = await measure_mint(api, http_server.server_address[1])
+        stack = await local.stack()
+        with LocalServer() as echo:
+            floor = await measure_floor(local.env, local.pool)
+            async with local.api(stack) as api:
+                mint = await measure_mint(api, echo.url)
     finally:
-        await asyncio.to_thread(stack.stop)
-        await env.shutdown()
-        await pool.close()
-        http_server.shutdown()
-        server.cleanup()
+        await local.close()
     print("floor (median ms):")
     for name, value in floor.items():
         print(f"  {name:<24} {value:8.2f}")

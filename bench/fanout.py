@@ -9,40 +9,22 @@ Run: python -m bench.fanout   (starts its own embedded Postgres and Temporal dev
 from __future__ import annotations
 
 import asyncio
-import tempfile
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import httpx
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
 from bench.floor_workflows import SlidingWindowWorkflow, fetch
-from mint import services
-from mint.db import connect_pool, migrate
-from mint.store import Store
-from tests.stack import BackgroundStack
+from tests.local_http import LocalServer, Request
+from tests.stack import LocalMint
 
 ITEMS, PARALLELISM, STEPS, PROMPT_BYTES = 1000, 50, 10, 128 * 1024
 
 
-class _Listener(ThreadingHTTPServer):
-    request_queue_size = 256  # 50 connections at once must not overflow the listen backlog
-
-
-class _Server(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-        body = b"x" * (PROMPT_BYTES if self.path == "/big" else 2)
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
+def _answer(request: Request) -> tuple[int, dict[str, str], bytes]:
+    return 200, {}, b"x" * (PROMPT_BYTES if request.path == "/big" else 2)
 
 
 async def _finish(api: httpx.AsyncClient, task_id: str) -> str:
@@ -110,40 +92,19 @@ async def history_bytes_per_step(api: httpx.AsyncClient, env: WorkflowEnvironmen
 
 
 async def main() -> None:
-    folder = Path(tempfile.mkdtemp(prefix="mint-bench-"))
-    server = services.start_postgres(folder)
-    url = services.postgres_url(server)
-    pool = await connect_pool(url)
-    await migrate(pool)
-    _, key = await Store(pool).create_developer("bench")
-    http_server = _Listener(("127.0.0.1", 0), _Server)
-    threading.Thread(target=http_server.serve_forever, daemon=True).start()
-    base = f"http://127.0.0.1:{http_server.server_address[1]}"
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=services.find_binary("temporal"), ui=False
-    )
-    address = env.client.service_client.config.target_host
-    stacks = {
-        "on": BackgroundStack(url, address, task_queue="claim-on"),
-        "off": BackgroundStack(url, address, task_queue="claim-off", claim_check_bytes=2**40),
-    }
-    for stack in stacks.values():
-        await asyncio.to_thread(stack.start)
+    local = await LocalMint().start()
     try:
-        raw = await raw_fan_out(env, base + "/")
-        headers = {"Authorization": f"Bearer {key}"}
-        async with httpx.AsyncClient(base_url=stacks["on"].url, headers=headers, timeout=60) as api:
-            mint = await mint_fan_out(api, base + "/")
-            with_check = await history_bytes_per_step(api, env, base + "/big")
-        async with httpx.AsyncClient(base_url=stacks["off"].url, headers=headers, timeout=60) as api:
-            without_check = await history_bytes_per_step(api, env, base + "/big")
+        claim_on = await local.stack(task_queue="claim-on")
+        claim_off = await local.stack(task_queue="claim-off", claim_check_bytes=2**40)
+        with LocalServer(_answer) as server:
+            raw = await raw_fan_out(local.env, server.url)
+            async with local.api(claim_on) as api:
+                mint = await mint_fan_out(api, server.url)
+                with_check = await history_bytes_per_step(api, local.env, server.url + "big")
+            async with local.api(claim_off) as api:
+                without_check = await history_bytes_per_step(api, local.env, server.url + "big")
     finally:
-        for stack in stacks.values():
-            await asyncio.to_thread(stack.stop)
-        await env.shutdown()
-        await pool.close()
-        http_server.shutdown()
-        server.cleanup()
+        await local.close()
     print(f"fan-out of {ITEMS} calls, {PARALLELISM} at a time:")
     print(f"  raw Temporal sliding window   {raw:8.2f} s")
     print(f"  mint map_reduce               {mint:8.2f} s   ratio {mint / raw:5.2f}x (target <= 1.3x)")

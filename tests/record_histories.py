@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import httpx
 from temporalio.testing import WorkflowEnvironment
 
-from mint import services
-from mint.db import connect_pool, migrate
-from mint.store import Store
-from tests.stack import BackgroundStack
+from tests.stack import LocalMint
 
 FOLDER = Path(__file__).parent / "histories"
 
@@ -109,26 +105,14 @@ async def _record(api: httpx.AsyncClient, env: WorkflowEnvironment, agent_id: st
 
 
 async def main() -> None:
-    folder = Path(tempfile.mkdtemp(prefix="mint-record-"))
-    server = services.start_postgres(folder)
-    url = services.postgres_url(server)
-    pool = await connect_pool(url)
-    await migrate(pool)
-    _, key = await Store(pool).create_developer("recorder")
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=services.find_binary("temporal"), ui=False
-    )
-    stack = await asyncio.to_thread(BackgroundStack(url, env.client.service_client.config.target_host).start)
+    local = await LocalMint().start()
     try:
-        async with httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"}) as api:
+        async with local.api(await local.stack()) as api:
             agent = (await api.post("/agents", json={"name": "recorder"})).json()
             for name in SCENARIOS:
-                await _record(api, env, agent["id"], name)
+                await _record(api, local.env, agent["id"], name)
     finally:
-        await asyncio.to_thread(stack.stop)
-        await env.shutdown()
-        await pool.close()
-        server.cleanup()
+        await local.close()
 
 
 if __name__ == "__main__":

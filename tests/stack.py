@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from mint.settings import Settings
@@ -70,3 +75,76 @@ class BackgroundStack:
         if self._loop and self._stop:
             self._loop.call_soon_threadsafe(self._stop.set)
         self._thread.join(60)
+
+
+def spawn_worker(database_url: str, temporal_address: str, task_queue: str) -> subprocess.Popen:
+    """`mint worker` in a process of its own (so that a test can kill it), allowed to call loopback."""
+    env = {
+        **os.environ,
+        "MINT_DATABASE_URL": database_url,
+        "TEMPORAL_ADDRESS": temporal_address,
+        "MINT_TASK_QUEUE": task_queue,
+        "MINT_EGRESS_ALLOW": "127.0.0.1,localhost",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "mint.cli", "worker"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def stop_process(process: subprocess.Popen | None) -> None:
+    if process is not None and process.poll() is None:
+        process.terminate()
+        process.wait(10)
+
+
+class LocalMint:
+    """Temporary Postgres, Temporal dev server and Mint stacks, for benchmarks and scripts (not pytest)."""
+
+    def __init__(self) -> None:
+        self.database_url = ""
+        self.key = ""
+        self.env: Any = None
+        self.pool: Any = None
+        self._postgres: Any = None
+        self._stacks: list[BackgroundStack] = []
+
+    async def start(self) -> LocalMint:
+        from temporalio.testing import WorkflowEnvironment
+
+        from mint import services
+        from mint.db import connect_pool, migrate
+        from mint.store import Store
+
+        self._postgres = services.start_postgres(Path(tempfile.mkdtemp(prefix="mint-local-")))
+        self.database_url = services.postgres_url(self._postgres)
+        self.pool = await connect_pool(self.database_url)
+        await migrate(self.pool)
+        _, self.key = await Store(self.pool).create_developer("local")
+        self.env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=services.find_binary("temporal"), ui=False
+        )
+        return self
+
+    async def stack(self, **settings: Any) -> BackgroundStack:
+        """A started Mint stack (API and worker) on this Postgres and Temporal; stopped by close()."""
+        address = self.env.client.service_client.config.target_host
+        stack = await asyncio.to_thread(BackgroundStack(self.database_url, address, **settings).start)
+        self._stacks.append(stack)
+        return stack
+
+    def api(self, stack: BackgroundStack) -> Any:
+        import httpx
+
+        return httpx.AsyncClient(
+            base_url=stack.url, headers={"Authorization": f"Bearer {self.key}"}, timeout=60
+        )
+
+    async def close(self) -> None:
+        for stack in self._stacks:
+            await asyncio.to_thread(stack.stop)
+        await self.env.shutdown()
+        await self.pool.close()
+        self._postgres.cleanup()

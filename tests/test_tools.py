@@ -3,6 +3,7 @@
 import pytest
 
 from tests.helpers import run_task
+from tests.local_http import Answer, LocalServer, Request
 
 
 def _task(url: str) -> dict:
@@ -38,62 +39,32 @@ async def test_arguments_can_override_the_url_and_are_checked_too(api):
 
 
 async def test_redirects_drop_credentials_across_origins_and_are_checked(api):
-    import threading
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    with LocalServer() as target:
+        target_url = f"http://localhost:{target.port}/landing"
 
-    seen: list[dict] = []
+        def redirect(request: Request) -> Answer:
+            return 302, {"Location": target_url if request.path == "/go" else "http://10.9.8.7/"}, b""
 
-    class Target(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            seen.append(dict(self.headers))
-            self.send_response(200)
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"ok")
+        with LocalServer(redirect) as redirector:
+            tool = {
+                "method": "GET",
+                "url": redirector.url + "go",
+                "follow_redirects": True,
+                "headers": {"Authorization": "Bearer SECRET", "X-Trace": "1"},
+            }
+            task = {
+                "name": "r",
+                "tools": [{"name": "hop", "type": "api_call", "api_call": tool}],
+                "main": [{"tool": "hop", "arguments": {}}],
+            }
+            execution, _ = await run_task(api, task)
+            assert execution["status"] == "succeeded", execution
+            assert execution["output"]["content"] == "ok"
+            (first,), (second,) = redirector.requests, target.requests
+            assert first.headers["Authorization"] == "Bearer SECRET"
+            assert "Authorization" not in second.headers and second.headers["X-Trace"] == "1"
+            assert second.headers["Host"] == f"localhost:{target.port}"
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    target = ThreadingHTTPServer(("127.0.0.1", 0), Target)
-    target_url = f"http://localhost:{target.server_address[1]}/landing"
-
-    class Redirector(Target):
-        def do_GET(self) -> None:  # noqa: N802
-            seen.append(dict(self.headers))
-            where = target_url if self.path == "/go" else "http://10.9.8.7/"
-            self.send_response(302)
-            self.send_header("Location", where)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-    redirector = ThreadingHTTPServer(("127.0.0.1", 0), Redirector)
-    for server in (target, redirector):
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        base = f"http://127.0.0.1:{redirector.server_address[1]}"
-        tool = {
-            "method": "GET",
-            "url": base + "/go",
-            "follow_redirects": True,
-            "headers": {"Authorization": "Bearer SECRET", "X-Trace": "1"},
-        }
-        task = {
-            "name": "r",
-            "tools": [{"name": "hop", "type": "api_call", "api_call": tool}],
-            "main": [{"tool": "hop", "arguments": {}}],
-        }
-        execution, _ = await run_task(api, task)
-        assert execution["status"] == "succeeded", execution
-        assert execution["output"]["content"] == "ok"
-        first, second = seen
-        assert first["Authorization"] == "Bearer SECRET"
-        assert "Authorization" not in second and second["X-Trace"] == "1"
-        assert second["Host"] == f"localhost:{target.server_address[1]}"
-
-        task["tools"][0]["api_call"]["url"] = base + "/elsewhere"
-        refused, _ = await run_task(api, task)
-        assert refused["status"] == "failed" and "10.9.8.7" in refused["error"]
-    finally:
-        for server in (target, redirector):
-            server.shutdown()
-            server.server_close()
+            task["tools"][0]["api_call"]["url"] = redirector.url + "elsewhere"
+            refused, _ = await run_task(api, task)
+            assert refused["status"] == "failed" and "10.9.8.7" in refused["error"]
