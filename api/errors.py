@@ -56,6 +56,19 @@ def install_error_handlers(app: FastAPI) -> None:
         # Postgres refused a value (a NUL character, NaN in JSON, a number out of range): the caller's input.
         return _response(422, f"invalid value: {exc}")
 
+    @app.exception_handler(asyncpg.PostgresConnectionError)
+    @app.exception_handler(asyncpg.exceptions.OperatorInterventionError)  # shutting down, cannot connect now
+    @app.exception_handler(asyncpg.InterfaceError)
+    @app.exception_handler(OSError)  # the socket is gone
+    async def database_down(_: Request, exc: Exception) -> JSONResponse:
+        # Postgres is restarting or unreachable: nothing is lost, the client should retry.
+        response = _response(
+            503, f"the database is unavailable right now, retry shortly ({type(exc).__name__})"
+        )
+        response.headers["Retry-After"] = "2"
+        del response.headers["x-should-retry"]
+        return response
+
     @app.exception_handler(Conflict)
     async def conflict(_: Request, exc: Conflict) -> JSONResponse:
         return _response(409, str(exc))
