@@ -80,8 +80,8 @@ def start_temporal(
         "error",
     ]
     args += ["--headless"] if headless else ["--ui-port", str(ui_port), "--ui-disable-news-fetch"]
-    log = open(data_dir / "temporal.log", "ab")  # noqa: SIM115 - closed with the process
-    process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    with open(data_dir / "temporal.log", "ab") as log:  # the child keeps its own copy of the descriptor
+        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 60
     while port_free(port):
         if process.poll() is not None or time.monotonic() > deadline:
