@@ -92,7 +92,9 @@ async def _replayed(
     if existing["input"] != body_input:
         raise ApiError(409, "this Idempotency-Key was already used with a different input")
     if existing["status"] == "queued":
-        # The first request stopped between its insert and its start: finish the job (starts are idempotent).
+        # The first request stopped between its insert and its start: finish the job (starts are idempotent),
+        # with the task version that execution recorded.
+        task = await store.get_task(developer, task["id"], existing["task_version"]) or task
         await _launch(store, temporal, settings, developer, task, existing)
         existing = await store.get(EXECUTIONS, developer, existing["id"]) or existing
     return existing
@@ -193,14 +195,14 @@ async def _task_tools(
     store: Store, developer: str, task: dict[str, Any], document: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """The task's own tools, then (with inherit_tools) the agent's tools it does not override."""
-    from api.routes.agents import agent_tool_specs
-
     tools = [
         ToolDef.model_validate(t).model_dump(mode="json", by_alias=True) for t in document.get("tools", [])
     ]
     if document.get("inherit_tools", True):
         names = {t["name"] for t in tools}
         tools += [
-            t for t in await agent_tool_specs(store, developer, task["agent_id"]) if t["name"] not in names
+            t["spec"]
+            for t in await store.agent_tools(developer, task["agent_id"])
+            if t["spec"]["name"] not in names
         ]
     return tools

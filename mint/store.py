@@ -153,6 +153,10 @@ class Store:
         )
         return result != "DELETE 0"
 
+    async def agent_tools(self, developer_id: str, agent_id: str) -> list[dict[str, Any]]:
+        """An agent's tools (rows; `spec` is the task-language definition), oldest first."""
+        return await self.find(TOOLS, developer_id, Page(limit=1000, direction="asc"), parent_id=agent_id)
+
     # Developers and keys -------------------------------------------------------------------------------
 
     async def create_developer(self, name: str, key: str | None = None) -> tuple[str, str]:

@@ -2,29 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 TERMINAL_TYPES = frozenset({"finish", "error", "cancelled"})
 TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
 
-# The status an execution has after each transition type (wait -> awaiting_input is decided by the workflow,
-# which knows whether any wait is still open when several branches run at once).
-STATUS_AFTER = {
-    "init": "running",
-    "init_branch": "running",
-    "step": "running",
-    "wait": "awaiting_input",
-    "resume": "running",
-    "finish_branch": "running",
-    "finish": "succeeded",
-    "error": "failed",
-    "cancelled": "cancelled",
-}
+ALL_TYPES = frozenset(
+    {"init", "init_branch", "step", "wait", "resume", "finish_branch", "finish", "error", "cancelled"}
+)
 
 # What may follow what: `init` comes first and only once, nothing follows a terminal transition, and
 # anything else may follow a non-terminal one (parallel branches and map items interleave freely).
-ALL_TYPES = frozenset(STATUS_AFTER)
+# (The status after each batch is decided by the workflow, which knows whether a wait is still open.)
 ALLOWED_NEXT: dict[str | None, frozenset[str]] = {
     None: frozenset({"init"}),
     **{kind: frozenset() if kind in TERMINAL_TYPES else ALL_TYPES - {"init"} for kind in ALL_TYPES},
@@ -63,4 +53,3 @@ class TransitionBatch:
     status: str
     output: Any = None
     error: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)

@@ -51,7 +51,9 @@ async def create_or_update_agent(
 @router.put("/agents/{agent_id}", response_model=schemas.Agent)
 async def reset_agent(agent_id: str, body: schemas.AgentCreate, developer: Developer, store: StoreDep) -> Any:
     updated = await store.update(AGENTS, developer, checked_id(agent_id, "agent"), _agent_values(body, True))
-    return updated or _raise(not_found("agent", agent_id))
+    if updated is None:
+        raise not_found("agent", agent_id)
+    return updated
 
 
 @router.patch("/agents/{agent_id}", response_model=schemas.Agent)
@@ -79,7 +81,7 @@ async def delete_agent(agent_id: str, developer: Developer, store: StoreDep) -> 
 async def create_tool(agent_id: str, body: dict[str, Any], developer: Developer, store: StoreDep) -> Any:
     agent = await agent_or_404(store, developer, agent_id)
     tool = _tool_def(body)
-    if any(t["name"] == tool.name for t in await _agent_tools(store, developer, agent["id"])):
+    if any(t["name"] == tool.name for t in await store.agent_tools(developer, agent["id"])):
         raise ApiError(409, f"agent {agent_id} already has a tool named {tool.name!r}")
     row = await store.insert(TOOLS, developer, {"agent_id": agent["id"], **_tool_values(tool)})
     return tool_out(row)
@@ -125,17 +127,6 @@ async def agent_or_404(store: StoreDep, developer: str, agent_id: str) -> dict[s
     return agent
 
 
-async def _agent_tools(store: StoreDep, developer: str, agent_id: str) -> list[dict[str, Any]]:
-    from mint.store import Page
-
-    return await store.find(TOOLS, developer, Page(limit=1000, direction="asc"), parent_id=agent_id)
-
-
-async def agent_tool_specs(store: StoreDep, developer: str, agent_id: str) -> list[dict[str, Any]]:
-    """The agent's tools as task-language tool definitions."""
-    return [t["spec"] for t in await _agent_tools(store, developer, agent_id)]
-
-
 async def _tool_or_404(store: StoreDep, developer: str, agent_id: str, tool_id: str) -> dict[str, Any]:
     tool = await store.get(TOOLS, developer, checked_id(tool_id, "tool"))
     if tool is None or tool["agent_id"] != checked_id(agent_id, "agent"):
@@ -178,7 +169,3 @@ def _agent_values(body: schemas.AgentCreate, replace: bool = False) -> dict[str,
     values = body.model_dump(exclude_unset=not replace)
     values["metadata"] = values.get("metadata") or {}
     return values
-
-
-def _raise(error: ApiError) -> Any:
-    raise error

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ApiError, not_found
-from api.routes.agents import agent_or_404, agent_tool_specs
+from api.routes.agents import agent_or_404
 from workflows.safe_values import bounded_size, check_depth
 from workflows.validate import TaskInvalid, validate_task
 
@@ -60,7 +60,7 @@ async def get_task(task_id: str, developer: Developer, store: StoreDep) -> Any:
 async def _save(agent_id: str, task_id: str | None, request: Request, developer: str, store: StoreDep) -> Any:
     agent = await agent_or_404(store, developer, agent_id)
     document = await read_document(request)
-    agent_tools = {t["name"] for t in await agent_tool_specs(store, developer, agent["id"])}
+    agent_tools = {t["name"] for t in await store.agent_tools(developer, agent["id"])}
     try:
         valid = validate_task(document, frozenset(agent_tools))
     except TaskInvalid as exc:
