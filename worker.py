@@ -11,7 +11,7 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from activities.egress import EgressPolicy
 from activities.http import HttpActivities
 from activities.transitions import TransitionWriter
-from workflows.execution import TaskExecutionWorkflow
+from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
 
 # Pure, deterministic modules the workflow sandbox may share instead of re-importing for every run.
 # The interpreter and the workflow class stay sandboxed, so nondeterminism there is still caught.
@@ -55,7 +55,7 @@ def build_worker(
     return Worker(
         client,
         task_queue=task_queue,
-        workflows=[TaskExecutionWorkflow],
+        workflows=[TaskExecutionWorkflow, MapChunkWorkflow],
         activities=[writer.write_transitions, writer.mark_failed, tools.call_api],
         workflow_runner=workflow_runner(),
         max_concurrent_activities=200,

@@ -27,7 +27,9 @@ class ClaimCheckCodec(PayloadCodec):
     def __init__(self, pool: asyncpg.Pool, threshold: int = THRESHOLD_BYTES):
         self.pool = pool
         self.threshold = threshold
-        self._cache: OrderedDict[str, Payload] = OrderedDict()  # recent blobs: replays skip Postgres
+        # Recent blobs, so replays skip Postgres. Bytes, not Payload objects: the SDK rewrites the payloads
+        # it hands to encode() in place, so a cached object would turn into its own reference.
+        self._cache: OrderedDict[str, bytes] = OrderedDict()
 
     async def encode(self, payloads: Sequence[Payload]) -> list[Payload]:
         return [await self._store(p) if p.ByteSize() > self.threshold else p for p in payloads]
@@ -41,23 +43,23 @@ class ClaimCheckCodec(PayloadCodec):
         await self.pool.execute(
             "INSERT INTO blobs (hash, data) VALUES ($1, $2) ON CONFLICT (hash) DO NOTHING", digest, data
         )
-        self._remember(digest, payload)
+        self._remember(digest, data)
         return Payload(metadata={"encoding": ENCODING}, data=digest.encode())
 
     async def _load(self, reference: Payload) -> Payload:
         digest = reference.data.decode()
-        if digest in self._cache:
+        data = self._cache.get(digest)
+        if data is not None:
             self._cache.move_to_end(digest)
-            return self._cache[digest]
-        data = await self.pool.fetchval("SELECT data FROM blobs WHERE hash = $1", digest)
-        if data is None:
-            raise ValueError(f"claim-checked payload {digest} is missing from Postgres")
-        payload = Payload.FromString(data)
-        self._remember(digest, payload)
-        return payload
+        else:
+            data = await self.pool.fetchval("SELECT data FROM blobs WHERE hash = $1", digest)
+            if data is None:
+                raise ValueError(f"claim-checked payload {digest} is missing from Postgres")
+            self._remember(digest, data)
+        return Payload.FromString(data)
 
-    def _remember(self, digest: str, payload: Payload) -> None:
-        self._cache[digest] = payload
+    def _remember(self, digest: str, data: bytes) -> None:
+        self._cache[digest] = data
         self._cache.move_to_end(digest)
         while len(self._cache) > CACHE_ENTRIES:
             self._cache.popitem(last=False)

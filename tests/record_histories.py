@@ -1,13 +1,14 @@
 """Record the Temporal histories that tests/test_replay.py replays against the current workflow code.
 
-Run `python -m tests.record_histories` after a deliberate, compatible change to the interpreter, and commit
-tests/histories/. A change that breaks these replays would break executions already running in production.
+Run `python -m tests.record_histories [NAME ...]` after a deliberate, compatible change to the interpreter
+(or to record a new scenario), and commit tests/histories/. A change that breaks these replays would break executions already running in production.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,22 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Any, Any]] = {
         {},
         None,
     ),
+    "chunked_fan_out": (
+        {
+            "name": "chunked",
+            "main": [
+                {
+                    "over": "$ list(range(260))",
+                    "map": [{"sleep": {"seconds": 0.01}}, {"evaluate": {"x": "$ _ * 2"}}],
+                    "parallelism": 20,
+                    "reduce": "$ results + _['x']",
+                    "initial": 0,
+                }
+            ],
+        },
+        {},
+        None,
+    ),
     "failure": ({"name": "fail", "main": [{"evaluate": {"x": "$ 1"}}, {"error": "stop here"}]}, {}, None),
 }
 
@@ -104,16 +121,17 @@ async def _record(api: httpx.AsyncClient, env: WorkflowEnvironment, agent_id: st
     print(f"recorded {name}: {status}, {len(history.events)} events")
 
 
-async def main() -> None:
+async def main(names: list[str]) -> None:
     local = await LocalMint().start()
     try:
-        async with local.api(await local.stack()) as api:
+        # Payloads stay inline (no claim check), so a checked-in history replays without the recorder's blobs.
+        async with local.api(await local.stack(claim_check_bytes=4 * 1024 * 1024)) as api:
             agent = (await api.post("/agents", json={"name": "recorder"})).json()
-            for name in SCENARIOS:
+            for name in names or SCENARIOS:
                 await _record(api, local.env, agent["id"], name)
     finally:
         await local.close()
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(sys.argv[1:]))

@@ -7,7 +7,7 @@ import pytest
 from google.protobuf.message import Message
 from temporalio.api.common.v1 import Payload
 
-from mint.claim_check import THRESHOLD_BYTES
+from mint.claim_check import THRESHOLD_BYTES, ClaimCheckCodec
 from tests.helpers import run_task, transitions
 
 TWENTY_MB = 20 * 1024 * 1024
@@ -77,3 +77,15 @@ async def test_a_20_mb_output_round_trips_and_history_holds_only_references(api,
     assert max(len(p.data) for p in payloads) <= THRESHOLD_BYTES
     assert any(p.metadata.get("encoding") == b"mint/claim-check" for p in payloads)
     assert len(await transitions(api, execution["id"])) == execution["transition_count"]
+
+
+async def test_a_payload_rewritten_in_place_after_encoding_still_decodes(store):
+    """The SDK swaps each payload it encodes for the encoded one in place; the codec's cache must not
+    follow the swap (it once returned the reference itself, and a child workflow's large result failed)."""
+    codec = ClaimCheckCodec(store.pool)
+    original = Payload(metadata={"encoding": b"json/plain"}, data=b'"' + b"x" * (THRESHOLD_BYTES + 1) + b'"')
+    expected = original.SerializeToString()
+    (reference,) = await codec.encode([original])
+    original.CopyFrom(reference)  # what the SDK's payload visitor does
+    (decoded,) = await codec.decode([reference])
+    assert decoded.SerializeToString() == expected

@@ -14,14 +14,14 @@ from temporalio.worker import Replayer
 from mint.claim_check import data_converter
 from tests.helpers import create_agent, create_task, start, wait_for_status
 from worker import workflow_runner
-from workflows.execution import TaskExecutionWorkflow
+from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
 
 def _replayer(store) -> Replayer:
     return Replayer(
-        workflows=[TaskExecutionWorkflow],
+        workflows=[TaskExecutionWorkflow, MapChunkWorkflow],
         workflow_runner=workflow_runner(),
         data_converter=data_converter(store.pool),
     )
@@ -35,7 +35,7 @@ async def test_recorded_histories_replay(store, path):
 
 
 def test_histories_are_recorded():
-    assert {p.stem for p in HISTORIES} >= {"pure_steps", "fan_out", "wait_and_resume", "yields", "failure"}
+    assert {p.stem for p in HISTORIES} >= {"pure_steps", "fan_out", "chunked_fan_out", "wait_and_resume", "yields", "failure"}
 
 
 BUSY_TASK = {

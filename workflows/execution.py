@@ -1,4 +1,5 @@
-"""TaskExecutionWorkflow: one Temporal workflow per execution, with workflow id = execution id."""
+"""TaskExecutionWorkflow: one Temporal workflow per execution, with workflow id = execution id; large
+fan-outs run in MapChunkWorkflow children."""
 
 from __future__ import annotations
 
@@ -7,7 +8,15 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from workflows.interpreter import ExecutionParams, Inbox, Interpreter, StepFailed
+from workflows.interpreter import (
+    MAP_CHUNK_WORKFLOW,
+    ChunkOutcome,
+    ExecutionParams,
+    Inbox,
+    Interpreter,
+    MapChunk,
+    StepFailed,
+)
 
 
 @workflow.defn(name="TaskExecutionWorkflow")
@@ -26,4 +35,16 @@ class TaskExecutionWorkflow:
             return await Interpreter(params, self._inbox).run()
         except StepFailed as exc:
             # The error transition is already written; failing the workflow shows it in the Temporal UI too.
+            raise ApplicationError(str(exc), type="StepFailed", non_retryable=True) from None
+
+
+@workflow.defn(name=MAP_CHUNK_WORKFLOW)
+class MapChunkWorkflow:
+    """Part of a large map or foreach, as a child of the execution's workflow (see Interpreter._in_children)."""
+
+    @workflow.run
+    async def run(self, chunk: MapChunk) -> ChunkOutcome:
+        try:
+            return await Interpreter(chunk.params, Inbox(), chunk=True).run_chunk(chunk)
+        except StepFailed as exc:
             raise ApplicationError(str(exc), type="StepFailed", non_retryable=True) from None

@@ -9,12 +9,13 @@ to a TransitionLog, which is flushed in one local activity before the workflow b
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 from workflows import language as lang
 from workflows.calls import HEARTBEAT_TIMEOUT, api_request, call_options
@@ -28,7 +29,12 @@ MAX_YIELD_DEPTH = 200
 # a single fan-out may use (continue-as-new happens only between top-level steps).
 EVENTS_PER_CALL = 10
 MAX_FAN_OUT_EVENTS = 40_000
+# A fan-out (map or foreach) with more items than this, and calls in its body, runs in child workflows
+# of at most this many items each: no history nears Temporal's limits, and pending work stays small.
+CHUNK_ITEMS = 250
+MAX_CHUNKS = 2_000
 CALL_API = "call_api"
+MAP_CHUNK_WORKFLOW = "MapChunkWorkflow"
 
 
 BLOCKING_STEPS = (
@@ -161,11 +167,12 @@ class StepsView:
 class Interpreter:
     """Runs one execution's task; `inbox` receives the resume inputs the workflow's signal delivers."""
 
-    def __init__(self, params: ExecutionParams, inbox: Inbox):
+    def __init__(self, params: ExecutionParams, inbox: Inbox, chunk: bool = False):
         self.params = params
         self.task = lang.TaskSpec.model_validate(params.task)
         self.values = ValueEvaluator(params.dialect, workflow.random(), workflow.now)  # type: ignore[arg-type]
-        self.log = TransitionLog(params.execution_id, params.developer_id)
+        self.log = TransitionLog(params.execution_id, params.developer_id, collect=chunk)
+        self.chunk = chunk  # running part of a fan-out in a child workflow (see run_chunk)
         self.tools = {t["name"]: t for t in params.tools}
         self.state: dict[str, Any] = {}
         self.labels: dict[str, dict[str, Any]] = {}
@@ -310,7 +317,10 @@ class Interpreter:
         next_ = Position(position.workflow, position.step + 1, position.scope_id) if has_next else None
         self.log.add("step", output, position, next_, label, metadata)
         if self.log.full or self.values.budget.should_yield:
-            # Also the point where a long run of pure steps hands control back to Temporal in time.
+            # Also the point where a long run of pure steps hands control back to Temporal in time
+            # (a child workflow, which writes nothing, does that with a short timer instead).
+            if self.chunk and self.values.budget.should_yield:
+                await workflow.sleep(0.001)
             await self.log.flush()
             self.values.budget.yielded()
         return output
@@ -410,25 +420,24 @@ class Interpreter:
     async def _foreach(
         self, step: lang.ForeachStep, value: Any, names: dict[str, Any], frame: Frame, here: str
     ) -> list[Any]:
-        items = self._items(step.foreach.in_, names, f"{here}.foreach.in", step.foreach.do)
+        items = self._items(step.foreach.in_, names, f"{here}.foreach.in")
+        path, body = f"{here}.foreach", step.foreach.do
+        if size := self._chunk_size(items, body, f"{here}.foreach.in"):
+            return await self._in_children(body, items, frame, path, size, parallelism=1)
         results = []
         for i, item in enumerate(items):
-            results.append(
-                await self._run_sequence(step.foreach.do, item, frame, f"{here}.foreach", {"item": i})
-            )
+            results.append(await self._run_sequence(body, item, frame, path, {"item": i}))
         return results
 
     async def _map_reduce(
         self, step: lang.MapReduceStep, names: dict[str, Any], frame: Frame, here: str
     ) -> Any:
-        items = self._items(step.over, names, f"{here}.over", step.map)
-        window = asyncio.Semaphore(step.parallelism or 100)
-
-        async def one(i: int, item: Any) -> Any:
-            async with window:  # a sliding window: a slow item holds only its own slot
-                return await self._run_sequence(step.map, item, frame, f"{here}.map", {"item": i})
-
-        results = await _gather([one(i, item) for i, item in enumerate(items)])
+        items = self._items(step.over, names, f"{here}.over")
+        path, parallelism = f"{here}.map", step.parallelism or 100
+        if size := self._chunk_size(items, step.map, f"{here}.over"):
+            results = await self._in_children(step.map, items, frame, path, size, parallelism)
+        else:
+            results = await self._window(step.map, items, 0, frame, path, parallelism)
         if step.reduce is None:
             return results
         accumulated = self.values.value(step.initial, names) if step.initial is not None else []
@@ -436,19 +445,118 @@ class Interpreter:
             accumulated = self.values.expression(step.reduce, {**names, "results": accumulated, "_": result})
         return accumulated
 
-    def _items(self, raw: Any, names: dict[str, Any], where: str, body: list[Any]) -> list[Any]:
+    async def _window(
+        self, body: list[Any], items: list[Any], first: int, frame: Frame, path: str, parallelism: int
+    ) -> list[Any]:
+        """Run `body` for every item, at most `parallelism` at a time; item i is numbered first + i."""
+        window = asyncio.Semaphore(parallelism)
+
+        async def one(i: int, item: Any) -> Any:
+            async with window:  # a sliding window: a slow item holds only its own slot
+                return await self._run_sequence(body, item, frame, path, {"item": first + i})
+
+        return await _gather([one(i, item) for i, item in enumerate(items)])
+
+    def _items(self, raw: Any, names: dict[str, Any], where: str) -> list[Any]:
         items = self.values.expression(raw, names) if isinstance(raw, str) else raw
         if not isinstance(items, list):
             raise StepFailed(f"{where}: expected a list to iterate over, got {type(items).__name__}")
-        # Each call, wait or timer in the body adds history events; one history holds about 51,200.
-        calls = sum(isinstance(s, BLOCKING_STEPS) for _, s in lang.walk_steps(body, ""))
-        if calls and len(items) * calls * EVENTS_PER_CALL > MAX_FAN_OUT_EVENTS:
-            fits = MAX_FAN_OUT_EVENTS // (EVENTS_PER_CALL * calls)
-            raise StepFailed(
-                f"{where}: {len(items)} items with {calls} call(s) each would outgrow one Temporal history "
-                f"(about {fits} items fit); split the list across steps or executions"
-            )
         return items
+
+    def _chunk_size(self, items: list[Any], body: list[Any], where: str) -> int | None:
+        """How many items each child workflow runs, or None when this history can hold the fan-out.
+
+        Each call, wait or timer in the body adds history events (one history holds about 51,200), so a
+        large fan-out of calls is split across child workflows; a body of pure steps adds none."""
+        steps = [s for _, s in lang.walk_steps(body, "")]
+        calls = sum(isinstance(s, BLOCKING_STEPS) for s in steps)
+        if not calls:
+            return None
+        size = max(1, min(CHUNK_ITEMS, MAX_FAN_OUT_EVENTS // (EVENTS_PER_CALL * calls)))
+        if len(items) <= size:
+            return None
+        waits = [s for s in steps if isinstance(s, lang.WaitForInputStep) or self._is_function_call(s)]
+        if waits or len(items) > size * MAX_CHUNKS:
+            fits = size if waits else size * MAX_CHUNKS
+            reason = "items that wait for input run in this execution's own history" if waits else ""
+            raise StepFailed(
+                f"{where}: {len(items)} items with {calls} call(s) each are too many for one fan-out "
+                f"(about {fits} fit{'; ' + reason if reason else ''}); split the list across steps or executions"
+            )
+        return size
+
+    def _is_function_call(self, step: Any) -> bool:
+        if not isinstance(step, lang.ToolCallStep):
+            return False
+        tool = self.tools.get(step.tool_name)
+        return tool is not None and tool["type"] == "function"
+
+    async def _in_children(
+        self, body: list[Any], items: list[Any], frame: Frame, path: str, size: int, parallelism: int
+    ) -> list[Any]:
+        """Run a large fan-out in child workflows of `size` items each, in order of item.
+
+        Up to `parallelism` lanes take the next chunk as soon as their last one ends, and the lanes share
+        the step's parallelism, so at most `parallelism` items are in flight across all children. Each
+        child returns its results and the transitions it collected, which this log adopts in order of
+        completion; the `state` keys and labels a child set are merged back here."""
+        chunks = deque(range(0, len(items), size))
+        lanes = min(len(chunks), parallelism)
+        widths = [parallelism // lanes + (1 if i < parallelism % lanes else 0) for i in range(lanes)]
+        body_spec = [lang.dump_step(step) for step in body]
+        results: list[Any] = [None] * len(items)
+        self.log.submit()  # what is pending is written while the children run
+
+        async def lane(width: int) -> None:
+            while chunks:
+                first = chunks.popleft()
+                chunk = MapChunk(
+                    params=self.params,
+                    body=body_spec,
+                    path=path,
+                    frame=frame.snapshot(),
+                    state=self.state,
+                    labels=self.labels,
+                    items=items[first : first + size],
+                    first=first,
+                    parallelism=width,
+                )
+                outcome: ChunkOutcome = await workflow.execute_child_workflow(
+                    MAP_CHUNK_WORKFLOW,
+                    chunk,
+                    id=f"{self.params.execution_id}.chunk.{workflow.uuid4()}",
+                    result_type=ChunkOutcome,
+                )
+                self.log.adopt(outcome.transitions)
+                self.state.update(outcome.state)
+                self.labels.update(outcome.labels)
+                results[first : first + len(outcome.results)] = outcome.results
+                if outcome.returned:
+                    raise _Return(outcome.return_value)
+                if self.log.full:
+                    await self.log.flush()
+
+        await _gather([lane(width) for width in widths])
+        return results
+
+    async def run_chunk(self, chunk: MapChunk) -> ChunkOutcome:
+        """Run part of a fan-out (in a MapChunkWorkflow); the parent adopts what it returns."""
+        self.state, self.labels = dict(chunk.state), dict(chunk.labels)
+        before_state, before_labels = dict(self.state), dict(self.labels)
+        frame = Frame(chunk.frame["name"], chunk.frame["scope_id"], chunk.frame["inputs"])
+        body = lang.parse_steps(chunk.body)
+        try:
+            results = await self._window(body, chunk.items, chunk.first, frame, chunk.path, chunk.parallelism)
+            outcome = ChunkOutcome(results=results, transitions=[])
+        except _Return as returned:
+            outcome = ChunkOutcome(results=[], transitions=[], returned=True, return_value=returned.value)
+        except Exception as exc:
+            raise StepFailed(failure_message(exc)) from None
+        # Only what this child changed goes back, so children running side by side do not undo each other.
+        outcome.state = {k: v for k, v in self.state.items() if before_state.get(k) is not v}
+        outcome.labels = {k: v for k, v in self.labels.items() if before_labels.get(k) is not v}
+        outcome.transitions = self.log.take()
+        return outcome
 
     async def _sleep(self, step: lang.SleepStep, value: Any, names: dict[str, Any]) -> Any:
         if isinstance(step.sleep, lang.SleepFor):
@@ -483,6 +591,11 @@ class Interpreter:
 
         The resume names this wait by the seq of its `wait` transition, so a duplicate or late resume can
         never answer a different question; several waits may be open at once (map items, branches)."""
+        if self.chunk:  # resumes reach the execution's own workflow, not the child running this item
+            raise StepFailed(
+                f"{position.workflow}[{position.step}]: cannot wait for input inside a fan-out of more than "
+                f"{CHUNK_ITEMS} items; split the list so each part has at most {CHUNK_ITEMS}"
+            )
         self.log.open_waits += 1
         self.log.add("wait", output, position, metadata=metadata)
         wait_seq = self.log.seq
@@ -568,6 +681,32 @@ class Interpreter:
 
 
 @dataclass
+class MapChunk:
+    """Part of a large fan-out, run by a child workflow: `body` for each of `items` (numbered from `first`),
+    seeing the parent's frame, state and labels as they were when the chunk started."""
+
+    params: ExecutionParams
+    body: list[dict[str, Any]]
+    path: str
+    frame: dict[str, Any]
+    state: dict[str, Any]
+    labels: dict[str, Any]
+    items: list[Any]
+    first: int
+    parallelism: int
+
+
+@dataclass
+class ChunkOutcome:
+    results: list[Any]
+    transitions: list[dict[str, Any]]
+    state: dict[str, Any] = field(default_factory=dict)
+    labels: dict[str, Any] = field(default_factory=dict)
+    returned: bool = False  # a `return` step ran in the body: the parent's workflow returns return_value
+    return_value: Any = None
+
+
+@dataclass
 class CallResult:
     """A call's output and how many attempts it took (recorded in its step transition's metadata)."""
 
@@ -579,6 +718,8 @@ def failure_message(exc: Exception) -> str:
     """What the user reads in `execution.error` and the `error` transition."""
     if isinstance(exc, StepFailed | ExpressionError | UnrecordableValue):
         return str(exc)
+    if isinstance(exc, ChildWorkflowError) and isinstance(exc.cause, ApplicationError):
+        return exc.cause.message  # a fan-out chunk's failure, already worded for the user
     if isinstance(exc, ActivityError):
         cause = exc.cause
         detail = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)

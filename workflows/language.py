@@ -16,6 +16,7 @@ from pydantic import (
     Discriminator,
     Field,
     Tag,
+    TypeAdapter,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -415,6 +416,14 @@ class TaskSpec(BaseModel):
 
 def dump_step(step: BaseModel) -> dict[str, Any]:
     return step.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
+
+
+_STEP_LIST: TypeAdapter[list[Step]] = TypeAdapter(list[Step])
+
+
+def parse_steps(raw: list[dict[str, Any]]) -> list[Step]:
+    """Steps from what dump_step wrote (a fan-out body handed to a child workflow)."""
+    return _STEP_LIST.validate_python(raw)
 
 
 # The step tree ------------------------------------------------------------------------------------------------

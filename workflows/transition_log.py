@@ -60,9 +60,12 @@ def _without_nul(value: Any) -> Any:
 class TransitionLog:
     """Buffers transitions and writes them in batches."""
 
-    def __init__(self, execution_id: str, developer_id: str):
+    def __init__(self, execution_id: str, developer_id: str, collect: bool = False):
         self.execution_id = execution_id
         self.developer_id = developer_id
+        # A child workflow running part of a fan-out collects its transitions instead of writing them; the
+        # parent adopts them (with its own sequence numbers) when the child returns.
+        self.collect = collect
         self.pending: list[dict[str, Any]] = []
         self.pending_bytes = 0
         self.seq = 0
@@ -101,6 +104,18 @@ class TransitionLog:
             }
         )
 
+    def take(self) -> list[dict[str, Any]]:
+        """Hand over the collected transitions (a child workflow's, for its parent to adopt)."""
+        taken, self.pending, self.pending_bytes = self.pending, [], 0
+        return taken
+
+    def adopt(self, transitions: list[dict[str, Any]]) -> None:
+        """Append transitions a child workflow collected, numbered in this log's sequence."""
+        for transition in transitions:
+            self.seq += 1
+            self.pending_bytes += len(transition["output"])
+            self.pending.append({**transition, "seq": self.seq})
+
     @property
     def full(self) -> bool:
         return len(self.pending) >= MAX_BATCH_TRANSITIONS or self.pending_bytes >= MAX_BATCH_BYTES
@@ -108,6 +123,8 @@ class TransitionLog:
     def submit(self) -> None:
         """Start writing what is pending without waiting for it (before an activity, which then runs
         alongside the write); one writer at a time keeps batches in sequence order."""
+        if self.collect:
+            return
         if self.pending and (self._writer is None or self._writer.done()):
             if self._writer is not None and not self._writer.cancelled() and self._writer.exception():
                 return  # leave the failure for flush() to raise
@@ -116,6 +133,8 @@ class TransitionLog:
     async def flush(self, status: str | None = None, output: Any = None, error: str | None = None) -> None:
         """Write everything pending and wait for it (one local activity per batch); raises what a
         background write raised."""
+        if self.collect:
+            return
         if self._writer is not None:
             writer, self._writer = self._writer, None
             (outcome,) = await asyncio.gather(writer, return_exceptions=True)
