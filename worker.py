@@ -10,7 +10,14 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from activities.egress import EgressPolicy
 from activities.http import HttpActivities
+from activities.mcp import McpActivities
+from activities.models import ModelActivities
+from activities.recordings import Recordings
+from activities.system import SystemActivities, internal_app
 from activities.transitions import TransitionWriter
+from api.app import create_app
+from mint.settings import Settings
+from mint.store import Store
 from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
 
 # Pure, deterministic modules the workflow sandbox may share instead of re-importing for every run.
@@ -32,6 +39,7 @@ PASSTHROUGH_MODULES = (
     "workflows.templates",
     "workflows.values",
     "workflows.transitions",
+    "workflows.prompts",
 )
 
 
@@ -42,21 +50,32 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     )
 
 
-def build_worker(
-    client: Client,
-    pool: asyncpg.Pool,
-    http: httpx.AsyncClient,
-    egress_allow: tuple[str, ...] = (),
-    task_queue: str = "mint-tasks",
-) -> Worker:
+def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, settings: Settings) -> Worker:
     """A worker with every workflow and activity registered, its clients passed in."""
     writer = TransitionWriter(pool)
-    tools = HttpActivities(http, EgressPolicy(egress_allow))
+    egress = EgressPolicy(settings.egress_allow)
+    tools = HttpActivities(http, egress)
+    recordings = None
+    if settings.model_replay or settings.model_record:
+        recordings = Recordings(
+            settings.model_replay or settings.model_record or "", bool(settings.model_replay)
+        )
+    models = ModelActivities(settings.model_config(), recordings)
+    system = SystemActivities(internal_app(create_app(Store(pool), client, settings)))
+    mcp = McpActivities(settings.mcp_servers, egress)
     return Worker(
         client,
-        task_queue=task_queue,
+        task_queue=settings.task_queue,
         workflows=[TaskExecutionWorkflow, MapChunkWorkflow],
-        activities=[writer.write_transitions, writer.mark_failed, tools.call_api],
+        activities=[
+            writer.write_transitions,
+            writer.mark_failed,
+            tools.call_api,
+            models.call_model,
+            system.call_system,
+            mcp.call_mcp,
+            mcp.list_mcp_tools,
+        ],
         workflow_runner=workflow_runner(),
         max_concurrent_activities=200,
     )

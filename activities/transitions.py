@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Any
 
 import asyncpg
 from temporalio import activity
@@ -11,6 +12,20 @@ from temporalio.exceptions import ApplicationError
 
 from workflows.transition_log import MARK_FAILED, WRITE_TRANSITIONS
 from workflows.transitions import TERMINAL_STATUSES, InvalidTransition, TransitionBatch, check_sequence
+
+
+def _usage(transitions: list[dict[str, Any]]) -> tuple[int, int, float]:
+    """Model tokens and cost in these transitions (each model call records its own, exactly once)."""
+    prompt = completion = 0
+    cost = 0.0
+    for transition in transitions:
+        metadata = transition["metadata"] or {}
+        usage = metadata.get("usage")
+        if isinstance(usage, dict):
+            prompt += int(usage.get("prompt_tokens") or 0)
+            completion += int(usage.get("completion_tokens") or 0)
+            cost += float(metadata.get("cost") or 0)
+    return prompt, completion, cost
 
 
 class TransitionWriter:
@@ -70,11 +85,13 @@ class TransitionWriter:
                 [json.dumps(t["metadata"]) for t in fresh],
                 [datetime.fromisoformat(t["created_at"]) for t in fresh],
             )
+            prompt_tokens, completion_tokens, cost = _usage(fresh)
             await conn.execute(
                 """
                 UPDATE executions SET status = $3, last_seq = $4, last_transition_type = $5,
                        transition_count = transition_count + $6, output = COALESCE($7::jsonb, output),
-                       error = COALESCE($8, error), updated_at = now()
+                       error = COALESCE($8, error), prompt_tokens = prompt_tokens + $9,
+                       completion_tokens = completion_tokens + $10, cost = cost + $11, updated_at = now()
                 WHERE id = $1 AND developer_id = $2
                 """,
                 batch.execution_id,
@@ -85,6 +102,9 @@ class TransitionWriter:
                 len(fresh),
                 batch.output if batch.status == "succeeded" else None,
                 batch.error,
+                prompt_tokens,
+                completion_tokens,
+                cost,
             )
 
     @activity.defn(name=MARK_FAILED)

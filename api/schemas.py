@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 Name = Annotated[str, Field(min_length=1, max_length=255)]
 Metadata = dict[str, Any]
@@ -106,6 +107,13 @@ class ExecutionChange(_Request):
     reason: str | None = None
 
 
+class Usage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost: float
+
+
 class Execution(BaseModel):
     id: str
     task_id: str
@@ -116,8 +124,23 @@ class Execution(BaseModel):
     error: str | None = None
     metadata: Metadata = {}
     transition_count: int = 0
+    usage: Usage | None = None
     created_at: datetime
     updated_at: datetime
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_usage(cls, row: Any) -> Any:
+        """The execution row's summed model usage, as one object."""
+        if isinstance(row, Mapping) and "prompt_tokens" in row:
+            prompt, completion = row["prompt_tokens"], row["completion_tokens"]
+            usage = {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
+            return {**row, "usage": {**usage, "cost": row["cost"]}}
+        return row
 
 
 class Position(BaseModel):

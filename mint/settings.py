@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -24,6 +26,18 @@ class Settings:
     # The reconciler: how often it runs, and how long an execution must be quiet before it is checked.
     reconcile_interval: float = 30.0
     reconcile_quiet: float = 120.0
+    # Models (activities/models.py): OpenAI and Anthropic as their SDKs read them, named OpenAI-compatible
+    # endpoints, the model used when neither step, task nor agent names one, and recordings.
+    openai_api_key: str | None = None
+    openai_base_url: str | None = None
+    anthropic_api_key: str | None = None
+    anthropic_base_url: str | None = None
+    model_endpoints: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    default_model: str = "gpt-4o-mini"
+    model_record: str | None = None  # append every live model response to this file
+    model_replay: str | None = None  # answer model calls from this file instead of a provider
+    # MCP servers integration tools may start over stdio: {"name": {"command": ..., "args": [...], "env": {}}}.
+    mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -42,4 +56,81 @@ class Settings:
             claim_check_bytes=int(env.get("MINT_CLAIM_CHECK_BYTES", str(64 * 1024))),
             reconcile_interval=float(env.get("MINT_RECONCILE_INTERVAL", "30")),
             reconcile_quiet=float(env.get("MINT_RECONCILE_QUIET", "120")),
+            openai_api_key=env.get("OPENAI_API_KEY") or None,
+            openai_base_url=env.get("OPENAI_BASE_URL") or None,
+            anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
+            anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
+            model_endpoints=_endpoints(env.get("MINT_MODEL_ENDPOINTS", "")),
+            default_model=env.get("MINT_DEFAULT_MODEL") or "gpt-4o-mini",
+            model_record=env.get("MINT_MODEL_RECORD") or None,
+            model_replay=env.get("MINT_MODEL_REPLAY") or None,
+            mcp_servers=_json_object("MINT_MCP_SERVERS", env.get("MINT_MCP_SERVERS", "")),
         )
+
+    def model_config(self) -> ModelConfig:
+        """The model layer's view; an endpoint's key is read from `<NAME>_API_KEY` when set."""
+        names = [name for name, _ in self.model_endpoints]
+        return ModelConfig(
+            openai_api_key=self.openai_api_key,
+            openai_base_url=self.openai_base_url,
+            anthropic_api_key=self.anthropic_api_key,
+            anthropic_base_url=self.anthropic_base_url,
+            endpoints=dict(self.model_endpoints),
+            endpoint_keys={
+                n: k for n in names if (k := os.environ.get(f"{n.upper().replace('-', '_')}_API_KEY"))
+            },
+            default_model=self.default_model,
+        )
+
+
+def _json_object(name: str, raw: str) -> dict[str, Any]:
+    if not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a JSON object: {exc}") from None
+    if not isinstance(value, dict):
+        raise ValueError(f"{name} must be a JSON object")
+    return value
+
+
+def _endpoints(raw: str) -> tuple[tuple[str, str], ...]:
+    """`ollama=http://127.0.0.1:11434/v1,vllm=http://gpu:8000/v1` as ((name, base URL), ...)."""
+    pairs = []
+    for item in raw.split(","):
+        name, _, url = item.strip().partition("=")
+        if name and url:
+            pairs.append((name.strip(), url.strip()))
+    return tuple(pairs)
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """Where models are: OpenAI and Anthropic (keys and base URLs as the SDKs read them), and named
+    OpenAI-compatible endpoints (`ollama/llama3` goes to the endpoint named `ollama`)."""
+
+    openai_api_key: str | None = None
+    openai_base_url: str | None = None
+    anthropic_api_key: str | None = None
+    anthropic_base_url: str | None = None
+    endpoints: dict[str, str] = field(default_factory=dict)  # name -> base URL
+    endpoint_keys: dict[str, str] = field(default_factory=dict)  # name -> API key, when one is needed
+    default_model: str = "gpt-4o-mini"
+    request_timeout: float = 600.0
+
+    def route(self, model: str) -> tuple[str, str]:
+        """(provider, model name for that provider): `openai`, `anthropic` or an endpoint name."""
+        prefix, _, rest = model.partition("/")
+        if rest and (prefix in ("openai", "anthropic") or prefix in self.endpoints):
+            return prefix, rest
+        return ("anthropic" if model.startswith("claude") else "openai"), model
+
+    def configured(self) -> list[str]:
+        """Providers with a key (or, for endpoints, a base URL): what GET /agents/models lists."""
+        providers = [
+            name
+            for name, key in (("openai", self.openai_api_key), ("anthropic", self.anthropic_api_key))
+            if key
+        ]
+        return providers + sorted(self.endpoints)

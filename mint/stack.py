@@ -60,7 +60,7 @@ async def run_stack(
         temporal = await connect_from_settings(settings, pool, options.temporal_address)
         async with contextlib.AsyncExitStack() as parts:
             if options.run_worker:
-                worker = build_worker(temporal, pool, http, settings.egress_allow, settings.task_queue)
+                worker = build_worker(temporal, pool, http, settings)
                 await parts.enter_async_context(worker)
                 reconciler = Reconciler(
                     store, temporal, ReconcilerSettings(settings.reconcile_interval, settings.reconcile_quiet)

@@ -35,7 +35,14 @@ async def test_recorded_histories_replay(store, path):
 
 
 def test_histories_are_recorded():
-    assert {p.stem for p in HISTORIES} >= {"pure_steps", "fan_out", "chunked_fan_out", "wait_and_resume", "yields", "failure"}
+    assert {p.stem for p in HISTORIES} >= {
+        "pure_steps",
+        "fan_out",
+        "chunked_fan_out",
+        "wait_and_resume",
+        "yields",
+        "failure",
+    }
 
 
 BUSY_TASK = {

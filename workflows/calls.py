@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
 from temporalio.common import RetryPolicy
 
 from workflows import language as lang
+from workflows.expressions import ExpressionError
 from workflows.values import ValueEvaluator
 
 # Built-in defaults; a task's `defaults` and a step's own `timeout`/`retry` override them, field by field.
@@ -15,6 +17,7 @@ DEFAULT_TIMEOUT_SECONDS = 60.0
 DEFAULT_RETRY = lang.RetrySpec(max_attempts=5, initial_interval=1.0, backoff=2.0, max_interval=60.0)
 # Activities heartbeat every 2 s: a worker that dies mid-call is noticed after this long, and the call retried.
 HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+WHOLE_TEMPLATE = re.compile(r"^\{\{((?:(?!\}\}|\{\{).)*)\}\}$", re.DOTALL)
 
 
 def call_options(
@@ -61,6 +64,12 @@ def api_request(spec: dict[str, Any], arguments: dict[str, Any], values: ValueEv
 
 def _render(value: Any, scope: dict[str, Any], values: ValueEvaluator) -> Any:
     if isinstance(value, str):
+        whole = WHOLE_TEMPLATE.match(value)
+        if whole:  # "{{ arguments.n }}" alone keeps its value's type (a number stays a number in JSON)
+            try:
+                return values.expression(whole.group(1).strip(), scope)
+            except ExpressionError:
+                pass  # Jinja-only syntax (filters): render as text
         return values.template(value, scope)
     if isinstance(value, dict):
         return {k: _render(v, scope, values) for k, v in value.items()}

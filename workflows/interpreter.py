@@ -9,6 +9,7 @@ to a TransitionLog, which is flushed in one local activity before the workflow b
 from __future__ import annotations
 
 import asyncio
+import json
 from collections import deque
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -18,6 +19,7 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 from workflows import language as lang
+from workflows import prompts
 from workflows.calls import HEARTBEAT_TIMEOUT, api_request, call_options
 from workflows.expressions import ExpressionError
 from workflows.transition_log import MARK_FAILED, WRITE_RETRY, TransitionLog, UnrecordableValue
@@ -34,6 +36,10 @@ MAX_FAN_OUT_EVENTS = 40_000
 CHUNK_ITEMS = 250
 MAX_CHUNKS = 2_000
 CALL_API = "call_api"
+CALL_MODEL = "call_model"
+CALL_SYSTEM = "call_system"
+CALL_MCP = "call_mcp"
+LIST_MCP_TOOLS = "list_mcp_tools"
 MAP_CHUNK_WORKFLOW = "MapChunkWorkflow"
 
 
@@ -306,8 +312,8 @@ class Interpreter:
         self.values.budget.start_step()
         try:
             output = await self._execute(step, value, names, frame, position, metadata)
-            if isinstance(output, CallResult):  # a call: its attempts go on the step's transition
-                output, metadata = output.output, {**(metadata or {}), "attempts": output.attempts}
+            if isinstance(output, CallResult):  # a call: its attempts (and usage) go on the step's transition
+                output, metadata = output.output, {**(metadata or {}), **output.metadata()}
         except _Return as returned:
             self.log.add("step", returned.value, position, None, getattr(step, "label", None), metadata)
             raise
@@ -389,10 +395,7 @@ class Interpreter:
             case lang.ToolCallStep():
                 return await self._tool_call(step, names, position, metadata)
             case lang.PromptStep():
-                raise StepFailed(
-                    f"{here}: prompt steps cannot run yet: this Mint build has no model layer "
-                    "(it arrives with the models and tools issue)"
-                )
+                return await self._prompt(step, names, position, metadata)
             case lang.SearchStep():
                 raise StepFailed(
                     f"{here}: doc search steps cannot run yet: this Mint build has no docs layer "
@@ -647,16 +650,59 @@ class Interpreter:
         if tool is None:
             raise StepFailed(f"tool {step.tool_name!r} is not defined for this task or its agent")
         arguments = self.values.value(step.tool_arguments, names) if step.tool_arguments is not None else {}
+        if isinstance(arguments, dict):  # partial application: fixed values fill what the step leaves out
+            arguments = {**prompts.fixed_arguments(tool, self._metadata_layers()), **arguments}
+        return await self._run_tool(tool, arguments, step, position, metadata)
+
+    async def _run_tool(
+        self,
+        tool: dict[str, Any],
+        arguments: Any,
+        step: lang._CallStep,
+        position: Position,
+        metadata: dict[str, Any] | None,
+        call_id: str | None = None,
+    ) -> Any:
+        """Call any kind of tool; function tools are answered by the client through a wait."""
         if tool["type"] == "function":
             call = {"type": "function", "name": tool["name"], "arguments": arguments}
+            if call_id is not None:
+                call["id"] = call_id
             return await self._wait({"tool_call": call}, position, metadata, step.timeout)
+        if not isinstance(arguments, dict):
+            raise StepFailed(f"arguments for {tool['type']} tool {tool['name']!r} must be a mapping")
         if tool["type"] == "api_call":
             return await self._api_call(step, tool, arguments)
-        raise StepFailed(f"{tool['type']} tools cannot run yet in this Mint build (tool {tool['name']!r})")
+        if tool["type"] == "system":
+            request = {
+                "developer_id": self.params.developer_id,
+                "system": tool["system"],
+                "arguments": arguments,
+            }
+            return await self._activity(CALL_SYSTEM, request, step)
+        integration = tool.get("integration") or {}
+        if integration.get("provider") == "mcp":
+            request = {"integration": integration, "tool": integration.get("method") or tool["name"]}
+            return await self._activity(CALL_MCP, {**request, "arguments": arguments}, step)
+        raise StepFailed(
+            f"integration tool {tool['name']!r}: provider {integration.get('provider')!r} is not available "
+            "(Mint ships the `mcp` provider)"
+        )
 
-    async def _api_call(self, step: lang.ToolCallStep, tool: dict[str, Any], arguments: Any) -> CallResult:
-        if not isinstance(arguments, dict):
-            raise StepFailed(f"arguments for api_call tool {tool['name']!r} must be a mapping")
+    async def _activity(self, name: str, request: dict[str, Any], step: lang._CallStep) -> CallResult:
+        """A call activity with the step's timeout and retries; transitions so far are written meanwhile."""
+        timeout, retry = call_options(step, self.task.defaults)
+        self.log.submit()
+        answer = await workflow.execute_activity(
+            name,
+            request,
+            start_to_close_timeout=timeout,
+            retry_policy=retry,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        )
+        return CallResult(answer["response"], answer["attempt"], answer.get("usage"), answer.get("cost"))
+
+    async def _api_call(self, step: lang._CallStep, tool: dict[str, Any], arguments: Any) -> CallResult:
         request = api_request(tool["api_call"], arguments, self.values)
         try:
             http_timeout = float(request.get("timeout") or 0)
@@ -678,6 +724,194 @@ class Interpreter:
             heartbeat_timeout=HEARTBEAT_TIMEOUT,
         )
         return CallResult(answer["response"], answer["attempt"])
+
+    def _metadata_layers(self) -> list[dict[str, Any] | None]:
+        """Where `x-tool-parameters` come from in a task, lowest precedence first."""
+        return [
+            self.params.agent.get("metadata"),
+            self.params.task_info.get("metadata"),
+            self.params.execution_info.get("metadata"),
+        ]
+
+    # Prompts ---------------------------------------------------------------------------------------------
+
+    async def _prompt(
+        self,
+        step: lang.PromptStep,
+        names: dict[str, Any],
+        position: Position,
+        metadata: dict[str, Any] | None,
+    ) -> Any:
+        """Ask the model; with `auto_run_tools`, run the tools it asks for and ask again until it answers.
+
+        Each model call and each tool call is its own activity and its own transition, so a crash mid-loop
+        resumes mid-loop. Function tools are answered by the client through a wait."""
+        here = f"{position.workflow}[{position.step}]"
+        settings = {
+            **(self.params.agent.get("default_settings") or {}),
+            **((self.task.defaults.settings if self.task.defaults else None) or {}),
+            **(step.settings or {}),
+        }
+        response_format = settings.pop("response_format", None)
+        model = settings.pop("model", None) or self.params.agent.get("model")
+        tools = await self._described(self._prompt_tools(step, here), step)
+        fixed = {name: prompts.fixed_arguments(tool, self._metadata_layers()) for name, tool in tools.items()}
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": self._messages(step.prompt, names, here),
+            "settings": settings,
+            "tools": [prompts.offered_tool(tool, fixed[name]) for name, tool in tools.items()],
+            "tool_choice": step.tool_choice,
+            "response_format": response_format,
+            "at": here,
+        }
+        max_turns = step.max_turns or prompts.MAX_TURNS
+        turn = 0
+        while True:
+            answer = await self._activity(CALL_MODEL, request, step)
+            message = answer.output["choices"][0]["message"]
+            calls = message.get("tool_calls") or []
+            if not calls or not step.auto_run_tools:
+                break
+            turn += 1
+            if turn > max_turns:
+                raise StepFailed(
+                    f"{here}: MaxTurnsExceeded: the model still asked for tools after {max_turns} turns "
+                    "(raise the step's `max_turns` if the task needs more)"
+                )
+            turn_metadata = {**(metadata or {}), "turn": turn, "call": "model"}
+            self.log.add(
+                "step", answer.output, position, position, metadata={**turn_metadata, **answer.metadata()}
+            )
+            request["messages"] = [
+                *request["messages"],
+                {"role": "assistant", "content": message.get("content"), "tool_calls": calls},
+            ]
+            results = await _gather(
+                [
+                    self._loop_tool(call, tools, fixed, step, position, {**turn_metadata, "call": "tool"})
+                    for call in calls
+                ]
+            )
+            request["messages"] += [
+                {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
+                for call, result in zip(calls, results, strict=True)
+            ]
+        try:
+            output = prompts.step_output(answer.output, step.unwrap, response_format)
+        except ValueError:
+            raise StepFailed(f"{here}: the model's answer is not the JSON that was asked for") from None
+        return CallResult(output, answer.attempts, answer.usage, answer.cost)
+
+    async def _loop_tool(
+        self,
+        call: dict[str, Any],
+        tools: dict[str, dict[str, Any]],
+        fixed: dict[str, dict[str, Any]],
+        step: lang.PromptStep,
+        position: Position,
+        metadata: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Run one tool the model asked for; any failure becomes an error result the model reads, unless
+        the tool says `on_error: fail`."""
+        name = call["function"]["name"]
+        started = workflow.time()
+        tool = tools.get(name)
+        data: Any = None
+        error: dict[str, str] | None = None
+        if tool is None:
+            error = {"code": "unknown_tool", "message": f"there is no tool named {name!r}"}
+        else:
+            try:
+                arguments = {
+                    **prompts.call_arguments(call),
+                    **fixed[name],
+                }  # fixed values are not the model's
+                outcome = await self._run_tool(tool, arguments, step, position, metadata, call_id=call["id"])
+                data = outcome.output if isinstance(outcome, CallResult) else outcome
+            except ValueError as exc:
+                error = {"code": "invalid_arguments", "message": str(exc)}
+            except (ActivityError, StepFailed) as exc:
+                if tool.get("on_error") == "fail":
+                    raise
+                error = {"code": _error_code(exc), "message": failure_message(exc)}
+        status = "error" if error else "success"
+        result = prompts.tool_result(status, started, workflow.time(), data, error)
+        record = {
+            "tool_call": {"id": call["id"], "name": name, "arguments": call["function"].get("arguments")}
+        }
+        self.log.add(
+            "step", {**record, "result": result}, position, position, metadata={**metadata, "tool": name}
+        )
+        return result
+
+    async def _described(
+        self, tools: dict[str, dict[str, Any]], step: lang.PromptStep
+    ) -> dict[str, dict[str, Any]]:
+        """MCP tools take their description and argument schema from their server (listed once per step)."""
+        described = dict(tools)
+        for name, tool in tools.items():
+            integration = tool.get("integration") or {}
+            if integration.get("provider") != "mcp" or integration.get("parameters"):
+                continue
+            timeout, retry = call_options(step, self.task.defaults)
+            listed = await workflow.execute_activity(
+                LIST_MCP_TOOLS, integration, start_to_close_timeout=timeout, retry_policy=retry
+            )
+            method = integration.get("method") or name
+            found = next((t for t in listed if t["name"] == method), None)
+            if found is None:
+                raise StepFailed(f"MCP server of tool {name!r} has no tool {method!r}")
+            described[name] = {
+                **tool,
+                "description": tool.get("description") or found["description"],
+                "parameters": found["parameters"],
+            }
+        return described
+
+    def _prompt_tools(self, step: lang.PromptStep, here: str) -> dict[str, dict[str, Any]]:
+        """The tools a prompt step offers: `all` of the task's, or the ones it names."""
+        if step.tools == "all":
+            return dict(self.tools)
+        chosen: dict[str, dict[str, Any]] = {}
+        for ref in step.tools or []:
+            name = ref if isinstance(ref, str) else ref.get("name") if isinstance(ref, dict) else None
+            if not isinstance(name, str) or name not in self.tools:
+                raise StepFailed(f"{here}: tool {name!r} is not defined for this task or its agent")
+            chosen[name] = self.tools[name]
+        return chosen
+
+    def _messages(
+        self, prompt: str | list[lang.Message], names: dict[str, Any], here: str
+    ) -> list[dict[str, Any]]:
+        """The prompt as chat messages: a string is one user message; each content is a template (or, with
+        `$ `, an expression) over the step's names plus the agent and the task's tools."""
+        scope = {**names, "tools": list(self.tools.values())}
+        if isinstance(prompt, str):
+            return [{"role": "user", "content": self._content(prompt, scope, here)}]
+        messages = []
+        for message in prompt:
+            rendered: dict[str, Any] = {
+                "role": message.role,
+                "content": self._content(message.content, scope, here),
+            }
+            if message.name:
+                rendered["name"] = message.name
+            messages.append(rendered)
+        return messages
+
+    def _content(self, content: Any, scope: dict[str, Any], here: str) -> Any:
+        if isinstance(content, str):
+            value = self.values.template(content, scope)
+            return value if isinstance(value, str | list) else json.dumps(value)
+        if isinstance(content, list):  # content parts: the text of each part is a template
+            return [
+                {**part, "text": self.values.template(part["text"], scope)}
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+                else part
+                for part in content
+            ]
+        raise StepFailed(f"{here}: message content must be text or a list of content parts")
 
 
 @dataclass
@@ -708,10 +942,20 @@ class ChunkOutcome:
 
 @dataclass
 class CallResult:
-    """A call's output and how many attempts it took (recorded in its step transition's metadata)."""
+    """A call's output, how many attempts it took and, for model calls, the tokens used and their cost
+    (recorded in the step transition's metadata; the writer sums usage on the execution)."""
 
     output: Any
     attempts: int
+    usage: dict[str, Any] | None = None
+    cost: float | None = None
+
+    def metadata(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {"attempts": self.attempts}
+        if self.usage is not None:
+            extra["usage"] = self.usage
+            extra["cost"] = self.cost
+        return extra
 
 
 def failure_message(exc: Exception) -> str:
@@ -725,6 +969,13 @@ def failure_message(exc: Exception) -> str:
         detail = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
         return f"{exc.activity_type or 'activity'} failed: {detail}"
     return f"internal error in Mint: {type(exc).__name__}: {exc}"
+
+
+def _error_code(exc: Exception) -> str:
+    cause = exc.cause if isinstance(exc, ActivityError) else None
+    if isinstance(cause, ApplicationError) and cause.type:
+        return cause.type
+    return "step_failed" if isinstance(exc, StepFailed) else "tool_failed"
 
 
 def _number(value: Any) -> float:

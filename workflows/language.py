@@ -86,6 +86,7 @@ class StepDefaults(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     timeout: Seconds | None = None
     retry: RetrySpec | None = None
+    settings: dict[str, Any] | None = None  # model settings for every prompt step (the step's own win)
 
 
 class _CallStep(_Step):
@@ -113,6 +114,7 @@ class PromptStep(_CallStep):
     tools: Literal["all"] | list[Any] | None = None
     tool_choice: Any = None
     auto_run_tools: bool = False
+    max_turns: Annotated[int, Field(ge=1, le=100)] | None = None
 
 
 class ToolRef(BaseModel):
@@ -342,6 +344,9 @@ class ToolDef(BaseModel):
     api_call: ApiCallDef | None = Field(default=None, validate_default=True)
     system: dict[str, Any] | None = None
     integration: dict[str, Any] | None = None
+    # In a prompt's tool loop, a failed call goes back to the model as an error result ("report"), or
+    # fails the step ("fail").
+    on_error: Literal["report", "fail"] = "report"
 
     @model_validator(mode="before")
     @classmethod

@@ -94,6 +94,12 @@ def _check_step(
     if isinstance(step, lang.ToolCallStep) and step.tool_name not in tools:
         known = ", ".join(sorted(tools)) or "none"
         problems.append(Problem(f"{path}.tool", f"unknown tool {step.tool_name!r} (tools: {known})"))
+    if isinstance(step, lang.PromptStep) and isinstance(step.tools, list):
+        for i, ref in enumerate(step.tools):
+            name = ref if isinstance(ref, str) else ref.get("name") if isinstance(ref, dict) else None
+            if name not in tools:
+                known = ", ".join(sorted(tools)) or "none"
+                problems.append(Problem(f"{path}.tools[{i}]", f"unknown tool {name!r} (tools: {known})"))
     if isinstance(step, lang.YieldStep) and step.workflow not in workflows:
         problems.append(
             Problem(

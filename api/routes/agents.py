@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
+from activities.models import available_models
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ApiError, not_found
@@ -19,9 +20,10 @@ router = APIRouter(tags=["agents"])
 
 
 @router.get("/agents/models")
-async def list_models(developer: Developer) -> dict[str, Any]:
-    """The models configured for this Mint (none until a model provider is configured)."""
-    return {"models": []}
+async def list_models(developer: Developer, request: Request) -> dict[str, Any]:
+    """The models this Mint can call (from the providers configured on it)."""
+    config = request.app.state.settings.model_config()
+    return {"models": [{"id": model} for model in await available_models(config)]}
 
 
 @router.post("/agents", status_code=201, response_model=schemas.Agent)

@@ -1,0 +1,515 @@
+"""Prompt steps and the tool-calling loop, through the real openai and anthropic SDKs to a scripted local model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import pytest_asyncio
+
+from tests.conftest import temporal_address
+from tests.helpers import create_agent, create_task, run_task, start, transitions, wait_for_status
+from tests.local_http import LocalServer, Request
+from tests.model_server import Call, ModelServer, Reply
+from tests.stack import BackgroundStack
+
+OPENAI_KEY = "sk-openai-canary-7f3a9c1e5b"
+ANTHROPIC_KEY = "sk-ant-canary-2d8e4b6f0a"
+MCP_SERVER = Path(__file__).parent / "mcp_server.py"
+
+
+class Script:
+    """The fake model's behaviour, set per test (the server lives for the whole module)."""
+
+    def __init__(self) -> None:
+        self.reply: Any = lambda call: Reply(content=f"echo: {call.messages[-1]['content']}")
+
+    def __call__(self, call: Call) -> Reply | str:
+        return self.reply(call)
+
+
+@pytest.fixture(scope="module")
+def script() -> Script:
+    return Script()
+
+
+@pytest.fixture(scope="module")
+def model_server(script: Script) -> Iterator[ModelServer]:
+    with ModelServer(script) as server:
+        yield server
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def model_stack(postgres_url, temporal_env, model_server) -> AsyncIterator[BackgroundStack]:
+    stack = BackgroundStack(
+        postgres_url,
+        temporal_address(temporal_env),
+        task_queue=f"models-{uuid.uuid4()}",
+        openai_api_key=OPENAI_KEY,
+        openai_base_url=model_server.openai_base_url,
+        anthropic_api_key=ANTHROPIC_KEY,
+        anthropic_base_url=model_server.anthropic_base_url,
+        mcp_servers={"calc": {"command": sys.executable, "args": [str(MCP_SERVER)]}},
+    )
+    await asyncio.to_thread(stack.start)
+    yield stack
+    await asyncio.to_thread(stack.stop)
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def mapi(model_stack, api_key, script, model_server) -> AsyncIterator[httpx.AsyncClient]:
+    model_server.calls.clear()
+    async with httpx.AsyncClient(
+        base_url=model_stack.url, headers={"Authorization": f"Bearer {api_key}"}, timeout=30
+    ) as client:
+        yield client
+    script.__init__()  # back to the echo model
+
+
+def _last_user(call: Call) -> str:
+    return next(m["content"] for m in reversed(call.messages) if m["role"] == "user")
+
+
+@pytest.mark.parametrize("model", ["gpt-4o-mini", "claude-haiku-4-5"])
+async def test_a_prompt_answers_with_a_chat_completion_and_records_usage(mapi, model_server, model):
+    task = {
+        "name": "hello",
+        "main": [
+            {"evaluate": {"who": "$ 'Ada'"}},
+            {
+                "prompt": [
+                    {"role": "system", "content": "You are {{agent.name}}."},
+                    {"role": "user", "content": "Greet {{_.who}}"},
+                ],
+                "settings": {"model": model, "temperature": 0.2},
+            },
+            {
+                "evaluate": {
+                    "seed_form": '$ _["choices"][0].content',
+                    "usual": "$ _.choices[0].message.content",
+                }
+            },
+        ],
+    }
+    execution, rows = await run_task(mapi, task)
+    assert execution["status"] == "succeeded", execution["error"]
+    assert execution["output"] == {"seed_form": "echo: Greet Ada", "usual": "echo: Greet Ada"}
+    (call,) = model_server.calls
+    assert call.provider == ("anthropic" if model.startswith("claude") else "openai")
+    assert call.messages[0] == {"role": "system", "content": "You are tester."}
+    assert call.body["temperature"] == 0.2
+    prompt_row = rows[2]
+    assert prompt_row["output"]["choices"][0]["finish_reason"] == "stop"
+    usage = prompt_row["metadata"]["usage"]
+    assert usage["prompt_tokens"] > 0 and usage["completion_tokens"] > 0
+    assert prompt_row["metadata"]["cost"] > 0
+    assert execution["usage"]["prompt_tokens"] == usage["prompt_tokens"]
+    assert execution["usage"]["cost"] == pytest.approx(prompt_row["metadata"]["cost"])
+
+
+async def test_unwrap_and_settings_precedence_step_over_task_over_agent(mapi, model_server):
+    agent = (
+        await mapi.post(
+            "/agents",
+            json={"name": "a", "model": "gpt-4o", "default_settings": {"temperature": 0.9, "top_p": 0.5}},
+        )
+    ).json()
+    task = {
+        "name": "layers",
+        "defaults": {"settings": {"temperature": 0.5, "max_tokens": 50}},
+        "main": [{"prompt": "Hi", "unwrap": True, "settings": {"max_tokens": 20}}],
+    }
+    execution, _ = await run_task(mapi, task, agent_id=agent["id"])
+    assert execution["output"] == "echo: Hi"
+    body = model_server.calls[0].body
+    assert (body["model"], body["temperature"], body["top_p"], body["max_tokens"]) == ("gpt-4o", 0.5, 0.5, 20)
+
+
+async def test_json_schema_output_is_validated_and_a_bad_answer_retried(mapi, script, model_server):
+    answers = iter(['{"name": "Ada"}', '{"name": "Ada", "age": 36}'])
+    script.reply = lambda call: next(answers)
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+        "required": ["name", "age"],
+    }
+    task = {
+        "name": "json",
+        "main": [
+            {
+                "prompt": "Who?",
+                "unwrap": True,
+                "settings": {
+                    "response_format": {
+                        "type": "json_schema",
+                        "json_schema": {"name": "person", "schema": schema},
+                    }
+                },
+                "retry": {"initial_interval": 0.1},
+            }
+        ],
+    }
+    execution, rows = await run_task(mapi, task)
+    assert execution["status"] == "succeeded", execution["error"]
+    assert execution["output"] == {"name": "Ada", "age": 36}
+    assert rows[1]["metadata"]["attempts"] == 2
+    assert model_server.calls[0].body["response_format"]["type"] == "json_schema"
+
+
+async def test_a_json_answer_that_never_fits_fails_clearly(mapi, script):
+    script.reply = lambda call: "not json at all"
+    task = {
+        "name": "json",
+        "main": [
+            {
+                "prompt": "Who?",
+                "settings": {"response_format": {"type": "json_object"}},
+                "retry": {"max_attempts": 2, "initial_interval": 0.1},
+            }
+        ],
+    }
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "failed"
+    assert "not JSON" in execution["error"]
+
+
+def _calculator(request: Request) -> tuple[int, dict[str, str], bytes]:
+    """The seed's tools (string length, add, square root) as a local HTTP service."""
+    body = json.loads(request.body or b"{}")
+    if request.path == "/length":
+        value: Any = len(body["s"])
+    elif request.path == "/add":
+        value = body["a"] + body["b"]
+    else:
+        value = body["x"] ** 0.5
+    return 200, {"Content-Type": "application/json"}, json.dumps({"value": value}).encode()
+
+
+def _calculator_tools(url: str) -> list[dict[str, Any]]:
+    def tool(name: str, properties: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "name": name,
+            "type": "api_call",
+            "description": f"{name} of the arguments",
+            "api_call": {
+                "method": "POST",
+                "url": url + name,
+                "json": {k: "{{ arguments." + k + " }}" for k in properties},
+                "params_schema": {"type": "object", "properties": properties, "required": list(properties)},
+            },
+        }
+
+    return [
+        tool("length", {"s": {"type": "string"}}),
+        tool("add", {"a": {"type": "number"}, "b": {"type": "number"}}),
+        tool("sqrt", {"x": {"type": "number"}}),
+    ]
+
+
+def _three_turns(call: Call) -> Reply:
+    """Length of 'abcde', plus 4, square root: one tool per turn, then the answer."""
+    results = [json.loads(m["content"]) for m in call.messages if m["role"] == "tool"]
+    if not results:
+        return Reply(tool_calls=[("length", {"s": "abcde"})])
+    if len(results) == 1:
+        return Reply(tool_calls=[("add", {"a": results[0]["data"]["json"]["value"], "b": 4})])
+    if len(results) == 2:
+        return Reply(tool_calls=[("sqrt", {"x": results[1]["data"]["json"]["value"]})])
+    return Reply(content=f"The answer is {results[2]['data']['json']['value']}")
+
+
+@pytest.mark.parametrize("model", ["gpt-4o-mini", "claude-haiku-4-5"])
+async def test_a_three_turn_tool_loop_runs_each_call_as_its_own_transition(mapi, script, model_server, model):
+    script.reply = _three_turns
+    with LocalServer(_calculator) as calculator:
+        task = {
+            "name": "calc",
+            "tools": _calculator_tools(calculator.url),
+            "main": [
+                {
+                    "prompt": "What is the square root of the length of 'abcde' plus 4?",
+                    "tools": "all",
+                    "auto_run_tools": True,
+                    "unwrap": True,
+                    "settings": {"model": model},
+                }
+            ],
+        }
+        execution, rows = await run_task(mapi, task)
+    assert execution["status"] == "succeeded", execution["error"]
+    assert execution["output"] == "The answer is 3.0"
+    assert len(model_server.calls) == 4
+    assert {t["name"] for t in model_server.calls[0].tools} == {"length", "add", "sqrt"}
+    loop = [(r["metadata"].get("call"), r["metadata"].get("tool")) for r in rows if r["type"] == "step"]
+    assert loop == [
+        ("model", None), ("tool", "length"),
+        ("model", None), ("tool", "add"),
+        ("model", None), ("tool", "sqrt"),
+        (None, None),
+    ]  # fmt: skip
+    tool_rows = [r for r in rows if r["metadata"].get("call") == "tool"]
+    assert all(r["output"]["result"]["status"] == "success" for r in tool_rows)
+    assert all(isinstance(r["output"]["result"]["duration_ms"], int) for r in tool_rows)
+    # Every model call's tokens are counted once on the execution.
+    total = sum(r["metadata"]["usage"]["prompt_tokens"] for r in rows if "usage" in r["metadata"])
+    assert execution["usage"]["prompt_tokens"] == total
+
+
+async def test_without_auto_run_the_step_returns_the_tool_calls(mapi, script):
+    script.reply = lambda call: Reply(tool_calls=[("length", {"s": "xy"})])
+    task = {
+        "name": "manual",
+        "tools": _calculator_tools("http://127.0.0.1:9/"),
+        "main": [{"prompt": "?", "tools": ["length"]}, {"evaluate": {"calls": "$ _.choices[0].tool_calls"}}],
+    }
+    execution, _ = await run_task(mapi, task)
+    (call,) = execution["output"]["calls"]
+    assert call["function"]["name"] == "length" and json.loads(call["function"]["arguments"]) == {"s": "xy"}
+
+
+async def test_a_function_tool_in_the_loop_is_answered_by_the_client(mapi, script, model_server):
+    def model(call: Call) -> Reply:
+        results = [m for m in call.messages if m["role"] == "tool"]
+        if not results:
+            return Reply(tool_calls=[("check_account", {"customer": "c-1"})])
+        return Reply(content=f"status: {json.loads(results[0]['content'])['data']['status']}")
+
+    script.reply = model
+    task = {
+        "name": "ask client",
+        "tools": [
+            {
+                "name": "check_account",
+                "type": "function",
+                "function": {
+                    "parameters": {"type": "object", "properties": {"customer": {"type": "string"}}}
+                },
+            }
+        ],
+        "main": [{"prompt": "How is c-1?", "tools": "all", "auto_run_tools": True, "unwrap": True}],
+    }
+    created = await create_task(mapi, (await create_agent(mapi))["id"], task)
+    execution = await start(mapi, created["id"])
+    await wait_for_status(mapi, execution["id"], {"awaiting_input"})
+    rows = await transitions(mapi, execution["id"])
+    wait = rows[-1]
+    assert wait["type"] == "wait"
+    assert wait["output"]["tool_call"]["name"] == "check_account"
+    assert wait["output"]["tool_call"]["arguments"] == {"customer": "c-1"}
+    answer = await mapi.put(
+        f"/executions/{execution['id']}", json={"status": "running", "input": {"status": "active"}}
+    )
+    assert answer.status_code == 200, answer.text
+    done = await wait_for_status(mapi, execution["id"])
+    assert done["output"] == "status: active"
+
+
+async def test_a_failing_tool_goes_back_to_the_model_unless_it_fails_the_step(mapi, script):
+    def model(call: Call) -> Reply:
+        results = [json.loads(m["content"]) for m in call.messages if m["role"] == "tool"]
+        if not results:
+            return Reply(tool_calls=[("broken", {})])
+        return Reply(content=f"tool said {results[0]['status']}: {results[0]['error']['code']}")
+
+    script.reply = model
+    with LocalServer(lambda r: (503, {}, b"down")) as down:
+        tool = {"name": "broken", "type": "api_call", "api_call": {"url": down.url}}
+        step = {
+            "prompt": "go",
+            "tools": "all",
+            "auto_run_tools": True,
+            "unwrap": True,
+            "retry": {"max_attempts": 1},
+        }
+        execution, _ = await run_task(mapi, {"name": "t", "tools": [tool], "main": [step]})
+        assert execution["output"] == "tool said error: HttpUnavailable"
+        execution, _ = await run_task(
+            mapi, {"name": "t", "tools": [{**tool, "on_error": "fail"}], "main": [step]}
+        )
+    assert execution["status"] == "failed" and "503" in execution["error"]
+
+
+async def test_max_turns_ends_a_loop_that_never_answers(mapi, script):
+    script.reply = lambda call: Reply(tool_calls=[("length", {"s": "again"})])
+    with LocalServer(_calculator) as calculator:
+        task = {
+            "name": "forever",
+            "tools": _calculator_tools(calculator.url),
+            "main": [{"prompt": "?", "tools": "all", "auto_run_tools": True, "max_turns": 2}],
+        }
+        execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "failed"
+    assert "MaxTurnsExceeded" in execution["error"] and "2 turns" in execution["error"]
+
+
+async def test_x_tool_parameters_are_hidden_from_the_model_and_filled_in(mapi, script, model_server):
+    seen: list[dict[str, Any]] = []
+
+    def record(request: Request) -> tuple[int, dict[str, str], bytes]:
+        seen.append(json.loads(request.body))
+        return 200, {}, b"{}"
+
+    script.reply = lambda call: (
+        Reply(content="done")
+        if any(m["role"] == "tool" for m in call.messages)
+        else Reply(tool_calls=[("account", {"query": "balance"})])
+    )
+    with LocalServer(record) as server:
+        properties = {
+            "customer_id": {"type": "integer"},
+            "region": {"type": "string"},
+            "query": {"type": "string"},
+        }
+        tool = {
+            "name": "account",
+            "type": "api_call",
+            "api_call": {
+                "method": "POST",
+                "url": server.url,
+                "json": {
+                    "customer_id": "{{ arguments.customer_id }}",
+                    "region": "{{ arguments.region }}",
+                    "query": "{{ arguments.query }}",
+                },
+                "params_schema": {"type": "object", "properties": properties, "required": list(properties)},
+            },
+        }
+        agent = (
+            await mapi.post(
+                "/agents",
+                json={
+                    "name": "a",
+                    "metadata": {
+                        "x-tool-parameters": {"api_call:account": {"customer_id": 1, "region": "eu"}}
+                    },
+                },
+            )
+        ).json()
+        task = {
+            "name": "partial",
+            "metadata": {"x-tool-parameters": {"customer_id": 2}},
+            "tools": [tool],
+            "main": [{"prompt": "?", "tools": "all", "auto_run_tools": True, "unwrap": True}],
+        }
+        created = await create_task(mapi, agent["id"], task)
+        response = await mapi.post(
+            f"/tasks/{created['id']}/executions",
+            json={"input": {}, "metadata": {"x-tool-parameters": {"api_call:account": {"customer_id": 3}}}},
+        )
+        done = await wait_for_status(mapi, response.json()["id"])
+    assert done["status"] == "succeeded", done["error"]
+    offered = model_server.calls[0].tools[0]["parameters"]
+    assert set(offered["properties"]) == {"query"} and offered["required"] == ["query"]
+    assert seen == [{"customer_id": 3, "region": "eu", "query": "balance"}]  # execution > task > agent
+
+
+async def test_a_system_tool_creates_an_agent_for_the_executions_developer(mapi, script):
+    script.reply = lambda call: (
+        Reply(content="made")
+        if any(m["role"] == "tool" for m in call.messages)
+        else Reply(tool_calls=[("new_agent", {"name": "from the model"})])
+    )
+    task = {
+        "name": "system",
+        "tools": [
+            {"name": "new_agent", "type": "system", "system": {"resource": "agent", "operation": "create"}},
+            {"name": "agents", "type": "system", "system": {"call": "agent.list"}},
+        ],
+        "main": [
+            {"tool": "new_agent", "arguments": {"name": "$ 'from a step'"}},
+            {"prompt": "make one", "tools": ["new_agent"], "auto_run_tools": True, "unwrap": True},
+            {"tool": "agents", "arguments": {"limit": 100}},
+            {"evaluate": {"names": "$ [a['name'] for a in _['items']]"}},
+        ],
+    }
+    execution, rows = await run_task(mapi, task)
+    assert execution["status"] == "succeeded", execution["error"]
+    assert {"from a step", "from the model"} <= set(execution["output"]["names"])
+    made = rows[1]["output"]
+    assert (await mapi.get(f"/agents/{made['id']}")).json()["name"] == "from a step"
+
+
+async def test_an_mcp_tool_is_listed_and_called_on_a_local_mcp_server(mapi, script, model_server):
+    script.reply = lambda call: (
+        Reply(content=f"sum is {json.loads(call.messages[-1]['content'])['data']}")
+        if call.messages[-1]["role"] == "tool"
+        else Reply(tool_calls=[("adder", {"a": 2, "b": 3})])
+    )
+    tool = {
+        "name": "adder",
+        "type": "integration",
+        "integration": {"provider": "mcp", "method": "add", "setup": {"server": "calc"}},
+    }
+    task = {
+        "name": "mcp",
+        "tools": [tool],
+        "main": [
+            {"tool": "adder", "arguments": {"a": 40, "b": 2}},
+            {"prompt": "2 + 3?", "tools": "all", "auto_run_tools": True, "unwrap": True},
+        ],
+    }
+    execution, rows = await run_task(mapi, task)
+    assert execution["status"] == "succeeded", execution["error"]
+    assert rows[1]["output"] == 42
+    assert execution["output"] == "sum is 5"
+    offered = model_server.calls[0].tools[0]
+    assert offered["description"] == "Add two numbers." and set(offered["parameters"]["properties"]) == {
+        "a",
+        "b",
+    }
+
+
+async def test_an_unconfigured_mcp_server_is_refused(mapi):
+    tool = {
+        "name": "shell",
+        "type": "integration",
+        "integration": {"provider": "mcp", "method": "x", "setup": {"server": "bash"}},
+    }
+    execution, _ = await run_task(
+        mapi, {"name": "m", "tools": [tool], "main": [{"tool": "shell", "arguments": {}}]}
+    )
+    assert execution["status"] == "failed" and "unknown MCP server 'bash'" in execution["error"]
+
+
+async def test_a_rate_limited_model_is_retried_and_a_refused_request_is_not(mapi, script, model_server):
+    answers = iter([Reply(status=429, content="slow down"), Reply(content="fine")])
+    script.reply = lambda call: next(answers)
+    execution, rows = await run_task(
+        mapi, {"name": "r", "main": [{"prompt": "?", "unwrap": True, "retry": {"initial_interval": 0.1}}]}
+    )
+    assert execution["output"] == "fine" and rows[1]["metadata"]["attempts"] == 2
+    script.reply = lambda call: Reply(status=400, content=f"bad request from key {OPENAI_KEY}")
+    model_server.calls.clear()
+    execution, _ = await run_task(mapi, {"name": "r", "main": [{"prompt": "?"}]})
+    assert execution["status"] == "failed" and "400" in execution["error"]
+    assert len(model_server.calls) == 1  # a 4xx is not retried
+    assert OPENAI_KEY not in execution["error"] and "[redacted]" in execution["error"]
+
+
+async def test_api_keys_appear_in_no_transition_and_no_history(mapi, temporal_env, model_server):
+    execution, rows = await run_task(
+        mapi,
+        {
+            "name": "k",
+            "main": [{"prompt": "hello"}, {"prompt": "again", "settings": {"model": "claude-haiku-4-5"}}],
+        },
+    )
+    assert execution["status"] == "succeeded", execution["error"]
+    assert model_server.calls[0].headers["authorization"] == f"Bearer {OPENAI_KEY}"  # the key was used
+    text = json.dumps(rows) + json.dumps(execution)
+    history = await temporal_env.client.get_workflow_handle(execution["id"]).fetch_history()
+    text += history.to_json()
+    for key in (OPENAI_KEY, ANTHROPIC_KEY):
+        assert key not in text
+
+
+async def test_models_lists_what_the_configured_providers_serve(mapi):
+    models = {m["id"] for m in (await mapi.get("/agents/models")).json()["models"]}
+    assert {"gpt-4o-mini", "gpt-4o"} <= models and "claude-haiku-4-5" in models
