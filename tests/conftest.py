@@ -77,3 +77,13 @@ async def api(stack: BackgroundStack, api_key: str) -> AsyncIterator[httpx.Async
         base_url=stack.url, headers={"Authorization": f"Bearer {api_key}"}, timeout=30
     ) as client:
         yield client
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping Temporal test server (a 30-day sleep takes milliseconds), one per test."""
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=services.find_binary("temporal-test-server")
+    )
+    yield env
+    await env.shutdown()

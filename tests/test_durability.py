@@ -7,10 +7,7 @@ import uuid
 from datetime import timedelta
 
 import httpx
-import pytest_asyncio
-from temporalio.testing import WorkflowEnvironment
 
-from mint import services
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
 from tests.stack import BackgroundStack
@@ -63,15 +60,6 @@ main:
 - evaluate:
     woke: 1 == 1
 """
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def time_skipping_env():
-    env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=services.find_binary("temporal-test-server")
-    )
-    yield env
-    await env.shutdown()
 
 
 async def test_thirty_day_sleep_finishes_in_seconds(postgres_url, time_skipping_env, api_key):

@@ -50,7 +50,7 @@ async def test_approval_example_small_amount_needs_no_approval(api):
     assert done["status"] == "succeeded" and done["output"]["decision"] == "approved"
 
 
-async def test_daily_motivation_parses_and_runs_until_its_first_prompt(api):
+async def test_daily_motivation_without_a_model_stops_clearly_at_its_first_prompt(api):
     task, execution = await _run(
         api, "daily_motivation.yaml", {"about_user": "a developer", "topics": ["focus"]}
     )
@@ -58,4 +58,4 @@ async def test_daily_motivation_parses_and_runs_until_its_first_prompt(api):
     done = await wait_for_status(api, execution["id"])
     rows = await transitions(api, execution["id"])
     assert rows[1]["output"] == {"chosen_topic": "focus"}  # randint(len(topics)) picked the only topic
-    assert done["status"] == "failed" and "prompt steps cannot run yet" in done["error"]
+    assert done["status"] == "failed" and "set OPENAI_API_KEY" in done["error"]

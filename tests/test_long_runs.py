@@ -9,7 +9,6 @@ import httpx
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, wait_for_status
 from tests.stack import BackgroundStack
-from tests.test_durability import time_skipping_env  # noqa: F401 - a fixture
 
 # Counts to `until` by yielding to itself; each round is three pure steps and a tail yield.
 COUNT_LOOP = """
@@ -63,7 +62,7 @@ async def test_a_loop_of_5000_tail_yields_finishes(api):
     assert len(rows) == done["transition_count"]
 
 
-async def test_long_executions_continue_as_new_without_a_seam(postgres_url, time_skipping_env, api_key):  # noqa: F811
+async def test_long_executions_continue_as_new_without_a_seam(postgres_url, time_skipping_env, api_key):
     stack = BackgroundStack(
         postgres_url,
         temporal_address(time_skipping_env),

@@ -763,7 +763,7 @@ class Interpreter:
             "tools": [prompts.offered_tool(tool, fixed[name]) for name, tool in tools.items()],
             "tool_choice": step.tool_choice,
             "response_format": response_format,
-            "at": here,
+            "at": f"{self.params.task_info.get('name', '')}:{here}",  # where recordings file it
         }
         max_turns = step.max_turns or prompts.MAX_TURNS
         turn = 0

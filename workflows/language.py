@@ -346,7 +346,7 @@ class ToolDef(BaseModel):
     integration: dict[str, Any] | None = None
     # In a prompt's tool loop, a failed call goes back to the model as an error result ("report"), or
     # fails the step ("fail").
-    on_error: Literal["report", "fail"] = "report"
+    on_error: Literal["report", "fail"] | None = None
 
     @model_validator(mode="before")
     @classmethod
