@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -13,11 +10,11 @@ from temporalio import activity
 
 from activities import errors
 from activities.egress import Destination, EgressPolicy, EgressRefused
+from activities.heartbeat import heartbeating
 from workflows.interpreter import CALL_API
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 MAX_REDIRECTS = 5
-HEARTBEAT_SECONDS = 2.0
 # Credentials never follow a redirect to another origin.
 CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
@@ -82,25 +79,6 @@ class HttpActivities:
                 return response.status_code, dict(response.headers), body
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
             raise errors.permanent(f"bad URL {url!r}: {exc}", "BadToolCall") from None
-
-
-@contextlib.asynccontextmanager
-async def heartbeating(every: float = HEARTBEAT_SECONDS) -> AsyncIterator[None]:
-    """Heartbeat while a call runs, so that Temporal notices a dead worker within the heartbeat timeout
-    (seconds), not at the end of the call's whole start-to-close timeout."""
-
-    async def beat() -> None:
-        while True:
-            activity.heartbeat()
-            await asyncio.sleep(every)
-
-    task = asyncio.create_task(beat())
-    try:
-        yield
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
 
 
 def _pinned(url: str, destination: Destination, headers: dict[str, str]) -> tuple[str, dict[str, str], dict]:

@@ -16,6 +16,7 @@ from temporalio import activity
 
 from activities import errors
 from activities.egress import EgressPolicy, EgressRefused
+from activities.heartbeat import heartbeating
 from workflows.interpreter import CALL_MCP, LIST_MCP_TOOLS
 
 CALL_TIMEOUT_SECONDS = 120.0
@@ -29,7 +30,7 @@ class McpActivities:
     @activity.defn(name=LIST_MCP_TOOLS)
     async def list_mcp_tools(self, integration: dict[str, Any]) -> list[dict[str, Any]]:
         """The server's tools as {name, description, parameters}."""
-        async with await self._connect(integration) as client:
+        async with heartbeating(), await self._connect(integration) as client:
             listed = await client.list_tools()
         return [
             {"name": t.name, "description": t.description or "", "parameters": t.input_schema or {}}
@@ -39,7 +40,7 @@ class McpActivities:
     @activity.defn(name=CALL_MCP)
     async def call_mcp(self, request: dict[str, Any]) -> dict[str, Any]:
         """{integration, tool, arguments} -> {response, attempt}; a tool's own error is not retried."""
-        async with await self._connect(request["integration"]) as client:
+        async with heartbeating(), await self._connect(request["integration"]) as client:
             result = await client.call_tool(request["tool"], request.get("arguments") or {})
         text = "\n".join(
             getattr(block, "text", "") for block in result.content if getattr(block, "text", None)

@@ -18,6 +18,7 @@ import openai
 from temporalio import activity
 
 from activities import errors
+from activities.heartbeat import heartbeating
 from activities.recordings import Recordings
 from mint.settings import ModelConfig
 from workflows.interpreter import CALL_MODEL
@@ -53,6 +54,10 @@ class ModelActivities:
 
         `request` has model, messages, settings, tools, tool_choice, response_format and `at` (the step,
         for recordings). A JSON answer that does not match the requested schema is retried like a 5xx."""
+        async with heartbeating():
+            return await self._call_model(request)
+
+    async def _call_model(self, request: dict[str, Any]) -> dict[str, Any]:
         request = {**request, "model": request.get("model") or self.config.default_model}
         if self.recordings is not None and self.recordings.replaying:
             response = self.recordings.replay(request)

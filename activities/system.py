@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from temporalio import activity
 
 from activities import errors
+from activities.heartbeat import heartbeating
 from api.deps import get_developer
 from workflows.interpreter import CALL_SYSTEM
 
@@ -91,6 +92,10 @@ class SystemActivities:
     @activity.defn(name=CALL_SYSTEM)
     async def call_system(self, request: dict[str, Any]) -> dict[str, Any]:
         """{developer_id, system: spec, arguments} -> {response, attempt}; a 4xx is not retried."""
+        async with heartbeating():
+            return await self._call(request)
+
+    async def _call(self, request: dict[str, Any]) -> dict[str, Any]:
         spec, arguments = request["system"], dict(request.get("arguments") or {})
         try:
             key = operation(spec)

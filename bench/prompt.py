@@ -3,6 +3,7 @@
 Run: python -m bench.prompt   (starts its own embedded Postgres, Temporal dev server and a local model server)
 1. Direct: the openai SDK calling the local server, one call after another (the floor: what the model costs).
 2. Mint: a task of 20 prompt steps against the same server; per step, and the overhead per step over direct.
+3. The Temporal floor for a durable call: a no-op activity's round trip, measured in the same run.
 Medians of alternated rounds, so drift on a noisy machine hits both sides.
 """
 
@@ -15,6 +16,7 @@ import time
 import httpx
 import openai
 
+from bench.engine import measure_floor
 from tests.model_server import ModelServer
 from tests.stack import LocalMint
 
@@ -57,6 +59,7 @@ async def main() -> None:
                 task_id = (await api.post(f"/agents/{agent['id']}/tasks", json=doc)).json()["id"]
                 await through_mint(api, task_id)  # warm up both paths once
                 await direct(server)
+                floor_ms = (await measure_floor(local.env, local.pool))["activity_round_trip_ms"]
                 directs, mints = [], []
                 for _ in range(ROUNDS):
                     directs.append(await direct(server))
@@ -70,6 +73,10 @@ async def main() -> None:
     print(f"  openai SDK directly        {floor:7.2f} ms per call")
     print(
         f"  mint prompt step           {mint:7.2f} ms per step   ratio {mint / floor:5.2f}x, overhead {mint - floor:6.2f} ms"
+    )
+    print(
+        f"  temporal activity floor    {floor_ms:7.2f} ms per round trip "
+        f"(the overhead is {(mint - floor) / floor_ms:4.2f} of these)"
     )
 
 

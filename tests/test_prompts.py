@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import sys
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
@@ -665,3 +666,17 @@ async def test_the_daily_motivation_example_runs_offline_from_its_recording(
             await api.put(f"/executions/{execution['id']}", json={"status": "cancelled", "reason": "done"})
     finally:
         await asyncio.to_thread(stack.stop)
+
+
+async def test_a_model_call_longer_than_the_heartbeat_timeout_is_not_retried(mapi, script, model_server):
+    """Model calls heartbeat while they wait, so a slow answer (11 s, past the 10 s heartbeat timeout) is
+    awaited, not timed out and asked again."""
+
+    def slow(call: Call) -> str:
+        time.sleep(11)
+        return "worth the wait"
+
+    script.reply = slow
+    execution, _ = await run_task(mapi, {"name": "slow", "main": [{"prompt": "take your time", "unwrap": True}]})
+    assert execution["output"] == "worth the wait"
+    assert len(model_server.calls) == 1

@@ -10,13 +10,13 @@ from temporalio.exceptions import ApplicationError
 
 from workflows.interpreter import (
     MAP_CHUNK_WORKFLOW,
-    ChunkOutcome,
     ExecutionParams,
     Inbox,
     Interpreter,
     MapChunk,
     StepFailed,
 )
+from workflows.transitions import plain
 
 
 @workflow.defn(name="TaskExecutionWorkflow")
@@ -43,8 +43,8 @@ class MapChunkWorkflow:
     """Part of a large map or foreach, as a child of the execution's workflow (see Interpreter._in_children)."""
 
     @workflow.run
-    async def run(self, chunk: MapChunk) -> ChunkOutcome:
+    async def run(self, chunk: MapChunk) -> dict[str, Any]:  # a ChunkOutcome, as a dict (see plain)
         try:
-            return await Interpreter(chunk.params, Inbox(), chunk=True).run_chunk(chunk)
+            return plain(await Interpreter(chunk.params, Inbox(), chunk=True).run_chunk(chunk))
         except StepFailed as exc:
             raise ApplicationError(str(exc), type="StepFailed", non_retryable=True) from None

@@ -23,7 +23,7 @@ from workflows import prompts
 from workflows.calls import HEARTBEAT_TIMEOUT, api_request, call_options
 from workflows.expressions import ExpressionError
 from workflows.transition_log import MARK_FAILED, WRITE_RETRY, TransitionLog, UnrecordableValue
-from workflows.transitions import Position, TransitionBatch
+from workflows.transitions import Position, TransitionBatch, plain
 from workflows.values import ValueEvaluator
 
 MAX_YIELD_DEPTH = 200
@@ -221,8 +221,10 @@ class Interpreter:
             # The writer refused the batch (a Mint bug): still never leave the execution looking alive.
             await workflow.execute_local_activity(
                 MARK_FAILED,
-                TransitionBatch(
-                    self.params.execution_id, self.params.developer_id, [], "failed", error=message
+                plain(
+                    TransitionBatch(
+                        self.params.execution_id, self.params.developer_id, [], "failed", error=message
+                    )
                 ),
                 start_to_close_timeout=timedelta(seconds=30),
                 retry_policy=WRITE_RETRY,
@@ -288,7 +290,7 @@ class Interpreter:
             state=self.state,
             labels=self.labels,
         )
-        workflow.continue_as_new(replace(self.params, resume=resume))
+        workflow.continue_as_new(plain(replace(self.params, resume=resume)))
 
     async def _run_sequence(
         self, steps: list[Any], value: Any, frame: Frame, path: str, metadata: dict[str, Any] | None = None
@@ -526,7 +528,7 @@ class Interpreter:
                 )
                 outcome: ChunkOutcome = await workflow.execute_child_workflow(
                     MAP_CHUNK_WORKFLOW,
-                    chunk,
+                    plain(chunk),
                     id=f"{self.params.execution_id}.chunk.{workflow.uuid4()}",
                     result_type=ChunkOutcome,
                 )

@@ -14,7 +14,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
-from workflows.transitions import Position, TransitionBatch
+from workflows.transitions import Position, TransitionBatch, plain
 
 WRITE_TRANSITIONS = "write_transitions"
 MARK_FAILED = "mark_failed"
@@ -165,7 +165,7 @@ class TransitionLog:
     ) -> None:
         """One batch, in one activity: local when the workflow waits for it anyway, regular in the
         background, so that it runs beside the call that follows instead of holding its workflow task."""
-        arguments = TransitionBatch(self.execution_id, self.developer_id, batch, status, output, error)
+        arguments = plain(TransitionBatch(self.execution_id, self.developer_id, batch, status, output, error))
         run = workflow.execute_activity if background else workflow.execute_local_activity
         try:
             await run(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,3 +54,12 @@ class TransitionBatch:
     status: str
     output: Any = None
     error: str | None = None
+
+
+def plain(value: Any) -> Any:
+    """A dataclass as a dict, recursing only into dataclasses: Temporal's JSON converter turns a dataclass
+    into a dict with `dataclasses.asdict`, which deep-copies every value inside (whole transition batches,
+    map items); handing it a dict skips that copy. The receiving side still gets the dataclass back."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    return value

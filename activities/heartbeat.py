@@ -1,0 +1,33 @@
+"""Heartbeats for activities that call out, so a worker that dies mid-call is noticed within the step's
+heartbeat timeout (workflows/calls.py), not at the end of the call's whole start-to-close timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+
+from temporalio import activity
+
+HEARTBEAT_SECONDS = 2.0
+
+
+@contextlib.asynccontextmanager
+async def heartbeating(every: float = HEARTBEAT_SECONDS) -> AsyncIterator[None]:
+    """Heartbeat while a call runs, so that Temporal notices a dead worker within the heartbeat timeout
+    (seconds), not at the end of the call's whole start-to-close timeout."""
+
+    async def beat() -> None:
+        # The first beat waits: a short call sends none (each is a request to Temporal), and the heartbeat
+        # timeout counts from the activity's start anyway.
+        while True:
+            await asyncio.sleep(every)
+            activity.heartbeat()
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
