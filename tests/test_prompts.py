@@ -677,6 +677,8 @@ async def test_a_model_call_longer_than_the_heartbeat_timeout_is_not_retried(map
         return "worth the wait"
 
     script.reply = slow
-    execution, _ = await run_task(mapi, {"name": "slow", "main": [{"prompt": "take your time", "unwrap": True}]})
+    execution, _ = await run_task(
+        mapi, {"name": "slow", "main": [{"prompt": "take your time", "unwrap": True}]}
+    )
     assert execution["output"] == "worth the wait"
     assert len(model_server.calls) == 1
