@@ -8,6 +8,7 @@ from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
+from activities.docs import DocActivities
 from activities.egress import EgressPolicy
 from activities.http import HttpActivities
 from activities.mcp import McpActivities
@@ -16,8 +17,10 @@ from activities.recordings import Recordings
 from activities.system import SystemActivities, internal_app
 from activities.transitions import TransitionWriter
 from api.app import create_app
+from mint.docs import DocStore
 from mint.settings import Settings
 from mint.store import Store
+from workflows.docs import IndexDocWorkflow
 from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
 
 # Pure, deterministic modules the workflow sandbox may share instead of re-importing for every run.
@@ -63,11 +66,15 @@ def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, se
     models = ModelActivities(settings.model_config(), recordings)
     system = SystemActivities(internal_app(create_app(Store(pool), client, settings)))
     mcp = McpActivities(settings.mcp_servers, egress)
+    docs = DocActivities(DocStore(pool), settings.embedder())
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[TaskExecutionWorkflow, MapChunkWorkflow],
+        workflows=[TaskExecutionWorkflow, MapChunkWorkflow, IndexDocWorkflow],
         activities=[
+            docs.index_doc,
+            docs.mark_doc_failed,
+            docs.search_docs,
             writer.write_transitions,
             writer.mark_failed,
             tools.call_api,

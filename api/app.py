@@ -8,7 +8,8 @@ from fastapi import FastAPI
 from temporalio.client import Client
 
 from api.errors import install_error_handlers
-from api.routes import agents, executions, tasks, users
+from api.routes import agents, docs, executions, tasks, users
+from mint.docs import DocStore
 from mint.settings import Settings
 from mint.store import Store
 
@@ -22,8 +23,10 @@ def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
     app.state.store = store
     app.state.temporal = temporal
     app.state.settings = settings
+    app.state.docs = DocStore(store.pool)
+    app.state.embedder = settings.embedder()
     install_error_handlers(app)
-    for module in (agents, users, tasks, executions):
+    for module in (agents, users, tasks, executions, docs):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["health"])

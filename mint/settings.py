@@ -5,7 +5,10 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mint.embeddings import Embedder
 
 
 @dataclass(frozen=True)
@@ -36,6 +39,8 @@ class Settings:
     default_model: str = "gpt-4o-mini"
     model_record: str | None = None  # append every live model response to this file
     model_replay: str | None = None  # answer model calls from this file instead of a provider
+    # Doc embeddings: all-MiniLM-L6-v2 locally (the default), or `openai/text-embedding-3-small`.
+    embedding_model: str = "all-MiniLM-L6-v2"
     # MCP servers integration tools may start over stdio: {"name": {"command": ..., "args": [...], "env": {}}}.
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
 
@@ -64,8 +69,14 @@ class Settings:
             default_model=env.get("MINT_DEFAULT_MODEL") or "gpt-4o-mini",
             model_record=env.get("MINT_MODEL_RECORD") or None,
             model_replay=env.get("MINT_MODEL_REPLAY") or None,
+            embedding_model=env.get("MINT_EMBEDDING_MODEL") or "all-MiniLM-L6-v2",
             mcp_servers=_json_object("MINT_MCP_SERVERS", env.get("MINT_MCP_SERVERS", "")),
         )
+
+    def embedder(self) -> Embedder:
+        from mint.embeddings import embedder_for  # (the SDKs it needs load only here)
+
+        return embedder_for(self.embedding_model, self.openai_api_key, self.openai_base_url)
 
     def model_config(self) -> ModelConfig:
         """The model layer's view; an endpoint's key is read from `<NAME>_API_KEY` when set."""

@@ -40,6 +40,7 @@ CALL_MODEL = "call_model"
 CALL_SYSTEM = "call_system"
 CALL_MCP = "call_mcp"
 LIST_MCP_TOOLS = "list_mcp_tools"
+SEARCH_DOCS = "search_docs"
 MAP_CHUNK_WORKFLOW = "MapChunkWorkflow"
 
 
@@ -399,10 +400,7 @@ class Interpreter:
             case lang.PromptStep():
                 return await self._prompt(step, names, position, metadata)
             case lang.SearchStep():
-                raise StepFailed(
-                    f"{here}: doc search steps cannot run yet: this Mint build has no docs layer "
-                    "(it arrives with the docs and search issue)"
-                )
+                return await self._search(step, names)
         raise StepFailed(f"{here}: unsupported step {type(step).__name__}")
 
     async def _if_else(
@@ -734,6 +732,30 @@ class Interpreter:
             self.params.task_info.get("metadata"),
             self.params.execution_info.get("metadata"),
         ]
+
+    async def _search(self, step: lang.SearchStep, names: dict[str, Any]) -> CallResult:
+        """Search the docs of the task's agent (or `agent`) and of `user`, when given."""
+        spec = step.search
+        query = self.values.value(spec.query, names)
+        if not isinstance(query, str) or not query.strip():
+            raise StepFailed(f"search query must be non-empty text, got {query!r}")
+        agent = (
+            self.values.value(spec.agent, names) if spec.agent is not None else self.params.agent.get("id")
+        )
+        user = self.values.value(spec.user, names) if spec.user is not None else None
+        owners = [str(o) for o in (agent, user) if o]
+        request = {
+            "developer_id": self.params.developer_id,
+            "owner_ids": owners,
+            "mode": spec.mode,
+            "text": query,
+            "limit": spec.limit,
+            "metadata_filter": spec.metadata_filter or {},
+            "alpha": spec.alpha,
+            "mmr_strength": spec.mmr_strength,
+            "confidence": spec.confidence,
+        }
+        return await self._activity(SEARCH_DOCS, request, step)
 
     # Prompts ---------------------------------------------------------------------------------------------
 

@@ -246,11 +246,18 @@ class GetStep(_Step):
 
 
 class SearchSpec(BaseModel):
+    """Search the docs of the task's agent (or `agent`) and of `user`, when given; both are expressions."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
     query: Any
     mode: Literal["text", "vector", "hybrid"] = "hybrid"
     limit: Annotated[int, Field(ge=1, le=100)] = 10
     metadata_filter: dict[str, Any] | None = None
+    agent: Any = None
+    user: Any = None
+    alpha: Annotated[float, Field(ge=0, le=1)] = 0.5
+    mmr_strength: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    confidence: Annotated[float, Field(ge=-1, le=1)] = 0.0
 
 
 class SearchStep(_CallStep):

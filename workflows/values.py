@@ -187,5 +187,8 @@ def iter_step_fields(step: BaseModel, path: str) -> Iterator[tuple[str, Any, str
             yield f"{path}.log", step.log, "template"
         case lang.SearchStep():
             yield f"{path}.search.query", step.search.query, "value"
+            for name in ("agent", "user"):
+                if getattr(step.search, name) is not None:
+                    yield f"{path}.search.{name}", getattr(step.search, name), "value"
         case _:
             return

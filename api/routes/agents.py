@@ -12,6 +12,7 @@ from activities.models import available_models
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ApiError, not_found
+from mint.docs import DocStore
 from mint.store import AGENTS, TOOLS
 from workflows.language import ToolDef
 from workflows.validate import Problem, format_loc
@@ -73,6 +74,8 @@ async def patch_agent(agent_id: str, body: schemas.AgentPatch, developer: Develo
 async def delete_agent(agent_id: str, developer: Developer, store: StoreDep) -> Any:
     if not await store.delete(AGENTS, developer, checked_id(agent_id, "agent")):
         raise not_found("agent", agent_id)
+    # Docs have no foreign key to their owner (an agent or a user): they go with it here.
+    await DocStore(store.pool).delete_matching(developer, "agent", checked_id(agent_id, "agent"), None)
     return {"id": agent_id, "deleted_at": datetime.now(UTC)}
 
 

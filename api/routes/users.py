@@ -10,6 +10,7 @@ from fastapi import APIRouter
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import not_found
+from mint.docs import DocStore
 from mint.store import USERS
 
 router = APIRouter(tags=["users"])
@@ -58,6 +59,8 @@ async def patch_user(user_id: str, body: schemas.UserCreate, developer: Develope
 async def delete_user(user_id: str, developer: Developer, store: StoreDep) -> Any:
     if not await store.delete(USERS, developer, checked_id(user_id, "user")):
         raise not_found("user", user_id)
+    # Docs have no foreign key to their owner (an agent or a user): they go with it here.
+    await DocStore(store.pool).delete_matching(developer, "user", checked_id(user_id, "user"), None)
     return {"id": user_id, "deleted_at": datetime.now(UTC)}
 
 

@@ -1,0 +1,90 @@
+"""Creating and searching docs: what the docs routes call."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.common import WorkflowIDReusePolicy
+
+from api import schemas
+from api.errors import ApiError
+from mint.docs import DIMENSIONS, DocStore, SearchQuery
+from mint.embeddings import Embedder
+from workflows.docs import INDEX_WORKFLOW
+
+# A create waits this long for its embeddings, so a doc is usually searchable by meaning as soon as the
+# create returns; a slower one answers `pending` and finishes in the background.
+INDEX_WAIT_SECONDS = 20.0
+
+
+async def create_doc(
+    docs: DocStore,
+    temporal: Client,
+    task_queue: str,
+    developer: str,
+    owner: tuple[str, str],
+    body: schemas.DocCreate,
+    wait: float = INDEX_WAIT_SECONDS,
+) -> dict[str, Any]:
+    """Store the doc and its chunks (searchable by text at once), then embed them in a workflow."""
+    doc = await docs.create(
+        developer, owner[0], owner[1], body.title, body.content, body.metadata or {}, body.embed_instruction
+    )
+    await index(docs, temporal, task_queue, developer, doc["id"], wait)
+    return await docs.get(developer, doc["id"]) or doc
+
+
+async def index(
+    docs: DocStore, temporal: Client, task_queue: str, developer: str, doc_id: str, wait: float
+) -> None:
+    try:
+        handle = await temporal.start_workflow(
+            INDEX_WORKFLOW,
+            {"developer_id": developer, "doc_id": doc_id},
+            id=f"index-doc-{doc_id}",
+            task_queue=task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+        )
+    except Exception as exc:  # the doc must never look as if it will be indexed when nothing will do it
+        await docs.mark_failed(developer, doc_id, f"could not start indexing: {exc}")
+        return
+    if wait > 0:
+        try:
+            await asyncio.wait_for(handle.result(), wait)
+        except Exception:
+            pass  # still running (or failed, which the doc now says): the doc's status tells the caller
+
+
+async def search(
+    docs: DocStore, embedder: Embedder, developer: str, owner_ids: list[str], body: schemas.DocSearch
+) -> dict[str, Any]:
+    """Julep's three request shapes: `text` alone is a text search, `vector` alone a vector search, both a
+    hybrid one; `mode` asks Mint to embed `text` itself for a vector or hybrid search."""
+    started = time.perf_counter()
+    mode = body.mode or ("hybrid" if body.text and body.vector else "vector" if body.vector else "text")
+    vector = body.vector
+    if vector is not None and len(vector) != DIMENSIONS:
+        raise ApiError(422, f"vector must have {DIMENSIONS} numbers, not {len(vector)}")
+    if mode in ("vector", "hybrid") and vector is None:
+        if not body.text:
+            raise ApiError(422, f"a {mode} search needs `vector` or `text` to embed")
+        (vector,) = await embedder.embed([body.text])
+    if mode in ("text", "hybrid") and not body.text:
+        raise ApiError(422, f"a {mode} search needs `text`")
+    query = SearchQuery(
+        text=body.text if mode != "vector" else None,
+        vector=vector if mode != "text" else None,
+        limit=body.limit,
+        metadata_filter=body.metadata_filter or {},
+        confidence=body.confidence,
+        alpha=body.alpha,
+        fusion=body.fusion,
+        mmr_strength=body.mmr_strength,
+        k_multiplier=body.k_multiplier,
+        include_embeddings=body.include_embeddings,
+    )
+    found = await docs.search(developer, owner_ids, query)
+    return {"docs": found, "time": time.perf_counter() - started}

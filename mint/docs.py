@@ -1,0 +1,395 @@
+"""Docs: stored as chunks with a full-text index and 384-dimension embeddings, searched in Postgres.
+
+Search modes: `text` (full-text rank over any of the query's words), `vector` (cosine distance over the HNSW
+index, with a confidence cutoff) and `hybrid` (both, fused by reciprocal rank or by distribution-based score
+fusion, weighted by `alpha`). MMR re-ranking (`mmr_strength`) trades relevance for variety. Every query is
+filtered by developer and owner in SQL, so one tenant's docs never reach another's search.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import asyncpg
+
+from mint.store import Page, new_id, record
+
+DIMENSIONS = 384
+CHUNK_WORDS = 120  # all-MiniLM-L6-v2 reads 256 word pieces; 120 words stay inside that
+CHUNK_OVERLAP = 20
+EF_SEARCH = 100  # HNSW candidates per query: recall@10 >= 0.95 on 100k chunks (bench/docs.py)
+RRF_K = 60
+
+
+def chunk(content: str | list[str]) -> list[str]:
+    """Split a doc into passages: each given string on its own, long ones into overlapping word windows."""
+    passages = [content] if isinstance(content, str) else list(content)
+    chunks: list[str] = []
+    for passage in passages:
+        words = passage.split()
+        if len(words) <= CHUNK_WORDS:
+            if passage.strip():
+                chunks.append(passage.strip())
+            continue
+        step = CHUNK_WORDS - CHUNK_OVERLAP
+        for start in range(0, len(words) - CHUNK_OVERLAP, step):
+            chunks.append(" ".join(words[start : start + CHUNK_WORDS]))
+    return chunks or [""]
+
+
+def vector_literal(vector: list[float]) -> str:
+    return "[" + ",".join(repr(float(x)) for x in vector) + "]"
+
+
+def parse_vector(text: str) -> list[float]:
+    return [float(x) for x in text.strip("[]").split(",")] if text and text != "[]" else []
+
+
+@dataclass
+class SearchQuery:
+    text: str | None = None
+    vector: list[float] | None = None
+    limit: int = 10
+    metadata_filter: dict[str, Any] = field(default_factory=dict)
+    confidence: float = 0.0  # vector hits need cosine similarity >= confidence
+    alpha: float = 0.5  # hybrid: weight of the vector ranking (1 - alpha goes to text)
+    fusion: str = "rrf"  # or "dbsf" (distribution-based score fusion)
+    mmr_strength: float = 0.0  # 0: by relevance only; towards 1: more variety
+    k_multiplier: int = 4  # candidates fetched per mode: limit * k_multiplier
+    include_embeddings: bool = False
+
+
+@dataclass
+class Hit:
+    doc_id: str
+    index: int
+    content: str
+    score: float
+    distance: float | None = None
+    embedding: list[float] | None = None
+
+
+class DocStore:
+    def __init__(self, pool: asyncpg.Pool):
+        self.pool = pool
+
+    async def create(
+        self,
+        developer_id: str,
+        owner_type: str,
+        owner_id: str,
+        title: str,
+        content: str | list[str],
+        metadata: dict[str, Any],
+        embed_instruction: str | None,
+    ) -> dict[str, Any]:
+        """The doc and its chunks (not yet embedded: status `pending`), in one transaction."""
+        doc_id = new_id()
+        pieces = chunk(content)
+        async with self.pool.acquire() as conn, conn.transaction():
+            row = await conn.fetchrow(
+                "INSERT INTO docs (id, developer_id, owner_type, owner_id, title, content, metadata, "
+                "embed_instruction) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING *",
+                doc_id,
+                developer_id,
+                owner_type,
+                owner_id,
+                title,
+                content,
+                metadata,
+                embed_instruction,
+            )
+            await conn.executemany(
+                "INSERT INTO doc_chunks (doc_id, idx, developer_id, owner_type, owner_id, content) "
+                "VALUES ($1, $2, $3, $4, $5, $6)",
+                [(doc_id, i, developer_id, owner_type, owner_id, text) for i, text in enumerate(pieces)],
+            )
+        return record(row)  # type: ignore[return-value]
+
+    async def get(self, developer_id: str, doc_id: str) -> dict[str, Any] | None:
+        return record(
+            await self.pool.fetchrow(
+                "SELECT * FROM docs WHERE developer_id = $1 AND id = $2", developer_id, doc_id
+            )
+        )
+
+    async def find(
+        self, developer_id: str, owner_type: str, owner_id: str, page: Page, include_embeddings: bool = False
+    ) -> list[dict[str, Any]]:
+        args: list[Any] = [developer_id, owner_type, owner_id]
+        where = "developer_id = $1 AND owner_type = $2 AND owner_id = $3"
+        if page.metadata_filter:
+            args.append(page.metadata_filter)
+            where += f" AND metadata @> ${len(args)}::jsonb"
+        args += [page.limit, page.offset]
+        rows = await self.pool.fetch(
+            f"SELECT * FROM docs WHERE {where} ORDER BY {page.order()} LIMIT ${len(args) - 1} OFFSET ${len(args)}",
+            *args,
+        )
+        docs = [record(r) for r in rows]
+        if include_embeddings:
+            for doc in docs:
+                doc["embeddings"] = await self.embeddings(developer_id, doc["id"])  # type: ignore[index]
+        return docs  # type: ignore[return-value]
+
+    async def embeddings(self, developer_id: str, doc_id: str) -> list[list[float]]:
+        rows = await self.pool.fetch(
+            "SELECT embedding::text AS e FROM doc_chunks WHERE developer_id = $1 AND doc_id = $2 ORDER BY idx",
+            developer_id,
+            doc_id,
+        )
+        return [parse_vector(r["e"]) for r in rows if r["e"]]
+
+    async def delete(self, developer_id: str, owner_type: str, owner_id: str, doc_id: str) -> bool:
+        result = await self.pool.execute(
+            "DELETE FROM docs WHERE developer_id = $1 AND owner_type = $2 AND owner_id = $3 AND id = $4",
+            developer_id,
+            owner_type,
+            owner_id,
+            doc_id,
+        )
+        return result != "DELETE 0"
+
+    async def delete_matching(
+        self, developer_id: str, owner_type: str, owner_id: str, metadata_filter: dict[str, Any] | None
+    ) -> list[str]:
+        """Delete the owner's docs whose metadata contains `metadata_filter` (all of them for None)."""
+        rows = await self.pool.fetch(
+            "DELETE FROM docs WHERE developer_id = $1 AND owner_type = $2 AND owner_id = $3 "
+            "AND ($4::jsonb IS NULL OR metadata @> $4::jsonb) RETURNING id",
+            developer_id,
+            owner_type,
+            owner_id,
+            metadata_filter,
+        )
+        return [str(r["id"]) for r in rows]
+
+    # Embedding -------------------------------------------------------------------------------------------
+
+    async def unembedded(self, developer_id: str, doc_id: str) -> tuple[str | None, list[tuple[int, str]]]:
+        """The doc's embed instruction and the chunks that still need an embedding."""
+        doc = await self.get(developer_id, doc_id)
+        if doc is None:
+            return None, []
+        rows = await self.pool.fetch(
+            "SELECT idx, content FROM doc_chunks WHERE developer_id = $1 AND doc_id = $2 AND embedding IS NULL "
+            "ORDER BY idx",
+            developer_id,
+            doc_id,
+        )
+        return doc["embed_instruction"], [(r["idx"], r["content"]) for r in rows]
+
+    async def save_embeddings(
+        self, developer_id: str, doc_id: str, model: str, vectors: list[tuple[int, list[float]]]
+    ) -> None:
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.executemany(
+                "UPDATE doc_chunks SET embedding = $4::vector WHERE developer_id = $1 AND doc_id = $2 AND idx = $3",
+                [(developer_id, doc_id, idx, vector_literal(v)) for idx, v in vectors],
+            )
+            await conn.execute(
+                "UPDATE docs SET status = 'indexed', error = NULL, embedding_model = $3, embedding_dimensions = $4, "
+                "updated_at = now() WHERE developer_id = $1 AND id = $2",
+                developer_id,
+                doc_id,
+                model,
+                DIMENSIONS,
+            )
+
+    async def mark_failed(self, developer_id: str, doc_id: str, error: str) -> None:
+        await self.pool.execute(
+            "UPDATE docs SET status = 'failed', error = $3, updated_at = now() WHERE developer_id = $1 AND id = $2",
+            developer_id,
+            doc_id,
+            error,
+        )
+
+    async def stale(self, model: str, limit: int) -> list[dict[str, Any]]:
+        """Docs embedded by another model than `model` (or never): what a re-embed must redo."""
+        rows = await self.pool.fetch(
+            "SELECT id, developer_id FROM docs WHERE embedding_model IS DISTINCT FROM $1 ORDER BY created_at LIMIT $2",
+            model,
+            limit,
+        )
+        return [record(r) for r in rows]  # type: ignore[misc]
+
+    async def forget_embeddings(self, developer_id: str, doc_id: str) -> None:
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "UPDATE doc_chunks SET embedding = NULL WHERE developer_id = $1 AND doc_id = $2",
+                developer_id,
+                doc_id,
+            )
+            await conn.execute(
+                "UPDATE docs SET status = 'pending' WHERE developer_id = $1 AND id = $2", developer_id, doc_id
+            )
+
+    # Search ----------------------------------------------------------------------------------------------
+
+    async def search(
+        self, developer_id: str, owner_ids: list[str], query: SearchQuery
+    ) -> list[dict[str, Any]]:
+        """One result per doc (its best chunk), best first, at most `query.limit`."""
+        want = query.limit * max(1, query.k_multiplier)
+        async with self.pool.acquire() as conn, conn.transaction():
+            vector_hits = (
+                await self._vector(conn, developer_id, owner_ids, query, want)
+                if query.vector is not None
+                else []
+            )
+            text_hits = await self._text(conn, developer_id, owner_ids, query, want) if query.text else []
+        if query.vector is not None and query.text:
+            hits = fuse(vector_hits, text_hits, query.alpha, query.fusion)
+        else:
+            hits = vector_hits or text_hits
+        hits = best_per_doc(hits)
+        if query.mmr_strength > 0 and query.vector is not None:
+            hits = mmr(hits, query.vector, query.mmr_strength, query.limit)
+        hits = hits[: query.limit]
+        docs = await self._docs(developer_id, [h.doc_id for h in hits])
+        return [
+            {
+                "id": h.doc_id,
+                "title": docs[h.doc_id]["title"],
+                "owner": {"id": docs[h.doc_id]["owner_id"], "role": docs[h.doc_id]["owner_type"]},
+                "snippet": {
+                    "index": h.index,
+                    "content": h.content,
+                    **({"embedding": h.embedding} if query.include_embeddings else {}),
+                },
+                "distance": h.distance if h.distance is not None else round(1 - h.score, 6),
+                "score": h.score,
+                "metadata": docs[h.doc_id]["metadata"],
+            }
+            for h in hits
+            if h.doc_id in docs
+        ]
+
+    async def _vector(
+        self, conn: asyncpg.Connection, developer_id: str, owner_ids: list[str], query: SearchQuery, want: int
+    ) -> list[Hit]:
+        # Filtered HNSW scans keep scanning until `want` rows pass the filter (pgvector iterative scans).
+        await conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, want)}")
+        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        rows = await conn.fetch(
+            "SELECT c.doc_id, c.idx, c.content, c.embedding::text AS embedding, c.embedding <=> $1::vector AS distance "
+            "FROM doc_chunks c JOIN docs d ON d.id = c.doc_id "
+            "WHERE c.developer_id = $2 AND c.owner_id = ANY($3::uuid[]) AND c.embedding IS NOT NULL "
+            "AND d.metadata @> $4::jsonb "
+            "ORDER BY c.embedding <=> $1::vector LIMIT $5",
+            vector_literal(query.vector or []),
+            developer_id,
+            owner_ids,
+            query.metadata_filter or {},
+            want,
+        )
+        hits = [
+            Hit(
+                str(r["doc_id"]),
+                r["idx"],
+                r["content"],
+                1 - r["distance"],
+                r["distance"],
+                parse_vector(r["embedding"]),
+            )
+            for r in rows
+            if 1 - r["distance"] >= query.confidence
+        ]
+        return sorted(hits, key=lambda h: -h.score)  # relaxed_order may return near-ties out of order
+
+    async def _text(
+        self, conn: asyncpg.Connection, developer_id: str, owner_ids: list[str], query: SearchQuery, want: int
+    ) -> list[Hit]:
+        # Any of the query's words may match (an AND of every word finds nothing for most questions);
+        # ts_rank_cd ranks chunks matching more of them, closer together, higher.
+        words = " | ".join(re.findall(r"\w+", query.text or "")[:64])
+        if not words:
+            return []
+        rows = await conn.fetch(
+            "SELECT c.doc_id, c.idx, c.content, ts_rank_cd(c.search_text, q, 32) AS rank "
+            "FROM doc_chunks c JOIN docs d ON d.id = c.doc_id, to_tsquery('english', $1) q "
+            "WHERE c.developer_id = $2 AND c.owner_id = ANY($3::uuid[]) AND c.search_text @@ q "
+            "AND d.metadata @> $4::jsonb ORDER BY rank DESC LIMIT $5",
+            words,
+            developer_id,
+            owner_ids,
+            query.metadata_filter or {},
+            want,
+        )
+        return [Hit(str(r["doc_id"]), r["idx"], r["content"], float(r["rank"])) for r in rows]
+
+    async def _docs(self, developer_id: str, ids: list[str]) -> dict[str, dict[str, Any]]:
+        rows = await self.pool.fetch(
+            "SELECT id, title, owner_type, owner_id, metadata FROM docs WHERE developer_id = $1 AND id = ANY($2::uuid[])",
+            developer_id,
+            ids,
+        )
+        return {str(r["id"]): record(r) for r in rows}  # type: ignore[misc]
+
+
+def best_per_doc(hits: list[Hit]) -> list[Hit]:
+    seen: dict[str, Hit] = {}
+    for hit in hits:  # hits arrive best first
+        seen.setdefault(hit.doc_id, hit)
+    return list(seen.values())
+
+
+def fuse(vector_hits: list[Hit], text_hits: list[Hit], alpha: float, method: str) -> list[Hit]:
+    """One ranking from two: reciprocal-rank fusion, or distribution-based score fusion (each list's scores
+    scaled by its mean +- 3 standard deviations), `alpha` weighting the vector side."""
+    key = lambda h: (h.doc_id, h.index)  # noqa: E731
+    merged: dict[tuple[str, int], Hit] = {}
+    scores: dict[tuple[str, int], float] = {}
+    for weight, hits in ((alpha, vector_hits), (1 - alpha, text_hits)):
+        if method == "dbsf":
+            values = [h.score for h in hits]
+            mean = sum(values) / len(values) if values else 0.0
+            spread = 3 * math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) if values else 0.0
+            low, high = mean - spread, mean + spread
+            contribution = [((h.score - low) / (high - low)) if high > low else 1.0 for h in hits]
+        else:
+            contribution = [1 / (RRF_K + rank + 1) for rank in range(len(hits))]
+        for hit, value in zip(hits, contribution, strict=True):
+            merged.setdefault(key(hit), hit)
+            if hit.distance is not None:
+                merged[key(hit)] = hit  # keep the vector hit: it knows its distance and embedding
+            scores[key(hit)] = scores.get(key(hit), 0.0) + weight * value
+    ranked = sorted(merged, key=lambda k: -scores[k])
+    return [
+        Hit(
+            merged[k].doc_id,
+            merged[k].index,
+            merged[k].content,
+            scores[k],
+            merged[k].distance,
+            merged[k].embedding,
+        )
+        for k in ranked
+    ]
+
+
+def mmr(hits: list[Hit], query: list[float], strength: float, limit: int) -> list[Hit]:
+    """Maximal marginal relevance: each pick balances similarity to the query against similarity to what
+    was already picked (`strength` 0 keeps the ranking, towards 1 favours variety)."""
+    pool = [h for h in hits if h.embedding]
+    chosen: list[Hit] = []
+    while pool and len(chosen) < limit:
+        best = max(
+            pool,
+            key=lambda h: (
+                (1 - strength) * _cosine(query, h.embedding or [])
+                - strength * max((_cosine(h.embedding or [], c.embedding or []) for c in chosen), default=0.0)
+            ),
+        )
+        chosen.append(best)
+        pool.remove(best)
+    return chosen + [h for h in hits if not h.embedding]
+
+
+def _cosine(a: list[float], b: list[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b, strict=False))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return dot / norm if norm else 0.0

@@ -1,0 +1,233 @@
+"""Docs and search on the embedded Postgres with pgvector and the local all-MiniLM-L6-v2 embedder."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.helpers import create_agent, run_task
+
+# A small labelled set: each query is answered by exactly one doc, mostly in other words than the doc uses.
+CORPUS = {
+    "refunds": "Refund policy: customers may return unused items within 30 days of delivery for their money back.",
+    "shipping": "Orders leave our warehouse within two business days; express delivery arrives overnight.",
+    "password": "To reset your password, open account settings, choose security, and follow the emailed link.",
+    "warranty": "Every laptop carries a two-year warranty covering manufacturing defects but not accidental damage.",
+    "battery": "Battery life lasts up to 14 hours of video playback; charging to 80% takes about an hour.",
+    "hours": "Our support team answers phone calls Monday to Friday from 9 am to 6 pm Central European Time.",
+    "privacy": "We never sell personal data; analytics are aggregated and you can request deletion at any time.",
+    "payment": "We accept Visa, Mastercard, PayPal and bank transfer; invoices are issued in euros.",
+    "recycling": "Send old devices back with the prepaid label and we recycle them responsibly for free.",
+    "gift": "Gift cards never expire and can be redeemed online or in any of our shops.",
+    "student": "Students get fifteen percent off with a valid university email address.",
+    "screen": "The display is a 14-inch OLED panel with 120 Hz refresh rate and 500 nits brightness.",
+}
+QUERIES = {
+    "can I get my money back if I do not like it": "refunds",
+    "how long until my parcel arrives": "shipping",
+    "I forgot my login credentials": "password",
+    "what happens if the computer breaks by itself": "warranty",
+    "how many hours can I watch films unplugged": "battery",
+    "when can I call customer service": "hours",
+    "do you share my information with advertisers": "privacy",
+    "which credit cards can I use": "payment",
+    "what should I do with my old phone": "recycling",
+    "is there a discount for university students": "student",
+    "how bright is the monitor": "screen",
+    "do vouchers lose their value": "gift",
+}
+
+
+async def _doc(api: httpx.AsyncClient, owner: str, title: str, content: Any, **extra: Any) -> dict[str, Any]:
+    response = await api.post(f"{owner}/docs", json={"title": title, "content": content, **extra})
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+async def _search(api: httpx.AsyncClient, owner: str, **body: Any) -> list[dict[str, Any]]:
+    response = await api.post(f"{owner}/search", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()["docs"]
+
+
+@pytest.fixture
+async def shop(api) -> str:
+    """An agent holding the labelled corpus; returns its URL prefix."""
+    agent = await create_agent(api, "shop")
+    owner = f"/agents/{agent['id']}"
+    for title, text in CORPUS.items():
+        doc = await _doc(api, owner, title, text, metadata={"topic": title, "shop": "eu"})
+        assert doc["status"] == "indexed", doc
+    return owner
+
+
+async def test_docs_are_created_embedded_listed_and_fetched(api):
+    user = (await api.post("/users", json={"name": "ada"})).json()
+    owner = f"/users/{user['id']}"
+    doc = await _doc(
+        api, owner, "notes", ["first part about cats", "second part about dogs"], metadata={"k": 1}
+    )
+    assert doc["status"] == "indexed"
+    assert (doc["embedding_model"], doc["embedding_dimensions"]) == ("all-MiniLM-L6-v2", 384)
+    assert (await api.get(f"/docs/{doc['id']}")).json()["content"] == [
+        "first part about cats",
+        "second part about dogs",
+    ]
+    listed = (await api.get(f"{owner}/docs", params={"include_embeddings": "true"})).json()["items"]
+    assert [d["id"] for d in listed] == [doc["id"]]
+    vectors = listed[0]["embeddings"]
+    assert len(vectors) == 2 and all(len(v) == 384 for v in vectors)
+    assert math.isclose(sum(x * x for x in vectors[0]), 1.0, rel_tol=1e-4)  # unit vectors
+
+
+async def test_a_long_doc_is_chunked_and_its_middle_is_found(api):
+    agent = await create_agent(api)
+    owner = f"/agents/{agent['id']}"
+    filler = " ".join(f"word{i}" for i in range(400))
+    await _doc(api, owner, "long", f"{filler} the secret ingredient is cardamom {filler}")
+    (hit,) = await _search(api, owner, text="secret ingredient", limit=1)
+    assert "cardamom" in hit["snippet"]["content"] and hit["snippet"]["index"] > 0
+
+
+async def test_text_vector_and_hybrid_search_find_the_right_doc(api, shop):
+    (text,) = await _search(api, shop, text="warranty laptop", limit=1)
+    assert text["title"] == "warranty"
+    vector = (await api.post("/embed", json={"text": "my parcel is late"})).json()["vectors"][0]
+    assert len(vector) == 384
+    by_vector = await _search(api, shop, vector=vector, limit=3)
+    assert by_vector[0]["title"] == "shipping"
+    assert by_vector[0]["distance"] < by_vector[1]["distance"]
+    hybrid = await _search(api, shop, text="parcel late", vector=vector, limit=3)
+    assert hybrid[0]["title"] == "shipping"
+    embedded_by_mint = await _search(api, shop, text="my parcel is late", mode="vector", limit=1)
+    assert embedded_by_mint[0]["id"] == by_vector[0]["id"]
+    first = hybrid[0]
+    assert first["owner"]["role"] == "agent" and first["metadata"]["topic"] == "shipping"
+    assert set(first["snippet"]) == {"index", "content"}
+
+
+async def test_metadata_filters_and_confidence_cut_results(api, shop):
+    only = await _search(api, shop, text="delivery", mode="hybrid", metadata_filter={"topic": "refunds"})
+    assert [d["title"] for d in only] == ["refunds"]
+    assert await _search(api, shop, text="delivery", metadata_filter={"shop": "us"}) == []
+    strict = await _search(api, shop, text="how long until my parcel arrives", mode="vector", confidence=0.99)
+    assert strict == []
+
+
+async def test_mmr_trades_relevance_for_variety(api):
+    agent = await create_agent(api)
+    owner = f"/agents/{agent['id']}"
+    for i, text in enumerate(
+        [
+            "The cat sat on the warm windowsill in the sun.",
+            "A cat was sitting on the sunny windowsill, warm.",
+            "On the warm sunny windowsill the cat sat.",
+            "Dogs love to chase balls in the park.",
+        ]
+    ):
+        await _doc(api, owner, f"d{i}", text)
+    plain = [
+        d["title"] for d in await _search(api, owner, text="cat on a warm windowsill", mode="vector", limit=2)
+    ]
+    varied = await _search(
+        api, owner, text="cat on a warm windowsill", mode="vector", limit=2, mmr_strength=0.9
+    )
+    assert "d3" not in plain
+    assert "d3" in [d["title"] for d in varied]  # the near-duplicates give way to something different
+
+
+async def test_docs_are_deleted_one_by_one_by_metadata_and_with_their_owner(api, shop):
+    listed = (await api.get(f"{shop}/docs", params={"limit": 100})).json()["items"]
+    gift = next(d for d in listed if d["title"] == "gift")
+    assert (await api.delete(f"{shop}/docs/{gift['id']}")).status_code == 202
+    assert (await api.get(f"/docs/{gift['id']}")).status_code == 404
+    deleted = await api.request("DELETE", f"{shop}/docs", json={"metadata_filter": {"topic": "payment"}})
+    assert deleted.status_code == 202 and len(deleted.json()) == 1
+    refused = await api.request("DELETE", f"{shop}/docs", json={})
+    assert refused.status_code == 422
+    titles = {d["title"] for d in await _search(api, shop, text="cards gift payment visa", limit=20)}
+    assert "gift" not in titles and "payment" not in titles
+    await api.delete(shop)
+    assert (await api.get(f"/docs/{listed[0]['id']}")).status_code == 404
+
+
+async def test_another_developers_docs_never_show(api, shop, store, stack):
+    _, key = await store.create_developer("other")
+    async with httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"}) as other:
+        assert (await other.post(f"{shop}/search", json={"text": "refund"})).status_code == 404
+        assert (await other.get(f"{shop}/docs")).status_code == 404
+        listed = (await api.get(f"{shop}/docs")).json()["items"]
+        assert (await other.get(f"/docs/{listed[0]['id']}")).status_code == 404
+        own = (await other.post("/agents", json={"name": "mine"})).json()
+        await other.post(
+            f"/agents/{own['id']}/docs", json={"title": "x", "content": "refund rules of another shop"}
+        )
+        found = (
+            await other.post(f"/agents/{own['id']}/search", json={"text": "refund", "mode": "hybrid"})
+        ).json()
+        assert [d["title"] for d in found["docs"]] == ["x"]
+
+
+async def test_local_embeddings_and_hybrid_search_beat_text_search_on_the_labelled_set(api, shop):
+    def top3_hits(mode: str) -> Any:
+        async def run() -> int:
+            hits = 0
+            for query, answer in QUERIES.items():
+                found = await _search(api, shop, text=query, mode=mode, limit=3)
+                hits += answer in [d["title"] for d in found]
+            return hits
+
+        return run()
+
+    text, vector, hybrid = await top3_hits("text"), await top3_hits("vector"), await top3_hits("hybrid")
+    print(f"top-3 hits out of {len(QUERIES)}: text {text}, vector {vector}, hybrid {hybrid}")
+    assert hybrid >= 0.75 * len(QUERIES)
+    assert vector >= 0.75 * len(QUERIES)
+    assert hybrid > text
+
+
+@pytest.mark.parametrize(
+    "step",
+    [
+        {"search": {"query": "$ _['question']", "limit": 2}},  # the $ dialect
+        {"search": {"query": '_["question"]', "limit": 2}},  # the seed dialect
+    ],
+)
+async def test_the_search_step_searches_the_tasks_agent(api, step):
+    agent = await create_agent(api)
+    owner = f"/agents/{agent['id']}"
+    for title, text in list(CORPUS.items())[:6]:
+        await _doc(api, owner, title, text)
+    task = {"name": "ask", "main": [step, {"evaluate": {"titles": "[d['title'] for d in _['docs']]"}}]}
+    if step["search"]["query"].startswith("$"):
+        task["main"][1] = {"evaluate": {"titles": "$ [d['title'] for d in _['docs']]"}}
+    execution, _ = await run_task(
+        api, task, {"question": "I forgot my login credentials"}, agent_id=agent["id"]
+    )
+    assert execution["status"] == "succeeded", execution["error"]
+    assert execution["output"]["titles"][0] == "password"
+
+
+async def test_the_search_step_can_add_a_users_docs(api):
+    agent = await create_agent(api)
+    user = (await api.post("/users", json={"name": "u"})).json()
+    await _doc(api, f"/users/{user['id']}", "allergy", "The user is allergic to peanuts.")
+    task = {
+        "name": "recall",
+        "main": [
+            {"search": {"query": "$ 'what food should be avoided'", "user": "$ _['user']", "mode": "vector"}}
+        ],
+    }
+    execution, _ = await run_task(api, task, {"user": user["id"]}, agent_id=agent["id"])
+    assert execution["status"] == "succeeded", execution["error"]
+    assert execution["output"]["docs"][0]["title"] == "allergy"
+
+
+async def test_bad_search_requests_are_4xx(api, shop):
+    assert (await api.post(f"{shop}/search", json={"vector": [0.1, 0.2]})).status_code == 422
+    assert (await api.post(f"{shop}/search", json={"mode": "vector"})).status_code == 422
+    assert (await api.post(f"{shop}/search", json={"text": "x", "limit": 0})).status_code == 422
+    assert (await api.post("/sessions/nope/search", json={"text": "x"})).status_code == 404
