@@ -121,6 +121,47 @@ def developer_create(name: str, data_dir: Path) -> None:
     click.echo(f"API key: {key}")
 
 
+@cli.group()
+def docs() -> None:
+    """Manage docs."""
+
+
+@docs.command("reembed")
+@click.option(
+    "--data-dir", default="./.mint", show_default=True, type=click.Path(file_okay=False, path_type=Path)
+)
+def docs_reembed(data_dir: Path) -> None:
+    """Embed again every doc whose embeddings come from another model than MINT_EMBEDDING_MODEL."""
+    from mint import services
+    from mint.db import connect_pool, migrate
+    from mint.docs import DocStore
+
+    settings = Settings.from_env()
+    url = settings.database_url or services.postgres_url(services.start_postgres(data_dir.resolve()))
+    embedder = settings.embedder()
+
+    async def reembed() -> int:
+        pool = await connect_pool(url, max_size=2)
+        try:
+            await migrate(pool)
+            store = DocStore(pool)
+            total, done = await store.count_stale(embedder.model), 0
+            click.echo(f"{total} docs to embed with {embedder.model}")
+            while batch := await store.stale(embedder.model, 50):
+                for doc in batch:
+                    instruction, chunks = await store.all_chunks(doc["developer_id"], doc["id"])
+                    vectors = await embedder.embed([text for _, text in chunks], instruction)
+                    indexed = list(zip([i for i, _ in chunks], vectors, strict=True))
+                    await store.save_embeddings(doc["developer_id"], doc["id"], embedder.model, indexed)
+                done += len(batch)
+                click.echo(f"  {done}/{total}")
+            return done
+        finally:
+            await pool.close()
+
+    click.echo(f"re-embedded {asyncio.run(reembed())} docs")
+
+
 @cli.command("run")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--input", "input_json", default=None, help="The execution input, as JSON.")

@@ -21,9 +21,21 @@ async def _init_connection(conn: asyncpg.Connection) -> None:
         await conn.set_type_codec(type_name, encoder=_encode, decoder=json.loads, schema="pg_catalog")
 
 
+# HNSW candidates per vector query: recall@10 >= 0.95 on 100k chunks (bench/docs.py). Iterative scans let a
+# filtered query (one owner's docs among many) keep scanning until it has its rows.
+HNSW_EF_SEARCH = 100
+
+
 async def connect_pool(url: str, min_size: int = 1, max_size: int = 10) -> asyncpg.Pool:
-    """A pool whose connections read and write json/jsonb as Python values."""
-    return await asyncpg.create_pool(url, min_size=min_size, max_size=max_size, init=_init_connection)
+    """A pool whose connections read and write json/jsonb as Python values, with doc search's HNSW settings
+    (mint/docs.py) set once per connection rather than per query."""
+    return await asyncpg.create_pool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        init=_init_connection,
+        server_settings={"hnsw.ef_search": str(HNSW_EF_SEARCH), "hnsw.iterative_scan": "relaxed_order"},
+    )
 
 
 def _migration_files() -> list[tuple[str, str]]:

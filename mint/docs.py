@@ -8,19 +8,20 @@ filtered by developer and owner in SQL, so one tenant's docs never reach another
 
 from __future__ import annotations
 
+import asyncio
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import asyncpg
 
+from mint.db import HNSW_EF_SEARCH
 from mint.store import Page, new_id, record
 
 DIMENSIONS = 384
 CHUNK_WORDS = 120  # all-MiniLM-L6-v2 reads 256 word pieces; 120 words stay inside that
 CHUNK_OVERLAP = 20
-EF_SEARCH = 100  # HNSW candidates per query: recall@10 >= 0.95 on 100k chunks (bench/docs.py)
 RRF_K = 60
 
 
@@ -70,6 +71,20 @@ class Hit:
     score: float
     distance: float | None = None
     embedding: list[float] | None = None
+    doc: dict[str, Any] = field(default_factory=dict)  # title, owner_type, owner_id, metadata
+
+
+# The doc fields a search result carries, read in the same query as its chunk.
+DOC_FIELDS = "d.title, d.owner_type, d.owner_id, d.metadata"
+
+
+def _doc_fields(row: asyncpg.Record) -> dict[str, Any]:
+    return {
+        "title": row["title"],
+        "owner_type": row["owner_type"],
+        "owner_id": str(row["owner_id"]),
+        "metadata": row["metadata"],
+    }
 
 
 class DocStore:
@@ -216,16 +231,20 @@ class DocStore:
         )
         return [record(r) for r in rows]  # type: ignore[misc]
 
-    async def forget_embeddings(self, developer_id: str, doc_id: str) -> None:
-        async with self.pool.acquire() as conn, conn.transaction():
-            await conn.execute(
-                "UPDATE doc_chunks SET embedding = NULL WHERE developer_id = $1 AND doc_id = $2",
-                developer_id,
-                doc_id,
-            )
-            await conn.execute(
-                "UPDATE docs SET status = 'pending' WHERE developer_id = $1 AND id = $2", developer_id, doc_id
-            )
+    async def count_stale(self, model: str) -> int:
+        return await self.pool.fetchval(
+            "SELECT count(*) FROM docs WHERE embedding_model IS DISTINCT FROM $1", model
+        )
+
+    async def all_chunks(self, developer_id: str, doc_id: str) -> tuple[str | None, list[tuple[int, str]]]:
+        """The doc's embed instruction and every chunk (a re-embed overwrites them in place)."""
+        doc = await self.get(developer_id, doc_id)
+        rows = await self.pool.fetch(
+            "SELECT idx, content FROM doc_chunks WHERE developer_id = $1 AND doc_id = $2 ORDER BY idx",
+            developer_id,
+            doc_id,
+        )
+        return (doc or {}).get("embed_instruction"), [(r["idx"], r["content"]) for r in rows]
 
     # Search ----------------------------------------------------------------------------------------------
 
@@ -234,13 +253,15 @@ class DocStore:
     ) -> list[dict[str, Any]]:
         """One result per doc (its best chunk), best first, at most `query.limit`."""
         want = query.limit * max(1, query.k_multiplier)
-        async with self.pool.acquire() as conn, conn.transaction():
-            vector_hits = (
-                await self._vector(conn, developer_id, owner_ids, query, want)
-                if query.vector is not None
-                else []
-            )
-            text_hits = await self._text(conn, developer_id, owner_ids, query, want) if query.text else []
+        searches = []
+        if query.vector is not None:
+            searches.append(self._vector(developer_id, owner_ids, query, want))
+        if query.text:
+            searches.append(self._text(developer_id, owner_ids, query, want))
+        # A hybrid search runs both queries at once, on two connections.
+        found = await asyncio.gather(*searches)
+        vector_hits = found[0] if query.vector is not None else []
+        text_hits = found[-1] if query.text else []
         if query.vector is not None and query.text:
             hits = fuse(vector_hits, text_hits, query.alpha, query.fusion)
         else:
@@ -248,13 +269,11 @@ class DocStore:
         hits = best_per_doc(hits)
         if query.mmr_strength > 0 and query.vector is not None:
             hits = mmr(hits, query.vector, query.mmr_strength, query.limit)
-        hits = hits[: query.limit]
-        docs = await self._docs(developer_id, [h.doc_id for h in hits])
         return [
             {
                 "id": h.doc_id,
-                "title": docs[h.doc_id]["title"],
-                "owner": {"id": docs[h.doc_id]["owner_id"], "role": docs[h.doc_id]["owner_type"]},
+                "title": h.doc["title"],
+                "owner": {"id": h.doc["owner_id"], "role": h.doc["owner_type"]},
                 "snippet": {
                     "index": h.index,
                     "content": h.content,
@@ -262,20 +281,29 @@ class DocStore:
                 },
                 "distance": h.distance if h.distance is not None else round(1 - h.score, 6),
                 "score": h.score,
-                "metadata": docs[h.doc_id]["metadata"],
+                "metadata": h.doc["metadata"],
             }
-            for h in hits
-            if h.doc_id in docs
+            for h in hits[: query.limit]
         ]
 
     async def _vector(
+        self, developer_id: str, owner_ids: list[str], query: SearchQuery, want: int
+    ) -> list[Hit]:
+        async with self.pool.acquire() as conn:
+            if want <= HNSW_EF_SEARCH:  # the connection's ef_search (mint/db.py) covers it: one round trip
+                return await self._vector_query(conn, developer_id, owner_ids, query, want)
+            async with conn.transaction():
+                await conn.execute(f"SET LOCAL hnsw.ef_search = {want}")
+                return await self._vector_query(conn, developer_id, owner_ids, query, want)
+
+    async def _vector_query(
         self, conn: asyncpg.Connection, developer_id: str, owner_ids: list[str], query: SearchQuery, want: int
     ) -> list[Hit]:
-        # Filtered HNSW scans keep scanning until `want` rows pass the filter (pgvector iterative scans).
-        await conn.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, want)}")
-        await conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        # Embeddings come back only when needed (MMR, or asked for): parsing 384 numbers per row is not free.
+        embedding = "c.embedding::text" if query.mmr_strength > 0 or query.include_embeddings else "NULL"
         rows = await conn.fetch(
-            "SELECT c.doc_id, c.idx, c.content, c.embedding::text AS embedding, c.embedding <=> $1::vector AS distance "
+            f"SELECT c.doc_id, c.idx, c.content, {embedding} AS embedding, c.embedding <=> $1::vector AS distance, "
+            f"{DOC_FIELDS} "
             "FROM doc_chunks c JOIN docs d ON d.id = c.doc_id "
             "WHERE c.developer_id = $2 AND c.owner_id = ANY($3::uuid[]) AND c.embedding IS NOT NULL "
             "AND d.metadata @> $4::jsonb "
@@ -293,7 +321,8 @@ class DocStore:
                 r["content"],
                 1 - r["distance"],
                 r["distance"],
-                parse_vector(r["embedding"]),
+                parse_vector(r["embedding"]) if r["embedding"] else None,
+                _doc_fields(r),
             )
             for r in rows
             if 1 - r["distance"] >= query.confidence
@@ -301,15 +330,15 @@ class DocStore:
         return sorted(hits, key=lambda h: -h.score)  # relaxed_order may return near-ties out of order
 
     async def _text(
-        self, conn: asyncpg.Connection, developer_id: str, owner_ids: list[str], query: SearchQuery, want: int
+        self, developer_id: str, owner_ids: list[str], query: SearchQuery, want: int
     ) -> list[Hit]:
         # Any of the query's words may match (an AND of every word finds nothing for most questions);
         # ts_rank_cd ranks chunks matching more of them, closer together, higher.
         words = " | ".join(re.findall(r"\w+", query.text or "")[:64])
         if not words:
             return []
-        rows = await conn.fetch(
-            "SELECT c.doc_id, c.idx, c.content, ts_rank_cd(c.search_text, q, 32) AS rank "
+        rows = await self.pool.fetch(
+            f"SELECT c.doc_id, c.idx, c.content, ts_rank_cd(c.search_text, q, 32) AS rank, {DOC_FIELDS} "
             "FROM doc_chunks c JOIN docs d ON d.id = c.doc_id, to_tsquery('english', $1) q "
             "WHERE c.developer_id = $2 AND c.owner_id = ANY($3::uuid[]) AND c.search_text @@ q "
             "AND d.metadata @> $4::jsonb ORDER BY rank DESC LIMIT $5",
@@ -319,15 +348,9 @@ class DocStore:
             query.metadata_filter or {},
             want,
         )
-        return [Hit(str(r["doc_id"]), r["idx"], r["content"], float(r["rank"])) for r in rows]
-
-    async def _docs(self, developer_id: str, ids: list[str]) -> dict[str, dict[str, Any]]:
-        rows = await self.pool.fetch(
-            "SELECT id, title, owner_type, owner_id, metadata FROM docs WHERE developer_id = $1 AND id = ANY($2::uuid[])",
-            developer_id,
-            ids,
-        )
-        return {str(r["id"]): record(r) for r in rows}  # type: ignore[misc]
+        return [
+            Hit(str(r["doc_id"]), r["idx"], r["content"], float(r["rank"]), doc=_doc_fields(r)) for r in rows
+        ]
 
 
 def best_per_doc(hits: list[Hit]) -> list[Hit]:
@@ -358,17 +381,7 @@ def fuse(vector_hits: list[Hit], text_hits: list[Hit], alpha: float, method: str
                 merged[key(hit)] = hit  # keep the vector hit: it knows its distance and embedding
             scores[key(hit)] = scores.get(key(hit), 0.0) + weight * value
     ranked = sorted(merged, key=lambda k: -scores[k])
-    return [
-        Hit(
-            merged[k].doc_id,
-            merged[k].index,
-            merged[k].content,
-            scores[k],
-            merged[k].distance,
-            merged[k].embedding,
-        )
-        for k in ranked
-    ]
+    return [replace(merged[k], score=scores[k]) for k in ranked]
 
 
 def mmr(hits: list[Hit], query: list[float], strength: float, limit: int) -> list[Hit]:

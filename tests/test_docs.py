@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import Any
 
 import httpx
 import pytest
+from click.testing import CliRunner
 
+from mint.cli import cli
 from tests.helpers import create_agent, run_task
 
 # A small labelled set: each query is answered by exactly one doc, mostly in other words than the doc uses.
@@ -231,3 +234,19 @@ async def test_bad_search_requests_are_4xx(api, shop):
     assert (await api.post(f"{shop}/search", json={"mode": "vector"})).status_code == 422
     assert (await api.post(f"{shop}/search", json={"text": "x", "limit": 0})).status_code == 422
     assert (await api.post("/sessions/nope/search", json={"text": "x"})).status_code == 404
+
+
+async def test_reembed_redoes_docs_from_another_model_with_progress(api, store, postgres_url, monkeypatch):
+    agent = await create_agent(api)
+    doc = await _doc(api, f"/agents/{agent['id']}", "old", "embedded by an older model")
+    before = (await api.get(f"/agents/{agent['id']}/docs", params={"include_embeddings": "true"})).json()
+    await store.pool.execute("UPDATE docs SET embedding_model = 'old-model' WHERE id = $1", doc["id"])
+    await store.pool.execute("UPDATE doc_chunks SET embedding = NULL WHERE doc_id = $1", doc["id"])
+    monkeypatch.setenv("MINT_DATABASE_URL", postgres_url)
+    result = await asyncio.to_thread(CliRunner().invoke, cli, ["docs", "reembed"])
+    assert result.exit_code == 0, result.output
+    assert "docs to embed with all-MiniLM-L6-v2" in result.output and "re-embedded" in result.output
+    after = (await api.get(f"/docs/{doc['id']}")).json()
+    assert after["embedding_model"] == "all-MiniLM-L6-v2" and after["status"] == "indexed"
+    vectors = (await api.get(f"/agents/{agent['id']}/docs", params={"include_embeddings": "true"})).json()
+    assert vectors["items"][0]["embeddings"][0] == pytest.approx(before["items"][0]["embeddings"][0], abs=1e-5)
