@@ -249,4 +249,6 @@ async def test_reembed_redoes_docs_from_another_model_with_progress(api, store, 
     after = (await api.get(f"/docs/{doc['id']}")).json()
     assert after["embedding_model"] == "all-MiniLM-L6-v2" and after["status"] == "indexed"
     vectors = (await api.get(f"/agents/{agent['id']}/docs", params={"include_embeddings": "true"})).json()
-    assert vectors["items"][0]["embeddings"][0] == pytest.approx(before["items"][0]["embeddings"][0], abs=1e-5)
+    assert vectors["items"][0]["embeddings"][0] == pytest.approx(
+        before["items"][0]["embeddings"][0], abs=1e-5
+    )
