@@ -12,8 +12,7 @@ from activities.docs import DocActivities
 from activities.egress import EgressPolicy
 from activities.http import HttpActivities
 from activities.mcp import McpActivities
-from activities.models import ModelActivities
-from activities.recordings import Recordings
+from activities.models import model_client
 from activities.system import SystemActivities, internal_app
 from activities.transitions import TransitionWriter
 from api.app import create_app
@@ -58,12 +57,7 @@ def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, se
     writer = TransitionWriter(pool)
     egress = EgressPolicy(settings.egress_allow)
     tools = HttpActivities(http, egress)
-    recordings = None
-    if settings.model_replay or settings.model_record:
-        recordings = Recordings(
-            settings.model_replay or settings.model_record or "", bool(settings.model_replay)
-        )
-    models = ModelActivities(settings.model_config(), recordings)
+    models = model_client(settings)
     system = SystemActivities(internal_app(create_app(Store(pool), client, settings)))
     mcp = McpActivities(settings.mcp_servers, egress)
     docs = DocActivities(DocStore(pool), settings.embedder())

@@ -20,7 +20,7 @@ from temporalio import activity
 from activities import errors
 from activities.heartbeat import heartbeating
 from activities.recordings import Recordings
-from mint.settings import ModelConfig
+from mint.settings import ModelConfig, Settings
 from workflows.interpreter import CALL_MODEL
 from workflows.prompts import strip_fence
 
@@ -55,9 +55,10 @@ class ModelActivities:
         `request` has model, messages, settings, tools, tool_choice, response_format and `at` (the step,
         for recordings). A JSON answer that does not match the requested schema is retried like a 5xx."""
         async with heartbeating():
-            return await self._call_model(request)
+            return {**await self.complete(request), "attempt": activity.info().attempt}
 
-    async def _call_model(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def complete(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The same, outside an activity (session chat calls the model from the API)."""
         request = {**request, "model": request.get("model") or self.config.default_model}
         if self.recordings is not None and self.recordings.replaying:
             response = self.recordings.replay(request)
@@ -71,7 +72,6 @@ class ModelActivities:
             "response": response,
             "usage": usage,
             "cost": cost(response.get("model") or request["model"], usage),
-            "attempt": activity.info().attempt,
         }
 
     async def _complete(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -342,3 +342,13 @@ async def available_models(config: ModelConfig) -> list[str]:
             await client.close()
         found += ids if provider == "openai" else [f"{provider}/{i}" for i in ids]
     return sorted(set(found))
+
+
+def model_client(settings: Settings) -> ModelActivities:
+    """The model layer as the settings configure it (with recordings, when asked for)."""
+    recordings = None
+    if settings.model_replay or settings.model_record:
+        recordings = Recordings(
+            settings.model_replay or settings.model_record or "", bool(settings.model_replay)
+        )
+    return ModelActivities(settings.model_config(), recordings)

@@ -7,8 +7,10 @@ from typing import Any
 from fastapi import FastAPI
 from temporalio.client import Client
 
+from activities.models import model_client
 from api.errors import install_error_handlers
-from api.routes import agents, docs, executions, tasks, users
+from api.routes import agents, docs, executions, sessions, tasks, users
+from api.sessions import Chatter
 from mint.docs import DocStore
 from mint.settings import Settings
 from mint.store import Store
@@ -25,8 +27,9 @@ def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
     app.state.settings = settings
     app.state.docs = DocStore(store.pool)
     app.state.embedder = settings.embedder()
+    app.state.chatter = Chatter(store, app.state.docs, app.state.embedder, model_client(settings))
     install_error_handlers(app)
-    for module in (agents, users, tasks, executions, docs):
+    for module in (agents, users, tasks, executions, docs, sessions):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["health"])

@@ -237,3 +237,75 @@ class Embed(BaseModel):
         Annotated[str, Field(max_length=100_000)] | Annotated[list[str], Field(min_length=1, max_length=256)]
     )
     embed_instruction: str | None = None
+
+
+# Sessions --------------------------------------------------------------------------------------------------
+
+
+class SessionCreate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    agent: str | None = None
+    agents: Annotated[list[str], Field(max_length=20)] | None = None
+    user: str | None = None
+    users: Annotated[list[str], Field(max_length=20)] | None = None
+    situation: Annotated[str, Field(max_length=100_000)] | None = None
+    system_template: Annotated[str, Field(max_length=100_000)] | None = None
+    token_budget: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
+    context_overflow: Literal["truncate", "adaptive"] | None = None
+    render_templates: bool = True
+    recall_options: dict[str, Any] | None = None
+    auto_run_tools: bool = False
+    forward_tool_calls: bool = False
+    metadata: Metadata | None = None
+
+
+class SessionPatch(SessionCreate):
+    render_templates: bool | None = None  # type: ignore[assignment]
+    auto_run_tools: bool | None = None  # type: ignore[assignment]
+    forward_tool_calls: bool | None = None  # type: ignore[assignment]
+
+
+class Session(BaseModel):
+    id: str
+    agents: list[str]
+    users: list[str] = []
+    situation: str | None = None
+    system_template: str | None = None
+    token_budget: int | None = None
+    context_overflow: str | None = None
+    render_templates: bool = True
+    recall_options: dict[str, Any] | None = None
+    auto_run_tools: bool = False
+    forward_tool_calls: bool = False
+    summary: str | None = None
+    metadata: Metadata = {}
+    created_at: datetime
+    updated_at: datetime
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    role: Literal["user", "assistant", "system", "tool", "developer"]
+    content: str | list[Any] | None = None
+    name: Annotated[str, Field(max_length=255)] | None = None
+    tool_calls: list[dict[str, Any]] | None = None
+    tool_call_id: str | None = None
+
+
+class Chat(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    messages: Annotated[list[ChatMessage], Field(min_length=1, max_length=1000)]
+    agent: str | None = None
+    recall: bool = True
+    save: bool = True
+    stream: bool = False
+    model: str | None = None
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    top_p: Annotated[float, Field(ge=0, le=1)] | None = None
+    stop: list[str] | None = None
+    seed: int | None = None
+    frequency_penalty: float | None = None
+    presence_penalty: float | None = None
+    response_format: dict[str, Any] | None = None
+    metadata: Metadata | None = None

@@ -43,6 +43,23 @@ AGENTS = Table(
     ),
 )
 USERS = Table("users", ("name", "about", "project", "metadata"))
+SESSIONS = Table(
+    "sessions",
+    (
+        "agents",
+        "users",
+        "situation",
+        "system_template",
+        "token_budget",
+        "context_overflow",
+        "render_templates",
+        "recall_options",
+        "auto_run_tools",
+        "forward_tool_calls",
+        "summary",
+        "metadata",
+    ),
+)
 TOOLS = Table("tools", ("name", "type", "description", "spec"), parent="agent_id")
 TASKS = Table("tasks", ("name", "version"), parent="agent_id")
 EXECUTIONS = Table(

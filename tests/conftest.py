@@ -6,8 +6,10 @@ Each test gets its own developer (tenant), so tests never see each other's rows 
 from __future__ import annotations
 
 import asyncio
+import sys
 import tempfile
-from collections.abc import AsyncIterator
+import uuid
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ from temporalio.testing import WorkflowEnvironment
 from mint import services
 from mint.db import connect_pool, migrate
 from mint.store import Store
+from tests.model_server import Call, ModelServer, Reply
 from tests.stack import BackgroundStack
 
 
@@ -87,3 +90,61 @@ async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     )
     yield env
     await env.shutdown()
+
+
+# A scripted local model server and a Mint stack that uses it (tests/test_prompts.py, tests/test_sessions.py).
+OPENAI_KEY = "sk-openai-canary-7f3a9c1e5b"
+ANTHROPIC_KEY = "sk-ant-canary-2d8e4b6f0a"
+MCP_SERVER = Path(__file__).parent / "mcp_server.py"
+
+
+class Script:
+    """The fake model's behaviour, set per test (the server lives for the whole run)."""
+
+    def __init__(self) -> None:
+        self.reply: Any = None
+        self.reset()
+
+    def reset(self) -> None:
+        self.reply = lambda call: Reply(content=f"echo: {call.messages[-1]['content']}")
+
+    def __call__(self, call: Call) -> Reply | str:
+        return self.reply(call)
+
+
+@pytest.fixture(scope="session")
+def script() -> Script:
+    return Script()
+
+
+@pytest.fixture(scope="session")
+def model_server(script: Script) -> Iterator[ModelServer]:
+    with ModelServer(script) as server:
+        yield server
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def model_stack(postgres_url, temporal_env, model_server) -> AsyncIterator[BackgroundStack]:
+    stack = BackgroundStack(
+        postgres_url,
+        temporal_address(temporal_env),
+        task_queue=f"models-{uuid.uuid4()}",
+        openai_api_key=OPENAI_KEY,
+        openai_base_url=model_server.openai_base_url,
+        anthropic_api_key=ANTHROPIC_KEY,
+        anthropic_base_url=model_server.anthropic_base_url,
+        mcp_servers={"calc": {"command": sys.executable, "args": [str(MCP_SERVER)]}},
+    )
+    await asyncio.to_thread(stack.start)
+    yield stack
+    await asyncio.to_thread(stack.stop)
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def mapi(model_stack, api_key, script, model_server) -> AsyncIterator[httpx.AsyncClient]:
+    model_server.calls.clear()
+    async with httpx.AsyncClient(
+        base_url=model_stack.url, headers={"Authorization": f"Bearer {api_key}"}, timeout=30
+    ) as client:
+        yield client
+    script.reset()  # back to the echo model

@@ -5,76 +5,22 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 
-from tests.conftest import temporal_address
+from tests.conftest import ANTHROPIC_KEY, OPENAI_KEY, temporal_address
 from tests.helpers import create_agent, create_task, run_task, start, transitions, wait_for_status
 from tests.local_http import LocalServer, Request
-from tests.model_server import Call, ModelServer, Reply
+from tests.model_server import Call, Reply
 from tests.stack import BackgroundStack
 
-OPENAI_KEY = "sk-openai-canary-7f3a9c1e5b"
-ANTHROPIC_KEY = "sk-ant-canary-2d8e4b6f0a"
-MCP_SERVER = Path(__file__).parent / "mcp_server.py"
 EXAMPLES = Path(__file__).parent.parent / "examples"
-
-
-class Script:
-    """The fake model's behaviour, set per test (the server lives for the whole module)."""
-
-    def __init__(self) -> None:
-        self.reply: Any = lambda call: Reply(content=f"echo: {call.messages[-1]['content']}")
-
-    def __call__(self, call: Call) -> Reply | str:
-        return self.reply(call)
-
-
-@pytest.fixture(scope="module")
-def script() -> Script:
-    return Script()
-
-
-@pytest.fixture(scope="module")
-def model_server(script: Script) -> Iterator[ModelServer]:
-    with ModelServer(script) as server:
-        yield server
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def model_stack(postgres_url, temporal_env, model_server) -> AsyncIterator[BackgroundStack]:
-    stack = BackgroundStack(
-        postgres_url,
-        temporal_address(temporal_env),
-        task_queue=f"models-{uuid.uuid4()}",
-        openai_api_key=OPENAI_KEY,
-        openai_base_url=model_server.openai_base_url,
-        anthropic_api_key=ANTHROPIC_KEY,
-        anthropic_base_url=model_server.anthropic_base_url,
-        mcp_servers={"calc": {"command": sys.executable, "args": [str(MCP_SERVER)]}},
-    )
-    await asyncio.to_thread(stack.start)
-    yield stack
-    await asyncio.to_thread(stack.stop)
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def mapi(model_stack, api_key, script, model_server) -> AsyncIterator[httpx.AsyncClient]:
-    model_server.calls.clear()
-    async with httpx.AsyncClient(
-        base_url=model_stack.url, headers={"Authorization": f"Bearer {api_key}"}, timeout=30
-    ) as client:
-        yield client
-    script.__init__()  # back to the echo model
 
 
 def _last_user(call: Call) -> str:

