@@ -13,6 +13,7 @@ from activities.egress import EgressPolicy
 from activities.http import HttpActivities
 from activities.mcp import McpActivities
 from activities.models import model_client
+from activities.sessions import SessionActivities
 from activities.system import SystemActivities, internal_app
 from activities.transitions import TransitionWriter
 from api.app import create_app
@@ -21,6 +22,7 @@ from mint.settings import Settings
 from mint.store import Store
 from workflows.docs import IndexDocWorkflow
 from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
+from workflows.sessions import CompressSessionWorkflow
 
 # Pure, deterministic modules the workflow sandbox may share instead of re-importing for every run.
 # The interpreter and the workflow class stay sandboxed, so nondeterminism there is still caught.
@@ -61,12 +63,14 @@ def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, se
     system = SystemActivities(internal_app(create_app(Store(pool), client, settings)))
     mcp = McpActivities(settings.mcp_servers, egress)
     docs = DocActivities(DocStore(pool), settings.embedder())
+    sessions = SessionActivities(Store(pool), models)
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[TaskExecutionWorkflow, MapChunkWorkflow, IndexDocWorkflow],
+        workflows=[TaskExecutionWorkflow, MapChunkWorkflow, IndexDocWorkflow, CompressSessionWorkflow],
         activities=[
             docs.index_doc,
+            sessions.compress_session,
             docs.mark_doc_failed,
             docs.search_docs,
             writer.write_transitions,

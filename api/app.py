@@ -27,7 +27,9 @@ def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
     app.state.settings = settings
     app.state.docs = DocStore(store.pool)
     app.state.embedder = settings.embedder()
-    app.state.chatter = Chatter(store, app.state.docs, app.state.embedder, model_client(settings))
+    app.state.chatter = Chatter(
+        store, app.state.docs, app.state.embedder, model_client(settings), temporal, settings.task_queue
+    )
     install_error_handlers(app)
     for module in (agents, users, tasks, executions, docs, sessions):
         app.include_router(module.router)

@@ -10,20 +10,24 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
-from temporalio.exceptions import ApplicationError
+from temporalio.client import Client
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
 
 from activities.models import ModelActivities
 from api import schemas
 from api.errors import ApiError, not_found
-from mint.context import ContextTooLarge, count_tokens, fit, metadata_layers, render_system
+from mint.context import Context, ContextTooLarge, count_tokens, fit, metadata_layers, render_system
 from mint.docs import DocStore, SearchQuery
 from mint.embeddings import Embedder
 from mint.store import AGENTS, USERS, Store
 from workflows import prompts
+from workflows.sessions import COMPRESS_WORKFLOW
 
 # Chats in one session are serialised: a second waits up to this long for the first, then gets a 409.
 CHAT_LOCK_WAIT_SECONDS = 30.0
 DEFAULT_RECALL = {"mode": "hybrid", "limit": 3}
+ADAPTIVE_START = 0.6  # adaptive sessions compress once the context passes this share of the budget
 
 
 async def participants(store: Store, developer: str, body: schemas.SessionCreate) -> dict[str, list[str]]:
@@ -64,16 +68,46 @@ async def chat_lock(store: Store, session_id: str) -> AsyncIterator[None]:
 class Chatter:
     """What a chat needs: the store, the docs for recall, the embedder and the model client."""
 
-    def __init__(self, store: Store, docs: DocStore, embedder: Embedder, models: ModelActivities):
+    def __init__(
+        self,
+        store: Store,
+        docs: DocStore,
+        embedder: Embedder,
+        models: ModelActivities,
+        temporal: Client,
+        task_queue: str,
+    ):
         self.store = store
         self.docs = docs
         self.embedder = embedder
         self.models = models
+        self.temporal = temporal
+        self.task_queue = task_queue
+
+    async def _maybe_compress(self, developer: str, session: dict[str, Any], context: Context) -> None:
+        """`adaptive`: past ADAPTIVE_START of the budget, fold older messages into the summary in the
+        background (one compression per session at a time); until it lands, truncation keeps chat going."""
+        budget = session["token_budget"]
+        if (
+            session["context_overflow"] != "adaptive"
+            or not budget
+            or context.wanted < ADAPTIVE_START * budget
+        ):
+            return
+        with contextlib.suppress(WorkflowAlreadyStartedError):
+            await self.temporal.start_workflow(
+                COMPRESS_WORKFLOW,
+                {"developer_id": developer, "session_id": session["id"]},
+                id=f"compress-session-{session['id']}",
+                task_queue=self.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            )
 
     async def prepare(
         self, developer: str, session: dict[str, Any], body: schemas.Chat, agent: dict[str, Any]
-    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
-        """(messages to send, docs recalled, history messages dropped to fit the budget)."""
+    ) -> tuple[Context, list[dict[str, Any]]]:
+        """The context to send (its messages, and how many history messages it left out) and the docs
+        recalled."""
         users = [u for u in [await _row(self.store, USERS, developer, i) for i in session["users"]] if u]
         new = [m.model_dump(exclude_none=True) for m in body.messages]
         docs = await self._recall(developer, session, agent, users, new) if body.recall else []
@@ -104,7 +138,7 @@ class Chatter:
             context = fit(system, history, new, session["token_budget"], session["context_overflow"])
         except ContextTooLarge as exc:
             raise ApiError(413, str(exc)) from None
-        return context.messages, docs, context.dropped
+        return context, docs
 
     async def _recall(
         self,
@@ -143,9 +177,10 @@ class Chatter:
         return await self.docs.search(developer, owners, query)
 
     async def history(self, developer: str, session_id: str) -> list[dict[str, Any]]:
+        """The messages of the context: those not yet folded into the session's summary."""
         rows = await self.store.pool.fetch(
             "SELECT role, name, content, tool_calls, tool_call_id, token_count FROM entries "
-            "WHERE developer_id = $1 AND session_id = $2 ORDER BY seq",
+            "WHERE developer_id = $1 AND session_id = $2 AND NOT summarized ORDER BY seq",
             developer,
             session_id,
         )
@@ -179,7 +214,9 @@ class Chatter:
                 turn = body.model_copy(
                     update={"messages": [*body.messages, *map(schemas.ChatMessage.model_validate, answered)]}
                 )
-                messages, docs, _ = await self.prepare(developer, session, turn, agent)
+                context, docs = await self.prepare(developer, session, turn, agent)
+                messages = context.messages
+                await self._maybe_compress(developer, session, context)
                 recalled += [d for d in docs if d["id"] not in {r["id"] for r in recalled}]
                 tools, fixed = await self._tools(developer, agent, session)
                 answer = await self._complete(body, agent, messages, session["id"], tools)

@@ -123,6 +123,7 @@ def metadata_layers(*layers: dict[str, Any] | None) -> dict[str, Any]:
 class Context:
     messages: list[dict[str, Any]]
     tokens: int
+    wanted: int  # the tokens of everything, before any was left out
     dropped: int = 0  # history messages left out to fit the budget
 
 
@@ -144,7 +145,7 @@ def fit(
     total = fixed + sum(counts)
     clean = [{k: v for k, v in m.items() if not k.startswith("_")} for m in history]
     if budget is None or total <= budget:
-        return Context(head + clean + new, total)
+        return Context(head + clean + new, total, total)
     if overflow not in ("truncate", "adaptive"):
         raise ContextTooLarge(
             f"the context is {total} tokens, over the session's token_budget of {budget}; set context_overflow "
@@ -154,8 +155,8 @@ def fit(
         raise ContextTooLarge(
             f"the system message and the new messages alone are {fixed} tokens, over the token_budget of {budget}"
         )
-    dropped = 0
+    wanted, dropped = total, 0
     while total > budget:
         total -= counts[dropped]
         dropped += 1
-    return Context(head + clean[dropped:] + new, total, dropped)
+    return Context(head + clean[dropped:] + new, total, wanted, dropped)

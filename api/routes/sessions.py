@@ -138,8 +138,8 @@ async def render(
     agent = await store.get(AGENTS, developer, checked_id(agent_id, "agent"))
     if agent is None:
         raise not_found("agent", agent_id)
-    messages, docs, dropped = await chatter.prepare(developer, session, body, agent)
-    return {"messages": messages, "docs": docs, "dropped": dropped}
+    context, docs = await chatter.prepare(developer, session, body, agent)
+    return {"messages": context.messages, "docs": docs, "dropped": context.dropped}
 
 
 @router.post("/sessions/{session_id}/chat")
