@@ -280,3 +280,11 @@ async def test_adaptive_keeps_a_summary_with_the_first_turns_facts_for_500_turns
     assert "my cat is called Tom" in chats[-1].messages[0]["content"]  # the summary is in the context
     history = (await mapi.get(f"/sessions/{session['id']}/history")).json()["entries"]
     assert len(history) == 1000  # the history keeps every message; only the context is compressed
+
+
+async def test_patching_only_the_users_keeps_the_agents(mapi, pair):
+    agent, user = pair
+    session = await _session(mapi, agent=agent["id"])
+    patched = await mapi.patch(f"/sessions/{session['id']}", json={"user": user["id"]})
+    assert patched.status_code == 200, patched.text
+    assert (patched.json()["agents"], patched.json()["users"]) == ([agent["id"]], [user["id"]])

@@ -81,11 +81,13 @@ async def patch_session(
     session_id: str, body: schemas.SessionPatch, developer: Developer, store: StoreDep
 ) -> Any:
     session = await session_or_404(store, developer, session_id)
-    who = (
-        await participants(store, developer, body)
-        if (body.agent or body.agents or body.user or body.users)
-        else None
-    )
+    who = None
+    if body.agent or body.agents or body.user or body.users:
+        # A patch that names only users (or only agents) keeps the other side as it was.
+        agents = ([body.agent] if body.agent else []) + (body.agents or []) or session["agents"]
+        users = ([body.user] if body.user else []) + (body.users or []) or session["users"]
+        checked = schemas.SessionCreate(agents=agents, users=users)
+        who = await participants(store, developer, checked)
     values = _values(body, who)
     if "metadata" in values:
         values["metadata"] = {**session["metadata"], **values["metadata"]}
