@@ -11,7 +11,7 @@ from temporalio import activity
 from activities import errors
 from activities.egress import Destination, EgressPolicy, EgressRefused
 from activities.heartbeat import heartbeating
-from workflows.interpreter import CALL_API
+from workflows.calls import CALL_API
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 MAX_REDIRECTS = 5

@@ -17,7 +17,8 @@ from temporalio import activity
 from activities import errors
 from activities.egress import EgressPolicy, EgressRefused
 from activities.heartbeat import heartbeating
-from workflows.interpreter import CALL_MCP, LIST_MCP_TOOLS
+from workflows.calls import CALL_MCP
+from workflows.interpreter import LIST_MCP_TOOLS
 
 CALL_TIMEOUT_SECONDS = 120.0
 

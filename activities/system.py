@@ -17,7 +17,7 @@ from temporalio import activity
 from activities import errors
 from activities.heartbeat import heartbeating
 from api.deps import get_developer
-from workflows.interpreter import CALL_SYSTEM
+from workflows.calls import CALL_SYSTEM
 
 _caller: contextvars.ContextVar[str] = contextvars.ContextVar("system_tool_caller")
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -17,6 +19,10 @@ DEFAULT_TIMEOUT_SECONDS = 60.0
 DEFAULT_RETRY = lang.RetrySpec(max_attempts=5, initial_interval=1.0, backoff=2.0, max_interval=60.0)
 # Activities heartbeat every 2 s: a worker that dies mid-call is noticed after this long, and the call retried.
 HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+# The activities that run server-side tools (activities/http.py, system.py, mcp.py).
+CALL_API = "call_api"
+CALL_SYSTEM = "call_system"
+CALL_MCP = "call_mcp"
 WHOLE_TEMPLATE = re.compile(r"^\{\{((?:(?!\}\}|\{\{).)*)\}\}$", re.DOTALL)
 
 
@@ -42,6 +48,58 @@ def call_options(
         non_retryable_error_types=merged.get("non_retryable") or None,
     )
     return timedelta(seconds=timeout), policy
+
+
+class ToolError(ValueError):
+    """A tool that cannot be called as written (bad arguments, an unknown provider)."""
+
+
+@dataclass
+class ToolActivity:
+    """How to run one server-side tool call: the activity, its input, and the least time it may need."""
+
+    name: str
+    request: dict[str, Any]
+    floor_seconds: float = 0.0
+
+
+def tool_activity(
+    tool: dict[str, Any],
+    arguments: Any,
+    developer_id: str,
+    values: ValueEvaluator,
+    new_key: Callable[[], str],
+) -> ToolActivity:
+    """The activity call for an api_call, system or MCP integration tool (function tools go to the client).
+
+    `new_key` makes the api_call's Idempotency-Key: the same on every attempt (retries reuse the activity's
+    input), so the server can drop repeats."""
+    if not isinstance(arguments, dict):
+        raise ToolError(f"arguments for {tool['type']} tool {tool['name']!r} must be a mapping")
+    if tool["type"] == "api_call":
+        request = api_request(tool["api_call"], arguments, values)
+        try:
+            http_timeout = float(request.get("timeout") or 0)
+        except (TypeError, ValueError):
+            raise ToolError(
+                f"api_call timeout must be a number of seconds, not {request['timeout']!r}"
+            ) from None
+        headers = request.get("headers") or {}
+        if not any(k.lower() == "idempotency-key" for k in headers):
+            request["headers"] = {**headers, "Idempotency-Key": new_key()}
+        return ToolActivity(CALL_API, request, http_timeout)
+    if tool["type"] == "system":
+        return ToolActivity(
+            CALL_SYSTEM, {"developer_id": developer_id, "system": tool["system"], "arguments": arguments}
+        )
+    integration = tool.get("integration") or {}
+    if tool["type"] == "integration" and integration.get("provider") == "mcp":
+        method = integration.get("method") or tool["name"]
+        return ToolActivity(CALL_MCP, {"integration": integration, "tool": method, "arguments": arguments})
+    raise ToolError(
+        f"{tool['type']} tool {tool['name']!r}: provider {integration.get('provider')!r} is not available "
+        "(Mint ships the `mcp` provider)"
+    )
 
 
 def api_request(spec: dict[str, Any], arguments: dict[str, Any], values: ValueEvaluator) -> dict[str, Any]:

@@ -20,7 +20,12 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 
 from workflows import language as lang
 from workflows import prompts
-from workflows.calls import HEARTBEAT_TIMEOUT, api_request, call_options
+from workflows.calls import (
+    HEARTBEAT_TIMEOUT,
+    ToolError,
+    call_options,
+    tool_activity,
+)
 from workflows.expressions import ExpressionError
 from workflows.transition_log import MARK_FAILED, WRITE_RETRY, TransitionLog, UnrecordableValue
 from workflows.transitions import Position, TransitionBatch, plain
@@ -35,10 +40,7 @@ MAX_FAN_OUT_EVENTS = 40_000
 # of at most this many items each: no history nears Temporal's limits, and pending work stays small.
 CHUNK_ITEMS = 250
 MAX_CHUNKS = 2_000
-CALL_API = "call_api"
 CALL_MODEL = "call_model"
-CALL_SYSTEM = "call_system"
-CALL_MCP = "call_mcp"
 LIST_MCP_TOOLS = "list_mcp_tools"
 SEARCH_DOCS = "search_docs"
 MAP_CHUNK_WORKFLOW = "MapChunkWorkflow"
@@ -669,29 +671,19 @@ class Interpreter:
             if call_id is not None:
                 call["id"] = call_id
             return await self._wait({"tool_call": call}, position, metadata, step.timeout)
-        if not isinstance(arguments, dict):
-            raise StepFailed(f"arguments for {tool['type']} tool {tool['name']!r} must be a mapping")
-        if tool["type"] == "api_call":
-            return await self._api_call(step, tool, arguments)
-        if tool["type"] == "system":
-            request = {
-                "developer_id": self.params.developer_id,
-                "system": tool["system"],
-                "arguments": arguments,
-            }
-            return await self._activity(CALL_SYSTEM, request, step)
-        integration = tool.get("integration") or {}
-        if integration.get("provider") == "mcp":
-            request = {"integration": integration, "tool": integration.get("method") or tool["name"]}
-            return await self._activity(CALL_MCP, {**request, "arguments": arguments}, step)
-        raise StepFailed(
-            f"integration tool {tool['name']!r}: provider {integration.get('provider')!r} is not available "
-            "(Mint ships the `mcp` provider)"
-        )
+        try:
+            planned = tool_activity(
+                tool, arguments, self.params.developer_id, self.values, lambda: str(workflow.uuid4())
+            )
+        except ToolError as exc:
+            raise StepFailed(str(exc)) from None
+        return await self._activity(planned.name, planned.request, step, planned.floor_seconds)
 
-    async def _activity(self, name: str, request: dict[str, Any], step: lang._CallStep) -> CallResult:
+    async def _activity(
+        self, name: str, request: dict[str, Any], step: lang._CallStep, floor_seconds: float = 0
+    ) -> CallResult:
         """A call activity with the step's timeout and retries; transitions so far are written meanwhile."""
-        timeout, retry = call_options(step, self.task.defaults)
+        timeout, retry = call_options(step, self.task.defaults, floor_seconds)
         self.log.submit()
         answer = await workflow.execute_activity(
             name,
@@ -701,29 +693,6 @@ class Interpreter:
             heartbeat_timeout=HEARTBEAT_TIMEOUT,
         )
         return CallResult(answer["response"], answer["attempt"], answer.get("usage"), answer.get("cost"))
-
-    async def _api_call(self, step: lang._CallStep, tool: dict[str, Any], arguments: Any) -> CallResult:
-        request = api_request(tool["api_call"], arguments, self.values)
-        try:
-            http_timeout = float(request.get("timeout") or 0)
-        except (TypeError, ValueError):
-            raise StepFailed(
-                f"api_call timeout must be a number of seconds, not {request['timeout']!r}"
-            ) from None
-        # The same key on every attempt (retries reuse the activity's input) lets the server drop repeats.
-        headers = request.get("headers") or {}
-        if not any(k.lower() == "idempotency-key" for k in headers):
-            request["headers"] = {**headers, "Idempotency-Key": str(workflow.uuid4())}
-        timeout, retry = call_options(step, self.task.defaults, http_timeout)
-        self.log.submit()  # the transitions so far are written while the call runs
-        answer = await workflow.execute_activity(
-            CALL_API,
-            request,
-            start_to_close_timeout=timeout,
-            retry_policy=retry,
-            heartbeat_timeout=HEARTBEAT_TIMEOUT,
-        )
-        return CallResult(answer["response"], answer["attempt"])
 
     def _metadata_layers(self) -> list[dict[str, Any] | None]:
         """Where `x-tool-parameters` come from in a task, lowest precedence first."""
