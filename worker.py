@@ -23,6 +23,7 @@ from mint.store import Store
 from workflows.docs import IndexDocWorkflow
 from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
 from workflows.sessions import CompressSessionWorkflow
+from workflows.tools import RunToolWorkflow
 
 # Pure, deterministic modules the workflow sandbox may share instead of re-importing for every run.
 # The interpreter and the workflow class stay sandboxed, so nondeterminism there is still caught.
@@ -67,7 +68,13 @@ def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, se
     return Worker(
         client,
         task_queue=settings.task_queue,
-        workflows=[TaskExecutionWorkflow, MapChunkWorkflow, IndexDocWorkflow, CompressSessionWorkflow],
+        workflows=[
+            TaskExecutionWorkflow,
+            MapChunkWorkflow,
+            IndexDocWorkflow,
+            CompressSessionWorkflow,
+            RunToolWorkflow,
+        ],
         activities=[
             docs.index_doc,
             sessions.compress_session,

@@ -309,3 +309,5 @@ class Chat(BaseModel):
     presence_penalty: float | None = None
     response_format: dict[str, Any] | None = None
     metadata: Metadata | None = None
+    tools: Annotated[list[dict[str, Any]], Field(max_length=128)] | None = None  # added to the agent's
+    auto_run_tools: bool | None = None  # default: the session's

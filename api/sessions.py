@@ -5,14 +5,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowFailureError
 from temporalio.common import WorkflowIDReusePolicy
-from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
 
 from activities.models import ModelActivities
 from api import schemas
@@ -22,7 +23,9 @@ from mint.docs import DocStore, SearchQuery
 from mint.embeddings import Embedder
 from mint.store import AGENTS, USERS, Store
 from workflows import prompts
+from workflows.language import ToolDef
 from workflows.sessions import COMPRESS_WORKFLOW
+from workflows.tools import RUN_TOOL_WORKFLOW
 
 # Chats in one session are serialised: a second waits up to this long for the first, then gets a 409.
 CHAT_LOCK_WAIT_SECONDS = 30.0
@@ -218,21 +221,47 @@ class Chatter:
                 messages = context.messages
                 await self._maybe_compress(developer, session, context)
                 recalled += [d for d in docs if d["id"] not in {r["id"] for r in recalled}]
-                tools, fixed = await self._tools(developer, agent, session)
-                answer = await self._complete(body, agent, messages, session["id"], tools)
-                message = answer["response"]["choices"][0]["message"]
-                for call in message.get("tool_calls") or []:  # the client runs them: with the fixed values
-                    call["function"]["arguments"] = json.dumps(
-                        {**prompts.call_arguments(call), **fixed.get(call["function"]["name"], {})}
+                specs, tools, fixed = await self._tools(developer, agent, session, body)
+                auto_run = session["auto_run_tools"] if body.auto_run_tools is None else body.auto_run_tools
+                for turn_number in range(prompts.MAX_TURNS + 1):
+                    answer = await self._complete(body, agent, messages, session["id"], tools)
+                    for key in usage:
+                        usage[key] += int((answer["usage"] or {}).get(key) or 0)
+                    message = answer["response"]["choices"][0]["message"]
+                    calls = message.get("tool_calls") or []
+                    for call in calls:  # fixed values go in, whoever runs the call
+                        call["function"]["arguments"] = json.dumps(
+                            {**prompts.call_arguments(call), **fixed.get(call["function"]["name"], {})}
+                        )
+                    server_side = [
+                        specs.get(c["function"]["name"], {}).get("type") not in (None, "function")
+                        for c in calls
+                    ]
+                    if not (auto_run and calls and all(server_side)):
+                        break  # an answer, or calls only the client can run
+                    if turn_number == prompts.MAX_TURNS:
+                        raise ApiError(
+                            422,
+                            f"MaxTurnsExceeded: the model still asked for tools after {prompts.MAX_TURNS} turns",
+                        )
+                    results = await asyncio.gather(
+                        *(self._run_tool(developer, specs[c["function"]["name"]], c) for c in calls)
                     )
+                    exchange = [
+                        {"role": "assistant", "content": message.get("content"), "tool_calls": calls},
+                        *(
+                            {"role": "tool", "tool_call_id": c["id"], "content": json.dumps(r)}
+                            for c, r in zip(calls, results, strict=True)
+                        ),
+                    ]
+                    answered += exchange
+                    messages = [*messages, *exchange]
                 answered.append(
                     {k: v for k, v in message.items() if k in ("role", "content", "tool_calls") and v}
                 )
                 if len(agent_ids) > 1:
                     answered[-1]["name"] = agent.get("name")
                 choices.append({**answer["response"]["choices"][0], "index": len(choices)})
-                for key in usage:
-                    usage[key] += int((answer["usage"] or {}).get(key) or 0)
             if body.save:
                 await self._save(
                     developer,
@@ -250,15 +279,39 @@ class Chatter:
         }
 
     async def _tools(
-        self, developer: str, agent: dict[str, Any], session: dict[str, Any]
-    ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-        """The agent's tools as the model sees them, without the arguments `x-tool-parameters` fixes
-        (session over user over agent), and those fixed arguments by tool name."""
+        self, developer: str, agent: dict[str, Any], session: dict[str, Any], body: schemas.Chat
+    ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, Any]]]:
+        """The tools of this chat (the agent's, and any the request adds) by name; the same as the model
+        sees them, without the arguments `x-tool-parameters` fixes (session over user over agent); and those
+        fixed arguments by tool name."""
         users = [u for u in [await _row(self.store, USERS, developer, i) for i in session["users"]] if u]
         layers = [agent.get("metadata"), *(u.get("metadata") for u in users), session.get("metadata")]
-        specs = [t["spec"] for t in await self.store.agent_tools(developer, agent["id"])]
-        fixed = {spec["name"]: prompts.fixed_arguments(spec, layers) for spec in specs}
-        return [prompts.offered_tool(spec, fixed[spec["name"]]) for spec in specs], fixed
+        specs = {t["spec"]["name"]: t["spec"] for t in await self.store.agent_tools(developer, agent["id"])}
+        for extra in body.tools or []:
+            spec = ToolDef.model_validate(extra).model_dump(mode="json", by_alias=True, exclude_none=True)
+            specs[spec["name"]] = spec
+        fixed = {name: prompts.fixed_arguments(spec, layers) for name, spec in specs.items()}
+        return specs, [prompts.offered_tool(spec, fixed[name]) for name, spec in specs.items()], fixed
+
+    async def _run_tool(self, developer: str, spec: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:
+        """One server-side tool call, on the worker (workflows/tools.py); a failure is a result the model
+        reads, like in a task's tool loop."""
+        started = time.monotonic()
+        try:
+            data = await self.temporal.execute_workflow(
+                RUN_TOOL_WORKFLOW,
+                {"developer_id": developer, "tool": spec, "arguments": prompts.call_arguments(call)},
+                id=f"chat-tool-{uuid.uuid4()}",
+                task_queue=self.task_queue,
+            )
+        except WorkflowFailureError as exc:
+            cause = exc.cause.cause if isinstance(exc.cause, ActivityError) else exc.cause
+            code = cause.type if isinstance(cause, ApplicationError) and cause.type else "tool_failed"
+            message = cause.message if isinstance(cause, ApplicationError) else str(cause)
+            return prompts.tool_result(
+                "error", started, time.monotonic(), error={"code": code, "message": message}
+            )
+        return prompts.tool_result("success", started, time.monotonic(), data)
 
     async def _complete(
         self,

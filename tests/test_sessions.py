@@ -288,3 +288,39 @@ async def test_patching_only_the_users_keeps_the_agents(mapi, pair):
     patched = await mapi.patch(f"/sessions/{session['id']}", json={"user": user["id"]})
     assert patched.status_code == 200, patched.text
     assert (patched.json()["agents"], patched.json()["users"]) == ([agent["id"]], [user["id"]])
+
+
+async def test_auto_run_tools_in_chat_runs_server_tools_and_keeps_them_in_history(
+    mapi, script, model_server, pair
+):
+    from tests.local_http import LocalServer
+
+    agent, _ = pair
+
+    def model(call: Call) -> Reply:
+        results = [json.loads(m["content"]) for m in call.messages if m["role"] == "tool"]
+        if not results:
+            return Reply(tool_calls=[("weather", {"city": "Lisbon"})])
+        return Reply(content=f"It is {results[0]['data']['json']['sky']} in Lisbon")
+
+    script.reply = model
+    with LocalServer(lambda r: (200, {"Content-Type": "application/json"}, b'{"sky": "sunny"}')) as server:
+        tool = {
+            "name": "weather",
+            "type": "api_call",
+            "api_call": {
+                "url": server.url + "weather",
+                "params": {"city": "{{ arguments.city }}"},
+                "params_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
+        }
+        session = await _session(mapi, agent=agent["id"], auto_run_tools=True)
+        answer = await mapi.post(
+            f"/sessions/{session['id']}/chat",
+            json={"messages": [{"role": "user", "content": "weather?"}], "tools": [tool]},
+        )
+        assert answer.status_code == 200, answer.text
+        assert server.requests[0].path == "/weather?city=Lisbon"
+    assert answer.json()["choices"][0]["message"]["content"] == "It is sunny in Lisbon"
+    roles = [e["role"] for e in (await mapi.get(f"/sessions/{session['id']}/history")).json()["entries"]]
+    assert roles == ["user", "assistant", "tool", "assistant"]  # the tool turn is part of the conversation

@@ -1,0 +1,42 @@
+"""RunToolWorkflow: one server-side tool call (api_call, system, MCP) for a session chat's tool loop.
+
+Chat runs in the API, but tools run where task tools run, as activities on the worker, with the same egress
+checks, retries and idempotency keys; a tiny workflow per call is how the API reaches them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ApplicationError
+
+from workflows import language as lang
+from workflows.calls import HEARTBEAT_TIMEOUT, ToolError, call_options, tool_activity
+from workflows.values import ValueEvaluator
+
+RUN_TOOL_WORKFLOW = "RunToolWorkflow"
+
+
+@workflow.defn(name=RUN_TOOL_WORKFLOW)
+class RunToolWorkflow:
+    @workflow.run
+    async def run(self, request: dict[str, Any]) -> Any:
+        """{developer_id, tool, arguments} -> the tool's output."""
+        tool = request["tool"]
+        values = ValueEvaluator("dollar", workflow.random(), workflow.now)  # type: ignore[arg-type]
+        try:
+            planned = tool_activity(
+                tool, request["arguments"], request["developer_id"], values, lambda: str(workflow.uuid4())
+            )
+        except ToolError as exc:
+            raise ApplicationError(str(exc), type="BadToolCall", non_retryable=True) from None
+        timeout, retry = call_options(lang.ToolCallStep(tool=tool["name"]), None, planned.floor_seconds)
+        answer = await workflow.execute_activity(
+            planned.name,
+            planned.request,
+            start_to_close_timeout=timeout,
+            retry_policy=retry,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        )
+        return answer["response"]
