@@ -114,6 +114,7 @@ class Chatter:
         users = [u for u in [await _row(self.store, USERS, developer, i) for i in session["users"]] if u]
         new = [m.model_dump(exclude_none=True) for m in body.messages]
         docs = await self._recall(developer, session, agent, users, new) if body.recall else []
+        summary, history = await self.history(developer, session["id"])
         tools = await self.store.agent_tools(developer, agent["id"])
         scope = {
             "agent": agent,
@@ -121,7 +122,7 @@ class Chatter:
             "users": users,
             "session": session,
             "situation": session["situation"],
-            "summary": session["summary"],
+            "summary": summary,
             "tools": [{"name": t["name"], "type": t["type"], "description": t["description"]} for t in tools],
             "docs": [{"title": d["title"], "content": d["snippet"]["content"]} for d in docs],
             "metadata": metadata_layers(
@@ -136,7 +137,6 @@ class Chatter:
         else:
             system_text = session["system_template"] or session["situation"] or ""
         system = {"role": "system", "content": system_text} if system_text else None
-        history = await self.history(developer, session["id"])
         try:
             context = fit(system, history, new, session["token_budget"], session["context_overflow"])
         except ContextTooLarge as exc:
@@ -179,14 +179,22 @@ class Chatter:
             (query.vector,) = await self.embedder.embed([text])
         return await self.docs.search(developer, owners, query)
 
-    async def history(self, developer: str, session_id: str) -> list[dict[str, Any]]:
-        """The messages of the context: those not yet folded into the session's summary."""
-        rows = await self.store.pool.fetch(
-            "SELECT role, name, content, tool_calls, tool_call_id, token_count FROM entries "
-            "WHERE developer_id = $1 AND session_id = $2 AND NOT summarized ORDER BY seq",
-            developer,
-            session_id,
-        )
+    async def history(self, developer: str, session_id: str) -> tuple[str | None, list[dict[str, Any]]]:
+        """The session's summary and the messages not yet folded into it, read in one snapshot (a
+        compression landing in between must not lose the messages it folds)."""
+        async with (
+            self.store.pool.acquire() as conn,
+            conn.transaction(isolation="repeatable_read", readonly=True),
+        ):
+            summary = await conn.fetchval(
+                "SELECT summary FROM sessions WHERE developer_id = $1 AND id = $2", developer, session_id
+            )
+            rows = await conn.fetch(
+                "SELECT role, name, content, tool_calls, tool_call_id, token_count FROM entries "
+                "WHERE developer_id = $1 AND session_id = $2 AND NOT summarized ORDER BY seq",
+                developer,
+                session_id,
+            )
         messages = []
         for r in rows:
             message: dict[str, Any] = {
@@ -198,7 +206,7 @@ class Chatter:
                 if r[key] is not None:
                     message[key] = r[key]
             messages.append(message)
-        return messages
+        return summary, messages
 
     async def chat(self, developer: str, session: dict[str, Any], body: schemas.Chat) -> dict[str, Any]:
         """Each agent of the session answers in turn (or just the one named), each seeing the answers before."""
