@@ -42,7 +42,7 @@ class EgressPolicy:
         named = {host, f"{host}:{port}", str(ip), f"{ip}:{port}"}
         if named & self.hosts or any(ip in net for net in self.networks):
             return True
-        return ip.is_global
+        return ip.is_global and not ip.is_multicast  # Python counts 224.0.0.0/4 as global
 
     async def resolve(self, url: str) -> Destination:
         """The address to connect to for `url`; EgressRefused unless every address it resolves to is allowed."""

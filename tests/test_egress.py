@@ -1,0 +1,92 @@
+"""The SSRF corpus: addresses api_call tools (and MCP over HTTP) must never reach unless allow-listed.
+
+Each case goes through EgressPolicy.resolve, the one check every outgoing call passes (activities/http.py
+connects to exactly the address it returns; redirects and a whole execution are covered in test_tools.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+
+import pytest
+
+from activities.egress import EgressPolicy, EgressRefused
+
+REFUSED = [
+    "http://127.0.0.1/",
+    "http://localhost/",
+    "http://localhost./",  # trailing dot
+    "http://LOCALHOST:8080/",
+    "http://2130706433/",  # 127.0.0.1 as a decimal number
+    "http://0x7f000001/",  # ... as hex
+    "http://0177.0.0.1/",  # ... with an octal first part
+    "http://127.1/",  # ... shortened
+    "http://0.0.0.0/",
+    "http://[::1]/",
+    "http://[::ffff:127.0.0.1]/",  # IPv4-mapped IPv6
+    "http://[::ffff:7f00:1]/",  # the same, in hex
+    "http://[fe80::1]/",  # IPv6 link-local
+    "http://[fd00::1]/",  # IPv6 unique local
+    "http://10.0.0.1/",
+    "http://172.16.5.4/",
+    "http://192.168.1.1/",
+    "http://169.254.169.254/latest/meta-data/",  # cloud metadata
+    "http://[fd00:ec2::254]/",  # AWS metadata over IPv6
+    "http://100.64.0.1/",  # carrier-grade NAT
+    "http://224.0.0.1/",  # multicast
+    "http://255.255.255.255/",  # broadcast
+    "http://user:pass@127.0.0.1/",  # credentials in front of a private host
+    "http://example.com@127.0.0.1/",  # looks like example.com, is loopback
+    "file:///etc/passwd",
+    "gopher://127.0.0.1:25/",
+    "ftp://127.0.0.1/",
+    "http:///nohost",
+    "http://127.0.0.1:99999/",  # an invalid port
+]
+
+
+@pytest.mark.parametrize("url", REFUSED)
+async def test_refused(url):
+    with pytest.raises(EgressRefused):
+        await EgressPolicy().resolve(url)
+
+
+async def test_a_name_whose_answers_include_a_private_address_is_refused(monkeypatch):
+    """A rebinding resolver: the name answers a public and a private address. Every answer must be
+    allowed, and the caller connects to exactly the address checked, so a later answer cannot sneak in."""
+    answers = [
+        [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", 80))],
+        [
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", 80)),
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", 80)),
+        ],
+    ]
+
+    async def rebinding(host, port, **_):
+        return answers.pop(0)
+
+    loop = asyncio.get_running_loop()
+    monkeypatch.setattr(loop, "getaddrinfo", rebinding)
+    first = await EgressPolicy().resolve("http://rebind.example/")
+    assert first.address == "93.184.215.14"  # what the request is pinned to
+    with pytest.raises(EgressRefused, match="127.0.0.1"):
+        await EgressPolicy().resolve("http://rebind.example/")
+
+
+@pytest.mark.parametrize(
+    "allow, url",
+    [
+        (("127.0.0.1",), "http://127.0.0.1:8080/"),
+        (("localhost",), "http://localhost:9/"),
+        (("127.0.0.1:8080",), "http://127.0.0.1:8080/"),
+        (("10.0.0.0/8",), "http://10.1.2.3/"),
+    ],
+)
+async def test_the_operators_allow_list_opens_exactly_what_it_names(allow, url):
+    assert (await EgressPolicy(allow).resolve(url)).address
+
+
+async def test_an_allow_list_entry_for_one_port_does_not_open_another():
+    with pytest.raises(EgressRefused):
+        await EgressPolicy(("127.0.0.1:8080",)).resolve("http://127.0.0.1:9090/")
