@@ -9,6 +9,7 @@ from temporalio.client import Client
 
 from activities.models import model_client
 from api.errors import install_error_handlers
+from api.limits import RateLimiter
 from api.routes import agents, docs, executions, sessions, tasks, users
 from api.sessions import Chatter
 from mint.docs import DocStore
@@ -21,10 +22,12 @@ def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
         title="Mint",
         version="0.1.0",
         description="A durable workflow engine for AI agents, speaking Julep's v1 REST API.",
+        max_body_size=settings.max_body_bytes,
     )
     app.state.store = store
     app.state.temporal = temporal
     app.state.settings = settings
+    app.state.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
     app.state.docs = DocStore(store.pool)
     app.state.embedder = settings.embedder()
     app.state.chatter = Chatter(

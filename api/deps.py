@@ -26,6 +26,15 @@ async def get_developer(request: Request) -> str:
     developer_id = await request.app.state.store.developer_for_key(key)
     if developer_id is None:
         raise ApiError(401, "invalid or revoked API key")
+    limiter = request.app.state.rate_limiter
+    wait = limiter.wait_seconds(key)
+    if wait:
+        raise ApiError(
+            429,
+            f"too many requests: this key may make {limiter.per_minute} per minute (MINT_RATE_LIMIT_PER_MINUTE); "
+            f"retry in {wait:.1f} s",
+            headers={"Retry-After": str(max(1, round(wait)))},
+        )
     return developer_id
 
 

@@ -15,10 +15,17 @@ from workflows.validate import Problem, format_loc
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str, problems: list[Problem] | None = None):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        problems: list[Problem] | None = None,
+        headers: dict[str, str] | None = None,
+    ):
         self.status = status
         self.message = message
         self.problems = problems or []
+        self.headers = headers or {}
         super().__init__(message)
 
 
@@ -43,7 +50,9 @@ def _response(status: int, message: str, problems: list[Problem] | None = None) 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return _response(exc.status, exc.message, exc.problems)
+        response = _response(exc.status, exc.message, exc.problems)
+        response.headers.update(exc.headers)
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:

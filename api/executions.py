@@ -42,6 +42,18 @@ async def start_execution(
         existing = await store.execution_by_key(developer, task["id"], idempotency_key)
         if existing is not None:
             return await _replayed(store, temporal, settings, developer, task, existing, body_input)
+    in_flight = await store.pool.fetchval(
+        "SELECT count(*) FROM executions WHERE developer_id = $1 "
+        "AND status IN ('queued', 'starting', 'running', 'awaiting_input')",
+        developer,
+    )
+    if in_flight >= settings.max_executions_in_flight:
+        raise ApiError(
+            429,
+            f"{in_flight} executions are already in flight for this developer; the limit is "
+            f"{settings.max_executions_in_flight} (MINT_MAX_EXECUTIONS_IN_FLIGHT): wait for some to end",
+            headers={"Retry-After": "5"},
+        )
     values = {
         "task_id": task["id"],
         "task_version": task["version"],

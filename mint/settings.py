@@ -39,6 +39,11 @@ class Settings:
     default_model: str = "gpt-4o-mini"
     model_record: str | None = None  # append every live model response to this file
     model_replay: str | None = None  # answer model calls from this file instead of a provider
+    # Limits: request bodies (bytes), requests per API key per minute (0: none), executions in flight per
+    # developer (queued, starting, running or awaiting input).
+    max_body_bytes: int = 48 * 1024 * 1024
+    rate_limit_per_minute: int = 1200
+    max_executions_in_flight: int = 1000
     # Doc embeddings: all-MiniLM-L6-v2 locally (the default), or `openai/text-embedding-3-small`.
     embedding_model: str = "all-MiniLM-L6-v2"
     # MCP servers integration tools may start over stdio: {"name": {"command": ..., "args": [...], "env": {}}}.
@@ -70,6 +75,9 @@ class Settings:
             model_record=env.get("MINT_MODEL_RECORD") or None,
             model_replay=env.get("MINT_MODEL_REPLAY") or None,
             embedding_model=env.get("MINT_EMBEDDING_MODEL") or "all-MiniLM-L6-v2",
+            max_body_bytes=int(env.get("MINT_MAX_BODY_BYTES", str(48 * 1024 * 1024))),
+            rate_limit_per_minute=int(env.get("MINT_RATE_LIMIT_PER_MINUTE", "1200")),
+            max_executions_in_flight=int(env.get("MINT_MAX_EXECUTIONS_IN_FLIGHT", "1000")),
             mcp_servers=_json_object("MINT_MCP_SERVERS", env.get("MINT_MCP_SERVERS", "")),
         )
 

@@ -37,6 +37,8 @@ class BackgroundStack:
     ):
         """`settings` override Settings fields (task_queue, max_history_events, reconcile_interval, ...)."""
         settings.setdefault("egress_allow", ("127.0.0.1", "localhost"))
+        # Tests poll fast and long; the rate limit has its own test (tests/test_limits.py).
+        settings.setdefault("rate_limit_per_minute", 0)
         self.settings = replace(Settings(), api_port=free_port(), **settings)
         self.options = StackOptions(database_url, temporal_address, run_api=run_api, run_worker=run_worker)
         self.url = f"http://127.0.0.1:{self.settings.api_port}"
