@@ -7,6 +7,7 @@ import os
 import secrets
 import signal
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -89,18 +90,8 @@ def worker() -> None:
     _serve(settings, StackOptions(settings.database_url, settings.temporal_address, run_api=False))
 
 
-@cli.group()
-def developer() -> None:
-    """Manage developers (tenants)."""
-
-
-@developer.command("create")
-@click.argument("name")
-@click.option(
-    "--data-dir", default="./.mint", show_default=True, type=click.Path(file_okay=False, path_type=Path)
-)
-def developer_create(name: str, data_dir: Path) -> None:
-    """Create a developer and print a new API key for it (shown only once)."""
+def _with_store(data_dir: Path, work: Any) -> Any:
+    """Run `work(store)` against MINT_DATABASE_URL, or the embedded Postgres under data_dir."""
     from mint import services
     from mint.db import connect_pool, migrate
     from mint.store import Store
@@ -108,17 +99,54 @@ def developer_create(name: str, data_dir: Path) -> None:
     settings = Settings.from_env()
     url = settings.database_url or services.postgres_url(services.start_postgres(data_dir.resolve()))
 
-    async def create() -> tuple[str, str]:
+    async def run() -> Any:
         pool = await connect_pool(url, max_size=2)
         try:
             await migrate(pool)
-            return await Store(pool).create_developer(name)
+            return await work(Store(pool))
         finally:
             await pool.close()
 
-    developer_id, key = asyncio.run(create())
+    return asyncio.run(run())
+
+
+DATA_DIR = click.option(
+    "--data-dir", default="./.mint", show_default=True, type=click.Path(file_okay=False, path_type=Path)
+)
+
+
+@cli.group()
+def developer() -> None:
+    """Manage developers (tenants)."""
+
+
+@developer.command("create")
+@click.argument("name")
+@DATA_DIR
+def developer_create(name: str, data_dir: Path) -> None:
+    """Create a developer and print a new API key for it (shown only once)."""
+    developer_id, key = _with_store(data_dir, lambda store: store.create_developer(name))
     click.echo(f"developer {name} ({developer_id})")
     click.echo(f"API key: {key}")
+
+
+@developer.command("add-key")
+@click.argument("developer_id")
+@DATA_DIR
+def developer_add_key(developer_id: str, data_dir: Path) -> None:
+    """Print a new API key for an existing developer (its other keys keep working)."""
+    key = _with_store(data_dir, lambda store: store.add_key(developer_id))
+    click.echo(f"API key: {key}")
+
+
+@developer.command("revoke-key")
+@click.argument("key")
+@DATA_DIR
+def developer_revoke_key(key: str, data_dir: Path) -> None:
+    """Revoke an API key: requests with it answer 401 from now on."""
+    if not _with_store(data_dir, lambda store: store.revoke_key(key)):
+        raise click.ClickException("no live API key matches")
+    click.echo("revoked")
 
 
 @cli.group()
@@ -127,39 +155,28 @@ def docs() -> None:
 
 
 @docs.command("reembed")
-@click.option(
-    "--data-dir", default="./.mint", show_default=True, type=click.Path(file_okay=False, path_type=Path)
-)
+@DATA_DIR
 def docs_reembed(data_dir: Path) -> None:
     """Embed again every doc whose embeddings come from another model than MINT_EMBEDDING_MODEL."""
-    from mint import services
-    from mint.db import connect_pool, migrate
     from mint.docs import DocStore
 
-    settings = Settings.from_env()
-    url = settings.database_url or services.postgres_url(services.start_postgres(data_dir.resolve()))
-    embedder = settings.embedder()
+    embedder = Settings.from_env().embedder()
 
-    async def reembed() -> int:
-        pool = await connect_pool(url, max_size=2)
-        try:
-            await migrate(pool)
-            store = DocStore(pool)
-            total, done = await store.count_stale(embedder.model), 0
-            click.echo(f"{total} docs to embed with {embedder.model}")
-            while batch := await store.stale(embedder.model, 50):
-                for doc in batch:
-                    instruction, chunks = await store.all_chunks(doc["developer_id"], doc["id"])
-                    vectors = await embedder.embed([text for _, text in chunks], instruction)
-                    indexed = list(zip([i for i, _ in chunks], vectors, strict=True))
-                    await store.save_embeddings(doc["developer_id"], doc["id"], embedder.model, indexed)
-                done += len(batch)
-                click.echo(f"  {done}/{total}")
-            return done
-        finally:
-            await pool.close()
+    async def reembed(store: Any) -> int:
+        docs = DocStore(store.pool)
+        total, done = await docs.count_stale(embedder.model), 0
+        click.echo(f"{total} docs to embed with {embedder.model}")
+        while batch := await docs.stale(embedder.model, 50):
+            for doc in batch:
+                instruction, chunks = await docs.all_chunks(doc["developer_id"], doc["id"])
+                vectors = await embedder.embed([text for _, text in chunks], instruction)
+                indexed = list(zip([i for i, _ in chunks], vectors, strict=True))
+                await docs.save_embeddings(doc["developer_id"], doc["id"], embedder.model, indexed)
+            done += len(batch)
+            click.echo(f"  {done}/{total}")
+        return done
 
-    click.echo(f"re-embedded {asyncio.run(reembed())} docs")
+    click.echo(f"re-embedded {_with_store(data_dir, reembed)} docs")
 
 
 @cli.command("run")

@@ -191,6 +191,25 @@ class Store:
             )
         return developer_id, key
 
+    async def add_key(self, developer_id: str) -> str:
+        """A new API key for an existing developer (shown only here); the developer's other keys go on working."""
+        key = "mint_" + secrets.token_urlsafe(32)
+        await self.pool.execute(
+            "INSERT INTO api_keys (id, developer_id, key_hash, prefix) VALUES ($1, $2, $3, $4)",
+            new_id(),
+            developer_id,
+            hash_key(key),
+            key[:9],
+        )
+        return key
+
+    async def revoke_key(self, key: str) -> bool:
+        """Revoke a key (given whole): it stops working at once. False if no live key matches."""
+        result = await self.pool.execute(
+            "UPDATE api_keys SET revoked_at = now() WHERE key_hash = $1 AND revoked_at IS NULL", hash_key(key)
+        )
+        return result != "UPDATE 0"
+
     async def ensure_developer_key(self, name: str, key: str) -> str:
         """The developer that owns `key`, creating it if the key is new (used by `mint up`)."""
         found = await self.developer_for_key(key)

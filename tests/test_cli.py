@@ -73,3 +73,26 @@ async def test_developer_create_prints_a_key_that_works(stack, postgres_url):
     key = result.stdout.split("API key:")[1].strip()
     async with httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"}) as client:
         assert (await client.get("/agents")).json() == {"items": []}
+
+
+async def test_keys_can_be_added_and_revoked(stack, store, postgres_url, monkeypatch):
+    from click.testing import CliRunner
+
+    from mint.cli import cli
+
+    developer_id, first = await store.create_developer("keys")
+    monkeypatch.setenv("MINT_DATABASE_URL", postgres_url)
+    added = await asyncio.to_thread(CliRunner().invoke, cli, ["developer", "add-key", developer_id])
+    assert added.exit_code == 0, added.output
+    second = added.output.split("API key: ")[1].strip()
+
+    async def status(key: str) -> int:
+        async with httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"}) as api:
+            return (await api.get("/agents")).status_code
+
+    assert (await status(first), await status(second)) == (200, 200)
+    revoked = await asyncio.to_thread(CliRunner().invoke, cli, ["developer", "revoke-key", first])
+    assert revoked.exit_code == 0 and "revoked" in revoked.output
+    assert (await status(first), await status(second)) == (401, 200)  # only the revoked key stops
+    again = await asyncio.to_thread(CliRunner().invoke, cli, ["developer", "revoke-key", first])
+    assert again.exit_code != 0 and "no live API key" in again.output
