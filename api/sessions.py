@@ -8,6 +8,7 @@ import json
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -68,6 +69,18 @@ async def chat_lock(store: Store, session_id: str) -> AsyncIterator[None]:
             await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 7))", session_id)
 
 
+@dataclass
+class Cast:
+    """One agent's turn: the agent, the session's users, the agent's tool rows, every tool spec offered
+    (the agent's and the request's) by name, and the arguments x-tool-parameters fixes for each."""
+
+    agent: dict[str, Any]
+    users: list[dict[str, Any]]
+    agent_tools: list[dict[str, Any]]
+    specs: dict[str, dict[str, Any]]
+    fixed: dict[str, dict[str, Any]]
+
+
 class Chatter:
     """What a chat needs: the store, the docs for recall, the embedder and the model client."""
 
@@ -106,16 +119,30 @@ class Chatter:
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             )
 
+    async def cast(
+        self, developer: str, session: dict[str, Any], agent: dict[str, Any], body: schemas.Chat
+    ) -> Cast:
+        """Who takes part in one agent's turn and with which tools, read once per turn."""
+        users = [u for u in [await _row(self.store, USERS, developer, i) for i in session["users"]] if u]
+        agent_tools = await self.store.agent_tools(developer, agent["id"])
+        specs = {t["spec"]["name"]: t["spec"] for t in agent_tools}
+        for extra in body.tools or []:
+            spec = ToolDef.model_validate(extra).model_dump(mode="json", by_alias=True, exclude_none=True)
+            specs[spec["name"]] = spec
+        # x-tool-parameters: session over user over agent.
+        layers = [agent.get("metadata"), *(u.get("metadata") for u in users), session.get("metadata")]
+        fixed = {name: prompts.fixed_arguments(spec, layers) for name, spec in specs.items()}
+        return Cast(agent, users, agent_tools, specs, fixed)
+
     async def prepare(
-        self, developer: str, session: dict[str, Any], body: schemas.Chat, agent: dict[str, Any]
+        self, developer: str, session: dict[str, Any], body: schemas.Chat, cast: Cast
     ) -> tuple[Context, list[dict[str, Any]]]:
         """The context to send (its messages, and how many history messages it left out) and the docs
         recalled."""
-        users = [u for u in [await _row(self.store, USERS, developer, i) for i in session["users"]] if u]
+        agent, users, tools = cast.agent, cast.users, cast.agent_tools
         new = [m.model_dump(exclude_none=True) for m in body.messages]
         docs = await self._recall(developer, session, agent, users, new) if body.recall else []
         summary, history = await self.history(developer, session["id"])
-        tools = await self.store.agent_tools(developer, agent["id"])
         scope = {
             "agent": agent,
             "user": users[0] if users else None,
@@ -225,11 +252,13 @@ class Chatter:
                 turn = body.model_copy(
                     update={"messages": [*body.messages, *map(schemas.ChatMessage.model_validate, answered)]}
                 )
-                context, docs = await self.prepare(developer, session, turn, agent)
+                cast = await self.cast(developer, session, agent, body)
+                context, docs = await self.prepare(developer, session, turn, cast)
                 messages = context.messages
                 await self._maybe_compress(developer, session, context)
                 recalled += [d for d in docs if d["id"] not in {r["id"] for r in recalled}]
-                specs, tools, fixed = await self._tools(developer, agent, session, body)
+                specs, fixed = cast.specs, cast.fixed
+                tools = [prompts.offered_tool(spec, fixed[name]) for name, spec in specs.items()]
                 auto_run = session["auto_run_tools"] if body.auto_run_tools is None else body.auto_run_tools
                 for turn_number in range(prompts.MAX_TURNS + 1):
                     answer = await self._complete(body, agent, messages, session["id"], tools)
@@ -285,21 +314,6 @@ class Chatter:
             "docs": recalled,
             "jobs": [],
         }
-
-    async def _tools(
-        self, developer: str, agent: dict[str, Any], session: dict[str, Any], body: schemas.Chat
-    ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]], dict[str, dict[str, Any]]]:
-        """The tools of this chat (the agent's, and any the request adds) by name; the same as the model
-        sees them, without the arguments `x-tool-parameters` fixes (session over user over agent); and those
-        fixed arguments by tool name."""
-        users = [u for u in [await _row(self.store, USERS, developer, i) for i in session["users"]] if u]
-        layers = [agent.get("metadata"), *(u.get("metadata") for u in users), session.get("metadata")]
-        specs = {t["spec"]["name"]: t["spec"] for t in await self.store.agent_tools(developer, agent["id"])}
-        for extra in body.tools or []:
-            spec = ToolDef.model_validate(extra).model_dump(mode="json", by_alias=True, exclude_none=True)
-            specs[spec["name"]] = spec
-        fixed = {name: prompts.fixed_arguments(spec, layers) for name, spec in specs.items()}
-        return specs, [prompts.offered_tool(spec, fixed[name]) for name, spec in specs.items()], fixed
 
     async def _run_tool(self, developer: str, spec: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:
         """One server-side tool call, on the worker (workflows/tools.py); a failure is a result the model

@@ -83,9 +83,16 @@ async def main() -> None:
         )
         chatter = Chatter(store, None, None, None, None, "")  # type: ignore[arg-type]  # no model, no recall
         body = schemas.Chat(messages=[{"role": "user", "content": "and what next?"}], recall=False)
-        context, _ = await chatter.prepare(developer, session, body, agent)
+        cast = await chatter.cast(developer, session, agent, body)
+        context, _ = await chatter.prepare(developer, session, body, cast)
         assert context.dropped > 0  # the budget forces truncation
-        prepare = await _timed(lambda: chatter.prepare(developer, session, body, agent))
+
+        async def prepare_turn() -> None:  # what one chat does before calling the model
+            await chatter.prepare(
+                developer, session, body, await chatter.cast(developer, session, agent, body)
+            )
+
+        prepare = await _timed(prepare_turn)
 
         async def count_all() -> None:
             for m in messages:

@@ -125,7 +125,7 @@ def model_server(script: Script) -> Iterator[ModelServer]:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def model_stack(postgres_url, temporal_env, model_server) -> AsyncIterator[BackgroundStack]:
-    stack = BackgroundStack(
+    async with BackgroundStack(
         postgres_url,
         temporal_address(temporal_env),
         task_queue=f"models-{uuid.uuid4()}",
@@ -134,10 +134,8 @@ async def model_stack(postgres_url, temporal_env, model_server) -> AsyncIterator
         anthropic_api_key=ANTHROPIC_KEY,
         anthropic_base_url=model_server.anthropic_base_url,
         mcp_servers={"calc": {"command": sys.executable, "args": [str(MCP_SERVER)]}},
-    )
-    await asyncio.to_thread(stack.start)
-    yield stack
-    await asyncio.to_thread(stack.stop)
+    ) as stack:
+        yield stack
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -73,6 +73,13 @@ class BackgroundStack:
             raise RuntimeError("the Mint stack failed to start") from self._error
         return self
 
+    async def __aenter__(self) -> BackgroundStack:
+        """`async with BackgroundStack(...) as stack:` starts it (off the event loop) and stops it after."""
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await asyncio.to_thread(self.stop)
+
     def stop(self) -> None:
         if self._loop and self._stop:
             self._loop.call_soon_threadsafe(self._stop.set)

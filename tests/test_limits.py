@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
@@ -16,17 +15,15 @@ from tests.stack import BackgroundStack
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def limited(postgres_url, temporal_env) -> AsyncIterator[BackgroundStack]:
-    stack = BackgroundStack(
+    async with BackgroundStack(
         postgres_url,
         temporal_address(temporal_env),
         task_queue=f"limits-{uuid.uuid4()}",
         max_body_bytes=20_000,
         rate_limit_per_minute=30,
         max_executions_in_flight=2,
-    )
-    await asyncio.to_thread(stack.start)
-    yield stack
-    await asyncio.to_thread(stack.stop)
+    ) as stack:
+        yield stack
 
 
 async def _client(stack: BackgroundStack, store) -> httpx.AsyncClient:

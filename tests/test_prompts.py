@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import time
@@ -485,15 +484,13 @@ async def test_the_seeds_daily_motivation_runs_as_written(
 ):
     """Random topic, two prompts, send_email answered by the client, a one-day sleep, and `main` again."""
     script.reply = _coach
-    stack = BackgroundStack(
+    async with BackgroundStack(
         postgres_url,
         temporal_address(time_skipping_env),
         task_queue=f"daily-{uuid.uuid4()}",
         openai_api_key=OPENAI_KEY,
         openai_base_url=model_server.openai_base_url,
-    )
-    await asyncio.to_thread(stack.start)
-    try:
+    ) as stack:
         async with httpx.AsyncClient(
             base_url=stack.url, headers={"Authorization": f"Bearer {api_key}"}
         ) as api:
@@ -519,8 +516,6 @@ async def test_the_seeds_daily_motivation_runs_as_written(
             done = (await api.get(f"/executions/{execution['id']}")).json()
             assert done["status"] in ("running", "awaiting_input")
             assert done["usage"]["prompt_tokens"] > 0  # six prompts so far, all counted
-    finally:
-        await asyncio.to_thread(stack.stop)
 
 
 async def transitions_tail(api: httpx.AsyncClient, execution_id: str) -> list[dict[str, Any]]:
@@ -553,11 +548,9 @@ async def test_a_recorded_run_replays_offline(
         },
         {"model_replay": str(recording)},  # no key, no server
     ):
-        stack = BackgroundStack(
+        async with BackgroundStack(
             postgres_url, temporal_address(temporal_env), task_queue=f"rec-{uuid.uuid4()}", **settings
-        )
-        await asyncio.to_thread(stack.start)
-        try:
+        ) as stack:
             async with httpx.AsyncClient(
                 base_url=stack.url, headers={"Authorization": f"Bearer {api_key}"}
             ) as api:
@@ -569,8 +562,6 @@ async def test_a_recorded_run_replays_offline(
                     missing = {"name": "never recorded", "main": [{"prompt": "hi"}]}
                     failed, _ = await run_task(api, missing)
                     assert "no recorded model response for step never recorded:main[0]" in failed["error"]
-        finally:
-            await asyncio.to_thread(stack.stop)
     (recorded, live_calls), (replayed, replay_calls) = outputs
     assert recorded.startswith("recorded answer to Shout recorded answer to Pick a name for ")
     assert live_calls == 2 and replay_calls == 0
@@ -582,14 +573,12 @@ async def test_the_daily_motivation_example_runs_offline_from_its_recording(
     postgres_url, temporal_env, api_key
 ):
     recording = EXAMPLES / "recordings.jsonl"
-    stack = BackgroundStack(
+    async with BackgroundStack(
         postgres_url,
         temporal_address(temporal_env),
         task_queue=f"offline-{uuid.uuid4()}",
         model_replay=str(recording),
-    )
-    await asyncio.to_thread(stack.start)
-    try:
+    ) as stack:
         async with httpx.AsyncClient(
             base_url=stack.url, headers={"Authorization": f"Bearer {api_key}"}
         ) as api:
@@ -610,8 +599,6 @@ async def test_the_daily_motivation_example_runs_offline_from_its_recording(
                 "arguments": {"subject": "Daily Motivation", "content": poem},
             }
             await api.put(f"/executions/{execution['id']}", json={"status": "cancelled", "reason": "done"})
-    finally:
-        await asyncio.to_thread(stack.stop)
 
 
 async def test_a_model_call_longer_than_the_heartbeat_timeout_is_not_retried(mapi, script, model_server):

@@ -140,7 +140,8 @@ async def render(
     agent = await store.get(AGENTS, developer, checked_id(agent_id, "agent"))
     if agent is None:
         raise not_found("agent", agent_id)
-    context, docs = await chatter.prepare(developer, session, body, agent)
+    cast = await chatter.cast(developer, session, agent, body)
+    context, docs = await chatter.prepare(developer, session, body, cast)
     return {"messages": context.messages, "docs": docs, "dropped": context.dropped}
 
 
