@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import asyncpg
 import httpx
 from temporalio.client import Client
@@ -18,6 +20,7 @@ from activities.system import SystemActivities, internal_app
 from activities.transitions import TransitionWriter
 from api.app import create_app
 from mint.docs import DocStore
+from mint.secrets import SecretStore
 from mint.settings import Settings
 from mint.store import Store
 from workflows.docs import IndexDocWorkflow
@@ -59,7 +62,9 @@ def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, se
     """A worker with every workflow and activity registered, its clients passed in."""
     writer = TransitionWriter(pool)
     egress = EgressPolicy(settings.egress_allow)
-    tools = HttpActivities(http, egress)
+    tools = HttpActivities(http, egress, SecretStore(pool, settings.encryption_keys))
+    # httpx logs every request's URL at INFO, and a tool's URL may carry a secret (activities/secrets.py).
+    logging.getLogger("httpx").setLevel(logging.WARNING)
     models = model_client(settings)
     system = SystemActivities(internal_app(create_app(Store(pool), client, settings)))
     mcp = McpActivities(settings.mcp_servers, egress)

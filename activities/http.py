@@ -11,6 +11,8 @@ from temporalio import activity
 from activities import errors
 from activities.egress import Destination, EgressPolicy, EgressRefused
 from activities.heartbeat import heartbeating
+from activities.secrets import reveal
+from mint.secrets import SecretStore
 from workflows.calls import CALL_API
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
@@ -20,16 +22,23 @@ CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"
 
 
 class HttpActivities:
-    def __init__(self, client: httpx.AsyncClient, egress: EgressPolicy):
+    def __init__(self, client: httpx.AsyncClient, egress: EgressPolicy, secrets: SecretStore):
         self.client = client
         self.egress = egress
+        self.secrets = secrets
 
     @activity.defn(name=CALL_API)
     async def call_api(self, request: dict[str, Any]) -> dict[str, Any]:
         """Returns {response: {status_code, headers, content, json}, attempt}; network errors and 5xx/429
-        retry via Temporal."""
+        retry via Temporal. Secrets the request refers to are filled in here, and masked in the answer and
+        in errors (a server may echo them)."""
         async with heartbeating():
-            return {"response": await self._call(request), "attempt": activity.info().attempt}
+            request, redactor = await reveal(self.secrets, request)
+            try:
+                response = await self._call(request)
+            except Exception as exc:
+                raise redactor.error(exc) from None
+            return {"response": redactor.value(response), "attempt": activity.info().attempt}
 
     async def _call(self, request: dict[str, Any]) -> dict[str, Any]:
         url = str(request.get("url", ""))

@@ -10,9 +10,10 @@ from temporalio.client import Client
 from activities.models import model_client
 from api.errors import install_error_handlers
 from api.limits import RateLimiter
-from api.routes import agents, docs, executions, sessions, tasks, users
+from api.routes import agents, codec, docs, executions, secrets, sessions, tasks, users
 from api.sessions import Chatter
 from mint.docs import DocStore
+from mint.secrets import SecretStore
 from mint.settings import Settings
 from mint.store import Store
 
@@ -29,12 +30,13 @@ def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
     app.state.settings = settings
     app.state.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
     app.state.docs = DocStore(store.pool)
+    app.state.secrets = SecretStore(store.pool, settings.encryption_keys)
     app.state.embedder = settings.embedder()
     app.state.chatter = Chatter(
         store, app.state.docs, app.state.embedder, model_client(settings), temporal, settings.task_queue
     )
     install_error_handlers(app)
-    for module in (agents, users, tasks, executions, docs, sessions):
+    for module in (agents, users, tasks, executions, docs, sessions, secrets, codec):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["health"])

@@ -10,8 +10,16 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from api.schemas import ErrorOut
+from mint.secrets import SecretsUnavailable
 from mint.store import Conflict
 from workflows.validate import Problem, format_loc
+
+# Declared on every router: the JSON every 4xx carries (the handlers below), instead of FastAPI's default
+# 422 `HTTPValidationError`, which this app never sends.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    "4XX": {"model": ErrorOut, "description": "Bad input, unknown id, conflict or limit: see `error`"}
+}
 
 
 class ApiError(Exception):
@@ -81,6 +89,10 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Conflict)
     async def conflict(_: Request, exc: Conflict) -> JSONResponse:
         return _response(409, str(exc))
+
+    @app.exception_handler(SecretsUnavailable)
+    async def secrets_unavailable(_: Request, exc: SecretsUnavailable) -> JSONResponse:
+        return _response(503, str(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:

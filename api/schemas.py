@@ -16,6 +16,19 @@ class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class ProblemOut(BaseModel):
+    path: str
+    message: str
+
+
+class ErrorOut(BaseModel):
+    """Every error answer (api/errors.py): a message a person can act on and, for bad input, where."""
+
+    error: str
+    detail: str
+    problems: list[ProblemOut] = []
+
+
 class AgentCreate(_Request):
     name: Name
     about: str | None = None
@@ -311,3 +324,32 @@ class Chat(BaseModel):
     metadata: Metadata | None = None
     tools: Annotated[list[dict[str, Any]], Field(max_length=128)] | None = None  # added to the agent's
     auto_run_tools: bool | None = None  # default: the session's
+
+
+# Secrets ------------------------------------------------------------------------------------------------
+SecretName = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$",
+        description="an identifier, so that tool specs can say `secrets.NAME`",
+    ),
+]
+
+
+class SecretCreate(_Request):
+    name: SecretName
+    value: Annotated[str, Field(min_length=1, max_length=64 * 1024)]
+    description: str | None = None
+    metadata: Metadata | None = None
+
+
+class Secret(BaseModel):
+    """A secret as the API shows it: `value` is always a mask; the value itself is never returned."""
+
+    id: str
+    name: str
+    value: str
+    description: str | None = None
+    metadata: Metadata = {}
+    created_at: datetime
+    updated_at: datetime

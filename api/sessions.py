@@ -282,7 +282,10 @@ class Chatter:
                             f"MaxTurnsExceeded: the model still asked for tools after {prompts.MAX_TURNS} turns",
                         )
                     results = await asyncio.gather(
-                        *(self._run_tool(developer, specs[c["function"]["name"]], c) for c in calls)
+                        *(
+                            self._run_tool(developer, agent["id"], specs[c["function"]["name"]], c)
+                            for c in calls
+                        )
                     )
                     exchange = [
                         {"role": "assistant", "content": message.get("content"), "tool_calls": calls},
@@ -315,14 +318,20 @@ class Chatter:
             "jobs": [],
         }
 
-    async def _run_tool(self, developer: str, spec: dict[str, Any], call: dict[str, Any]) -> dict[str, Any]:
+    async def _run_tool(
+        self, developer: str, agent_id: str, spec: dict[str, Any], call: dict[str, Any]
+    ) -> dict[str, Any]:
         """One server-side tool call, on the worker (workflows/tools.py); a failure is a result the model
         reads, like in a task's tool loop."""
         started = time.monotonic()
         try:
             data = await self.temporal.execute_workflow(
                 RUN_TOOL_WORKFLOW,
-                {"developer_id": developer, "tool": spec, "arguments": prompts.call_arguments(call)},
+                {
+                    "owner": {"developer_id": developer, "agent_id": agent_id},
+                    "tool": spec,
+                    "arguments": prompts.call_arguments(call),
+                },
                 id=f"chat-tool-{uuid.uuid4()}",
                 task_queue=self.task_queue,
             )

@@ -8,13 +8,11 @@ same bytes are stored once however often they travel.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 from collections import OrderedDict
 from collections.abc import Sequence
 
 import asyncpg
-import temporalio.converter
 from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
@@ -64,9 +62,3 @@ class ClaimCheckCodec(PayloadCodec):
         while len(self._cache) > CACHE_ENTRIES:
             self._cache.popitem(last=False)
 
-
-def data_converter(
-    pool: asyncpg.Pool, threshold: int = THRESHOLD_BYTES
-) -> temporalio.converter.DataConverter:
-    """Mint's data converter: the SDK's JSON conversion, with large payloads claim-checked into `pool`."""
-    return dataclasses.replace(temporalio.converter.default(), payload_codec=ClaimCheckCodec(pool, threshold))

@@ -7,6 +7,8 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mint.crypto import parse_keys
+
 if TYPE_CHECKING:
     from mint.embeddings import Embedder
 
@@ -44,10 +46,21 @@ class Settings:
     max_body_bytes: int = 48 * 1024 * 1024
     rate_limit_per_minute: int = 1200
     max_executions_in_flight: int = 1000
+    # Limits on a task, checked when it is created (4xx): its size in bytes, the characters of one expression,
+    # its steps (nested ones included); and, at run time, the items one foreach or map may run over.
+    max_task_bytes: int = 1_000_000
+    max_expression_length: int = 10_000
+    max_steps: int = 1_000
+    max_fan_out: int = 100_000
     # Doc embeddings: all-MiniLM-L6-v2 locally (the default), or `openai/text-embedding-3-small`.
     embedding_model: str = "all-MiniLM-L6-v2"
     # MCP servers integration tools may start over stdio: {"name": {"command": ..., "args": [...], "env": {}}}.
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Secrets at rest and Temporal payloads are encrypted with these keys (mint/crypto.py; the first one
+    # encrypts). Without a key, secrets are unavailable and payloads travel in the clear.
+    encryption_keys: tuple[str, ...] = field(default_factory=tuple)
+    # The bearer token the Temporal UI's codec server calls (/codec/decode) must send; unset: no codec server.
+    codec_token: str | None = None
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -78,7 +91,13 @@ class Settings:
             max_body_bytes=int(env.get("MINT_MAX_BODY_BYTES", str(48 * 1024 * 1024))),
             rate_limit_per_minute=int(env.get("MINT_RATE_LIMIT_PER_MINUTE", "1200")),
             max_executions_in_flight=int(env.get("MINT_MAX_EXECUTIONS_IN_FLIGHT", "1000")),
+            max_task_bytes=int(env.get("MINT_MAX_TASK_BYTES", "1000000")),
+            max_expression_length=int(env.get("MINT_MAX_EXPRESSION_LENGTH", "10000")),
+            max_steps=int(env.get("MINT_MAX_STEPS", "1000")),
+            max_fan_out=int(env.get("MINT_MAX_FAN_OUT", "100000")),
             mcp_servers=_json_object("MINT_MCP_SERVERS", env.get("MINT_MCP_SERVERS", "")),
+            encryption_keys=parse_keys(env.get("MINT_ENCRYPTION_KEY")),
+            codec_token=env.get("MINT_CODEC_TOKEN") or None,
         )
 
     def embedder(self) -> Embedder:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncpg
 from temporalio.client import Client
 
-from mint.claim_check import THRESHOLD_BYTES, data_converter
+from mint.claim_check import THRESHOLD_BYTES
+from mint.payload_codec import data_converter
 from mint.settings import Settings
 
 
@@ -15,9 +16,11 @@ async def connect_temporal(
     namespace: str = "default",
     api_key: str | None = None,
     claim_check_bytes: int = THRESHOLD_BYTES,
+    encryption_keys: tuple[str, ...] = (),
 ) -> Client:
-    """Connect with Mint's data converter (JSON, large payloads claim-checked into Postgres)."""
-    converter = data_converter(pool, claim_check_bytes)
+    """Connect with Mint's data converter (JSON; large payloads claim-checked into Postgres; all payloads
+    encrypted when keys are given)."""
+    converter = data_converter(pool, claim_check_bytes, encryption_keys)
     return await Client.connect(
         address, namespace=namespace, api_key=api_key, tls=bool(api_key), data_converter=converter
     )
@@ -30,4 +33,5 @@ async def connect_from_settings(settings: Settings, pool: asyncpg.Pool, address:
         settings.temporal_namespace,
         settings.temporal_api_key,
         settings.claim_check_bytes,
+        settings.encryption_keys,
     )

@@ -16,6 +16,8 @@ from typing import Any
 from mint.settings import Settings
 from mint.stack import StackOptions, run_stack
 
+TEST_ENCRYPTION_KEY = "test-encryption-key-0123456789abcdef"
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -37,6 +39,8 @@ class BackgroundStack:
     ):
         """`settings` override Settings fields (task_queue, max_history_events, reconcile_interval, ...)."""
         settings.setdefault("egress_allow", ("127.0.0.1", "localhost"))
+        # Secrets work, and every payload the suite sends through Temporal is encrypted, as in production.
+        settings.setdefault("encryption_keys", (TEST_ENCRYPTION_KEY,))
         # Tests poll fast and long; the rate limit has its own test (tests/test_limits.py).
         settings.setdefault("rate_limit_per_minute", 0)
         self.settings = replace(Settings(), api_port=free_port(), **settings)

@@ -12,6 +12,7 @@ from temporalio.common import RetryPolicy
 
 from workflows import language as lang
 from workflows.expressions import ExpressionError
+from workflows.secret_refs import SecretRefs, names_in
 from workflows.values import ValueEvaluator
 
 # Built-in defaults; a task's `defaults` and a step's own `timeout`/`retry` override them, field by field.
@@ -66,18 +67,22 @@ class ToolActivity:
 def tool_activity(
     tool: dict[str, Any],
     arguments: Any,
-    developer_id: str,
+    owner: dict[str, Any],
     values: ValueEvaluator,
     new_key: Callable[[], str],
 ) -> ToolActivity:
     """The activity call for an api_call, system or MCP integration tool (function tools go to the client).
 
-    `new_key` makes the api_call's Idempotency-Key: the same on every attempt (retries reuse the activity's
-    input), so the server can drop repeats."""
+    `owner` is {developer_id, agent_id}: whose tools these are, and so whose secrets they may use. `new_key`
+    makes the api_call's Idempotency-Key: the same on every attempt (retries reuse the activity's input), so
+    the server can drop repeats."""
     if not isinstance(arguments, dict):
         raise ToolError(f"arguments for {tool['type']} tool {tool['name']!r} must be a mapping")
     if tool["type"] == "api_call":
-        request = api_request(tool["api_call"], arguments, values)
+        nonce = new_key()
+        request = api_request(tool["api_call"], arguments, values, SecretRefs(nonce))
+        if names_in(request, nonce):
+            request["secrets"] = {**owner, "nonce": nonce}
         try:
             http_timeout = float(request.get("timeout") or 0)
         except (TypeError, ValueError):
@@ -90,7 +95,8 @@ def tool_activity(
         return ToolActivity(CALL_API, request, http_timeout)
     if tool["type"] == "system":
         return ToolActivity(
-            CALL_SYSTEM, {"developer_id": developer_id, "system": tool["system"], "arguments": arguments}
+            CALL_SYSTEM,
+            {"developer_id": owner["developer_id"], "system": tool["system"], "arguments": arguments},
         )
     integration = tool.get("integration") or {}
     if tool["type"] == "integration" and integration.get("provider") == "mcp":
@@ -102,10 +108,13 @@ def tool_activity(
     )
 
 
-def api_request(spec: dict[str, Any], arguments: dict[str, Any], values: ValueEvaluator) -> dict[str, Any]:
-    """The HTTP request for an api_call tool: the spec's strings are templates over `arguments`, and
-    the step's arguments (url, method, headers, params, json, content, data) override or extend the spec."""
-    scope = {"arguments": arguments, "_": arguments}
+def api_request(
+    spec: dict[str, Any], arguments: dict[str, Any], values: ValueEvaluator, secrets: SecretRefs
+) -> dict[str, Any]:
+    """The HTTP request for an api_call tool: the spec's strings are templates over `arguments` and
+    `secrets` (which give references, not values), and the step's arguments (url, method, headers, params,
+    json, content, data) override or extend the spec."""
+    scope = {"arguments": arguments, "_": arguments, "secrets": secrets}
     request = {key: _render(value, scope, values) for key, value in spec.items() if value is not None}
     for key in ("method", "url", "content", "timeout", "follow_redirects"):
         if key in arguments:

@@ -81,6 +81,7 @@ class ExecutionParams:
     execution_info: dict[str, Any] = field(default_factory=dict)
     tools: list[dict[str, Any]] = field(default_factory=list)
     max_history_events: int = 10_000
+    max_fan_out: int = 100_000  # items one foreach or map may run over (MINT_MAX_FAN_OUT)
     resume: ResumePoint | None = None  # set when the execution continued as new
 
 
@@ -466,6 +467,11 @@ class Interpreter:
         items = self.values.expression(raw, names) if isinstance(raw, str) else raw
         if not isinstance(items, list):
             raise StepFailed(f"{where}: expected a list to iterate over, got {type(items).__name__}")
+        if len(items) > self.params.max_fan_out:
+            raise StepFailed(
+                f"{where}: {len(items)} items is over the fan-out limit of {self.params.max_fan_out} items "
+                "(MINT_MAX_FAN_OUT); split the list across steps or executions"
+            )
         return items
 
     def _chunk_size(self, items: list[Any], body: list[Any], where: str) -> int | None:
@@ -672,9 +678,8 @@ class Interpreter:
                 call["id"] = call_id
             return await self._wait({"tool_call": call}, position, metadata, step.timeout)
         try:
-            planned = tool_activity(
-                tool, arguments, self.params.developer_id, self.values, lambda: str(workflow.uuid4())
-            )
+            owner = {"developer_id": self.params.developer_id, "agent_id": self.params.agent.get("id")}
+            planned = tool_activity(tool, arguments, owner, self.values, lambda: str(workflow.uuid4()))
         except ToolError as exc:
             raise StepFailed(str(exc)) from None
         return await self._activity(planned.name, planned.request, step, planned.floor_seconds)

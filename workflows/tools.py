@@ -22,12 +22,12 @@ RUN_TOOL_WORKFLOW = "RunToolWorkflow"
 class RunToolWorkflow:
     @workflow.run
     async def run(self, request: dict[str, Any]) -> Any:
-        """{developer_id, tool, arguments} -> the tool's output."""
+        """{owner: {developer_id, agent_id}, tool, arguments} -> the tool's output."""
         tool = request["tool"]
         values = ValueEvaluator("dollar", workflow.random(), workflow.now)  # type: ignore[arg-type]
         try:
             planned = tool_activity(
-                tool, request["arguments"], request["developer_id"], values, lambda: str(workflow.uuid4())
+                tool, request["arguments"], request["owner"], values, lambda: str(workflow.uuid4())
             )
         except ToolError as exc:
             raise ApplicationError(str(exc), type="BadToolCall", non_retryable=True) from None

@@ -1,0 +1,77 @@
+"""Encryption with keys from the environment: secrets at rest and Temporal payloads in flight.
+
+One operator setting, `MINT_ENCRYPTION_KEY`, holds one or more keys (comma-separated, any text of 32+
+characters). The first encrypts; all decrypt, so a key can be rotated by putting the new one first. Each use
+(secrets, payloads) derives its own AES-256-GCM key with HKDF, so one ciphertext can never be replayed as
+the other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+VERSION = b"m1"
+KEY_ID_BYTES = 4
+NONCE_BYTES = 12
+MIN_KEY_CHARS = 32
+
+
+class DecryptionError(ValueError):
+    """Ciphertext that no configured key opens (a wrong or retired key, or tampering)."""
+
+
+def parse_keys(raw: str | None) -> tuple[str, ...]:
+    """The keys in `MINT_ENCRYPTION_KEY`, checked for length so a typo fails at start-up."""
+    keys = tuple(k.strip() for k in (raw or "").split(",") if k.strip())
+    for key in keys:
+        if len(key) < MIN_KEY_CHARS:
+            raise ValueError(
+                f"MINT_ENCRYPTION_KEY: each key must be at least {MIN_KEY_CHARS} characters "
+                "(try `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+            )
+    return keys
+
+
+class Cipher:
+    """AES-256-GCM under keys derived for one `purpose`; the output names the key that sealed it."""
+
+    def __init__(self, keys: tuple[str, ...], purpose: str):
+        if not keys:
+            raise ValueError("a Cipher needs at least one key")
+        derived = [_derive(key, purpose) for key in keys]
+        self._by_id = {_key_id(k): AESGCM(k) for k in derived}
+        self._current_id = _key_id(derived[0])
+        self._purpose = purpose.encode()
+
+    def encrypt(self, plaintext: bytes) -> bytes:
+        nonce = os.urandom(NONCE_BYTES)
+        sealed = self._by_id[self._current_id].encrypt(nonce, plaintext, self._purpose)
+        return VERSION + self._current_id + nonce + sealed
+
+    def decrypt(self, ciphertext: bytes) -> bytes:
+        header = len(VERSION) + KEY_ID_BYTES
+        if ciphertext[: len(VERSION)] != VERSION or len(ciphertext) < header + NONCE_BYTES:
+            raise DecryptionError("not a Mint ciphertext")
+        key = self._by_id.get(ciphertext[len(VERSION) : header])
+        if key is None:
+            raise DecryptionError("sealed with a key that is not in MINT_ENCRYPTION_KEY")
+        nonce, sealed = ciphertext[header : header + NONCE_BYTES], ciphertext[header + NONCE_BYTES :]
+        try:
+            return key.decrypt(nonce, sealed, self._purpose)
+        except InvalidTag:
+            raise DecryptionError("ciphertext does not authenticate (tampered, or another purpose)") from None
+
+
+def _derive(key: str, purpose: str) -> bytes:
+    hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=b"mint", info=purpose.encode())
+    return hkdf.derive(key.encode())
+
+
+def _key_id(key: bytes) -> bytes:
+    return hashlib.sha256(key).digest()[:KEY_ID_BYTES]

@@ -1,0 +1,242 @@
+"""Secrets: stored sealed, never shown again, filled in only inside the activity that makes the call."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+import pytest
+from julep import AsyncJulep
+from temporalio.api.common.v1 import Payload
+
+from mint.payload_codec import ENCRYPTED, EncryptionCodec
+from mint.secrets import MASK
+from tests.helpers import create_agent, run_task
+from tests.local_http import Answer, LocalServer, Request
+from tests.stack import TEST_ENCRYPTION_KEY
+
+CANARY = "canary-secret-5e1b7d93c2a84f06"
+
+
+async def test_a_secret_is_shown_once_as_a_mask_and_sealed_at_rest(api, store):
+    created = await api.post("/secrets", json={"name": "STRIPE_KEY", "value": CANARY, "description": "d"})
+    assert created.status_code == 201, created.text
+    secret = created.json()
+    assert secret["value"] == MASK and secret["name"] == "STRIPE_KEY"
+    answers = [
+        created,
+        await api.get("/secrets"),
+        await api.get(f"/secrets/{secret['id']}"),
+        await api.put(f"/secrets/{secret['id']}", json={"name": "STRIPE_KEY", "value": CANARY + "2"}),
+    ]
+    for answer in answers:
+        assert answer.status_code in (200, 201) and CANARY not in answer.text
+    assert [s["name"] for s in answers[1].json()] == ["STRIPE_KEY"]
+    sealed = await store.pool.fetchval("SELECT sealed_value FROM secrets WHERE id = $1", secret["id"])
+    assert CANARY.encode() not in sealed
+    assert (await api.delete(f"/secrets/{secret['id']}")).status_code == 202
+    assert (await api.get(f"/secrets/{secret['id']}")).status_code == 404
+
+
+async def test_secret_names_are_identifiers_and_unique(api):
+    bad = await api.post("/secrets", json={"name": "not a name", "value": "v"})
+    assert bad.status_code == 422 and "name" in bad.text
+    assert (await api.post("/secrets", json={"name": "TWICE", "value": "v"})).status_code == 201
+    again = await api.post("/secrets", json={"name": "TWICE", "value": "v"})
+    assert again.status_code == 409 and "TWICE" in again.json()["error"]
+
+
+async def test_the_julep_sdk_manages_secrets(stack, api_key):
+    # Closed here: left to the garbage collector, its close would run on whichever loop is current then.
+    async with AsyncJulep(api_key=api_key, base_url=stack.url) as client:
+        await _manage_secrets(client)
+
+
+async def _manage_secrets(client: AsyncJulep) -> None:
+    created = await client.secrets.create(name="SDK_SECRET", value=CANARY)
+    assert created.value == MASK
+    assert [s.name for s in await client.secrets.list()] == ["SDK_SECRET"]
+    updated = await client.secrets.update(created.id, name="SDK_SECRET_2", value="other")
+    assert updated.name == "SDK_SECRET_2"
+    assert (await client.secrets.delete(created.id)).id == created.id
+
+
+def _echo_after_one_failure() -> tuple[LocalServer, list[Request]]:
+    """Fails the first request with a 500 that quotes it, then echoes each request back."""
+    seen: list[Request] = []
+
+    def respond(request: Request) -> Answer:
+        seen.append(request)
+        echoed = json.dumps({"path": request.path, "auth": request.headers.get("Authorization")}).encode()
+        return (500 if len(seen) == 1 else 200), {"Content-Type": "application/json"}, echoed
+
+    return LocalServer(respond), seen
+
+
+def _tool_task(url: str) -> dict[str, Any]:
+    return {
+        "name": "uses a secret",
+        "tools": [
+            {
+                "name": "echo",
+                "type": "api_call",
+                "api_call": {
+                    "method": "GET",
+                    "url": url + "echo?key={{ secrets.CANARY_KEY }}",
+                    "headers": {"Authorization": "$ 'Bearer ' + secrets.CANARY_KEY"},
+                },
+            }
+        ],
+        "main": [{"tool": "echo", "arguments": {}, "retry": {"initial_interval": 0.1}}],
+    }
+
+
+async def _plain_history_text(temporal_env, execution_id: str) -> str:
+    """The whole Temporal history as text, each payload decrypted and decoded, as an operator would see it
+    through the codec server."""
+    history = await temporal_env.client.get_workflow_handle(execution_id).fetch_history()
+    codec = EncryptionCodec((TEST_ENCRYPTION_KEY,))
+    texts = [history.to_json()]
+
+    async def visit(node: Any) -> None:
+        if isinstance(node, dict):
+            if set(node) >= {"metadata", "data"}:
+                payload = Payload(
+                    metadata={k: base64.b64decode(v) for k, v in node["metadata"].items()},
+                    data=base64.b64decode(node["data"]),
+                )
+                if payload.metadata.get("encoding") == ENCRYPTED:
+                    (payload,) = await codec.decode([payload])
+                texts.append(payload.SerializeToString().decode(errors="replace"))
+            for value in node.values():
+                await visit(value)
+        elif isinstance(node, list):
+            for value in node:
+                await visit(value)
+
+    await visit(history.to_json_dict())
+    assert any("Bearer" in t for t in texts)  # the decoding worked: the request's header template is there
+    return "\n".join(texts)
+
+
+async def test_a_secret_used_by_a_failing_tool_appears_nowhere_but_the_call(api, temporal_env, caplog):
+    caplog.set_level(logging.DEBUG)
+    assert (await api.post("/secrets", json={"name": "CANARY_KEY", "value": CANARY})).status_code == 201
+    server, seen = _echo_after_one_failure()
+    try:
+        execution, rows = await run_task(api, _tool_task(server.url))
+    finally:
+        server.close()
+    assert execution["status"] == "succeeded", execution["error"]
+    # The secret really went out, in the query and in the header, on both attempts.
+    assert len(seen) == 2
+    for request in seen:
+        assert parse_qs(urlsplit(request.path).query)["key"] == [CANARY]
+        assert request.headers["Authorization"] == f"Bearer {CANARY}"
+    # The echo came back masked.
+    assert rows[-1]["output"]["json"]["auth"] == "Bearer [secret CANARY_KEY]"
+    listed = await api.get("/secrets")
+    everything = [
+        json.dumps(rows),
+        json.dumps(execution),
+        listed.text,
+        await _plain_history_text(temporal_env, execution["id"]),
+        "\n".join(f"{r.getMessage()} {r.args!r} {r.exc_text or ''}" for r in caplog.records),
+    ]
+    assert "500" in everything[3]  # the failed attempt is in the history, with its (masked) message
+    for text in everything:
+        assert CANARY not in text
+
+
+async def test_an_agent_secret_overrides_the_developers_for_that_agents_tools(api):
+    server, seen = _echo_after_one_failure()
+    seen.append(Request("GET", "/", {}, b""))  # no failure this time
+    try:
+        await api.post("/secrets", json={"name": "CANARY_KEY", "value": "developer-value"})
+        agent = await create_agent(api)
+        added = await api.post(
+            f"/agents/{agent['id']}/secrets", json={"name": "CANARY_KEY", "value": "agent-value"}
+        )
+        assert added.status_code == 201 and added.json()["value"] == MASK
+        assert [s["name"] for s in (await api.get(f"/agents/{agent['id']}/secrets")).json()] == ["CANARY_KEY"]
+        execution, _ = await run_task(api, _tool_task(server.url), agent_id=agent["id"])
+        assert execution["status"] == "succeeded", execution["error"]
+        other, _ = await run_task(api, _tool_task(server.url))
+        assert other["status"] == "succeeded", other["error"]
+    finally:
+        server.close()
+    assert [r.headers["Authorization"] for r in seen[1:]] == ["Bearer agent-value", "Bearer developer-value"]
+
+
+async def test_a_missing_secret_fails_the_step_by_name(api):
+    server = LocalServer()
+    try:
+        execution, _ = await run_task(api, _tool_task(server.url))
+    finally:
+        server.close()
+    assert execution["status"] == "failed" and "CANARY_KEY" in execution["error"]
+    assert server.requests == []
+
+
+async def test_text_that_looks_like_a_reference_is_not_filled_in(api):
+    """A user's input cannot smuggle in a reference: each call's references carry a fresh nonce."""
+    await api.post("/secrets", json={"name": "CANARY_KEY", "value": CANARY})
+    server = LocalServer(lambda r: (200, {}, r.path.encode()))
+    forged = "\u2063secret:anything:CANARY_KEY\u2063"
+    task = {
+        "name": "forge",
+        "tools": [{"name": "get", "type": "api_call", "api_call": {"method": "GET", "url": server.url}}],
+        "main": [{"tool": "get", "arguments": {"params": {"q": "$ _.forged"}}}],
+    }
+    try:
+        execution, _ = await run_task(api, task, {"forged": forged})
+    finally:
+        server.close()
+    assert execution["status"] == "succeeded", execution["error"]
+    assert CANARY not in server.requests[0].path
+
+
+@pytest.mark.parametrize("route", ["/codec/decode", "/codec/encode"])
+async def test_the_codec_server_is_off_without_its_token(api, route):
+    assert (await api.post(route, json={"payloads": []})).status_code == 404
+
+
+async def test_the_codec_server_decodes_what_the_worker_encrypted(postgres_url, temporal_env, api_key):
+    from tests.conftest import temporal_address
+    from tests.stack import BackgroundStack
+
+    async with BackgroundStack(
+        postgres_url, temporal_address(temporal_env), task_queue="codec", codec_token="ui-token-123"
+    ) as stack:
+        async with httpx.AsyncClient(
+            base_url=stack.url, headers={"Authorization": f"Bearer {api_key}"}, timeout=30
+        ) as client:
+            execution, _ = await run_task(
+                client, {"name": "t", "main": [{"evaluate": {"x": "$ 'plain-value'"}}]}
+            )
+        history = await temporal_env.client.get_workflow_handle(execution["id"]).fetch_history()
+        started = history.events[0].workflow_execution_started_event_attributes.input.payloads[0]
+        assert started.metadata["encoding"] == ENCRYPTED and b"plain-value" not in started.data
+        as_json = {
+            "metadata": {"encoding": base64.b64encode(ENCRYPTED).decode()},
+            "data": base64.b64encode(started.data).decode(),
+        }
+        async with httpx.AsyncClient(base_url=stack.url) as ui:
+            refused = await ui.post(
+                "/codec/decode", json={"payloads": [as_json]}, headers={"Authorization": f"Bearer {api_key}"}
+            )
+            assert refused.status_code == 401
+            decoded = await ui.post(
+                "/codec/decode",
+                json={"payloads": [as_json]},
+                headers={"Authorization": "Bearer ui-token-123"},
+            )
+            assert decoded.status_code == 200, decoded.text
+            plain = base64.b64decode(decoded.json()["payloads"][0]["data"])
+            assert execution["id"] in plain.decode()
+            preflight = await ui.options("/codec/decode")
+            assert preflight.headers["access-control-allow-origin"] == "*"
