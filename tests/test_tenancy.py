@@ -28,6 +28,7 @@ TINY_TASK = {"name": "tiny", "main": [{"evaluate": {"x": "$ 1"}}]}
 TOOL = {"name": "probe", "type": "function", "description": "a function tool"}
 CHAT = {"messages": [{"role": "user", "content": "x"}]}
 DOC = {"title": "t", "content": "c"}
+SECRET = {"name": "B_SECRET", "value": "b's value"}
 
 LEAK_409 = "create-with-id on another tenant's id answers 409 (leaks existence)"
 
@@ -137,6 +138,16 @@ ROUTES: list[Case] = [
     Case("DELETE", "/sessions/{session_id}/history", "/sessions/{a_session}/history"),
     Case("POST", "/sessions/{session_id}/render", "/sessions/{a_session}/render", CHAT),
     Case("POST", "/sessions/{session_id}/chat", "/sessions/{a_session}/chat", CHAT),
+    # Secrets: the developer's own, and an agent's
+    Case("GET", "/secrets/{secret_id}", "/secrets/{a_secret}"),
+    Case("PUT", "/secrets/{secret_id}", "/secrets/{a_secret}", SECRET),
+    Case("DELETE", "/secrets/{secret_id}", "/secrets/{a_secret}"),
+    Case("POST", "/agents/{agent_id}/secrets", "/agents/{a_agent}/secrets", SECRET),
+    Case("GET", "/agents/{agent_id}/secrets", "/agents/{a_agent}/secrets"),
+    Case(
+        "PUT", "/agents/{agent_id}/secrets/{secret_id}", "/agents/{a_agent}/secrets/{a_agent_secret}", SECRET
+    ),
+    Case("DELETE", "/agents/{agent_id}/secrets/{secret_id}", "/agents/{a_agent}/secrets/{a_agent_secret}"),
 ]
 
 # B reaching A's resource through B's own parent, or naming A's ids in a body: the lookups must be scoped
@@ -164,6 +175,10 @@ MIXED: list[Case] = [
         "A's user in the body",
     ),
     Case("POST", "", "/sessions/{b_session}/render", {**CHAT, "agent": "{a_agent}"}, "A's agent in the body"),
+    Case("PUT", "", "/agents/{b_agent}/secrets/{a_agent_secret}", SECRET, "B's agent, A's agent secret"),
+    Case("DELETE", "", "/agents/{b_agent}/secrets/{a_agent_secret}", label="B's agent, A's agent secret"),
+    Case("PUT", "", "/agents/{b_agent}/secrets/{a_secret}", SECRET, "B's agent, A's secret"),
+    Case("GET", "", "/secrets/{a_agent_secret}", label="A's agent secret as a developer secret"),
 ]
 
 # B creating with A's id (the create-or-update routes), with a request otherwise valid for B.
@@ -201,6 +216,8 @@ A_READS = [
     "/docs/{a_user_doc}",
     "/sessions/{a_session}",
     "/sessions/{a_session}/history",
+    "/secrets/{a_secret}",
+    "/agents/{a_agent}/secrets",
 ]
 # The resource each create-with-id case targets (the A_READS entry that must not change).
 TARGET = {
@@ -249,6 +266,10 @@ async def _a_resources(a: httpx.AsyncClient) -> dict[str, str]:
     agent_doc = _created(await a.post(f"/agents/{agent['id']}/docs", json={**DOC, "title": "a's"}))
     user_doc = _created(await a.post(f"/users/{user['id']}/docs", json={**DOC, "title": "ada's"}))
     session = _created(await a.post("/sessions", json={"agent": agent["id"], "user": user["id"]}))
+    secret = _created(await a.post("/secrets", json={"name": "A_SECRET", "value": "a's value"}))
+    agent_secret = _created(
+        await a.post(f"/agents/{agent['id']}/secrets", json={"name": "A_SECRET", "value": "a's agent value"})
+    )
     return {
         "a_agent": agent["id"],
         "a_tool": tool["id"],
@@ -259,6 +280,8 @@ async def _a_resources(a: httpx.AsyncClient) -> dict[str, str]:
         "a_agent_doc": agent_doc["id"],
         "a_user_doc": user_doc["id"],
         "a_session": session["id"],
+        "a_secret": secret["id"],
+        "a_agent_secret": agent_secret["id"],
     }
 
 
