@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import secrets
 import signal
@@ -38,12 +39,22 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     key = settings.api_key or _stored_key(data_dir)
+    # Secrets and Temporal payloads are encrypted here as in production, with a key kept in the data dir
+    # unless MINT_ENCRYPTION_KEY names one; the dev UI decodes through Mint's codec server.
+    settings = dataclasses.replace(
+        settings,
+        encryption_keys=settings.encryption_keys or (_stored_token(data_dir, "encryption_key"),),
+        codec_token=settings.codec_token or _stored_token(data_dir, "codec_token"),
+    )
+    codec_endpoint = f"http://{settings.api_host}:{settings.api_port}/codec/{settings.codec_token}"
     postgres = temporal = None
     try:
         postgres = None if settings.database_url else services.start_postgres(data_dir)
         database_url = settings.database_url or services.postgres_url(postgres)
         temporal = (
-            None if settings.temporal_address else services.start_temporal(data_dir, temporal_port, ui_port)
+            None
+            if settings.temporal_address
+            else services.start_temporal(data_dir, temporal_port, ui_port, codec_endpoint=codec_endpoint)
         )
         address = settings.temporal_address or f"127.0.0.1:{temporal_port}"
         click.echo(f"Mint API      http://{settings.api_host}:{settings.api_port}")
@@ -221,15 +232,22 @@ def _external_settings() -> Settings:
 def _stored_key(data_dir: Path, create: bool = True) -> str | None:
     """The API key `mint up` generated for this data dir (kept so that restarts keep working clients)."""
     path = data_dir / "api_key"
+    if path.exists() or not create:
+        return path.read_text().strip() if path.exists() else None
+    return _stored_token(data_dir, "api_key", prefix="mint_")
+
+
+def _stored_token(data_dir: Path, name: str, prefix: str = "") -> str:
+    """A random token kept in data_dir/name (owner-only), made on first use."""
+    path = data_dir / name
     if path.exists():
         return path.read_text().strip()
-    if not create:
-        return None
     data_dir.mkdir(parents=True, exist_ok=True)
-    key = "mint_" + secrets.token_urlsafe(32)
-    path.write_text(key + "\n")
-    os.chmod(path, 0o600)
-    return key
+    token = prefix + secrets.token_urlsafe(32)
+    # Created owner-only from the start: never readable by others, even for a moment.
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:
+        file.write(token + "\n")
+    return token
 
 
 def _serve(settings: Settings, options) -> None:

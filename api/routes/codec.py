@@ -1,9 +1,10 @@
-"""The codec server the Temporal UI calls to show payloads: POST /codec/decode (and /codec/encode).
+"""The codec server the Temporal UI calls to show payloads: POST /codec/{token}/decode (and /encode).
 
 Temporal's codec-server protocol: `{"payloads": [<Payload as protobuf JSON>]}` in, the same shape out. It
 runs Mint's own codec, so the UI sees decrypted, claim-check-resolved values. Payloads from every tenant
-pass through Temporal, so this endpoint is for operators only: it answers only `MINT_CODEC_TOKEN`, and is
-absent (404) when that is unset. Point the UI at `<API URL>/codec` with "pass access token" on.
+pass through Temporal, so this is for operators only: the URL carries `MINT_CODEC_TOKEN` (the UI appends
+`/decode` to its codec endpoint, so `<API URL>/codec/<token>` works with any UI, without UI auth), and the
+routes are absent (404) when no token is set. `mint up` sets one and points its UI at it.
 """
 
 from __future__ import annotations
@@ -27,14 +28,14 @@ CORS = {
 }
 
 
-@router.options("/codec/{operation}")
-async def preflight(operation: str) -> Response:
+@router.options("/codec/{token}/{operation}")
+async def preflight(token: str, operation: str) -> Response:
     return Response(status_code=204, headers=CORS)
 
 
-@router.post("/codec/{operation}")
-async def codec(operation: str, request: Request, response: Response) -> dict[str, Any]:
-    _check_token(request)
+@router.post("/codec/{token}/{operation}")
+async def codec(token: str, operation: str, request: Request, response: Response) -> dict[str, Any]:
+    _check_token(request, token)
     if operation not in ("encode", "decode"):
         raise ApiError(404, f"no codec operation {operation!r}: use /codec/encode or /codec/decode")
     try:
@@ -51,11 +52,8 @@ async def codec(operation: str, request: Request, response: Response) -> dict[st
     return {"payloads": [MessageToDict(p) for p in converted]}
 
 
-def _check_token(request: Request) -> None:
+def _check_token(request: Request, given: str) -> None:
     token = request.app.state.settings.codec_token
-    if not token:
-        raise ApiError(404, "the codec server is off: set MINT_CODEC_TOKEN to turn it on")
-    header = request.headers.get("authorization", "")
-    given = header[7:].strip() if header.lower().startswith("bearer ") else ""
-    if not hmac.compare_digest(given.encode(), token.encode()):
-        raise ApiError(401, "the codec server needs `Authorization: Bearer <MINT_CODEC_TOKEN>`")
+    # One answer for "off" and "wrong token", so the endpoint tells a prober nothing.
+    if not token or not hmac.compare_digest(given.encode(), token.encode()):
+        raise ApiError(404, "no codec server here (its URL is <API URL>/codec/<MINT_CODEC_TOKEN>)")
