@@ -62,10 +62,11 @@ def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, se
     """A worker with every workflow and activity registered, its clients passed in."""
     writer = TransitionWriter(pool)
     egress = EgressPolicy(settings.egress_allow)
-    tools = HttpActivities(http, egress, SecretStore(pool, settings.encryption_keys))
+    secrets = SecretStore(pool, settings.encryption_keys)
+    tools = HttpActivities(http, egress, secrets)
     # httpx logs every request's URL at INFO, and a tool's URL may carry a secret (activities/secrets.py).
     logging.getLogger("httpx").setLevel(logging.WARNING)
-    models = model_client(settings)
+    models = model_client(settings, secrets)
     system = SystemActivities(internal_app(create_app(Store(pool), client, settings)))
     mcp = McpActivities(settings.mcp_servers, egress)
     docs = DocActivities(DocStore(pool), settings.embedder())

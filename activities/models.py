@@ -20,10 +20,13 @@ from temporalio import activity
 from activities import errors
 from activities.heartbeat import heartbeating
 from activities.recordings import Recordings
+from mint.secrets import SecretStore, SecretsUnavailable
 from mint.settings import ModelConfig, Settings
 from workflows.interpreter import CALL_MODEL
 from workflows.prompts import strip_fence
 
+# SDK clients kept at once (one per provider, plus one per developer key in use).
+MAX_CLIENTS = 64
 ANTHROPIC_MAX_TOKENS = 4096  # Anthropic requires max_tokens; this is the default when a task sets none
 # USD per million (input, output) tokens, for the cost shown on transitions and executions. Models not
 # listed have no cost recorded (their tokens are still counted).
@@ -43,17 +46,20 @@ SETTINGS = ("temperature", "max_tokens", "top_p", "stop", "seed", "frequency_pen
 
 
 class ModelActivities:
-    def __init__(self, config: ModelConfig, recordings: Recordings | None = None):
+    def __init__(
+        self, config: ModelConfig, recordings: Recordings | None = None, secrets: SecretStore | None = None
+    ):
         self.config = config
         self.recordings = recordings
-        self._clients: dict[str, Any] = {}
+        self.secrets = secrets
+        self._clients: dict[tuple[str, str | None], Any] = {}
 
     @activity.defn(name=CALL_MODEL)
     async def call_model(self, request: dict[str, Any]) -> dict[str, Any]:
         """One chat completion: {response (OpenAI chat completion shape), usage, cost, attempt}.
 
-        `request` has model, messages, settings, tools, tool_choice, response_format and `at` (the step,
-        for recordings). A JSON answer that does not match the requested schema is retried like a 5xx."""
+        `request` has model, messages, settings, tools, tool_choice, response_format, `at` (the step, for
+        recordings) and `owner` ({developer_id, agent_id}: whose secrets may hold the provider's key). A JSON answer that does not match the requested schema is retried like a 5xx."""
         async with heartbeating():
             return {**await self.complete(request), "attempt": activity.info().attempt}
 
@@ -76,60 +82,83 @@ class ModelActivities:
 
     async def _complete(self, request: dict[str, Any]) -> dict[str, Any]:
         provider, model = self.config.route(request["model"])
+        key = await self._owner_key(provider, request.get("owner"))
         try:
             if provider == "anthropic":
-                return await self._anthropic(model, request)
-            return await self._openai(provider, model, request)
+                return await self._anthropic(model, request, key)
+            return await self._openai(provider, model, request, key)
         except (openai.APIStatusError, anthropic.APIStatusError) as exc:
-            raise _status_error(provider, exc.status_code, self._redact(_error_message(exc))) from None
+            raise _status_error(provider, exc.status_code, self._redact(_error_message(exc), key)) from None
         except (openai.APIConnectionError, anthropic.APIConnectionError) as exc:
             raise errors.transient(
                 f"{provider} could not be reached: {type(exc).__name__}", "ModelUnavailable"
             ) from None
 
-    def _redact(self, text: str) -> str:
+    async def _owner_key(self, provider: str, owner: dict[str, Any] | None) -> str | None:
+        """The provider's key from the owner's secrets (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
+        `<ENDPOINT>_API_KEY`; an agent's own first), which wins over the operator's; None if there is none."""
+        if self.secrets is None or not owner:
+            return None
+        name = f"{provider.upper().replace('-', '_')}_API_KEY"
+        try:
+            found = await self.secrets.reveal(owner["developer_id"], owner.get("agent_id"), {name})
+        except SecretsUnavailable:
+            return None
+        return found.get(name)
+
+    def _redact(self, text: str, owner_key: str | None = None) -> str:
         """Providers sometimes quote the key they were given; it never goes further than this worker."""
         config = self.config
-        for key in (config.openai_api_key, config.anthropic_api_key, *config.endpoint_keys.values()):
+        keys = (config.openai_api_key, config.anthropic_api_key, *config.endpoint_keys.values(), owner_key)
+        for key in keys:
             if key and len(key) >= 8:
                 text = text.replace(key, "[redacted]").replace(key[-8:], "[redacted]")
         return text
 
-    def _client(self, provider: str) -> Any:
+    def _client(self, provider: str, owner_key: str | None) -> Any:
         """SDK clients, made on first use (a missing key is an error only for a task that needs it)."""
-        if provider in self._clients:
-            return self._clients[provider]
+        if (provider, owner_key) in self._clients:
+            return self._clients[(provider, owner_key)]
+        if len(self._clients) >= MAX_CLIENTS:  # owners' keys come and go; a plain reset bounds the cache
+            self._clients.clear()
         config, timeout = self.config, self.config.request_timeout
         if provider == "anthropic":
-            if not config.anthropic_api_key:
+            if not (owner_key or config.anthropic_api_key):
                 raise errors.permanent(
-                    "no Anthropic model is configured: set ANTHROPIC_API_KEY", "ModelNotConfigured"
+                    "no Anthropic model is configured: set ANTHROPIC_API_KEY (or a secret of that name)",
+                    "ModelNotConfigured",
                 )
             client: Any = anthropic.AsyncAnthropic(
-                api_key=config.anthropic_api_key,
+                api_key=owner_key or config.anthropic_api_key,
                 base_url=config.anthropic_base_url,
                 max_retries=0,
                 timeout=timeout,
             )
         elif provider == "openai":
-            if not config.openai_api_key:
+            if not (owner_key or config.openai_api_key):
                 raise errors.permanent(
-                    "no OpenAI model is configured: set OPENAI_API_KEY", "ModelNotConfigured"
+                    "no OpenAI model is configured: set OPENAI_API_KEY (or a secret of that name)",
+                    "ModelNotConfigured",
                 )
             client = openai.AsyncOpenAI(
-                api_key=config.openai_api_key, base_url=config.openai_base_url, max_retries=0, timeout=timeout
+                api_key=owner_key or config.openai_api_key,
+                base_url=config.openai_base_url,
+                max_retries=0,
+                timeout=timeout,
             )
         else:
             client = openai.AsyncOpenAI(
-                api_key=config.endpoint_keys.get(provider) or "unused",
+                api_key=owner_key or config.endpoint_keys.get(provider) or "unused",
                 base_url=config.endpoints[provider],
                 max_retries=0,
                 timeout=timeout,
             )
-        self._clients[provider] = client
+        self._clients[(provider, owner_key)] = client
         return client
 
-    async def _openai(self, provider: str, model: str, request: dict[str, Any]) -> dict[str, Any]:
+    async def _openai(
+        self, provider: str, model: str, request: dict[str, Any], key: str | None
+    ) -> dict[str, Any]:
         arguments: dict[str, Any] = {"model": model, "messages": request["messages"]}
         arguments.update(
             {k: v for k, v in (request.get("settings") or {}).items() if k in SETTINGS and v is not None}
@@ -140,10 +169,10 @@ class ModelActivities:
                 arguments["tool_choice"] = request["tool_choice"]
         if request.get("response_format"):
             arguments["response_format"] = request["response_format"]
-        completion = await self._client(provider).chat.completions.create(**arguments)
+        completion = await self._client(provider, key).chat.completions.create(**arguments)
         return completion.model_dump(mode="json", exclude_unset=True)
 
-    async def _anthropic(self, model: str, request: dict[str, Any]) -> dict[str, Any]:
+    async def _anthropic(self, model: str, request: dict[str, Any], key: str | None) -> dict[str, Any]:
         settings = request.get("settings") or {}
         system, messages = to_anthropic(request["messages"])
         response_format = request.get("response_format") or {}
@@ -179,7 +208,7 @@ class ModelActivities:
             ]
             if request.get("tool_choice") is not None:
                 arguments["tool_choice"] = _anthropic_tool_choice(request["tool_choice"])
-        message = await self._client("anthropic").messages.create(**arguments)
+        message = await self._client("anthropic", key).messages.create(**arguments)
         return from_anthropic(message.model_dump(mode="json"))
 
 
@@ -344,11 +373,12 @@ async def available_models(config: ModelConfig) -> list[str]:
     return sorted(set(found))
 
 
-def model_client(settings: Settings) -> ModelActivities:
-    """The model layer as the settings configure it (with recordings, when asked for)."""
+def model_client(settings: Settings, secrets: SecretStore | None = None) -> ModelActivities:
+    """The model layer as the settings configure it (with recordings, when asked for); with `secrets`,
+    developers' own provider keys are used for their calls."""
     recordings = None
     if settings.model_replay or settings.model_record:
         recordings = Recordings(
             settings.model_replay or settings.model_record or "", bool(settings.model_replay)
         )
-    return ModelActivities(settings.model_config(), recordings)
+    return ModelActivities(settings.model_config(), recordings, secrets)

@@ -33,7 +33,12 @@ def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
     app.state.secrets = SecretStore(store.pool, settings.encryption_keys)
     app.state.embedder = settings.embedder()
     app.state.chatter = Chatter(
-        store, app.state.docs, app.state.embedder, model_client(settings), temporal, settings.task_queue
+        store,
+        app.state.docs,
+        app.state.embedder,
+        model_client(settings, app.state.secrets),
+        temporal,
+        settings.task_queue,
     )
     install_error_handlers(app)
     for module in (agents, users, tasks, executions, docs, sessions, secrets, codec):

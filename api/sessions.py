@@ -371,6 +371,7 @@ class Chatter:
             "response_format": body.response_format,
             "tools": tools,
             "at": f"session:{session_id}",
+            "owner": {"developer_id": agent["developer_id"], "agent_id": agent["id"]},
         }
         try:
             return await self.models.complete(request)

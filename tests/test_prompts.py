@@ -465,6 +465,21 @@ async def test_api_keys_appear_in_no_transition_history_or_log(
         assert OPENAI_KEY not in text and ANTHROPIC_KEY not in text
 
 
+async def test_a_developers_own_model_key_comes_from_their_secrets(mapi, model_server):
+    """OPENAI_API_KEY as a developer secret is used for their calls, an agent's own over the developer's."""
+    own_key, agents_key = "sk-developer-own-4b1e", "sk-agent-own-9c2d"
+    await mapi.post("/secrets", json={"name": "OPENAI_API_KEY", "value": own_key})
+    model_server.calls.clear()
+    execution, rows = await run_task(mapi, {"name": "k", "main": [{"prompt": "hi"}]})
+    assert execution["status"] == "succeeded", execution["error"]
+    assert model_server.calls[-1].headers["authorization"] == f"Bearer {own_key}"
+    agent = await create_agent(mapi)
+    await mapi.post(f"/agents/{agent['id']}/secrets", json={"name": "OPENAI_API_KEY", "value": agents_key})
+    execution, _ = await run_task(mapi, {"name": "k", "main": [{"prompt": "hi"}]}, agent_id=agent["id"])
+    assert model_server.calls[-1].headers["authorization"] == f"Bearer {agents_key}"
+    assert own_key not in json.dumps(rows) and agents_key not in json.dumps(execution)
+
+
 async def test_models_lists_what_the_configured_providers_serve(mapi):
     models = {m["id"] for m in (await mapi.get("/agents/models")).json()["models"]}
     assert {"gpt-4o-mini", "gpt-4o"} <= models and "claude-haiku-4-5" in models

@@ -762,6 +762,7 @@ class Interpreter:
             "tool_choice": step.tool_choice,
             "response_format": response_format,
             "at": f"{self.params.task_info.get('name', '')}:{here}",  # where recordings file it
+            "owner": {"developer_id": self.params.developer_id, "agent_id": self.params.agent.get("id")},
         }
         max_turns = step.max_turns or prompts.MAX_TURNS
         turn = 0
