@@ -234,3 +234,17 @@ async def test_the_codec_server_decodes_what_the_worker_encrypted(postgres_url, 
             assert execution["id"] in plain.decode()
             preflight = await ui.options("/codec/ui-token-123/decode")
             assert preflight.headers["access-control-allow-origin"] == "*"
+
+
+async def test_a_secret_changed_before_use_fails_the_step_clearly(api):
+    """A filter or function over `secrets.NAME` would only ever see the reference, never the value."""
+    await api.post("/secrets", json={"name": "CANARY_KEY", "value": CANARY})
+    server = LocalServer()
+    task = _tool_task(server.url)
+    task["tools"][0]["api_call"]["headers"] = {"X-Key": "{{ secrets.CANARY_KEY | upper }}"}
+    try:
+        execution, _ = await run_task(api, task)
+    finally:
+        server.close()
+    assert execution["status"] == "failed" and "changes a secret" in execution["error"]
+    assert server.requests == []

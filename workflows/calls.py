@@ -80,7 +80,13 @@ def tool_activity(
         raise ToolError(f"arguments for {tool['type']} tool {tool['name']!r} must be a mapping")
     if tool["type"] == "api_call":
         nonce = new_key()
-        request = api_request(tool["api_call"], arguments, values, SecretRefs(nonce))
+        secrets = SecretRefs(nonce)
+        request = api_request(tool["api_call"], arguments, values, secrets)
+        if not secrets.intact(request):
+            raise ToolError(
+                f"api_call tool {tool['name']!r} changes a secret before using it (a filter, a slice, a "
+                "function call): a secret can only be inserted as it is, e.g. `Bearer {{ secrets.KEY }}`"
+            )
         if names_in(request, nonce):
             request["secrets"] = {**owner, "nonce": nonce}
         try:

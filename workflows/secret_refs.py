@@ -31,6 +31,7 @@ class SecretRefs(dict[str, str]):
     def __init__(self, nonce: str):
         super().__init__()
         self.nonce = nonce
+        self.lookups = 0  # to tell when a reference did not arrive intact (see `intact`)
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and bool(NAME.match(name))
@@ -38,7 +39,22 @@ class SecretRefs(dict[str, str]):
     def __missing__(self, name: str) -> str:
         if not NAME.match(name):
             raise KeyError(name)
+        self.lookups += 1
         return reference(self.nonce, name)
+
+    def intact(self, value: Any) -> bool:
+        """False when `value` holds fewer whole references than were looked up: one was transformed on its
+        way (`secrets.KEY | upper`, `secrets.KEY[1:]`), which cannot work, as the workflow never holds the
+        value itself."""
+        refs, count = pattern(self.nonce), 0
+
+        def tally(text: str) -> str:
+            nonlocal count
+            count += len(refs.findall(text))
+            return text
+
+        _walk(value, tally)
+        return count >= self.lookups
 
 
 def names_in(value: Any, nonce: str) -> set[str]:
