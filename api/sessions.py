@@ -55,18 +55,20 @@ async def _row(store: Store, table: Any, developer: str, id_: str) -> dict[str, 
 
 
 @contextlib.asynccontextmanager
-async def chat_lock(store: Store, session_id: str) -> AsyncIterator[None]:
-    """One chat at a time per session, so history never interleaves half-turns."""
+async def chat_lock(store: Store, developer: str, session_id: str) -> AsyncIterator[None]:
+    """One chat at a time per session, so history never interleaves half-turns. (Session ids are unique per
+    developer only, so the developer is part of the lock's key.)"""
+    key = f"{developer}/{session_id}"
     async with store.pool.acquire() as conn:
         deadline = asyncio.get_running_loop().time() + CHAT_LOCK_WAIT_SECONDS
-        while not await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 7))", session_id):
+        while not await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 7))", key):
             if asyncio.get_running_loop().time() > deadline:
                 raise ApiError(409, f"session {session_id} is busy with another chat; try again")
             await asyncio.sleep(0.05)
         try:
             yield
         finally:
-            await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 7))", session_id)
+            await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 7))", key)
 
 
 @dataclass
@@ -114,7 +116,7 @@ class Chatter:
             await self.temporal.start_workflow(
                 COMPRESS_WORKFLOW,
                 {"developer_id": developer, "session_id": session["id"]},
-                id=f"compress-session-{session['id']}",
+                id=f"compress-session-{developer}-{session['id']}",
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             )
@@ -240,7 +242,7 @@ class Chatter:
         agent_ids = [body.agent] if body.agent else session["agents"]
         if body.agent and body.agent not in session["agents"]:
             raise ApiError(422, f"agent {body.agent} is not part of session {session['id']}")
-        async with chat_lock(self.store, session["id"]):
+        async with chat_lock(self.store, developer, session["id"]):
             choices: list[dict[str, Any]] = []
             usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
             recalled: list[dict[str, Any]] = []

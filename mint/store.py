@@ -239,8 +239,6 @@ class Store:
                     task_id,
                 )
             if existing is None:
-                if task_id and await conn.fetchval("SELECT 1 FROM tasks WHERE id = $1", task_id):
-                    raise Conflict(f"id {task_id} is already in use; choose another id")
                 row = await conn.fetchrow(
                     "INSERT INTO tasks (id, developer_id, agent_id, name) VALUES ($1, $2, $3, $4) RETURNING *",
                     task_id or new_id(),
@@ -258,7 +256,9 @@ class Store:
                     agent_id,
                 )
             await conn.execute(
-                "INSERT INTO task_versions (task_id, version, document, dialect) VALUES ($1, $2, $3, $4)",
+                "INSERT INTO task_versions (developer_id, task_id, version, document, dialect) "
+                "VALUES ($1, $2, $3, $4, $5)",
+                developer_id,
                 row["id"],
                 row["version"],
                 document,
@@ -271,7 +271,8 @@ class Store:
     ) -> dict[str, Any] | None:
         """A task with its document (the latest version unless `version` is given)."""
         row = await self.pool.fetchrow(
-            "SELECT t.*, v.document, v.dialect FROM tasks t JOIN task_versions v ON v.task_id = t.id "
+            "SELECT t.*, v.document, v.dialect FROM tasks t JOIN task_versions v "
+            "ON v.developer_id = t.developer_id AND v.task_id = t.id "
             "AND v.version = COALESCE($3, t.version) WHERE t.developer_id = $1 AND t.id = $2",
             developer_id,
             task_id,
@@ -281,7 +282,8 @@ class Store:
 
     async def list_tasks(self, developer_id: str, agent_id: str, page: Page) -> list[dict[str, Any]]:
         rows = await self.pool.fetch(
-            "SELECT t.*, v.document, v.dialect FROM tasks t JOIN task_versions v ON v.task_id = t.id "
+            "SELECT t.*, v.document, v.dialect FROM tasks t JOIN task_versions v "
+            "ON v.developer_id = t.developer_id AND v.task_id = t.id "
             f"AND v.version = t.version WHERE t.developer_id = $1 AND t.agent_id = $2 ORDER BY t.{page.order()} "
             "LIMIT $3 OFFSET $4",
             developer_id,

@@ -6,8 +6,9 @@ A's ids, route by route, and each must answer 404: the same answer as for an id 
 learns nothing, changes nothing. The list of routes is checked against the app's own openapi.json, so a new
 id-taking route fails `test_every_id_route_is_covered` until a case is added for it here.
 
-Known leaks are strict xfails that raise `ExistenceLeak` only: any other wrong answer (a 200, a 500, a
-modified resource) is a plain failure, and a fixed leak turns its xfail into an XPASS failure.
+The create-or-update routes (`POST /agents/{id}` and the like) are the one exception, by design: ids are
+unique per developer, so B creating with A's id creates B's own resource (200), exactly as for an id B has
+never used, and A's resource is untouched. A 409 there would tell B that the id exists.
 """
 
 from __future__ import annotations
@@ -28,34 +29,27 @@ TINY_TASK = {"name": "tiny", "main": [{"evaluate": {"x": "$ 1"}}]}
 TOOL = {"name": "probe", "type": "function", "description": "a function tool"}
 CHAT = {"messages": [{"role": "user", "content": "x"}]}
 DOC = {"title": "t", "content": "c"}
+# What create-or-update answers for an id its caller has not used (Julep v1's create_or_update: 200).
+CREATED = 200
 SECRET = {"name": "B_SECRET", "value": "b's value"}
-
-LEAK_409 = "create-with-id on another tenant's id answers 409 (leaks existence)"
-
-
-class ExistenceLeak(AssertionError):
-    """A 409 for another tenant's id: it tells the caller the id exists (used for strict xfails)."""
 
 
 @dataclass(frozen=True)
 class Case:
     """One call by B. `route` is the path as openapi.json lists it; `path` and `body` are templates
-    filled with ids (`a_*` are A's, `b_*` are B's own)."""
+    filled with ids (`a_*` are A's, `b_*` are B's own). A create-or-update case expects CREATED and names
+    `cleanup`, the path B deletes afterwards so that later cases see the world as it was."""
 
     method: str
     route: str
     path: str
     body: Any = None
     label: str = ""
-    marks: tuple[Any, ...] = ()
+    cleanup: str = ""
 
     @property
     def id(self) -> str:
         return f"{self.method} {self.route or self.path}" + (f" [{self.label}]" if self.label else "")
-
-
-def leak(reason: str = LEAK_409) -> tuple[Any, ...]:
-    return (pytest.mark.xfail(strict=True, raises=ExistenceLeak, reason=reason),)
 
 
 def _doc_cases(kind: str, owner: str, doc: str) -> list[Case]:
@@ -75,7 +69,7 @@ def _doc_cases(kind: str, owner: str, doc: str) -> list[Case]:
 ROUTES: list[Case] = [
     # Agents
     Case("GET", "/agents/{agent_id}", "/agents/{a_agent}"),
-    Case("POST", "/agents/{agent_id}", "/agents/{a_agent}", {"name": "b"}, marks=leak()),
+    Case("POST", "/agents/{agent_id}", "/agents/{a_agent}", {"name": "b"}, cleanup="/agents/{a_agent}"),
     Case("PUT", "/agents/{agent_id}", "/agents/{a_agent}", {"name": "b"}),
     Case("PATCH", "/agents/{agent_id}", "/agents/{a_agent}", {"about": "b"}),
     Case("DELETE", "/agents/{agent_id}", "/agents/{a_agent}"),
@@ -92,7 +86,7 @@ ROUTES: list[Case] = [
     Case("DELETE", "/agents/{agent_id}/tools/{tool_id}", "/agents/{a_agent}/tools/{a_tool}"),
     # Users
     Case("GET", "/users/{user_id}", "/users/{a_user}"),
-    Case("POST", "/users/{user_id}", "/users/{a_user}", {"name": "b"}, marks=leak()),
+    Case("POST", "/users/{user_id}", "/users/{a_user}", {"name": "b"}, cleanup="/users/{a_user}"),
     Case("PUT", "/users/{user_id}", "/users/{a_user}", {"name": "b"}),
     Case("PATCH", "/users/{user_id}", "/users/{a_user}", {"about": "b"}),
     Case("DELETE", "/users/{user_id}", "/users/{a_user}"),
@@ -130,7 +124,13 @@ ROUTES: list[Case] = [
     Case("GET", "/docs/{doc_id}", "/docs/{a_user_doc}", label="user doc"),
     # Sessions
     Case("GET", "/sessions/{session_id}", "/sessions/{a_session}"),
-    Case("POST", "/sessions/{session_id}", "/sessions/{a_session}", {"agent": "{b_agent}"}, marks=leak()),
+    Case(
+        "POST",
+        "/sessions/{session_id}",
+        "/sessions/{a_session}",
+        {"agent": "{b_agent}"},
+        cleanup="/sessions/{a_session}",
+    ),
     Case("PUT", "/sessions/{session_id}", "/sessions/{a_session}", {"agent": "{b_agent}"}),
     Case("PATCH", "/sessions/{session_id}", "/sessions/{a_session}", {"situation": "b"}),
     Case("DELETE", "/sessions/{session_id}", "/sessions/{a_session}"),
@@ -183,19 +183,25 @@ MIXED: list[Case] = [
 
 # B creating with A's id (the create-or-update routes), with a request otherwise valid for B.
 CREATE_WITH_ID: list[Case] = [
-    Case("POST", "/agents/{agent_id}", "/agents/{a_agent}", {"name": "b"}, "agent", leak()),
-    Case("POST", "/users/{user_id}", "/users/{a_user}", {"name": "b"}, "user", leak()),
+    Case("POST", "/agents/{agent_id}", "/agents/{a_agent}", {"name": "b"}, "agent", "/agents/{a_agent}"),
+    Case("POST", "/users/{user_id}", "/users/{a_user}", {"name": "b"}, "user", "/users/{a_user}"),
     Case(
-        "POST", "/sessions/{session_id}", "/sessions/{a_session}", {"agent": "{b_agent}"}, "session", leak()
+        "POST",
+        "/sessions/{session_id}",
+        "/sessions/{a_session}",
+        {"agent": "{b_agent}"},
+        "session",
+        "/sessions/{a_session}",
     ),
-    # Under A's agent this is a plain 404 (see ROUTES); under B's own agent only the task id is foreign.
+    # Under A's agent this is a plain 404 (see ROUTES); under B's own agent only the task id is foreign. The
+    # task goes with B's spare agent afterwards (tasks have no delete route).
     Case(
         "POST",
         "/agents/{agent_id}/tasks/{task_id}",
-        "/agents/{b_agent}/tasks/{a_task}",
+        "/agents/{b_spare_agent}/tasks/{a_task}",
         TINY_TASK,
         "task",
-        leak(),
+        "/agents/{b_spare_agent}",
     ),
 ]
 
@@ -288,11 +294,13 @@ async def _a_resources(a: httpx.AsyncClient) -> dict[str, str]:
 async def _b_resources(b: httpx.AsyncClient) -> dict[str, str]:
     """B's own parents, for the MIXED and CREATE_WITH_ID cases."""
     agent = await create_agent(b, "tenant b")
+    spare_agent = await create_agent(b, "tenant b's spare")
     user = _created(await b.post("/users", json={"name": "bob"}))
     session = _created(await b.post("/sessions", json={"agent": agent["id"]}))
     execution = await start(b, (await create_task(b, agent["id"], TINY_TASK))["id"])
     return {
         "b_agent": agent["id"],
+        "b_spare_agent": spare_agent["id"],
         "b_user": user["id"],
         "b_session": session["id"],
         "b_execution": execution["id"],
@@ -325,10 +333,18 @@ async def _call(client: httpx.AsyncClient, method: str, path: str, body: Any) ->
     return await client.request(method, path, json=body)
 
 
+async def _expect(world: World, case: Case, response: httpx.Response) -> None:
+    """404 for A's id; or, for a create-or-update route, B's own new resource under that id."""
+    if not case.cleanup:
+        _expect_404(case, response)
+        return
+    assert response.status_code == CREATED, f"{case.id}: B got {response.status_code}: {response.text[:300]}"
+    cleanup = await world.b.delete(world.fill(case.cleanup))
+    assert cleanup.status_code == 202, f"{case.id}: B could not delete its own copy: {cleanup.text}"
+
+
 def _expect_404(case: Case, response: httpx.Response) -> None:
     detail = f"{case.id}: B got {response.status_code} for A's id: {response.text[:300]}"
-    if response.status_code == 409:
-        raise ExistenceLeak(detail)
     assert response.status_code == 404, detail
     # A handler's 404 names the resource ("agent ... not found"); Starlette's bare "Not Found" would mean the
     # path matched no route at all (a typo here), which proves nothing about tenancy.
@@ -336,7 +352,7 @@ def _expect_404(case: Case, response: httpx.Response) -> None:
 
 
 def _params(cases: list[Case]) -> list[Any]:
-    return [pytest.param(case, id=case.id, marks=case.marks) for case in cases]
+    return [pytest.param(case, id=case.id) for case in cases]
 
 
 async def test_every_id_route_is_covered(world):
@@ -359,7 +375,9 @@ async def test_every_id_route_is_covered(world):
 
 @pytest.mark.parametrize("case", _params(ROUTES))
 async def test_b_gets_404_for_a_id(world, case):
-    _expect_404(case, await _call(world.b, case.method, world.fill(case.path), world.fill(case.body)))
+    await _expect(
+        world, case, await _call(world.b, case.method, world.fill(case.path), world.fill(case.body))
+    )
 
 
 @pytest.mark.parametrize("case", _params(MIXED))
@@ -368,13 +386,16 @@ async def test_b_gets_404_for_a_id_under_its_own_parent(world, case):
 
 
 @pytest.mark.parametrize("case", _params(CREATE_WITH_ID))
-async def test_create_with_a_id_changes_nothing_of_a(world, case):
+async def test_create_with_a_id_makes_b_its_own_and_changes_nothing_of_a(world, case):
     response = await world.b.request(case.method, world.fill(case.path), json=world.fill(case.body))
-    # First what must hold whatever the status: A's resource is as it was, and B did not get it.
+    assert response.status_code == CREATED, f"{case.id}: B got {response.status_code}: {response.text[:300]}"
     target = TARGET[case.label]
-    assert await _read_as_a(world, target) == world.before[target]
+    assert response.json()["id"] == world.fill(target).rsplit("/", 1)[1]
+    mine = await world.b.get(world.fill(target))  # B reads its own resource under the same id
+    assert mine.status_code == 200 and mine.json() != world.before[target]
+    assert await _read_as_a(world, target) == world.before[target]  # A's is as it was
+    await _expect(world, case, response)
     assert (await world.b.get(world.fill(target))).status_code == 404
-    _expect_404(case, response)
 
 
 async def test_a_still_has_everything_unchanged(world):
