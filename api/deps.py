@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, Query, Request
 
 from api.errors import ApiError
 from mint.store import Page, Store
+from mint.tenancy import acting_as
 
 
 def get_store(request: Request) -> Store:
     return request.app.state.store
 
 
-async def get_developer(request: Request) -> str:
-    """The developer id for `Authorization: Bearer KEY` (or `X-Auth-Key: KEY`)."""
+async def get_developer(request: Request) -> AsyncIterator[str]:
+    """The developer id for `Authorization: Bearer KEY` (or `X-Auth-Key: KEY`); the rest of the request
+    acts for that developer, under row-level security (mint/tenancy.py)."""
     header = request.headers.get("authorization", "")
     key = (
         header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-auth-key", "")
@@ -35,7 +38,8 @@ async def get_developer(request: Request) -> str:
             f"retry in {wait:.1f} s",
             headers={"Retry-After": str(max(1, round(wait)))},
         )
-    return developer_id
+    with acting_as(developer_id):
+        yield developer_id
 
 
 def get_page(

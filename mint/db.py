@@ -7,6 +7,8 @@ from importlib import resources
 
 import asyncpg
 
+from mint.tenancy import TenantConnection, scope_connection
+
 # Serializes migrations when the API and a worker start at the same moment.
 MIGRATION_LOCK = 7_100_001
 
@@ -34,6 +36,8 @@ async def connect_pool(url: str, min_size: int = 1, max_size: int = 10) -> async
         min_size=min_size,
         max_size=max_size,
         init=_init_connection,
+        setup=scope_connection,  # row-level security for queries made while acting for a tenant
+        connection_class=TenantConnection,
         server_settings={"hnsw.ef_search": str(HNSW_EF_SEARCH), "hnsw.iterative_scan": "relaxed_order"},
     )
 

@@ -1,0 +1,55 @@
+"""Acting for one tenant: queries made inside `acting_as(developer_id)` run under row-level security.
+
+The API enters it for each request once the API key names the developer (api/deps.py). Every connection
+the pool hands out meanwhile switches to the role `mint_tenant` with `mint.developer_id` set, and the
+policies of migration 0012 then show and accept only that developer's rows. So a query that forgets its
+`developer_id = $1` still cannot read or write another tenant's data. Outside `acting_as` (worker,
+reconciler, CLI) connections keep the owner's role, which acts for every tenant.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import uuid
+from collections.abc import Iterator
+from contextvars import ContextVar
+
+import asyncpg
+
+TENANT_ROLE = "mint_tenant"
+_developer: ContextVar[str | None] = ContextVar("mint_developer", default=None)
+
+
+@contextlib.contextmanager
+def acting_as(developer_id: str) -> Iterator[None]:
+    token = _developer.set(developer_id)
+    try:
+        yield
+    finally:
+        _developer.reset(token)
+
+
+def current_developer() -> str | None:
+    return _developer.get()
+
+
+async def scope_connection(conn: asyncpg.Connection) -> None:
+    """The pool's `setup`: runs as a connection is handed out, in the acquiring task's context."""
+    developer_id = _developer.get()
+    if developer_id is not None:
+        await conn.execute(
+            f"SET ROLE {TENANT_ROLE}; SELECT set_config('mint.developer_id', '{_uuid(developer_id)}', false)"
+        )
+
+
+def _uuid(value: str) -> str:
+    # Inlined into SQL (one round trip: a multi-statement execute takes no parameters), so it must be
+    # exactly a UUID.
+    return str(uuid.UUID(value))
+
+
+class TenantConnection(asyncpg.Connection):
+    """A connection whose release also drops the tenant's role (RESET ALL leaves the role as it is)."""
+
+    def get_reset_query(self) -> str:
+        return super().get_reset_query() + "\nRESET ROLE;"
