@@ -16,7 +16,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.converter import PayloadCodec
 
 from mint.claim_check import THRESHOLD_BYTES, ClaimCheckCodec
-from mint.crypto import Cipher
+from mint.crypto import Cipher, DecryptionError
 
 ENCRYPTED = b"binary/encrypted"
 PURPOSE = "mint payloads"
@@ -54,7 +54,12 @@ class MintCodec(PayloadCodec):
         return await self.encryption.encode(checked) if self.encryption else checked
 
     async def decode(self, payloads: Sequence[Payload]) -> list[Payload]:
-        opened = await self.encryption.decode(payloads) if self.encryption else list(payloads)
+        if self.encryption:
+            opened = await self.encryption.decode(payloads)
+        elif any(p.metadata.get("encoding") == ENCRYPTED for p in payloads):
+            raise DecryptionError("this payload is encrypted, and this process has no MINT_ENCRYPTION_KEY")
+        else:
+            opened = list(payloads)
         return await self.claim_check.decode(opened)
 
 

@@ -98,6 +98,7 @@ def spawn_worker(database_url: str, temporal_address: str, task_queue: str) -> s
         "TEMPORAL_ADDRESS": temporal_address,
         "MINT_TASK_QUEUE": task_queue,
         "MINT_EGRESS_ALLOW": "127.0.0.1,localhost",
+        "MINT_ENCRYPTION_KEY": TEST_ENCRYPTION_KEY,  # the key the test stacks encrypt payloads with
     }
     return subprocess.Popen(
         [sys.executable, "-m", "mint.cli", "worker"],
