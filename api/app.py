@@ -16,6 +16,7 @@ from mint.docs import DocStore
 from mint.secrets import SecretStore
 from mint.settings import Settings
 from mint.store import Store
+from mint.tenancy import ActingForNoTenant
 
 
 def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
@@ -41,6 +42,7 @@ def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
         settings.task_queue,
     )
     install_error_handlers(app)
+    app.add_middleware(ActingForNoTenant)
     for module in (agents, users, tasks, executions, docs, sessions, secrets, codec):
         app.include_router(module.router)
 

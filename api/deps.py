@@ -26,6 +26,7 @@ async def get_developer(request: Request) -> AsyncIterator[str]:
     )
     if not key:
         raise ApiError(401, "missing API key: send `Authorization: Bearer YOUR_KEY`")
+    # Acting for no tenant yet (mint.tenancy.ActingForNoTenant): api_keys is not readable as a tenant.
     developer_id = await request.app.state.store.developer_for_key(key)
     if developer_id is None:
         raise ApiError(401, "invalid or revoked API key")

@@ -139,6 +139,7 @@ async def _launch(
         },
         execution_info={"id": execution["id"], "metadata": execution["metadata"]},
         max_history_events=settings.max_history_events,
+        max_fan_out=settings.max_fan_out,
     )
     try:
         await temporal.start_workflow(

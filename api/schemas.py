@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from workflows.language import ToolDef
 
 Name = Annotated[str, Field(min_length=1, max_length=255)]
 Metadata = dict[str, Any]
@@ -106,12 +109,19 @@ class Task(BaseModel):
 
 
 class ExecutionCreate(_Request):
-    input: Any = Field(default_factory=dict)
+    input: Any = Field(default_factory=dict, json_schema_extra={"not": {"type": "null"}})
     metadata: Metadata | None = None
     # The SDK's create params include these server-owned fields; they are accepted and ignored.
     output: Any = None
     error: str | None = None
     transition_count: int | None = None
+
+    @field_validator("input")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("must not be null: send {} to a task that takes no input")
+        return value
 
 
 class ExecutionChange(_Request):
@@ -179,6 +189,22 @@ class ResourceDeleted(BaseModel):
     id: str
     deleted_at: datetime
     jobs: list[str] = []
+
+
+def event_stream(data_schema: dict[str, Any], description: str) -> dict[int | str, dict[str, Any]]:
+    """openapi.json's 200 of an SSE route: each event's `data` is JSON matching `data_schema` (written as
+    FastAPI writes its own SSE routes: Open API 3.2's `itemSchema`, one event)."""
+    event = {
+        "type": "object",
+        "required": ["data"],
+        "properties": {
+            "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data_schema},
+            "event": {"type": "string"},
+            "id": {"type": "string"},
+            "retry": {"type": "integer", "minimum": 0},
+        },
+    }
+    return {200: {"description": description, "content": {"text/event-stream": {"itemSchema": event}}}}
 
 
 T = TypeVar("T")
@@ -272,10 +298,15 @@ class SessionCreate(BaseModel):
     metadata: Metadata | None = None
 
 
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
 class SessionPatch(SessionCreate):
-    render_templates: bool | None = None  # type: ignore[assignment]
-    auto_run_tools: bool | None = None  # type: ignore[assignment]
-    forward_tool_calls: bool | None = None  # type: ignore[assignment]
+    # Left out means unchanged; null is no value for these (their columns are NOT NULL).
+    render_templates: bool = Field(None, json_schema_extra=_no_default)  # type: ignore[assignment]
+    auto_run_tools: bool = Field(None, json_schema_extra=_no_default)  # type: ignore[assignment]
+    forward_tool_calls: bool = Field(None, json_schema_extra=_no_default)  # type: ignore[assignment]
 
 
 class Session(BaseModel):
@@ -296,13 +327,97 @@ class Session(BaseModel):
     updated_at: datetime
 
 
-class ChatMessage(BaseModel):
+class TextPart(BaseModel):
+    type: Literal["text"]
+    text: str
+
+
+class ImageUrl(BaseModel):
+    url: Annotated[str, Field(min_length=1)]
+    detail: Literal["low", "high", "auto"] | None = None
+
+
+class ImagePart(BaseModel):
+    type: Literal["image_url"]
+    image_url: ImageUrl
+
+
+ContentPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
+
+
+class FunctionCall(BaseModel):
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+    arguments: str = "{}"
+
+    @field_validator("arguments")
+    @classmethod
+    def _json_object(cls, value: str) -> str:
+        # Both providers need the arguments as an object (Anthropic's tool_use `input` is one).
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict):
+            raise ValueError("must be a JSON object, encoded as a string")
+        return value
+
+
+class ToolCall(BaseModel):
+    """A call the model made, as the client sends it back (OpenAI's shape)."""
+
     model_config = ConfigDict(extra="ignore")
+    id: Annotated[str, Field(min_length=1, max_length=255)]
+    type: Literal["function"] = "function"
+    function: FunctionCall
+
+
+_NOT_ASSISTANT = {"properties": {"role": {"not": {"const": "assistant"}}}}
+# _fields_fit_the_role's rules, in openapi.json too.
+_ROLE_RULES: list[Any] = [
+    {
+        "if": _NOT_ASSISTANT,
+        "then": {"required": ["content"], "properties": {"content": {"not": {"type": "null"}}}},
+    },
+    {
+        "if": _NOT_ASSISTANT,
+        "then": {"properties": {"tool_calls": {"not": {"type": "array", "minItems": 1}}}},
+    },
+    {
+        "if": {"properties": {"role": {"const": "tool"}}},
+        "then": {"required": ["tool_call_id"], "properties": {"tool_call_id": {"type": "string"}}},
+    },
+]
+
+
+class ChatMessage(BaseModel):
+    """A message as the providers take it: checked here, so that a malformed one is a 422 naming its field
+    rather than a provider's error (or a crash translating it for Anthropic)."""
+
+    model_config = ConfigDict(extra="ignore", json_schema_extra={"allOf": _ROLE_RULES})
     role: Literal["user", "assistant", "system", "tool", "developer"]
-    content: str | list[Any] | None = None
+    content: str | list[ContentPart] | None = None
     name: Annotated[str, Field(max_length=255)] | None = None
-    tool_calls: list[dict[str, Any]] | None = None
-    tool_call_id: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: Annotated[str, Field(min_length=1, max_length=255)] | None = None
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _strings_as_text_parts(cls, value: Any) -> Any:
+        # Julep's SDK also allows a list of plain strings.
+        if isinstance(value, list):
+            return [{"type": "text", "text": part} if isinstance(part, str) else part for part in value]
+        return value
+
+    @model_validator(mode="after")
+    def _fields_fit_the_role(self) -> ChatMessage:
+        # (An assistant's may be empty: a model's answer, passed on to the next agent of a session, can be.)
+        if self.content is None and self.role != "assistant":
+            raise ValueError(f"a `{self.role}` message needs `content`")
+        if self.role == "tool" and self.tool_call_id is None:
+            raise ValueError("a `tool` message needs `tool_call_id` (the id of the call it answers)")
+        if self.tool_calls and self.role != "assistant":
+            raise ValueError(f"only `assistant` messages carry `tool_calls`, not `{self.role}` ones")
+        return self
 
 
 class Chat(BaseModel):
@@ -322,7 +437,7 @@ class Chat(BaseModel):
     presence_penalty: float | None = None
     response_format: dict[str, Any] | None = None
     metadata: Metadata | None = None
-    tools: Annotated[list[dict[str, Any]], Field(max_length=128)] | None = None  # added to the agent's
+    tools: Annotated[list[ToolDef], Field(max_length=128)] | None = None  # added to the agent's
     auto_run_tools: bool | None = None  # default: the session's
 
 

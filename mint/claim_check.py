@@ -61,4 +61,3 @@ class ClaimCheckCodec(PayloadCodec):
         self._cache.move_to_end(digest)
         while len(self._cache) > CACHE_ENTRIES:
             self._cache.popitem(last=False)
-

@@ -13,6 +13,7 @@ import contextlib
 import uuid
 from collections.abc import Iterator
 from contextvars import ContextVar
+from typing import Any
 
 import asyncpg
 
@@ -21,7 +22,8 @@ _developer: ContextVar[str | None] = ContextVar("mint_developer", default=None)
 
 
 @contextlib.contextmanager
-def acting_as(developer_id: str) -> Iterator[None]:
+def acting_as(developer_id: str | None) -> Iterator[None]:
+    """Queries inside act for `developer_id` (None: for no tenant, with the owner's role)."""
     token = _developer.set(developer_id)
     try:
         yield
@@ -53,3 +55,16 @@ class TenantConnection(asyncpg.Connection):
 
     def get_reset_query(self) -> str:
         return super().get_reset_query() + "\nRESET ROLE;"
+
+
+class ActingForNoTenant:
+    """ASGI middleware: each request starts acting for no tenant. A server may start a request in a copy of
+    the previous request's context (uvicorn does, on a keep-alive connection), which would otherwise carry
+    that request's tenant into this one's first queries."""
+
+    def __init__(self, app: Any):
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        with acting_as(None):
+            await self.app(scope, receive, send)

@@ -828,3 +828,89 @@ async def test_missing_or_invalid_api_key_is_401(stack, api_key, headers):
 async def test_unknown_route_and_method(api):
     await expect_error(await api.get("/no-such-thing"), 404)
     await expect_error(await api.delete("/agents"), 405)
+
+
+# Found by fuzzing (tests/test_fuzz.py) ----------------------------------------------------------------------
+
+
+async def test_null_execution_input(api, agent_id):
+    task = await create_task(api, agent_id, {"name": "t", "main": OK})
+    await expect_error(
+        await api.post(f"/tasks/{task['id']}/executions", json={"input": None}), 422, "body.input"
+    )
+    assert await assert_nothing_stuck(api, task["id"]) == []
+
+
+@pytest.mark.parametrize("field", ["render_templates", "auto_run_tools", "forward_tool_calls"])
+async def test_session_patch_with_null_flag(api, agent_id, field):
+    session = (await api.post("/sessions", json={"agent": agent_id})).json()
+    await expect_error(
+        await api.patch(f"/sessions/{session['id']}", json={field: None}), 422, f"body.{field}"
+    )
+    assert (await api.get(f"/sessions/{session['id']}")).json() == session
+
+
+BAD_MESSAGES = [
+    pytest.param([{"role": "user"}], "body.messages[0]", id="no_content"),
+    pytest.param([{"role": "tool", "content": "r"}], "body.messages[0]", id="tool_without_call_id"),
+    pytest.param(
+        [{"role": "user", "content": "hi", "tool_calls": [{"id": "c", "function": {"name": "f"}}]}],
+        "body.messages[0]",
+        id="tool_calls_on_user_message",
+    ),
+    pytest.param(
+        [{"role": "assistant", "tool_calls": [{"function": {"name": "f"}}]}],
+        "body.messages[0].tool_calls[0].id",
+        id="tool_call_without_id",
+    ),
+    pytest.param(
+        [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "[1]"}}]}],
+        "body.messages[0].tool_calls[0].function.arguments",
+        id="arguments_not_an_object",
+    ),
+    pytest.param(
+        [{"role": "user", "content": [1]}], "body.messages[0].content[0]", id="content_part_not_an_object"
+    ),
+]
+
+
+@pytest.mark.parametrize(("messages", "path"), BAD_MESSAGES)
+@pytest.mark.parametrize("route", ["render", "chat"])
+async def test_malformed_chat_message(api, agent_id, messages, path, route):
+    """Checked before anything reaches a model (they used to go through as they were: the provider refused
+    them, or translating them for Anthropic crashed)."""
+    session = (await api.post("/sessions", json={"agent": agent_id})).json()
+    response = await api.post(f"/sessions/{session['id']}/{route}", json={"messages": messages})
+    await expect_error(response, 422, path)
+
+
+async def test_chat_with_an_invalid_extra_tool(api, agent_id):
+    session = (await api.post("/sessions", json={"agent": agent_id})).json()
+    body = {
+        "messages": [{"role": "user", "content": "x"}],
+        "tools": [{"name": "bad name!", "type": "function"}],
+    }
+    await expect_error(
+        await api.post(f"/sessions/{session['id']}/render", json=body), 422, "body.tools[0].name"
+    )
+
+
+async def test_transitions_stream_resumed_past_its_end_ends(api, agent_id):
+    task = await create_task(api, agent_id, {"name": "t", "main": OK})
+    execution = await start(api, task["id"])
+    await wait_for_status(api, execution["id"])
+    for token in ("999", str(2**40)):  # past the last transition; past what the seq column holds
+        response = await api.get(
+            f"/executions/{execution['id']}/transitions.stream", params={"next_page_token": token}, timeout=10
+        )
+        assert response.status_code == 200 and response.text == "", (token, response.text)
+
+
+async def test_request_after_a_large_body_on_the_same_connection(api):
+    """uvicorn can run the next request of a keep-alive connection in a copy of the previous request's
+    context, tenant included (when it resumes reading after a large body): the API key lookup must not act
+    for that tenant. Whether reading paused depends on timing, hence the rounds."""
+    for _ in range(5):
+        assert (await api.post("/agents", json={"name": "big", "about": "a" * 800_000})).status_code == 201
+        response = await api.get("/agents", params={"limit": 1})
+        assert response.status_code == 200, response.text

@@ -252,3 +252,34 @@ async def test_reembed_redoes_docs_from_another_model_with_progress(api, store, 
     assert vectors["items"][0]["embeddings"][0] == pytest.approx(
         before["items"][0]["embeddings"][0], abs=1e-5
     )
+
+
+async def _indexed(api: httpx.AsyncClient, doc_id: str) -> dict[str, Any]:
+    for _ in range(300):
+        doc = (await api.get(f"/docs/{doc_id}")).json()
+        if doc["status"] != "pending":
+            return doc
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"doc {doc_id} stayed pending")
+
+
+async def test_import_stores_docs_in_order_and_indexes_them_all(api):
+    agent = await create_agent(api, "importer")
+    owner = f"/agents/{agent['id']}"
+    docs = [{"title": f"doc {i}", "content": f"number {i} of the import"} for i in range(20)]
+    response = await api.post(f"{owner}/docs/import", json={"docs": docs})
+    assert response.status_code == 201, response.text
+    items = response.json()["items"]
+    assert [d["title"] for d in items] == [d["title"] for d in docs]
+    assert {(await _indexed(api, d["id"]))["status"] for d in items} == {"indexed"}
+
+
+async def test_an_import_stopped_by_a_bad_doc_still_indexes_the_ones_before_it(api):
+    agent = await create_agent(api, "importer")
+    owner = f"/agents/{agent['id']}"
+    docs = [{"title": "kept", "content": "stored before the bad one"}, {"title": "bad\u0000", "content": "x"}]
+    response = await api.post(f"{owner}/docs/import", json={"docs": docs})
+    assert response.status_code == 422, response.text
+    (kept,) = (await api.get(f"{owner}/docs")).json()["items"]
+    assert kept["title"] == "kept"
+    assert (await _indexed(api, kept["id"]))["status"] == "indexed"

@@ -1,4 +1,5 @@
-"""Limits answer with a clear 413 or 429: request bodies, requests per key per minute, executions in flight."""
+"""Limits answer with a clear 4xx or 429: request bodies, requests per key per minute, executions in flight,
+task size, expression length, steps per task; a fan-out over its limit fails its step, naming the limit."""
 
 from __future__ import annotations
 
@@ -22,6 +23,10 @@ async def limited(postgres_url, temporal_env) -> AsyncIterator[BackgroundStack]:
         max_body_bytes=20_000,
         rate_limit_per_minute=30,
         max_executions_in_flight=2,
+        max_task_bytes=5_000,
+        max_expression_length=200,
+        max_steps=10,
+        max_fan_out=5,
     ) as stack:
         yield stack
 
@@ -62,3 +67,72 @@ async def test_executions_in_flight_are_capped_per_developer(limited, store):
         await api.put(f"/executions/{waiting[0]['id']}", json={"status": "cancelled"})
         await wait_for_status(api, waiting[0]["id"], {"cancelled"})
         assert (await api.post(f"/tasks/{task['id']}/executions", json={"input": {}})).status_code == 201
+
+
+async def test_a_task_over_the_size_limit_is_413(limited, store):
+    async with await _client(limited, store) as api:
+        agent = await create_agent(api)
+        big = {"name": "big", "description": "x" * 6_000, "main": [{"evaluate": {"x": "$ 1"}}]}
+        refused = await api.post(f"/agents/{agent['id']}/tasks", json=big)
+        assert refused.status_code == 413
+        assert "task size limit is 5000 bytes (MINT_MAX_TASK_BYTES)" in refused.json()["error"]
+        # YAML aliases count at their expanded size: 1.2 KB of text, over 6 KB of task.
+        aliased = (
+            f"name: aliases\ndescription: &d {'y' * 900}\n"
+            "metadata: {a: *d, b: *d, c: *d, d: *d, e: *d, f: *d}\n"
+            "main: [{evaluate: {x: $ 1}}]\n"
+        )
+        refused = await api.post(
+            f"/agents/{agent['id']}/tasks", content=aliased, headers={"Content-Type": "application/yaml"}
+        )
+        assert refused.status_code == 413 and "MINT_MAX_TASK_BYTES" in refused.json()["error"]
+        await create_task(api, agent["id"], {**big, "description": "x" * 4_000})
+
+
+async def test_an_expression_over_the_length_limit_is_422_with_its_path(limited, store):
+    async with await _client(limited, store) as api:
+        agent = await create_agent(api)
+        long_sum = "$ " + " + ".join(["1"] * 50)  # 197 characters; 201 with ` + 1`, over the limit of 200
+        task = {
+            "name": "long",
+            "main": [{"evaluate": {"ok": "$ 1"}}, {"evaluate": {"sum": long_sum + " + 1"}}],
+        }
+        refused = await api.post(f"/agents/{agent['id']}/tasks", json=task)
+        assert refused.status_code == 422
+        [problem] = refused.json()["problems"]
+        assert problem["path"] == "main[1].evaluate.sum"
+        assert "expression length limit is 200 (MINT_MAX_EXPRESSION_LENGTH)" in problem["message"]
+        task["main"][1] = {"evaluate": {"sum": long_sum}}
+        await create_task(api, agent["id"], task)
+
+
+async def test_a_task_over_the_step_limit_is_422_naming_the_first_step_past_it(limited, store):
+    async with await _client(limited, store) as api:
+        agent = await create_agent(api)
+        nested = {"if": "$ True", "then": [{"evaluate": {"x": "$ 1"}}] * 3}  # four steps
+        task = {"name": "many", "main": [nested, nested], "other": [{"evaluate": {"y": "$ 2"}}] * 3}
+        refused = await api.post(f"/agents/{agent['id']}/tasks", json=task)
+        assert refused.status_code == 422
+        [problem] = refused.json()["problems"]
+        assert problem["path"] == "other[2]"  # the eleventh step
+        assert "11 steps" in problem["message"] and "step limit is 10 (MINT_MAX_STEPS)" in problem["message"]
+        task["other"] = task["other"][:2]
+        await create_task(api, agent["id"], task)
+
+
+async def test_a_fan_out_over_the_limit_fails_its_step(limited, store):
+    async with await _client(limited, store) as api:
+        agent = await create_agent(api)
+        for count, loop in [(5, "map"), (6, "map"), (6, "foreach")]:
+            if loop == "map":
+                step = {"over": f"$ list(range({count}))", "map": {"evaluate": {"x": "$ _"}}}
+            else:
+                step = {"foreach": {"in": f"$ list(range({count}))", "do": {"evaluate": {"x": "$ _"}}}}
+            task = await create_task(api, agent["id"], {"name": f"{loop}-{count}", "main": [step]})
+            done = await wait_for_status(api, (await start(api, task["id"]))["id"])
+            if count == 5:
+                assert done["status"] == "succeeded", done
+                continue
+            assert done["status"] == "failed"
+            assert "6 items is over the fan-out limit of 5 items (MINT_MAX_FAN_OUT)" in done["error"]
+            assert ("main[0].over" if loop == "map" else "main[0].foreach.in") in done["error"]

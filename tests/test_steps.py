@@ -160,6 +160,11 @@ async def test_evaluate_dollar_expressions_literals_and_templates(api):
     assert execution["output"] == {"x": 42, "literal": "1 + 1", "greeting": "hi 41", "fstring": "n=41"}
 
 
+async def test_an_integer_too_long_for_json_fails_the_step_saying_so(api):
+    execution, _ = await run_task(api, {"name": "big", "main": [{"evaluate": {"n": "$ 10 ** 5000"}}]})
+    assert execution["status"] == "failed" and "integer too long" in execution["error"]
+
+
 async def test_seed_dialect_rejects_an_unquoted_literal_when_the_task_is_created(api):
     agent = await create_agent(api)
     response = await api.post(f"/agents/{agent['id']}/tasks", json=task({"evaluate": {"x": "hello"}}))

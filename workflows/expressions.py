@@ -16,22 +16,36 @@ from typing import Any
 
 import simpleeval
 
-from workflows.safe_functions import ATTRIBUTE_ALLOW_LIST, STR_METHOD_WRAPPERS, build_functions
+from workflows.safe_functions import (
+    ATTRIBUTE_ALLOW_LIST,
+    STR_METHOD_WRAPPERS,
+    build_functions,
+    method_units,
+)
 from workflows.safe_values import (
+    CHARS_PER_UNIT,
+    COMPARISONS,
     MAX_STRING_LENGTH,
     Budget,
     OrderedSet,
+    charge_length,
+    charging,
     check_format_spec,
+    int_arithmetic,
     safe_add,
     safe_lshift,
     safe_mod,
     safe_mult,
     safe_power,
     safe_str,
+    sized_operator,
 )
 from workflows.shims import SafeNamespace, build_modules
 
+# Characters one expression may have: the default of MINT_MAX_EXPRESSION_LENGTH (checked when a task is
+# created), and the ceiling any expression is parsed under (the task size limit keeps tasks well below it).
 MAX_EXPRESSION_LENGTH = 10_000
+PARSE_CEILING = 1_000_000
 
 # Names every expression may use besides functions and modules.
 CONTEXT_NAMES = frozenset({"_", "inputs", "outputs", "steps", "state", "agent", "task", "execution"})
@@ -51,7 +65,36 @@ OPERATORS = {
     ast.Pow: safe_power,
     ast.Mod: safe_mod,
     ast.LShift: safe_lshift,
+    ast.FloorDiv: int_arithmetic(simpleeval.DEFAULT_OPERATORS[ast.FloorDiv], product=True),
+    ast.Div: int_arithmetic(simpleeval.DEFAULT_OPERATORS[ast.Div], product=True),
+    ast.RShift: int_arithmetic(simpleeval.DEFAULT_OPERATORS[ast.RShift], product=False),
+    # Comparisons and set operations look at every element of a string or collection: charged by size.
+    **{
+        op: sized_operator(simpleeval.DEFAULT_OPERATORS[op])
+        for op in (ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor)
+    },
+    ast.Eq: COMPARISONS["eq"],
+    ast.NotEq: COMPARISONS["ne"],
+    ast.Lt: COMPARISONS["lt"],
+    ast.LtE: COMPARISONS["lteq"],
+    ast.Gt: COMPARISONS["gt"],
+    ast.GtE: COMPARISONS["gteq"],
+    ast.In: COMPARISONS["in"],
+    ast.NotIn: COMPARISONS["notin"],
 }
+_NAME, _CONSTANT, _BINOP, _COMPARE = ast.Name, ast.Constant, ast.BinOp, ast.Compare
+# Operators that cannot make a number much larger than its operands, and comparisons of numbers: for
+# floats and word-sized integers these cost nothing beyond their node.
+_NUMBERS: frozenset[Any] = frozenset({int, float, bool})
+_SMALL = 1 << 62
+_NUMBER_OPERATORS = {
+    op: simpleeval.DEFAULT_OPERATORS[op]
+    for op in (ast.Add, ast.Sub, ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+}
+# A call costs more than other nodes (arguments, the function's own checks) whatever its arguments, and so
+# does setting up a comprehension or a set.
+CALL_UNITS = 4
+SETUP_UNITS = 8
 
 
 class ExpressionError(Exception):
@@ -61,10 +104,8 @@ class ExpressionError(Exception):
 @functools.lru_cache(maxsize=20_000)
 def parse_expression(source: str) -> ast.AST:
     """Parse one expression (cached: the same task text is evaluated many times)."""
-    if len(source) > MAX_EXPRESSION_LENGTH:
-        raise ExpressionError(
-            f"expression is {len(source)} characters long; the limit is {MAX_EXPRESSION_LENGTH}"
-        )
+    if len(source) > PARSE_CEILING:
+        raise ExpressionError(f"expression is {len(source)} characters long; the limit is {PARSE_CEILING}")
     text = source.strip()
     if not text:
         raise ExpressionError("empty expression")
@@ -77,8 +118,32 @@ def parse_expression(source: str) -> ast.AST:
     return tree.body
 
 
-def check_expression(source: str, extra_names: frozenset[str] = frozenset()) -> list[str]:
-    """Return the problems with an expression (syntax, unsupported syntax, unknown names); [] if none."""
+# Names whose values are plain data already (the interpreter keeps only converted values): an expression
+# that just reads one of them or a part of one (`_`, `steps[0].output.items`) gives its value as is instead
+# of a copy. A live container the interpreter keeps adding to (`inputs`, `state`) is copied even so, or a
+# step's output could come to contain itself.
+_DATA_ROOTS = frozenset({"_", "outputs", "agent", "task", "execution"})
+_LIVE_ROOTS = frozenset({"inputs", "state", "steps"})
+
+
+@functools.lru_cache(maxsize=20_000)
+def reads_data(source: str) -> bool:
+    """Whether `source` only reads a context name or a part of it (see _DATA_ROOTS)."""
+    node, depth = parse_expression(source), 0
+    while isinstance(node, ast.Subscript | ast.Attribute):
+        node, depth = node.value, depth + 1
+    return isinstance(node, ast.Name) and (node.id in _DATA_ROOTS or (node.id in _LIVE_ROOTS and depth > 0))
+
+
+def check_expression(
+    source: str, extra_names: frozenset[str] = frozenset(), max_length: int = MAX_EXPRESSION_LENGTH
+) -> list[str]:
+    """Return the problems with an expression (length, syntax, unsupported syntax, unknown names); [] if none."""
+    if len(source) > max_length:
+        return [
+            f"expression is {len(source)} characters long; the expression length limit is {max_length} "
+            "(MINT_MAX_EXPRESSION_LENGTH)"
+        ]
     try:
         tree = parse_expression(source)
     except ExpressionError as exc:
@@ -126,7 +191,8 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
         tree = parse_expression(source)
         self.names = {**CONSTANTS, **self.modules, **names}
         try:
-            return self.eval(source, previously_parsed=tree)
+            with charging(self.budget):
+                return self.eval(source, previously_parsed=tree)
         except ExpressionError:
             raise
         except simpleeval.NameNotDefined as exc:
@@ -142,16 +208,162 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
 
     def _eval(self, node: ast.AST) -> Any:
         # Skips simpleeval's per-node container scan: names hold only data and allow-listed callables,
-        # and attribute access below is allow-listed, so nothing forbidden is reachable.
-        self.budget.charge(1)
+        # and attribute access below is allow-listed, so nothing forbidden is reachable. The hottest path
+        # of the sandbox: the budget is charged inline, and the commonest nodes are evaluated right here
+        # (a binary operation or a single comparison; chains go to simpleeval, with the same operators).
+        budget = self.budget
+        budget.left -= 1
+        if budget.left < 0:
+            budget.charge(0)  # raises LimitExceeded
+        kind = node.__class__
+        if kind is _NAME:
+            try:
+                return self.names[node.id]  # type: ignore[attr-defined]
+            except KeyError:
+                return self._eval_name(node)  # type: ignore[arg-type]
+        if kind is _CONSTANT:
+            return node.value  # type: ignore[attr-defined]
+        if kind is _BINOP:
+            budget.left -= 1  # an operator call besides the node
+            op = node.op.__class__  # type: ignore[attr-defined]
+            left, right = self._eval(node.left), self._eval(node.right)  # type: ignore[attr-defined]
+            if (
+                left.__class__ in _NUMBERS
+                and right.__class__ in _NUMBERS
+                and op in _NUMBER_OPERATORS
+                and -_SMALL < left < _SMALL
+                and -_SMALL < right < _SMALL
+            ):
+                return _NUMBER_OPERATORS[op](left, right)  # nothing to bound: straight to C
+            return self.operators[op](left, right)
+        if kind is _COMPARE and len(node.ops) == 1:  # type: ignore[attr-defined]
+            op = node.ops[0].__class__  # type: ignore[attr-defined]
+            left, right = self._eval(node.left), self._eval(node.comparators[0])  # type: ignore[attr-defined]
+            if (
+                left.__class__ in _NUMBERS
+                and right.__class__ in _NUMBERS
+                and op in _NUMBER_OPERATORS
+                and -_SMALL < left < _SMALL
+                and -_SMALL < right < _SMALL
+            ):
+                return _NUMBER_OPERATORS[op](left, right)
+            return self.operators[op](left, right)
         try:
-            handler = self.nodes[type(node)]
+            handler = self.nodes[kind]
         except KeyError:
             raise ExpressionError(f"{type(node).__name__} is not supported in expressions") from None
         return handler(node)
 
+    def _eval_name(self, node: ast.Name) -> Any:
+        try:
+            return self.names[node.id]
+        except KeyError:
+            pass
+        if node.id in self.functions:
+            return self.functions[node.id]
+        raise simpleeval.NameNotDefined(node.id, self.expr)
+
+    def _eval_call(self, node: ast.Call) -> Any:
+        func_node = node.func
+        if isinstance(func_node, ast.Name):
+            try:
+                func = self.functions[func_node.id]
+            except KeyError:
+                raise simpleeval.FunctionNotDefined(func_node.id, self.expr) from None
+        elif isinstance(func_node, ast.Attribute):
+            func = self._eval(func_node)
+        else:
+            raise ExpressionError("only named functions and methods can be called")
+        self.budget.charge(CALL_UNITS)
+        if func in simpleeval.DISALLOW_FUNCTIONS:
+            raise ExpressionError("this function is not allowed")
+        args = [self._eval(arg) for arg in node.args]
+        if node.keywords:
+            return func(*args, **dict(self._eval(keyword) for keyword in node.keywords))
+        return func(*args)
+
+    def _eval_list(self, node: ast.List) -> list[Any]:
+        result: list[Any] = []
+        for item in node.elts:
+            if isinstance(item, ast.Starred):  # `[*a, *b]` copies a and b
+                value = self._eval(item.value)
+                if hasattr(value, "__len__"):
+                    charge_length(value, len(value))
+                result.extend(value)
+            else:
+                result.append(self._eval(item))
+        return result
+
+    def _eval_dict(self, node: ast.Dict) -> dict[Any, Any]:
+        result: dict[Any, Any] = {}
+        for key, value in zip(node.keys, node.values, strict=True):
+            if key is None:  # `{**a}` copies a
+                items = self._eval(value)
+                charge_length(items, len(items))
+                result.update(items)
+            else:
+                result[self._eval(key)] = self._eval(value)
+        return result
+
+    def _eval_tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
+        return tuple([self._eval(item) for item in node.elts])
+
+    def _eval_comprehension(self, node: ast.ListComp | ast.GeneratorExp | ast.DictComp) -> Any:
+        """Comprehensions (a generator expression is evaluated as a list), each iteration charged.
+
+        Loop variables are bound in the names themselves and restored afterwards, so they do not leak
+        (simpleeval's own version wraps the name lookup instead, a cost on every name in the body)."""
+        result: Any = {} if isinstance(node, ast.DictComp) else []
+        self.budget.charge(SETUP_UNITS)
+        targets = _targets(node)
+        names = self.names
+        saved = {name: names[name] for name in targets if name in names}
+        try:
+            self._generate(node, 0, result)
+        finally:
+            for name in targets:
+                names.pop(name, None)
+            names.update(saved)
+        return result
+
+    def _generate(
+        self, node: ast.ListComp | ast.GeneratorExp | ast.DictComp, index: int, result: Any
+    ) -> None:
+        generator = node.generators[index]
+        last = index + 1 == len(node.generators)
+        budget = self.budget
+        for item in self._eval(generator.iter):
+            self._max_count += 1
+            if self._max_count > simpleeval.MAX_COMPREHENSION_LENGTH:
+                raise simpleeval.IterableTooLong("Comprehension generates too many elements")
+            budget.left -= 1
+            if budget.left < 0:
+                budget.charge(0)
+            self._bind(generator.target, item)
+            if generator.ifs and not all(self._eval(test) for test in generator.ifs):
+                continue
+            if not last:
+                self._generate(node, index + 1, result)
+            elif isinstance(node, ast.DictComp):
+                result[self._eval(node.key)] = self._eval(node.value)
+            else:
+                result.append(self._eval(node.elt))
+
+    def _bind(self, target: ast.AST, value: Any) -> None:
+        if isinstance(target, ast.Name):
+            self.names[target.id] = value
+        elif isinstance(target, ast.Tuple | ast.List):
+            values = list(value)
+            if len(values) != len(target.elts):
+                raise ExpressionError(f"cannot unpack {len(values)} values into {len(target.elts)} names")
+            for part, item in zip(target.elts, values, strict=True):
+                self._bind(part, item)
+        else:
+            raise ExpressionError(f"cannot assign to {type(target).__name__} in a comprehension")
+
     def _eval_set(self, node: ast.Set) -> OrderedSet:
-        return OrderedSet(self._eval(item) for item in node.elts)
+        self.budget.charge(SETUP_UNITS)
+        return OrderedSet([self._eval(item) for item in node.elts])
 
     def _eval_attribute(self, node: ast.Attribute) -> Any:
         attr = node.attr
@@ -162,19 +374,25 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
             if attr in obj:
                 return obj[attr]
             if attr in ATTRIBUTE_ALLOW_LIST[dict]:
+                self.budget.charge(method_units(obj, attr))
                 return _dict_method(obj, attr)
             raise ExpressionError(f"no key {attr!r} (keys: {_preview_keys(obj)})")
         if isinstance(obj, SafeNamespace):
             return obj.get(attr)
         if type(obj) is str and attr in STR_METHOD_WRAPPERS:
-            return STR_METHOD_WRAPPERS[attr](obj)
+            return STR_METHOD_WRAPPERS[attr](obj)  # these charge by what they build
         if attr in ATTRIBUTE_ALLOW_LIST.get(type(obj), frozenset()):
-            return getattr(obj, attr)
+            value = getattr(obj, attr)
+            if callable(value):  # a method scans or copies its object: charged when it is looked up
+                self.budget.charge(method_units(obj, attr))
+            return value
         raise ExpressionError(f"attribute .{attr} is not available on {type(obj).__name__}")
 
     def _eval_subscript(self, node: ast.Subscript) -> Any:
         container = self._eval(node.value)
         key = self._eval(node.slice)
+        if type(key) is slice and hasattr(container, "__len__"):  # a slice is a copy
+            charge_length(container, len(range(*key.indices(len(container)))))
         try:
             return container[key]
         except (KeyError, IndexError):
@@ -192,6 +410,7 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
             if length > MAX_STRING_LENGTH:
                 raise ExpressionError(f"string longer than {MAX_STRING_LENGTH} characters")
             parts.append(text)
+        self.budget.charge(length // CHARS_PER_UNIT)
         return "".join(parts)
 
     def _eval_formattedvalue(self, node: ast.FormattedValue) -> str:
@@ -205,6 +424,17 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
         spec = self._eval(node.format_spec)
         check_format_spec(spec)
         return format(_plain(value), spec)
+
+
+def _targets(node: ast.ListComp | ast.GeneratorExp | ast.DictComp) -> tuple[str, ...]:
+    """The names a comprehension binds (noted on the node: parsed trees are cached and reused)."""
+    targets = getattr(node, "mint_targets", None)
+    if targets is None:
+        targets = tuple(
+            sorted({n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)})
+        )
+        node.mint_targets = targets  # type: ignore[union-attr]
+    return targets
 
 
 def _plain(value: Any) -> Any:

@@ -1,14 +1,20 @@
 """Limits for user expressions and templates: a work budget, size checks, and plain-data rules.
 
 Expressions run inside Temporal workflow tasks, which Temporal treats as deadlocked after 2 s, on workers
-shared by every tenant. So work is counted (deterministically, in operations, never in seconds) and sizes are
-checked before a value is built, not after.
+shared by every tenant. So work is counted (deterministically, in units, never in seconds) and sizes are
+checked before a value is built, not after. A unit is about one evaluated AST node, roughly half a
+microsecond on a small machine; work done at C speed is charged by size at a discount (a unit per so many
+elements walked, scanned or copied, or characters), and a step's whole budget is a few tens of milliseconds
+of CPU.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+import operator
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime, timedelta
 from typing import Any
 
@@ -17,10 +23,18 @@ MAX_RANGE = 100_000
 MAX_ELEMENTS = 1_000_000
 MAX_POWER_RESULT_BITS = 100_000
 MAX_FORMAT_WIDTH = 1_000
-# Operations one step may spend (an AST node is one; a builtin costs the size of its input), and how many a
-# workflow task may spend before the interpreter yields to Temporal (at roughly a microsecond each).
-STEP_BUDGET = 500_000
+# Units one step may spend, and how many a workflow task may spend before the interpreter yields to Temporal.
+STEP_BUDGET = 120_000
 YIELD_AFTER = 250_000
+ELEMENTS_PER_UNIT = 4  # values walked one by one (bounded_size)
+SCANS_PER_UNIT = 16  # elements iterated, compared or hashed at C speed
+COPIES_PER_UNIT = 32  # elements copied at C speed (concatenation, slices, repetition)
+CHARS_PER_UNIT = 64  # characters copied or scanned at C speed
+# Integers past a machine word cost with their size: sums and comparisons a unit per LINEAR_BITS bits,
+# products, quotients and conversions to and from decimal text a unit per SQUARE_BITS square bits.
+SMALL_INT_BITS = 64
+LINEAR_BITS = 1 << 10
+SQUARE_BITS = 1 << 18
 
 
 class LimitExceeded(ValueError):
@@ -32,26 +46,104 @@ class Budget:
 
     def __init__(self, per_step: int = STEP_BUDGET):
         self.per_step = per_step
-        self.left = per_step
-        self.since_yield = 0
+        self.left = per_step  # decremented inline on the evaluator's hot path
+        self._earlier = 0  # spent since the last yield, before the current step
 
     def charge(self, units: int) -> None:
         self.left -= units
-        self.since_yield += units
         if self.left < 0:
             raise LimitExceeded(
                 f"a step may do at most {self.per_step} operations; split the work across steps"
             )
 
     def start_step(self) -> None:
+        self._earlier += self.per_step - self.left
         self.left = self.per_step
 
     def yielded(self) -> None:
-        self.since_yield = 0
+        self._earlier = self.left - self.per_step
+
+    @property
+    def since_yield(self) -> int:
+        return self._earlier + self.per_step - self.left
 
     @property
     def should_yield(self) -> bool:
         return self.since_yield >= YIELD_AFTER
+
+
+# The budget of the expression or template being evaluated: operators and helpers that are plain functions
+# (shared by every execution) charge it. Evaluation is synchronous, so one is active per thread of control.
+_ACTIVE: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("mint_budget", default=None)
+
+
+@contextlib.contextmanager
+def charging(budget: Budget) -> Iterator[None]:
+    """Make `budget` the one plain-function helpers charge while the block runs."""
+    token = _ACTIVE.set(budget)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def charge(units: int) -> None:
+    """Charge the active budget (if any) `units`."""
+    if units:
+        budget = _ACTIVE.get()
+        if budget is not None:
+            budget.charge(units)
+
+
+def charge_length(value: Any, length: int) -> None:
+    """Charge for copying `length` items of `value`'s kind (characters, elements, or a dict's entries)."""
+    if isinstance(value, str | bytes):
+        charge(length // CHARS_PER_UNIT)
+    else:
+        charge(length // (SCANS_PER_UNIT if isinstance(value, dict) else COPIES_PER_UNIT))
+
+
+def int_units(a: Any, b: Any = 0, product: bool = False) -> int:
+    """What an operation on integers `a` and `b` costs beyond a node (0 unless one is past a word)."""
+    bits_a = a.bit_length() if isinstance(a, int) else 0
+    bits_b = b.bit_length() if isinstance(b, int) else 0
+    if bits_a <= SMALL_INT_BITS and bits_b <= SMALL_INT_BITS:
+        return 0
+    units = (bits_a + bits_b) // LINEAR_BITS
+    if product:
+        units += max(bits_a, SMALL_INT_BITS) * max(bits_b, SMALL_INT_BITS) // SQUARE_BITS
+    return units
+
+
+def big_ints_units(items: Any, product: bool) -> int:
+    """What a pass of arithmetic over `items` costs for its big integers (sum: linear; statistics, with exact
+    fractions: quadratic), from the largest one."""
+    if not isinstance(items, list | tuple) or int not in (kinds := set(map(type, items))):
+        return 0
+    top = max(map(int.bit_length, items if len(kinds) == 1 else [i for i in items if type(i) is int]))
+    if top <= SMALL_INT_BITS:
+        return 0
+    return len(items) * (top * top // SQUARE_BITS if product else top // LINEAR_BITS)
+
+
+def int_arithmetic(op: Callable[[Any, Any], Any], product: bool) -> Callable[[Any, Any], Any]:
+    """An arithmetic operator charged for the size of big integers (`//`, `/`, `>>`)."""
+
+    def apply(a: Any, b: Any) -> Any:
+        charge(int_units(a, b, product))
+        return op(a, b)
+
+    return apply
+
+
+def size_units(value: Any) -> int:
+    """The units a pass over `value` at C speed costs (0 for scalars)."""
+    kind = type(value)
+    if kind is str or kind is bytes:
+        return len(value) // CHARS_PER_UNIT
+    if kind in _COLLECTIONS:
+        return len(value) // SCANS_PER_UNIT
+    return 0
 
 
 class OrderedSet:
@@ -108,31 +200,82 @@ class OrderedSet:
         return "{" + ", ".join(repr(i) for i in self._items) + "}" if self._items else "set()"
 
 
-_SCALARS = (type(None), bool, int, float, str, bytes, datetime, date, timedelta)
+_ATOMS = frozenset({type(None), bool, int, float, datetime, date, timedelta})
+_ATOMS_AND_TEXT = _ATOMS | {str, bytes}
+_COLLECTIONS: frozenset[type] = frozenset({list, tuple, dict, OrderedSet, set, frozenset})
+_CHEAP = frozenset({type(None), bool, int, float})
+CONTAINER_WEIGHT = 8
 
 
 def bounded_size(value: Any, limit: int = MAX_ELEMENTS) -> int:
-    """Count the elements of plain data (strings count by length / 8), refusing anything that is not data
-    and stopping past `limit`; shared references count each time they appear."""
-    count = 0
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        count += 1
-        if isinstance(item, str | bytes):
-            count += len(item) // 8
-        elif isinstance(item, dict | list | tuple | OrderedSet | set | frozenset):
-            count += len(item) * (2 if isinstance(item, dict) else 1)
-            if count > limit:
-                break
-            stack.extend(item.items() if isinstance(item, dict) else item)
-        elif not isinstance(item, _SCALARS):
-            raise LimitExceeded(f"a {type(item).__name__} is not data")
-        if count > limit:
-            break
+    """Count the values in plain data (a string counts 1 + len // 8, a list or dict CONTAINER_WEIGHT: it
+    costs that much more to walk or print), refusing anything that is not data and stopping past `limit`;
+    shared references count each time they appear (str and JSON repeat them).
+
+    The walk charges the active budget (a unit per ELEMENTS_PER_UNIT values) and stops once it cannot pay."""
+    budget = _ACTIVE.get()
+    cap = limit if budget is None else min(limit, (max(budget.left, 0) + 1) * ELEMENTS_PER_UNIT)
+    count = _count(value, cap)
+    if budget is not None:
+        budget.charge(count // ELEMENTS_PER_UNIT)
     if count > limit:
         raise LimitExceeded(f"value is too large (over {limit} elements)")
     return count
+
+
+def _count(value: Any, cap: int) -> int:
+    count = 0
+    stack = [value]
+    while stack and count <= cap:
+        item = stack.pop()
+        kind = type(item)
+        count += 1
+        if kind in _ATOMS:
+            if kind is int and item.bit_length() > SMALL_INT_BITS:  # printed in quadratic time
+                count += ELEMENTS_PER_UNIT * int_units(item, item, product=True)
+            continue
+        if kind is str or kind is bytes:
+            count += len(item) // 8
+            continue
+        count += CONTAINER_WEIGHT - 1
+        if kind is dict:
+            count += _scan(item.keys(), stack, cap - count)
+            count += _scan(item.values(), stack, cap - count)
+        elif kind in _COLLECTIONS:
+            if len(item) <= 8:
+                stack.extend(item)  # small: cheaper to walk than to scan
+            else:
+                count += _scan(item, stack, cap - count)
+        elif isinstance(item, str | bytes):  # a subclass, such as Jinja's Markup
+            count += len(item) // 8 - CONTAINER_WEIGHT + 1
+        elif isinstance(item, dict):
+            count += _scan(item.keys(), stack, cap - count)
+            count += _scan(item.values(), stack, cap - count)
+        elif isinstance(item, list | tuple):
+            count += _scan(item, stack, cap - count)
+        else:
+            raise LimitExceeded(f"a {kind.__name__} is not data")
+    return count
+
+
+def _scan(items: Any, stack: list[Any], room: int) -> int:
+    """Count a collection's scalar members in bulk (at C speed when they are all numbers and the like) and
+    push the others for the walk; returns what it counted."""
+    size = len(items)
+    if size > room:
+        return size  # over the cap either way
+    kinds = set(map(type, items))
+    if kinds <= _ATOMS:
+        if int in kinds:  # big integers print in quadratic time
+            ints = items if len(kinds) == 1 else [i for i in items if type(i) is int]
+            top = max(map(int.bit_length, ints))
+            if top > SMALL_INT_BITS:
+                return size * (1 + ELEMENTS_PER_UNIT * int_units(1 << top, 1 << top, product=True))
+        return size
+    if kinds <= _ATOMS_AND_TEXT:
+        return size + sum(len(i) for i in items if type(i) is str or type(i) is bytes) // 8
+    stack.extend(items)
+    return 0
 
 
 MAX_DEPTH = 64
@@ -163,9 +306,17 @@ def check_length(length: int) -> None:
 
 
 def safe_str(value: Any = "") -> str:
-    """str() of plain data only (never a function's address), refusing huge results."""
-    bounded_size(value)
-    return check_text(str(value))
+    """str() of plain data only (never a function's address), refusing huge results and charging the walk."""
+    kind = type(value)
+    if kind is str:
+        return check_text(value)
+    if kind is int:
+        charge(int_units(value, value, product=True))  # decimal conversion is quadratic
+    elif kind not in _CHEAP:
+        bounded_size(value)
+    text = check_text(str(value))
+    charge(len(text) // CHARS_PER_UNIT)
+    return text
 
 
 def check_format_spec(spec: str) -> None:
@@ -183,40 +334,146 @@ def check_format_spec(spec: str) -> None:
 
 
 def safe_add(a: Any, b: Any) -> Any:
+    if a.__class__ in _CHEAP:
+        charge(int_units(a, b))
+        return a + b
     if hasattr(a, "__len__") and hasattr(b, "__len__"):
-        check_length(len(a) + len(b))
+        length = len(a) + len(b)
+        check_length(length)
+        charge_length(a, length)
     return a + b
 
 
 def safe_mult(a: Any, b: Any) -> Any:
+    if type(a) is int and type(b) is int:
+        if a.bit_length() + b.bit_length() > MAX_POWER_RESULT_BITS:
+            raise LimitExceeded(
+                f"a product of {a.bit_length()}- and {b.bit_length()}-bit numbers is too large"
+            )
+        charge(int_units(a, b, product=True))
+        return a * b
     for seq, times in ((a, b), (b, a)):
         if hasattr(seq, "__len__") and isinstance(times, int):
             check_length(times * len(seq))
+            charge_length(seq, times * len(seq))
     return a * b
 
 
-_PERCENT_FIELD = re.compile(r"%[-+ #0]*(\*|\d+)?(?:\.(\*|\d+))?")
+# A `%` field's width and precision (`*` takes them from the arguments, which is refused).
+_PERCENT_NUMBERS = re.compile(r"%(?:\([^)]*\))?[-+ #0]*(\*|\d*)(?:\.(\*|\d*))?")
 
 
 def safe_mod(a: Any, b: Any) -> Any:
-    """`%` formatting with its widths and precisions bounded like format specs."""
-    if isinstance(a, str):
-        for match in _PERCENT_FIELD.finditer(a):
-            for number in match.groups():
-                if number == "*" or (number and int(number) > MAX_FORMAT_WIDTH):
-                    raise LimitExceeded(f"format field {match.group(0)!r} is too wide")
-        return check_text(a % b)
-    return a % b
+    """`%` formatting with its widths and precisions bounded like format specs, and the size of its result
+    estimated from its format and arguments before it is built."""
+    if not isinstance(a, str | bytes):
+        charge(int_units(a, b, product=True))
+        return a % b
+    text = a.decode("latin-1") if isinstance(a, bytes) else a
+    fields = text.count("%")
+    charge(2 * fields + (len(b) if isinstance(b, tuple | dict) else 1))  # fields and values read in Python
+    numbers = [n for pair in _PERCENT_NUMBERS.findall(text) for n in pair if n]
+    if "*" in numbers:
+        raise LimitExceeded("`*` widths are not supported in formats")
+    widths = list(map(int, numbers))
+    if widths and max(widths) > MAX_FORMAT_WIDTH:
+        raise LimitExceeded(f"format width {max(widths)} is over {MAX_FORMAT_WIDTH}")
+    padding = sum(widths)
+    if isinstance(b, dict):  # `%(name)s`: each field may repeat the longest value
+        longest = max((len(safe_str(v)) for v in b.values()), default=0)
+        estimate = len(a) + padding + fields * longest
+    else:
+        values = b if isinstance(b, tuple) else (b,)
+        estimate = len(a) + padding + sum(len(safe_str(v)) for v in values)
+    check_length(estimate)
+    charge(estimate // CHARS_PER_UNIT)
+    result = a % b
+    check_length(len(result))  # `%r` may escape characters beyond the estimate
+    return result
 
 
 def safe_power(base: Any, exponent: Any) -> Any:
     if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and base not in (0, 1, -1):
-        if abs(base).bit_length() * exponent > MAX_POWER_RESULT_BITS:
+        bits = abs(base).bit_length() * exponent
+        if bits > MAX_POWER_RESULT_BITS:
             raise LimitExceeded(f"{base} ** {exponent} is too large")
+        if bits > SMALL_INT_BITS:
+            charge(bits * bits // SQUARE_BITS + bits // LINEAR_BITS)
     return base**exponent
 
 
 def safe_lshift(a: Any, b: Any) -> Any:
-    if isinstance(a, int) and isinstance(b, int) and abs(a).bit_length() + b > MAX_POWER_RESULT_BITS:
-        raise LimitExceeded(f"{a} << {b} is too large")
+    if isinstance(a, int) and isinstance(b, int):
+        if abs(a).bit_length() + b > MAX_POWER_RESULT_BITS:
+            raise LimitExceeded(f"{a} << {b} is too large")
+        charge((abs(a).bit_length() + max(b, 0)) // LINEAR_BITS)
     return a << b
+
+
+def safe_round(number: Any, ndigits: int | None = None) -> Any:
+    """round(), refusing digit counts that would make Python build 10 ** ndigits (`round(5, -10 ** 9)`)."""
+    if ndigits is not None and isinstance(ndigits, int) and abs(ndigits) > MAX_FORMAT_WIDTH:
+        raise LimitExceeded(f"round to {ndigits} digits is over the limit of {MAX_FORMAT_WIDTH}")
+    if ndigits is not None and isinstance(number, int):  # divides by 10 ** -ndigits
+        charge(int_units(number, 10 ** min(abs(ndigits), MAX_FORMAT_WIDTH), product=True))
+    return round(number) if ndigits is None else round(number, ndigits)
+
+
+def safe_divmod(a: Any, b: Any) -> Any:
+    charge(int_units(a, b, product=True))
+    return divmod(a, b)
+
+
+def safe_int(value: Any = 0, base: int | None = None) -> int:
+    """int(), refusing text for numbers past the size limit and charging the (quadratic) conversion."""
+    if isinstance(value, str | bytes):
+        bits = len(value) * (4 if base is None or base == 10 else max(int(base), 2).bit_length())
+        if bits > MAX_POWER_RESULT_BITS:
+            raise LimitExceeded(f"a number of {len(value)} digits is too large")
+        charge(bits * bits // SQUARE_BITS if base in (None, 10) else bits // LINEAR_BITS)
+    return int(value) if base is None else int(value, base)
+
+
+def _compare_units(a: Any, b: Any, membership: bool) -> int:
+    """What comparing `a` with `b` may cost: element-wise comparison walks both values, nested ones too."""
+    units = 0
+    for value in (b,) if membership and type(b) in (dict, OrderedSet) else (a, b):
+        kind = type(value)
+        if kind is str or kind is bytes:
+            units += len(value) // CHARS_PER_UNIT
+        elif kind not in _CHEAP:
+            bounded_size(value)  # charges the walk
+    return units
+
+
+def sized_compare(op: Callable[[Any, Any], Any], membership: bool = False) -> Callable[[Any, Any], Any]:
+    """A comparison operator that charges for comparing strings and collections by their size."""
+
+    def compare(a: Any, b: Any, cheap: frozenset[type] = _CHEAP) -> Any:
+        if a.__class__ not in cheap or b.__class__ not in cheap:
+            charge(_compare_units(a, b, membership))
+        return op(a, b)
+
+    return compare
+
+
+def sized_operator(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """A binary operator (`| & ^ -`, for sets and dicts) that charges for the sizes of its operands."""
+
+    def apply(a: Any, b: Any) -> Any:
+        charge(int_units(a, b) if type(a) in _CHEAP else size_units(a) + size_units(b))
+        return op(a, b)
+
+    return apply
+
+
+COMPARISONS: dict[str, Callable[[Any, Any], Any]] = {
+    "eq": sized_compare(operator.eq),
+    "ne": sized_compare(operator.ne),
+    "lt": sized_compare(operator.lt),
+    "lteq": sized_compare(operator.le),
+    "gt": sized_compare(operator.gt),
+    "gteq": sized_compare(operator.ge),
+    "in": sized_compare(lambda a, b: a in b, membership=True),
+    "notin": sized_compare(lambda a, b: a not in b, membership=True),
+}

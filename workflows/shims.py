@@ -18,8 +18,18 @@ from typing import Any
 
 import re2
 
-from workflows.safe_functions import charged, dump_json, dump_yaml, load_json, load_yaml, regex, regex_sub
-from workflows.safe_values import Budget, check_text, safe_power
+from workflows.safe_functions import (
+    C_SPEED,
+    STATISTICS_PER_VALUE,
+    charged,
+    dump_json,
+    dump_yaml,
+    load_json,
+    load_yaml,
+    regex,
+    regex_sub,
+)
+from workflows.safe_values import Budget, big_ints_units, check_text, int_units, safe_power
 
 
 class SafeNamespace:
@@ -41,12 +51,15 @@ class SafeNamespace:
         return f"<{self._name}>"
 
 
+CLOCK_UNITS = 16
+
+
 def _pick(module: Any, names: str) -> dict[str, Any]:
     return {name: getattr(module, name) for name in names.split()}
 
 
 def _b64encode(text: str | bytes) -> str:
-    return _base64.b64encode(text.encode() if isinstance(text, str) else text).decode()
+    return check_text(_base64.b64encode(text.encode() if isinstance(text, str) else text).decode())
 
 
 def _b64decode(text: str) -> str:
@@ -59,10 +72,27 @@ def build_modules(
     """The shims by name, bound to this execution's clock, randomness and work budget."""
 
     def utcnow() -> datetime:
+        budget.charge(CLOCK_UNITS)  # time zone arithmetic in Python code
         return now().astimezone(UTC)
 
-    def c(func: Callable[..., Any]) -> Callable[..., Any]:
-        return charged(budget, func)
+    def c(func: Callable[..., Any], per_item: float = C_SPEED) -> Callable[..., Any]:
+        return charged(budget, func, per_item)
+
+    def exact(func: Callable[..., Any]) -> Callable[..., Any]:
+        def call(data: Any, *args: Any) -> Any:
+            budget.charge(big_ints_units(data, product=True))  # fractions of big integers
+            return func(data, *args)
+
+        return call
+
+    def gcd(*numbers: int) -> int:
+        budget.charge(
+            sum(int_units(n, n, product=True) for n in numbers) // 16
+        )  # Lehmer's: quadratic, but quick
+        return _math.gcd(*numbers)
+
+    def text_out(func: Callable[..., Any]) -> Callable[..., Any]:
+        return lambda *args, **kwargs: check_text(func(*args, **kwargs))  # quoting may triple a string
 
     datetime_class = SafeNamespace(
         "datetime.datetime",
@@ -74,35 +104,45 @@ def build_modules(
     url_parse = SafeNamespace(
         "urllib.parse",
         **{
-            k: c(v)
-            for k, v in _pick(
-                _urlparse, "quote unquote quote_plus unquote_plus urlencode parse_qs urljoin"
-            ).items()
+            k: c(text_out(v), 1 / 8)
+            for k, v in _pick(_urlparse, "quote unquote quote_plus unquote_plus").items()
         },
-        urlparse=lambda url: _urlparse.urlparse(check_text(url))._asdict(),
+        urlencode=c(text_out(_urlparse.urlencode), 4),  # Python code per pair
+        parse_qs=c(_urlparse.parse_qs, 1),
+        urljoin=c(text_out(_urlparse.urljoin), 1 / 16),
+        urlparse=c(lambda url: _urlparse.urlparse(check_text(url))._asdict(), 1 / 16),
     )
     statistics = _pick(_statistics, "mean median mode stdev pstdev variance pvariance fmean multimode")
     return {
-        "json": SafeNamespace("json", dumps=c(dump_json), loads=c(load_json)),
+        # These charge by what they read or write.
+        "json": SafeNamespace("json", dumps=c(dump_json, 0), loads=c(load_json, 0)),
         "yaml": SafeNamespace(
-            "yaml", dump=c(dump_yaml), safe_dump=c(dump_yaml), load=c(load_yaml), safe_load=c(load_yaml)
+            "yaml",
+            dump=c(dump_yaml, 0),
+            safe_dump=c(dump_yaml, 0),
+            load=c(load_yaml, 0),
+            safe_load=c(load_yaml, 0),
         ),
         "re": SafeNamespace(
             "re",
             **{name: regex(name, budget) for name in ("search", "match", "fullmatch", "findall", "split")},
             sub=regex_sub(budget),
-            escape=c(re2.escape),
+            escape=c(text_out(re2.escape), 1 / 16),
         ),
         "math": SafeNamespace(
             "math",
             **_pick(
                 _math,
                 "sqrt floor ceil log log2 log10 exp sin cos tan atan2 fabs isclose isfinite isnan "
-                "gcd pi e inf nan trunc hypot",
+                "pi e inf nan trunc hypot",
             ),
             pow=safe_power,
+            gcd=gcd,
         ),
-        "statistics": SafeNamespace("statistics", **{k: c(v) for k, v in statistics.items()}),
+        # Python code, exact fractions included.
+        "statistics": SafeNamespace(
+            "statistics", **{k: c(exact(v), STATISTICS_PER_VALUE) for k, v in statistics.items()}
+        ),
         "datetime": SafeNamespace(
             "datetime",
             now=utcnow,
@@ -119,15 +159,15 @@ def build_modules(
                 _string,
                 "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits punctuation whitespace",
             ),
-            capwords=c(_string.capwords),
+            capwords=c(_string.capwords, 1 / 8),
         ),
-        "base64": SafeNamespace("base64", b64encode=c(_b64encode), b64decode=c(_b64decode)),
+        "base64": SafeNamespace("base64", b64encode=c(_b64encode, 1 / 64), b64decode=c(_b64decode, 1 / 64)),
         "urllib": SafeNamespace("urllib", parse=url_parse),
         "random": SafeNamespace(
             "random",
             random=rng.random,
             randint=rng.randint,
-            choice=c(rng.choice),
+            choice=c(rng.choice, 0),
             sample=c(rng.sample),
             uniform=rng.uniform,
         ),

@@ -38,9 +38,11 @@ def encode(value: Any, where: Position) -> str:
     """JSON text Postgres can store: NaN and infinities are refused, NUL characters become U+FFFD."""
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except ValueError:
+    except ValueError as exc:
+        # Two causes: NaN/Infinity, or an integer past Python's 4,300-digit limit on int-to-text conversion.
+        problem = "an integer too long to write" if "digits" in str(exc) else "NaN or Infinity"
         raise UnrecordableValue(
-            f"the output of {where.workflow}[{where.step}] contains NaN or Infinity, which JSON cannot hold"
+            f"the output of {where.workflow}[{where.step}] contains {problem}, which JSON cannot hold"
         ) from None
     if "\\u0000" in text:
         text = json.dumps(_without_nul(value), ensure_ascii=False)

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from workflows import language as lang
+from workflows.expressions import MAX_EXPRESSION_LENGTH
 from workflows.input_schema import schema_problems
 from workflows.problems import Problem
 from workflows.values import Dialect, check_value, detect_dialect, iter_step_fields
@@ -22,13 +23,23 @@ class TaskInvalid(Exception):
 
 
 @dataclass(frozen=True)
+class TaskLimits:
+    """Limits on a task's shape (the API passes MINT_MAX_STEPS and MINT_MAX_EXPRESSION_LENGTH)."""
+
+    max_steps: int = 1_000
+    max_expression_length: int = MAX_EXPRESSION_LENGTH
+
+
+@dataclass(frozen=True)
 class ValidTask:
     spec: lang.TaskSpec
     dialect: Dialect
     document: dict[str, Any]
 
 
-def validate_task(raw: Any, agent_tool_names: frozenset[str] = frozenset()) -> ValidTask:
+def validate_task(
+    raw: Any, agent_tool_names: frozenset[str] = frozenset(), limits: TaskLimits = TaskLimits()
+) -> ValidTask:
     """Parse and check a task; raise TaskInvalid listing every problem."""
     if not isinstance(raw, dict):
         raise TaskInvalid([Problem("", "a task must be a mapping with at least `name` and `main`")])
@@ -36,13 +47,16 @@ def validate_task(raw: Any, agent_tool_names: frozenset[str] = frozenset()) -> V
         spec = lang.TaskSpec.model_validate(raw)
     except ValidationError as exc:
         raise TaskInvalid([_problem(e) for e in exc.errors()]) from None
+    _check_step_count(spec, limits.max_steps)
     dialect = detect_dialect(spec.workflows)
     problems = schema_problems(spec.input_schema) + _duplicate_tools(spec.tools)
     tool_names = {t.name for t in spec.tools} | (set(agent_tool_names) if spec.inherit_tools else set())
     labels: dict[str, str] = {}
     for name, steps in spec.workflows.items():
         for path, step in lang.walk_steps(steps, name):
-            problems += _check_step(step, path, dialect, tool_names, set(spec.workflows), labels)
+            problems += _check_step(
+                step, path, dialect, tool_names, set(spec.workflows), labels, limits.max_expression_length
+            )
     if problems:
         raise TaskInvalid(problems)
     return ValidTask(spec, dialect, spec.to_document())
@@ -72,15 +86,33 @@ def format_loc(loc: tuple[Any, ...]) -> str:
     return "".join(parts) or "(task)"
 
 
+def _check_step_count(spec: lang.TaskSpec, limit: int) -> None:
+    """Refuse a task with more than `limit` steps (nested ones included), naming the first step past it;
+    checked first, so an oversized task costs no further work."""
+    paths = [path for name, steps in spec.workflows.items() for path, _ in lang.walk_steps(steps, name)]
+    if len(paths) > limit:
+        count, first_over = len(paths), paths[limit]
+        message = (
+            f"the task has {count} steps (nested ones included); the step limit is {limit} (MINT_MAX_STEPS)"
+        )
+        raise TaskInvalid([Problem(first_over, message)])
+
+
 def _check_step(
-    step: BaseModel, path: str, dialect: Dialect, tools: set[str], workflows: set[str], labels: dict[str, str]
+    step: BaseModel,
+    path: str,
+    dialect: Dialect,
+    tools: set[str],
+    workflows: set[str],
+    labels: dict[str, str],
+    max_length: int,
 ) -> list[Problem]:
     problems = []
     for field_path, raw, kind in iter_step_fields(step, path):
         if kind == "reduce":
-            found = check_value(raw, "expression", dialect, frozenset({"results"}))
+            found = check_value(raw, "expression", dialect, frozenset({"results"}), max_length)
         else:
-            found = check_value(raw, kind, dialect)
+            found = check_value(raw, kind, dialect, max_length=max_length)
         hint = " (in the seed dialect every string here is a Python expression; quote literals or use `$ `)"
         seed_expression = dialect == "seed" and kind == "value"
         problems += [

@@ -16,8 +16,14 @@ from typing import Any, Literal
 from pydantic import BaseModel
 
 from workflows import language as lang
-from workflows.expressions import Evaluator, ExpressionError, check_expression
-from workflows.safe_values import MAX_ELEMENTS, Budget, OrderedSet
+from workflows.expressions import (
+    MAX_EXPRESSION_LENGTH,
+    Evaluator,
+    ExpressionError,
+    check_expression,
+    reads_data,
+)
+from workflows.safe_values import COPIES_PER_UNIT, MAX_ELEMENTS, Budget, LimitExceeded, OrderedSet
 from workflows.templates import check_template, is_template, render_template
 
 Dialect = Literal["seed", "dollar"]
@@ -41,16 +47,22 @@ class ValueEvaluator:
 
     def expression(self, source: str, names: dict[str, Any]) -> Any:
         """Evaluate one expression written without a `$` (e.g. `if`, `over`, `reduce`)."""
-        return to_data(self.expressions.evaluate(expression_of(source) or source, names))
+        return self._data(expression_of(source) or source, names)
+
+    def _data(self, source: str, names: dict[str, Any]) -> Any:
+        value = self.expressions.evaluate(source, names)
+        if type(value) in _AS_IS and reads_data(source):
+            return value  # a part of data the execution already holds: no copy to make or pay for
+        return to_data(value, self.budget)
 
     def value(self, raw: Any, names: dict[str, Any]) -> Any:
         """Evaluate an expression field (recursing into mappings and lists) according to the dialect."""
         if isinstance(raw, str):
             source = expression_of(raw)
             if source is not None:
-                return to_data(self.expressions.evaluate(source, names))
+                return self._data(source, names)
             if self.dialect == "seed":
-                return to_data(self.expressions.evaluate(raw, names))
+                return self._data(raw, names)
             return render_template(raw, {**self._helpers, **names}, self.budget) if is_template(raw) else raw
         if isinstance(raw, dict):
             return {key: self.value(item, names) for key, item in raw.items()}
@@ -62,36 +74,64 @@ class ValueEvaluator:
         """Render a template field; `$ expr` evaluates instead."""
         source = expression_of(raw)
         if source is not None:
-            return to_data(self.expressions.evaluate(source, names))
+            return self._data(source, names)
         return render_template(raw, {**self._helpers, **names}, self.budget)
 
 
-def to_data(value: Any) -> Any:
-    """Turn an expression's result into JSON-ready data (tuples and sets become lists, dates ISO text)."""
-    budget = [MAX_ELEMENTS]
+_AS_IS = frozenset({type(None), bool, int, str, list, dict})
+SLOW_UNITS = 3  # per element converted one by one
+_SCALARS = frozenset({type(None), bool, int, str})
+
+
+def to_data(value: Any, budget: Budget | None = None) -> Any:
+    """Turn an expression's result into JSON-ready data (tuples and sets become lists, dates ISO text),
+    charging `budget` for the copy: collections of plain scalars are copied at C speed, anything else
+    is converted element by element."""
+    left = [MAX_ELEMENTS]
+
+    def pay(elements: int, units: int) -> None:
+        left[0] -= elements
+        if left[0] < 0:
+            raise ExpressionError(f"result is too large (over {MAX_ELEMENTS} elements)")
+        if budget is not None:
+            try:
+                budget.charge(units)
+            except LimitExceeded as exc:
+                raise ExpressionError(f"LimitExceeded: {exc}") from None
 
     def convert(item: Any) -> Any:
-        budget[0] -= 1
-        if budget[0] < 0:
-            raise ExpressionError(f"result is too large (over {MAX_ELEMENTS} elements)")
-        if item is None or isinstance(item, bool | int | str):
+        kind = type(item)
+        if kind in _SCALARS:
             return item
-        if isinstance(item, float):
+        if kind is float:
             return item if item == item and item not in (float("inf"), float("-inf")) else str(item)
+        if kind is list or kind is tuple or kind is OrderedSet:
+            if kind is OrderedSet:
+                pay(0, SLOW_UNITS)  # its iteration is Python code
+            if set(map(type, item)) <= _SCALARS:
+                pay(len(item) + 1, len(item) // COPIES_PER_UNIT)
+                return list(item)
+            pay(1, len(item) * SLOW_UNITS)
+            return [convert(v) for v in item]
         if isinstance(item, dict):
+            if set(map(type, item)) <= {str} and set(map(type, item.values())) <= _SCALARS:
+                pay(2 * len(item) + 1, len(item) // COPIES_PER_UNIT)
+                return dict(item)
+            pay(len(item) + 1, len(item) * SLOW_UNITS)
             return {str(k) if not isinstance(k, str) else k: convert(v) for k, v in item.items()}
         if isinstance(item, list | tuple):
-            return [convert(v) for v in item]
-        if isinstance(item, OrderedSet):
-            return [convert(v) for v in item]
+            return convert(list(item))
         if isinstance(item, datetime | date):
             return item.isoformat()
         if isinstance(item, timedelta):
             return item.total_seconds()
         if isinstance(item, range):
-            return list(item)
+            return convert(list(item))
         if hasattr(item, "group") and hasattr(item, "span"):  # a regex match
             return item.group(0)
+        for plain in (str, int):  # subclasses (an enum, Jinja's Markup) as the plain value
+            if isinstance(item, plain):
+                return plain(item)
         raise ExpressionError(f"an expression returned a {type(item).__name__}, which is not data")
 
     return convert(value)
@@ -119,17 +159,23 @@ def _has_dollar(raw: Any) -> bool:
     return False
 
 
-def check_value(raw: Any, kind: str, dialect: Dialect, extra: frozenset[str] = frozenset()) -> list[str]:
+def check_value(
+    raw: Any,
+    kind: str,
+    dialect: Dialect,
+    extra: frozenset[str] = frozenset(),
+    max_length: int = MAX_EXPRESSION_LENGTH,
+) -> list[str]:
     """Problems with one field: kind is `value` (dialect rules), `expression` or `template`."""
     if isinstance(raw, dict):
-        return [p for v in raw.values() for p in check_value(v, kind, dialect, extra)]
+        return [p for v in raw.values() for p in check_value(v, kind, dialect, extra, max_length)]
     if isinstance(raw, list):
-        return [p for v in raw for p in check_value(v, kind, dialect, extra)]
+        return [p for v in raw for p in check_value(v, kind, dialect, extra, max_length)]
     if not isinstance(raw, str):
         return []
     source = expression_of(raw)
     if source is not None or kind == "expression" or (kind == "value" and dialect == "seed"):
-        return check_expression(source if source is not None else raw, extra)
+        return check_expression(source if source is not None else raw, extra, max_length)
     if is_template(raw):
         return check_template(raw, extra)
     return []

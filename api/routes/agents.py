@@ -11,13 +11,13 @@ from pydantic import ValidationError
 from activities.models import available_models
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
-from api.errors import ApiError, not_found
+from api.errors import ERROR_RESPONSES, ApiError, not_found
 from mint.docs import DocStore
 from mint.store import AGENTS, TOOLS
 from workflows.language import ToolDef
 from workflows.validate import Problem, format_loc
 
-router = APIRouter(tags=["agents"])
+router = APIRouter(tags=["agents"], responses=ERROR_RESPONSES)
 
 
 @router.get("/agents/models")

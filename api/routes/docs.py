@@ -10,11 +10,11 @@ from fastapi import APIRouter, Body, Path, Query, Request
 from api import docs as service
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
-from api.errors import ApiError, not_found
+from api.errors import ERROR_RESPONSES, ApiError, not_found
 from mint.docs import DocStore
 from mint.store import AGENTS, USERS
 
-router = APIRouter(tags=["docs"])
+router = APIRouter(tags=["docs"], responses=ERROR_RESPONSES)
 Owner = Annotated[str, Path(description="`agents` or `users`")]
 
 
@@ -63,12 +63,9 @@ async def import_docs(
     """Many docs in one request (up to 1,000); each is embedded in the background, none is waited for."""
     owner = await _owner(store, developer, owners, owner_id)
     state = request.app.state
-    created = [
-        await service.create_doc(
-            state.docs, state.temporal, state.settings.task_queue, developer, owner, doc, wait=0
-        )
-        for doc in body.docs
-    ]
+    created = await service.import_docs(
+        state.docs, state.temporal, state.settings.task_queue, developer, owner, body.docs
+    )
     return {"items": created}
 
 

@@ -13,12 +13,12 @@ from fastapi.responses import StreamingResponse
 
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
-from api.errors import not_found
+from api.errors import ERROR_RESPONSES, not_found
 from api.executions import cancel_execution, resume_execution, start_execution
 from mint.store import EXECUTIONS, Page, Store
 from workflows.transitions import TERMINAL_STATUSES, TERMINAL_TYPES
 
-router = APIRouter(tags=["executions"])
+router = APIRouter(tags=["executions"], responses=ERROR_RESPONSES)
 POLL_SECONDS = 0.2
 KEEPALIVE_SECONDS = 15.0
 
@@ -89,7 +89,14 @@ async def list_transitions(
     }
 
 
-@router.get("/executions/{execution_id}/transitions.stream")
+@router.get(
+    "/executions/{execution_id}/transitions.stream",
+    # StreamingResponse (no media type of its own) keeps FastAPI from also declaring a JSON 200.
+    response_class=StreamingResponse,
+    responses=schemas.event_stream(
+        {"$ref": "#/components/schemas/Transition"}, "One `transition` event per transition"
+    ),
+)
 async def stream_transitions(
     execution_id: str,
     request: Request,
@@ -103,7 +110,13 @@ async def stream_transitions(
     return _sse(_transition_events(store, developer, execution["id"], after, request))
 
 
-@router.get("/executions/{execution_id}/status.stream")
+@router.get(
+    "/executions/{execution_id}/status.stream",
+    response_class=StreamingResponse,
+    responses=schemas.event_stream(
+        {"$ref": "#/components/schemas/Execution"}, "The execution, each time it changes"
+    ),
+)
 async def stream_status(
     execution_id: str, request: Request, developer: Developer, store: StoreDep
 ) -> StreamingResponse:
@@ -138,9 +151,12 @@ def transition_out(row: dict[str, Any]) -> dict[str, Any]:
     return {**row, "updated_at": row["created_at"]}
 
 
+MAX_SEQ = 2**31 - 1  # transitions.seq is a Postgres integer
+
+
 def _resume_point(value: str | None) -> int:
     try:
-        return max(int(value or 0), 0)
+        return min(max(int(value or 0), 0), MAX_SEQ)
     except ValueError:
         return 0
 
@@ -163,6 +179,7 @@ async def _transition_events(
 ) -> AsyncIterator[str]:
     idle = 0.0
     while not await request.is_disconnected():
+        execution = await store.get(EXECUTIONS, developer, execution_id)
         batch = await store.list_transitions(developer, execution_id, Page(limit=500, direction="asc"), after)
         for row in batch:
             after = row["seq"]
@@ -172,6 +189,11 @@ async def _transition_events(
         if batch:
             idle = 0.0
             continue
+        # An execution's status changes in the transaction that writes its transitions, and was read before
+        # them: ended then, it has no more to come (a resume point past its end, or one that failed without
+        # an ending transition). Without this check such a stream would never end.
+        if execution is None or execution["status"] in TERMINAL_STATUSES:
+            return
         idle += POLL_SECONDS
         if idle >= KEEPALIVE_SECONDS:
             idle = 0.0

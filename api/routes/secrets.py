@@ -13,11 +13,11 @@ from fastapi import APIRouter, Depends, Request
 
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
-from api.errors import not_found
+from api.errors import ERROR_RESPONSES, not_found
 from mint.secrets import SecretStore
 from mint.store import AGENTS
 
-router = APIRouter(tags=["secrets"])
+router = APIRouter(tags=["secrets"], responses=ERROR_RESPONSES)
 
 
 def get_secrets(request: Request) -> SecretStore:

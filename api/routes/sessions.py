@@ -12,11 +12,11 @@ from fastapi.responses import StreamingResponse
 
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
-from api.errors import not_found
+from api.errors import ERROR_RESPONSES, not_found
 from api.sessions import Chatter, participants
 from mint.store import AGENTS, SESSIONS, Store
 
-router = APIRouter(tags=["sessions"])
+router = APIRouter(tags=["sessions"], responses=ERROR_RESPONSES)
 
 
 async def session_or_404(store: Store, developer: str, session_id: str) -> dict[str, Any]:
@@ -145,7 +145,12 @@ async def render(
     return {"messages": context.messages, "docs": docs, "dropped": context.dropped}
 
 
-@router.post("/sessions/{session_id}/chat")
+@router.post(
+    "/sessions/{session_id}/chat",
+    responses=schemas.event_stream(
+        {"type": "object"}, "The answer: JSON, or chat-completion chunks over SSE with `stream: true`"
+    ),
+)
 async def chat(
     session_id: str, body: schemas.Chat, developer: Developer, store: StoreDep, request: Request
 ) -> Any:

@@ -10,13 +10,12 @@ from fastapi import APIRouter, Request
 
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
-from api.errors import ApiError, not_found
+from api.errors import ERROR_RESPONSES, ApiError, not_found
 from api.routes.agents import agent_or_404
 from workflows.safe_values import bounded_size, check_depth
-from workflows.validate import TaskInvalid, validate_task
+from workflows.validate import TaskInvalid, TaskLimits, validate_task
 
-router = APIRouter(tags=["tasks"])
-MAX_TASK_BYTES = 1_000_000
+router = APIRouter(tags=["tasks"], responses=ERROR_RESPONSES)
 
 TASK_BODY = {
     "requestBody": {
@@ -61,8 +60,10 @@ async def _save(agent_id: str, task_id: str | None, request: Request, developer:
     agent = await agent_or_404(store, developer, agent_id)
     document = await read_document(request)
     agent_tools = {t["name"] for t in await store.agent_tools(developer, agent["id"])}
+    settings = request.app.state.settings
+    limits = TaskLimits(max_steps=settings.max_steps, max_expression_length=settings.max_expression_length)
     try:
-        valid = validate_task(document, frozenset(agent_tools))
+        valid = validate_task(document, frozenset(agent_tools), limits)
     except TaskInvalid as exc:
         raise ApiError(422, f"invalid task: {exc}", exc.problems) from None
     saved = await store.save_task(developer, agent["id"], task_id, valid.document, valid.dialect)
@@ -71,20 +72,27 @@ async def _save(agent_id: str, task_id: str | None, request: Request, developer:
 
 async def read_document(request: Request) -> Any:
     """The request body as JSON, or as YAML when the content type says so (safe_load, size-bounded)."""
+    limit = request.app.state.settings.max_task_bytes
     body = await request.body()
-    if len(body) > MAX_TASK_BYTES:
-        raise ApiError(413, f"task is {len(body)} bytes; the limit is {MAX_TASK_BYTES}")
+    _check_task_size(len(body), limit)
     content_type = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
+    is_yaml = content_type in ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
     try:
-        if content_type in ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml"):
-            document = yaml.safe_load(body)
-        else:
-            document = json.loads(body or b"null")
+        document = yaml.safe_load(body) if is_yaml else json.loads(body or b"null")
         bounded_size(document)
         check_depth(document)
     except (yaml.YAMLError, ValueError, RecursionError) as exc:
         raise ApiError(400, f"cannot parse the task ({content_type}): {exc}") from None
+    if is_yaml:  # anchors and aliases can make the document larger than its text
+        _check_task_size(len(json.dumps(document, default=str).encode()), limit)
     return document
+
+
+def _check_task_size(size: int, limit: int) -> None:
+    if size > limit:
+        raise ApiError(
+            413, f"the task is {size} bytes; the task size limit is {limit} bytes (MINT_MAX_TASK_BYTES)"
+        )
 
 
 def task_out(task: dict[str, Any]) -> dict[str, Any]:

@@ -9,11 +9,11 @@ from fastapi import APIRouter
 
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
-from api.errors import not_found
+from api.errors import ERROR_RESPONSES, not_found
 from mint.docs import DocStore
 from mint.store import USERS
 
-router = APIRouter(tags=["users"])
+router = APIRouter(tags=["users"], responses=ERROR_RESPONSES)
 
 
 @router.post("/users", status_code=201, response_model=schemas.User)
