@@ -1,14 +1,18 @@
 """Large values: a 20 MB step output round-trips through the API while Temporal only ever sees references."""
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from google.protobuf.message import Message
 from temporalio.api.common.v1 import Payload
+from temporalio.api.enums.v1 import EventType
 
 from mint.claim_check import THRESHOLD_BYTES, ClaimCheckCodec
+from mint.payload_codec import ENCRYPTED, EncryptionCodec
 from tests.helpers import run_task, transitions
+from tests.stack import TEST_ENCRYPTION_KEY
 
 TWENTY_MB = 20 * 1024 * 1024
 
@@ -72,8 +76,17 @@ async def test_a_20_mb_output_round_trips_and_history_holds_only_references(api,
     assert fetched["output"]["same"] == "m" * TWENTY_MB
 
     history = await temporal_env.client.get_workflow_handle(execution["id"]).fetch_history()
-    payloads = [p for event in history.events for p in _payloads(event)]
-    assert payloads, "the walker found no payloads at all"
+    sealed, plain = [], []
+    for event in history.events:
+        for payload in _payloads(event):
+            encrypted = payload.metadata.get("encoding") == ENCRYPTED
+            (sealed if encrypted else plain).append((event.event_type, payload))
+    assert sealed, "the walker found no payloads at all"
+    # In the clear: only the SDK's own bookkeeping of local activities (type, attempt, times), no values.
+    for event_type, payload in plain:
+        assert event_type == EventType.EVENT_TYPE_MARKER_RECORDED, payload
+        assert json.loads(payload.data).keys() >= {"activity_type", "attempt"}
+    payloads = await EncryptionCodec((TEST_ENCRYPTION_KEY,)).decode([p for _, p in sealed])
     assert max(len(p.data) for p in payloads) <= THRESHOLD_BYTES
     assert any(p.metadata.get("encoding") == b"mint/claim-check" for p in payloads)
     assert len(await transitions(api, execution["id"])) == execution["transition_count"]

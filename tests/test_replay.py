@@ -13,6 +13,7 @@ from temporalio.worker import Replayer
 
 from mint.payload_codec import data_converter
 from tests.helpers import create_agent, create_task, start, wait_for_status
+from tests.stack import TEST_ENCRYPTION_KEY
 from worker import workflow_runner
 from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
 
@@ -23,7 +24,8 @@ def _replayer(store) -> Replayer:
     return Replayer(
         workflows=[TaskExecutionWorkflow, MapChunkWorkflow],
         workflow_runner=workflow_runner(),
-        data_converter=data_converter(store.pool),
+        # Recorded histories are plain; fresh ones are encrypted with the test stacks' key. Both decode.
+        data_converter=data_converter(store.pool, keys=(TEST_ENCRYPTION_KEY,)),
     )
 
 
