@@ -1,6 +1,6 @@
 """Per-step cost of Mint against the raw Temporal and Postgres floor, measured in the same run.
 
-Run: python -m bench.engine   (starts its own embedded Postgres and Temporal dev server)
+Run: python -m bench.engine [--plain]   (starts its own embedded Postgres and Temporal dev server)
 Prints the floor (no-op activity round trip, local activity, empty workflow, one Postgres insert) and
 Mint's cost per step for a chain of 100 evaluate steps and a chain of 20 api_call steps, with ratios.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import sys
 import time
 import uuid
 
@@ -100,9 +101,11 @@ async def measure_mint(api: httpx.AsyncClient, url: str) -> dict[str, float]:
 
 
 async def main() -> None:
+    # `--plain`: without payload encryption (MINT_ENCRYPTION_KEY unset), to see what encryption costs.
+    settings = {"encryption_keys": ()} if "--plain" in sys.argv else {}
     local = await LocalMint().start()
     try:
-        stack = await local.stack()
+        stack = await local.stack(**settings)
         with LocalServer() as echo:
             floor = await measure_floor(local.env, local.pool)
             async with local.api(stack) as api:
