@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import threading
@@ -227,6 +228,26 @@ def _sse(event: str | None, data: dict) -> str:
     return (f"event: {event}\n" if event else "") + f"data: {json.dumps(data)}\n\n"
 
 
+def _embeddings(body: dict) -> dict:
+    """OpenAI's embeddings answer: each text as a bag of words hashed into `dimensions` slots, normalised, so
+    texts that share words are near each other (enough to test search through the real SDK)."""
+    size = int(body.get("dimensions") or 1536)
+    data = []
+    for index, text in enumerate(body["input"]):
+        vector = [0.0] * size
+        for word in str(text).lower().split():
+            vector[int(hashlib.sha256(word.encode()).hexdigest(), 16) % size] += 1.0
+        norm = sum(v * v for v in vector) ** 0.5 or 1.0
+        data.append({"object": "embedding", "index": index, "embedding": [v / norm for v in vector]})
+    tokens = sum(len(str(t).split()) for t in body["input"])
+    return {
+        "object": "list",
+        "model": body.get("model"),
+        "data": data,
+        "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+    }
+
+
 class ModelServer:
     """Answers chat requests with `script(call)` on 127.0.0.1 until closed; every request lands in `calls`."""
 
@@ -234,6 +255,7 @@ class ModelServer:
         self.script = script or echo
         self.models = models or ["gpt-4o-mini", "gpt-4o"]
         self.calls: list[Call] = []
+        self.embedding_calls: list[dict] = []  # bodies of POST /v1/embeddings
         self._ids = itertools.count(1)  # server-wide, so ids never repeat across a conversation's turns
         owner = self
 
@@ -247,6 +269,10 @@ class ModelServer:
             def do_POST(self) -> None:  # noqa: N802
                 routes = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}
                 provider = routes.get(self.path.split("?")[0])
+                if self.path.split("?")[0] == "/v1/embeddings":
+                    body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                    owner.embedding_calls.append(body)
+                    return self._json(200, _embeddings(body))
                 if provider is None:
                     return self._json(404, _error_body("openai", 404, f"no route POST {self.path}"))
                 try:

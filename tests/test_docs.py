@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import uuid
 from typing import Any
 
 import httpx
@@ -11,7 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from mint.cli import cli
+from mint.docs import DIMENSIONS
+from mint.embeddings import MAX_BATCH, embedder_for
+from tests.conftest import OPENAI_KEY, temporal_address
 from tests.helpers import create_agent, run_task
+from tests.stack import BackgroundStack
 
 # A small labelled set: each query is answered by exactly one doc, mostly in other words than the doc uses.
 CORPUS = {
@@ -283,3 +288,37 @@ async def test_an_import_stopped_by_a_bad_doc_still_indexes_the_ones_before_it(a
     (kept,) = (await api.get(f"{owner}/docs")).json()["items"]
     assert kept["title"] == "kept"
     assert (await _indexed(api, kept["id"]))["status"] == "indexed"
+
+
+async def test_openai_embeddings_go_through_the_sdk_in_batches_of_384_dimensions(model_server):
+    embedder = embedder_for("openai/text-embedding-3-small", OPENAI_KEY, model_server.openai_base_url)
+    model_server.embedding_calls.clear()
+    vectors = await embedder.embed([f"note {i} about cats" for i in range(70)], "represent the note")
+    assert len(vectors) == 70 and {len(v) for v in vectors} == {DIMENSIONS}
+    assert [len(call["input"]) for call in model_server.embedding_calls] == [MAX_BATCH, 70 - MAX_BATCH]
+    for call in model_server.embedding_calls:
+        assert call["model"] == "text-embedding-3-small" and call["dimensions"] == DIMENSIONS
+        assert call["input"][0].startswith("represent the note")
+
+
+async def test_a_stack_on_openai_embeddings_indexes_and_finds_docs(
+    postgres_url, temporal_env, store, model_server
+):
+    async with BackgroundStack(
+        postgres_url,
+        temporal_address(temporal_env),
+        task_queue=f"openai-embeddings-{uuid.uuid4()}",
+        embedding_model="openai/text-embedding-3-small",
+        openai_api_key=OPENAI_KEY,
+        openai_base_url=model_server.openai_base_url,
+    ) as stack:
+        _, key = await store.create_developer("embeds with openai")
+        async with httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"}) as api:
+            agent = await create_agent(api)
+            for title, content in (("cats", "cats purr and nap"), ("boats", "boats sail and float")):
+                created = await api.post(
+                    f"/agents/{agent['id']}/docs", json={"title": title, "content": content}
+                )
+                assert created.json()["status"] == "indexed", created.text
+            found = await _search(api, f"/agents/{agent['id']}", text="why do boats float", mode="vector")
+            assert found[0]["title"] == "boats"
