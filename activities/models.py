@@ -10,6 +10,7 @@ or an error message.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anthropic
@@ -25,6 +26,8 @@ from mint.settings import ModelConfig, Settings
 from workflows.interpreter import CALL_MODEL
 from workflows.prompts import strip_fence
 
+# Where a streamed answer's text goes, piece by piece (session chat with `stream: true`).
+OnText = Callable[[str], Awaitable[None]]
 # SDK clients kept at once (one per provider, plus one per developer key in use).
 MAX_CLIENTS = 64
 ANTHROPIC_MAX_TOKENS = 4096  # Anthropic requires max_tokens; this is the default when a task sets none
@@ -59,17 +62,22 @@ class ModelActivities:
         """One chat completion: {response (OpenAI chat completion shape), usage, cost, attempt}.
 
         `request` has model, messages, settings, tools, tool_choice, response_format, `at` (the step, for
-        recordings) and `owner` ({developer_id, agent_id}: whose secrets may hold the provider's key). A JSON answer that does not match the requested schema is retried like a 5xx."""
+        recordings) and `owner` ({developer_id, agent_id}: whose secrets may hold the provider's key). A
+        JSON answer that does not match the requested schema is retried like a 5xx."""
         async with heartbeating():
             return {**await self.complete(request), "attempt": activity.info().attempt}
 
-    async def complete(self, request: dict[str, Any]) -> dict[str, Any]:
-        """The same, outside an activity (session chat calls the model from the API)."""
+    async def complete(self, request: dict[str, Any], on_text: OnText | None = None) -> dict[str, Any]:
+        """The same, outside an activity (session chat calls the model from the API). With `on_text`, the
+        model streams, and each piece of the answer's text goes to `on_text` as it arrives."""
         request = {**request, "model": request.get("model") or self.config.default_model}
         if self.recordings is not None and self.recordings.replaying:
             response = self.recordings.replay(request)
+            text = response["choices"][0]["message"].get("content")
+            if on_text and text:
+                await on_text(text)
         else:
-            response = await self._complete(request)
+            response = await self._complete(request, on_text)
             if self.recordings is not None:
                 self.recordings.record(request, response)
         _check_format(response, request.get("response_format"))
@@ -80,13 +88,13 @@ class ModelActivities:
             "cost": cost(response.get("model") or request["model"], usage),
         }
 
-    async def _complete(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _complete(self, request: dict[str, Any], on_text: OnText | None) -> dict[str, Any]:
         provider, model = self.config.route(request["model"])
         key = await self._owner_key(provider, request.get("owner"))
         try:
             if provider == "anthropic":
-                return await self._anthropic(model, request, key)
-            return await self._openai(provider, model, request, key)
+                return await self._anthropic(model, request, key, on_text)
+            return await self._openai(provider, model, request, key, on_text)
         except (openai.APIStatusError, anthropic.APIStatusError) as exc:
             raise _status_error(provider, exc.status_code, self._redact(_error_message(exc), key)) from None
         except (openai.APIConnectionError, anthropic.APIConnectionError) as exc:
@@ -157,7 +165,7 @@ class ModelActivities:
         return client
 
     async def _openai(
-        self, provider: str, model: str, request: dict[str, Any], key: str | None
+        self, provider: str, model: str, request: dict[str, Any], key: str | None, on_text: OnText | None
     ) -> dict[str, Any]:
         arguments: dict[str, Any] = {"model": model, "messages": request["messages"]}
         arguments.update(
@@ -169,10 +177,18 @@ class ModelActivities:
                 arguments["tool_choice"] = request["tool_choice"]
         if request.get("response_format"):
             arguments["response_format"] = request["response_format"]
-        completion = await self._client(provider, key).chat.completions.create(**arguments)
-        return completion.model_dump(mode="json", exclude_unset=True)
+        client = self._client(provider, key)
+        if on_text is None:
+            completion = await client.chat.completions.create(**arguments)
+            return completion.model_dump(mode="json", exclude_unset=True)
+        stream = await client.chat.completions.create(
+            **arguments, stream=True, stream_options={"include_usage": True}
+        )
+        return await _joined(stream, on_text)
 
-    async def _anthropic(self, model: str, request: dict[str, Any], key: str | None) -> dict[str, Any]:
+    async def _anthropic(
+        self, model: str, request: dict[str, Any], key: str | None, on_text: OnText | None
+    ) -> dict[str, Any]:
         settings = request.get("settings") or {}
         system, messages = to_anthropic(request["messages"])
         response_format = request.get("response_format") or {}
@@ -208,8 +224,45 @@ class ModelActivities:
             ]
             if request.get("tool_choice") is not None:
                 arguments["tool_choice"] = _anthropic_tool_choice(request["tool_choice"])
-        message = await self._client("anthropic", key).messages.create(**arguments)
+        client = self._client("anthropic", key)
+        if on_text is None:
+            message = await client.messages.create(**arguments)
+        else:
+            async with client.messages.stream(**arguments) as stream:
+                async for text in stream.text_stream:
+                    await on_text(text)
+                message = await stream.get_final_message()
         return from_anthropic(message.model_dump(mode="json"))
+
+
+async def _joined(stream: Any, on_text: OnText) -> dict[str, Any]:
+    """An OpenAI chat-completion stream as the one completion it adds up to, its text passed on meanwhile."""
+    texts: list[str] = []
+    calls: dict[int, dict[str, Any]] = {}
+    head: dict[str, Any] = {"object": "chat.completion", "usage": {}}
+    finish = None
+    async for chunk in stream:
+        data = chunk.model_dump(mode="json", exclude_unset=True)
+        head.update({k: data[k] for k in ("id", "created", "model") if k in data})
+        head["usage"] = data.get("usage") or head["usage"]
+        for choice in data.get("choices") or []:
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                texts.append(delta["content"])
+                await on_text(delta["content"])
+            for part in delta.get("tool_calls") or []:
+                call = calls.setdefault(
+                    part["index"], {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+                )
+                call["id"] = part.get("id") or call["id"]
+                function = part.get("function") or {}
+                call["function"]["name"] += function.get("name") or ""
+                call["function"]["arguments"] += function.get("arguments") or ""
+            finish = choice.get("finish_reason") or finish
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
+    if calls:
+        message["tool_calls"] = [calls[i] for i in sorted(calls)]
+    return {**head, "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
 
 
 def to_anthropic(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:

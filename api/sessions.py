@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -16,7 +17,7 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
 
-from activities.models import ModelActivities
+from activities.models import ModelActivities, OnText
 from api import schemas
 from api.errors import ApiError, not_found
 from mint.context import Context, ContextTooLarge, count_tokens, fit, metadata_layers, render_system
@@ -237,8 +238,15 @@ class Chatter:
             messages.append(message)
         return summary, messages
 
-    async def chat(self, developer: str, session: dict[str, Any], body: schemas.Chat) -> dict[str, Any]:
-        """Each agent of the session answers in turn (or just the one named), each seeing the answers before."""
+    async def chat(
+        self,
+        developer: str,
+        session: dict[str, Any],
+        body: schemas.Chat,
+        on_text: Callable[[int, str], Awaitable[None]] | None = None,
+    ) -> dict[str, Any]:
+        """Each agent of the session answers in turn (or just the one named), each seeing the answers before.
+        With `on_text`, models stream, and each piece of text goes to `on_text(choice index, text)`."""
         agent_ids = [body.agent] if body.agent else session["agents"]
         if body.agent and body.agent not in session["agents"]:
             raise ApiError(422, f"agent {body.agent} is not part of session {session['id']}")
@@ -263,7 +271,8 @@ class Chatter:
                 tools = [prompts.offered_tool(spec, fixed[name]) for name, spec in specs.items()]
                 auto_run = session["auto_run_tools"] if body.auto_run_tools is None else body.auto_run_tools
                 for turn_number in range(prompts.MAX_TURNS + 1):
-                    answer = await self._complete(body, agent, messages, session["id"], tools)
+                    streamed = functools.partial(on_text, len(choices)) if on_text else None
+                    answer = await self._complete(body, agent, messages, session["id"], tools, streamed)
                     for key in usage:
                         usage[key] += int((answer["usage"] or {}).get(key) or 0)
                     message = answer["response"]["choices"][0]["message"]
@@ -353,6 +362,7 @@ class Chatter:
         messages: list[dict[str, Any]],
         session_id: str,
         tools: list[dict[str, Any]],
+        on_text: OnText | None = None,
     ) -> dict[str, Any]:
         settings = {**(agent.get("default_settings") or {})}
         for key in (
@@ -376,7 +386,7 @@ class Chatter:
             "owner": {"developer_id": agent["developer_id"], "agent_id": agent["id"]},
         }
         try:
-            return await self.models.complete(request)
+            return await self.models.complete(request, on_text)
         except ApplicationError as exc:
             status = 502 if exc.type in ("ModelUnavailable", "InvalidModelOutput") else 400
             raise ApiError(status, exc.message) from None

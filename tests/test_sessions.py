@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from typing import Any
 
 import httpx
@@ -188,6 +189,35 @@ async def test_streaming_chat_through_the_julep_sdk(mapi, model_stack, api_key, 
         chunks = [chunk async for chunk in stream]
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "echo: stream please"
+
+
+@pytest.mark.parametrize("model", ["gpt-4o-mini", "claude-haiku-4-5"])
+async def test_a_streamed_chat_sends_the_text_as_the_model_writes_it(mapi, pair, model_server, model):
+    agent, _ = pair
+    session = await _session(mapi, agent=agent["id"])
+    question = "tell me something long enough to arrive in pieces"
+    body = {"messages": [{"role": "user", "content": question}], "stream": True, "model": model}
+    async with mapi.stream("POST", f"/sessions/{session['id']}/chat", json=body) as response:
+        assert response.status_code == 200
+        chunks = [json.loads(line[6:]) async for line in response.aiter_lines() if line.startswith("data: ")]
+    assert model_server.calls[-1].body["stream"] is True  # the model was asked to stream
+    texts = [c["choices"][0]["delta"].get("content") for c in chunks[:-1]]
+    assert len(texts) > 2 and "".join(texts) == f"echo: {question}"  # piece by piece, as the model sent it
+    closing = chunks[-1]
+    assert (
+        closing["choices"][0]["finish_reason"] == "stop" and "content" not in closing["choices"][0]["delta"]
+    )
+    assert closing["usage"]["total_tokens"] > 0
+    history = (await mapi.get(f"/sessions/{session['id']}/history")).json()["entries"]
+    assert history[-1]["content"] == f"echo: {question}"  # saved whole
+
+
+async def test_a_streamed_chat_that_cannot_start_is_a_plain_error(mapi, pair):
+    agent, _ = pair
+    session = await _session(mapi, agent=agent["id"])
+    body = {"messages": [{"role": "user", "content": "x"}], "stream": True, "agent": str(uuid.uuid4())}
+    response = await mapi.post(f"/sessions/{session['id']}/chat", json=body)
+    assert response.status_code == 422 and "not part of session" in response.json()["error"]
 
 
 async def test_another_developers_session_is_404(mapi, store, model_stack, pair):

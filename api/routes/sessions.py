@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
@@ -12,10 +14,11 @@ from fastapi.responses import StreamingResponse
 
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
-from api.errors import ERROR_RESPONSES, not_found
+from api.errors import ERROR_RESPONSES, ApiError, not_found
 from api.sessions import Chatter, participants
 from mint.store import AGENTS, SESSIONS, Store
 
+log = logging.getLogger(__name__)
 router = APIRouter(tags=["sessions"], responses=ERROR_RESPONSES)
 
 
@@ -155,27 +158,69 @@ async def chat(
     session_id: str, body: schemas.Chat, developer: Developer, store: StoreDep, request: Request
 ) -> Any:
     session = await session_or_404(store, developer, session_id)
-    answer = await _chatter(request).chat(developer, session, body)
     if not body.stream:
-        return answer
-    return StreamingResponse(_as_events(answer), media_type="text/event-stream")
+        return await _chatter(request).chat(developer, session, body)
+    events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+
+    async def on_text(index: int, text: str) -> None:
+        await events.put(("text", (index, text)))
+
+    async def run() -> None:
+        try:
+            await events.put(("answer", await _chatter(request).chat(developer, session, body, on_text)))
+        except Exception as exc:  # handed to the response: an HTTP error, or an error event mid-stream
+            await events.put(("error", exc))
+
+    # Kept to its end even if the client goes away, so the turn is saved whole.
+    runner = asyncio.create_task(run())
+    first = await events.get()
+    if first[0] == "error":  # nothing was streamed yet: a plain HTTP error (404, 409, 422, 502, ...)
+        raise first[1]
+    return StreamingResponse(_as_events(first, events, runner), media_type="text/event-stream")
 
 
-async def _as_events(answer: dict[str, Any]) -> AsyncIterator[str]:
-    """The answer as chat-completion chunks over SSE, one per choice (the model call itself is not
-    streamed yet: the answer arrives whole, then is sent as events)."""
-    for choice in answer["choices"]:
-        chunk = {
-            "id": answer["id"],
-            "created_at": answer["created_at"].isoformat(),
-            "choices": [
-                {
-                    "index": choice["index"],
-                    "delta": choice["message"],
-                    "finish_reason": choice.get("finish_reason"),
+async def _as_events(
+    first: tuple[str, Any], events: asyncio.Queue[tuple[str, Any]], runner: asyncio.Task
+) -> AsyncIterator[str]:
+    """Chat-completion chunks over SSE: the text as the models write it, then one closing chunk per choice
+    with what was not streamed (tool calls), its finish reason, usage and docs. No [DONE]: Julep's SDK
+    parses every event as JSON."""
+    streamed: set[int] = set()
+    event = first
+    while True:
+        kind, value = event
+        if kind == "text":
+            index, text = value
+            streamed.add(index)
+            yield _event({"choices": [{"index": index, "delta": {"content": text}, "finish_reason": None}]})
+        elif kind == "error":
+            if not isinstance(value, ApiError):
+                log.error("a streamed chat failed", exc_info=value)
+            yield _event({"error": value.message if isinstance(value, ApiError) else "the chat failed"})
+            return
+        else:
+            for choice in value["choices"]:
+                delta = choice["message"]
+                if choice["index"] in streamed:
+                    delta = {k: v for k, v in delta.items() if k != "content"}
+                chunk = {
+                    "id": value["id"],
+                    "created_at": value["created_at"].isoformat(),
+                    "choices": [
+                        {
+                            "index": choice["index"],
+                            "delta": delta,
+                            "finish_reason": choice.get("finish_reason"),
+                        }
+                    ],
+                    "usage": value["usage"],
+                    "docs": value["docs"],
                 }
-            ],
-            "usage": answer["usage"],
-            "docs": answer["docs"],
-        }
-        yield f"data: {json.dumps(chunk)}\n\n"  # no [DONE]: Julep's SDK parses every event as JSON
+                yield _event(chunk)
+            await runner
+            return
+        event = await events.get()
+
+
+def _event(data: dict[str, Any]) -> str:
+    return f"data: {json.dumps(data, default=str)}\n\n"
