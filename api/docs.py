@@ -31,9 +31,7 @@ async def create_doc(
     wait: float = INDEX_WAIT_SECONDS,
 ) -> dict[str, Any]:
     """Store the doc and its chunks (searchable by text at once), then embed them in a workflow."""
-    doc = await docs.create(
-        developer, owner[0], owner[1], body.title, body.content, body.metadata or {}, body.embed_instruction
-    )
+    doc = await _store(docs, developer, owner, body)
     await index(docs, temporal, task_queue, developer, doc["id"], wait)
     return await docs.get(developer, doc["id"]) or doc
 
@@ -58,20 +56,18 @@ async def import_docs(
     created: list[dict[str, Any]] = []
     try:
         for body in bodies:
-            created.append(
-                await docs.create(
-                    developer,
-                    owner[0],
-                    owner[1],
-                    body.title,
-                    body.content,
-                    body.metadata or {},
-                    body.embed_instruction,
-                )
-            )
+            created.append(await _store(docs, developer, owner, body))
     finally:  # the docs stored before a bad one are kept, so they get indexed too
         indexed = await asyncio.gather(*map(start_indexing, created))
     return list(indexed)
+
+
+async def _store(
+    docs: DocStore, developer: str, owner: tuple[str, str], body: schemas.DocCreate
+) -> dict[str, Any]:
+    return await docs.create(
+        developer, owner[0], owner[1], body.title, body.content, body.metadata or {}, body.embed_instruction
+    )
 
 
 async def index(

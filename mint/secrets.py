@@ -33,28 +33,20 @@ class SecretStore:
         self.pool = pool
         self._cipher = Cipher(keys, PURPOSE) if keys else None
 
-    def _seal(self, value: str) -> bytes:
+    def _columns(self, fields: dict[str, Any]) -> tuple[Any, ...]:
+        """(name, description, metadata, sealed value): what create and update write."""
         if self._cipher is None:
             raise SecretsUnavailable("secrets need an encryption key: set MINT_ENCRYPTION_KEY")
-        return self._cipher.encrypt(value.encode())
+        sealed = self._cipher.encrypt(fields["value"].encode())
+        return fields["name"], fields.get("description"), fields.get("metadata") or {}, sealed
 
     async def create(self, developer_id: str, agent_id: str | None, fields: dict[str, Any]) -> dict[str, Any]:
         sql = (
             "INSERT INTO secrets (id, developer_id, agent_id, name, description, metadata, sealed_value) "
             f"VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {COLUMNS}"
         )
-        sealed = self._seal(fields["value"])
         try:
-            row = await self.pool.fetchrow(
-                sql,
-                new_id(),
-                developer_id,
-                agent_id,
-                fields["name"],
-                fields.get("description"),
-                fields.get("metadata") or {},
-                sealed,
-            )
+            row = await self.pool.fetchrow(sql, new_id(), developer_id, agent_id, *self._columns(fields))
         except asyncpg.UniqueViolationError:
             raise Conflict(f"a secret named {fields['name']!r} already exists here") from None
         return _masked(row)
@@ -88,18 +80,8 @@ class SecretStore:
             "updated_at = now() WHERE developer_id = $1 AND agent_id IS NOT DISTINCT FROM $2 AND id = $3 "
             f"RETURNING {COLUMNS}"
         )
-        sealed = self._seal(fields["value"])
         try:
-            row = await self.pool.fetchrow(
-                sql,
-                developer_id,
-                agent_id,
-                id_,
-                fields["name"],
-                fields.get("description"),
-                fields.get("metadata") or {},
-                sealed,
-            )
+            row = await self.pool.fetchrow(sql, developer_id, agent_id, id_, *self._columns(fields))
         except asyncpg.UniqueViolationError:
             raise Conflict(f"a secret named {fields['name']!r} already exists here") from None
         return _masked(row) if row else None

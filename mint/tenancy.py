@@ -31,10 +31,6 @@ def acting_as(developer_id: str | None) -> Iterator[None]:
         _developer.reset(token)
 
 
-def current_developer() -> str | None:
-    return _developer.get()
-
-
 async def scope_connection(conn: asyncpg.Connection) -> None:
     """The pool's `setup`: runs as a connection is handed out, in the acquiring task's context."""
     developer_id = _developer.get()

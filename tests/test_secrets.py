@@ -15,9 +15,10 @@ from temporalio.api.common.v1 import Payload
 
 from mint.payload_codec import ENCRYPTED, EncryptionCodec
 from mint.secrets import MASK
+from tests.conftest import temporal_address
 from tests.helpers import create_agent, run_task
 from tests.local_http import Answer, LocalServer, Request
-from tests.stack import TEST_ENCRYPTION_KEY
+from tests.stack import TEST_ENCRYPTION_KEY, BackgroundStack
 
 CANARY = "canary-secret-5e1b7d93c2a84f06"
 
@@ -206,9 +207,6 @@ async def test_the_codec_server_is_off_without_its_token(api, route):
 
 
 async def test_the_codec_server_decodes_what_the_worker_encrypted(postgres_url, temporal_env, api_key):
-    from tests.conftest import temporal_address
-    from tests.stack import BackgroundStack
-
     async with BackgroundStack(
         postgres_url, temporal_address(temporal_env), task_queue="codec", codec_token="ui-token-123"
     ) as stack:

@@ -12,7 +12,7 @@ from temporalio.common import RetryPolicy
 
 from workflows import language as lang
 from workflows.expressions import ExpressionError
-from workflows.secret_refs import SecretRefs, names_in
+from workflows.secret_refs import SecretRefs
 from workflows.values import ValueEvaluator
 
 # Built-in defaults; a task's `defaults` and a step's own `timeout`/`retry` override them, field by field.
@@ -87,7 +87,7 @@ def tool_activity(
                 f"api_call tool {tool['name']!r} changes a secret before using it (a filter, a slice, a "
                 "function call): a secret can only be inserted as it is, e.g. `Bearer {{ secrets.KEY }}`"
             )
-        if names_in(request, nonce):
+        if secrets.lookups:
             request["secrets"] = {**owner, "nonce": nonce}
         try:
             http_timeout = float(request.get("timeout") or 0)
