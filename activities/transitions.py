@@ -10,6 +10,7 @@ import asyncpg
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from mint.db_errors import PERMANENT, explain
 from workflows.transition_log import MARK_FAILED, WRITE_TRANSITIONS
 from workflows.transitions import TERMINAL_STATUSES, InvalidTransition, TransitionBatch, check_sequence
 
@@ -28,6 +29,13 @@ def _usage(transitions: list[dict[str, Any]]) -> tuple[int, int, float]:
     return prompt, completion, cost
 
 
+def _steps(batch: TransitionBatch) -> str:
+    """The steps a batch records, for an error message: `main[0], main[1]`."""
+    steps = dict.fromkeys(f"{t['current']['workflow']}[{t['current']['step']}]" for t in batch.transitions)
+    shown = ", ".join(list(steps)[:5]) + (", ..." if len(steps) > 5 else "")
+    return f"the transitions of {shown}" if steps else "the execution's status"
+
+
 class TransitionWriter:
     def __init__(self, pool: asyncpg.Pool):
         self.pool = pool
@@ -37,10 +45,13 @@ class TransitionWriter:
         """Idempotent: rows are unique on (execution_id, seq), and a retried batch changes nothing."""
         try:
             await self._write(batch)
-        except asyncpg.DataError as exc:
-            # Postgres refuses this data whatever we retry: fail now so the execution ends with the reason.
+        except (*PERMANENT, ValueError, RecursionError) as exc:
+            # The data itself is refused (by Postgres, or in encoding it for Postgres) and every retry would
+            # be refused the same way: fail now, so the execution fails with the reason instead of hanging.
             raise ApplicationError(
-                f"Postgres refused a transition: {exc}", type="BadData", non_retryable=True
+                f"could not record {_steps(batch)}: a value {explain(exc)}",
+                type="BadData",
+                non_retryable=True,
             ) from None
 
     async def _write(self, batch: TransitionBatch) -> None:

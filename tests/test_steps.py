@@ -22,6 +22,7 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from tests.helpers import create_agent, create_task, load, run_task, start, transitions, wait_for_status
+from tests.local_http import LocalServer
 
 # Helpers -----------------------------------------------------------------------------------------------------
 
@@ -883,6 +884,149 @@ async def test_api_call_tool_dollar_posts_json_from_arguments(api, http_server):
             "body": {"total": 14},
         }
     ]
+
+
+# values Postgres cannot store --------------------------------------------------------------------------------------
+
+NUL, SURROGATE = "NUL character", "lone surrogate"
+
+
+def assert_no_database_internals(message: str) -> None:
+    for internal in ("DETAIL", "query argument", "invalid input syntax", "SELECT", "INSERT"):
+        assert internal not in message, message
+
+
+@pytest.mark.parametrize(
+    ("spec", "where", "problem"),
+    [
+        pytest.param(task({"evaluate": {"x": "$ 'a\\x00b'"}}), "the output of main[0] at x", NUL, id="nul"),
+        pytest.param(
+            task({"evaluate": {"x": "'a\\x00b'"}}), "the output of main[0] at x", NUL, id="nul_seed"
+        ),
+        pytest.param(
+            task({"evaluate": {"x": "$ 'a\\ud800b'"}}), "the output of main[0] at x", SURROGATE, id="high"
+        ),
+        pytest.param(
+            task({"evaluate": {"x": "$ '\\udfff'"}}), "the output of main[0] at x", SURROGATE, id="low"
+        ),
+        pytest.param(
+            task({"evaluate": {"x": "$ '\\udc00\\ud800'"}}),
+            "the output of main[0] at x",
+            SURROGATE,
+            id="pair_reversed",
+        ),
+        pytest.param(
+            task({"evaluate": {"x": "$ json.loads('\"\\\\u0000\"')"}}),
+            "the output of main[0] at x",
+            NUL,
+            id="nul_from_json_loads",
+        ),
+        pytest.param(
+            task({"evaluate": {"x": "$ base64.b64decode('AA==')"}}),
+            "the output of main[0] at x",
+            NUL,
+            id="nul_from_base64",
+        ),
+        pytest.param(
+            task({"evaluate": {"x": "$ urllib.parse.unquote('%00')"}}),
+            "the output of main[0] at x",
+            NUL,
+            id="nul_from_unquote",
+        ),
+        pytest.param(
+            task({"evaluate": {"x": "$ {'k\\x00': 1}"}}),
+            "the output of main[0] at x['k\\x00'] has a key that",
+            NUL,
+            id="nul_in_a_key",
+        ),
+        pytest.param(
+            task({"evaluate": {"x": "$ 1"}}, {"set": {"s": "$ '\\ud800'"}}),
+            "the output of main[1] at s",
+            SURROGATE,
+            id="state",
+        ),
+        pytest.param(task({"log": "a{{ '\\x00' }}b"}), "the output of main[0]", NUL, id="template"),
+        pytest.param(
+            task({"evaluate": {"x": "$ 1"}}, {"return": {"r": "$ '\\ud800'"}}),
+            "the output of main[1] at r",
+            SURROGATE,
+            id="return",
+        ),
+        pytest.param(
+            task({"over": "$ [1, 2]", "map": {"evaluate": {"x": "$ 'ok' if _ == 1 else 'no\\x00'"}}}),
+            "the output of main[0].map[0] at x",
+            NUL,
+            id="map_item",
+        ),
+        pytest.param(
+            task(
+                {"workflow": "helper", "arguments": {"a": "$ 'a\\x00'"}},
+                {"evaluate": {"never": "$ 1"}},
+                helper=[{"evaluate": {"y": "$ 1"}}],
+            ),
+            "the arguments of workflow 'helper' at a",
+            NUL,
+            id="yield_arguments",
+        ),
+        pytest.param(
+            task({"wait_for_input": {"info": {"q": "$ '\\ud800'"}}}),
+            "the output of main[0] at info.q",
+            SURROGATE,
+            id="wait_info",
+        ),
+    ],
+)
+async def test_a_value_postgres_cannot_store_fails_its_step(api, spec, where, problem):
+    """Once the workflow hands such a value to the transition writer, every retry fails the same way: the
+    execution used to sit in `starting` for minutes. Now the step fails at once, saying where."""
+    execution, rows = await fail(api, spec)
+    assert where in execution["error"] and problem in execution["error"], execution["error"]
+    assert_no_database_internals(execution["error"])
+
+
+@pytest.mark.parametrize(
+    "text, shown",
+    [
+        pytest.param("bad \\x00 value", "bad \\x00 value", id="nul"),
+        pytest.param("bad \\ud800", "bad \\ud800", id="surrogate"),
+    ],
+)
+async def test_an_error_step_message_with_unstorable_text_is_recorded_escaped(api, text, shown):
+    execution, rows = await fail(api, task({"error": f"$ '{text}'"}))
+    assert shown in execution["error"], execution["error"]
+
+
+def _odd_answer(request: Any) -> tuple[int, dict[str, str], bytes]:
+    bodies = {
+        "/nul-json": (b'{"a": "x\\u0000y"}', "application/json"),
+        "/surrogate-json": (b'{"b": ["ok", "\\ud800"]}', "application/json"),
+        "/nul-text": (b"before\x00after", "text/plain"),
+    }
+    body, content_type = bodies[request.path]
+    return 200, {"Content-Type": content_type}, body
+
+
+@pytest.mark.parametrize(
+    "path, where, problem",
+    [
+        pytest.param("/nul-json", "the output of main[0] at json.a", NUL, id="nul_escape_in_json"),
+        pytest.param(
+            "/surrogate-json", "the output of main[0] at json.b[1]", SURROGATE, id="surrogate_in_json"
+        ),
+        pytest.param("/nul-text", "the output of main[0] at content", NUL, id="nul_byte_in_text"),
+    ],
+)
+async def test_an_api_call_answer_postgres_cannot_store_fails_the_step(api, path, where, problem):
+    with LocalServer(_odd_answer) as server:
+        tool = {
+            "name": "fetch",
+            "type": "api_call",
+            "api_call": {"method": "GET", "url": server.url.rstrip("/") + path},
+        }
+        execution, rows = await fail(api, task({"tool": "fetch", "arguments": {}}, tools=[tool]))
+    assert where in execution["error"] and problem in execution["error"], execution["error"]
+    assert_no_database_internals(execution["error"])
+    assert kinds(rows) == ["init", "error"]
 
 
 # cancellation ----------------------------------------------------------------------------------------------------

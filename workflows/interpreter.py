@@ -27,6 +27,7 @@ from workflows.calls import (
     tool_activity,
 )
 from workflows.expressions import ExpressionError
+from workflows.storable import storable_text
 from workflows.transition_log import MARK_FAILED, WRITE_RETRY, TransitionLog, UnrecordableValue
 from workflows.transitions import Position, TransitionBatch, plain
 from workflows.values import ValueEvaluator
@@ -203,7 +204,8 @@ class Interpreter:
             await self.log.flush(status="cancelled")
             raise
         except Exception as exc:  # every failure ends the execution visibly; none leaves it stuck
-            message = failure_message(exc)
+            # A message may quote the very text that failed (an `error` step's); it must be storable too.
+            message = storable_text(failure_message(exc))
             await self._fail(message, self.root.position())
             raise StepFailed(message) from None
 
@@ -221,7 +223,7 @@ class Interpreter:
         self.log.add("error", {"error": message}, position)
         try:
             await self.log.flush(status="failed", error=message)
-        except ActivityError:
+        except (ActivityError, ApplicationError):  # a local activity fails with the ApplicationError itself
             # The writer refused the batch (a Mint bug): still never leave the execution looking alive.
             await workflow.execute_local_activity(
                 MARK_FAILED,
@@ -963,6 +965,8 @@ def failure_message(exc: Exception) -> str:
         return str(exc)
     if isinstance(exc, ChildWorkflowError) and isinstance(exc.cause, ApplicationError):
         return exc.cause.message  # a fan-out chunk's failure, already worded for the user
+    if isinstance(exc, ApplicationError):
+        return exc.message  # a local activity's (the transition writer's), already worded for the user
     if isinstance(exc, ActivityError):
         cause = exc.cause
         detail = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)

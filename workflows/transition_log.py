@@ -14,6 +14,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 
+from workflows.storable import SURROGATE, find_unstorable, format_path
 from workflows.transitions import Position, TransitionBatch, plain
 
 WRITE_TRANSITIONS = "write_transitions"
@@ -31,32 +32,33 @@ MAX_VALUE_BYTES = 64 * 1024 * 1024
 
 
 class UnrecordableValue(Exception):
-    """A step produced a value that cannot be recorded (too large, or not JSON)."""
+    """A step produced a value that cannot be recorded (too large, not JSON, or text Postgres cannot store)."""
 
 
-def encode(value: Any, where: Position) -> str:
-    """JSON text Postgres can store: NaN and infinities are refused, NUL characters become U+FFFD."""
+def encode(value: Any, where: Position, kind: str = "step") -> str:
+    """JSON text Postgres can store. A value it cannot store fails the step here, deterministically and at
+    once, naming the step and the field: NaN, infinities, integers past Python's 4,300-digit limit, NUL
+    characters, lone surrogates, nesting past what json can write. (Written as it is, the writer's every
+    retry would fail the same way.)"""
+    # An init_branch records the arguments a yield passes to the workflow it starts (its position).
+    if kind == "init_branch":
+        what = f"the arguments of workflow {where.workflow!r}"
+    else:
+        what = f"the output of {where.workflow}[{where.step}]"
     try:
         text = json.dumps(value, ensure_ascii=False, allow_nan=False)
     except ValueError as exc:
-        # Two causes: NaN/Infinity, or an integer past Python's 4,300-digit limit on int-to-text conversion.
         problem = "an integer too long to write" if "digits" in str(exc) else "NaN or Infinity"
-        raise UnrecordableValue(
-            f"the output of {where.workflow}[{where.step}] contains {problem}, which JSON cannot hold"
-        ) from None
-    if "\\u0000" in text:
-        text = json.dumps(_without_nul(value), ensure_ascii=False)
+        raise UnrecordableValue(f"{what} contains {problem}, which JSON cannot hold") from None
+    except RecursionError:
+        raise UnrecordableValue(f"{what} is nested too deeply to record") from None
+    # Cheap tests on the text first: json writes NUL as \u0000 (which a literal backslash can imitate, hence
+    # the walk to confirm), and passes lone surrogates through, which only non-ASCII text can hold.
+    if "\\u0000" in text or (not text.isascii() and SURROGATE.search(text)):
+        for found in find_unstorable(value, limit=None, most=1):
+            at = f" at {format_path(found.loc)}" if found.loc else ""
+            raise UnrecordableValue(f"{what}{at} {found.message}")
     return text
-
-
-def _without_nul(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, dict):
-        return {_without_nul(k): _without_nul(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_nul(v) for v in value]
-    return value
 
 
 class TransitionLog:
@@ -84,7 +86,7 @@ class TransitionLog:
         label: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> None:
-        encoded = encode(output, current)
+        encoded = encode(output, current, kind)
         if len(encoded) > MAX_VALUE_BYTES:
             raise UnrecordableValue(
                 f"the output of {current.workflow}[{current.step}] is {len(encoded)} bytes; "
