@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from temporalio.client import Client
 
 from activities.models import model_client
 from api.errors import install_error_handlers
 from api.limits import RateLimiter
+from api.request_check import check_request
 from api.routes import agents, codec, docs, executions, secrets, sessions, tasks, users
 from api.sessions import Chatter
 from mint.docs import DocStore
@@ -25,6 +26,7 @@ def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
         version="0.1.0",
         description="A durable workflow engine for AI agents, speaking Julep's v1 REST API.",
         max_body_size=settings.max_body_bytes,
+        dependencies=[Depends(check_request)],  # every request's values, checked in one place
     )
     app.state.store = store
     app.state.temporal = temporal

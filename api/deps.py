@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Any, Literal
@@ -9,6 +10,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, Query, Request
 
 from api.errors import ApiError
+from api.request_check import reject_unstorable, too_deep_error
 from mint.store import Page, Store
 from mint.tenancy import acting_as
 
@@ -55,18 +57,10 @@ def get_page(
 
 def metadata_filter(request: Request) -> dict[str, Any] | None:
     """`?metadata_filter.k=v` (the SDK's form) or `?metadata_filter={"k": "v"}` (JSON)."""
-    import json
-
     result: dict[str, Any] = {}
     for key, value in request.query_params.multi_items():
         if key == "metadata_filter":
-            try:
-                parsed = json.loads(value)
-            except ValueError:
-                raise ApiError(422, "metadata_filter must be a JSON object") from None
-            if not isinstance(parsed, dict):
-                raise ApiError(422, "metadata_filter must be a JSON object")
-            result.update(parsed)
+            result.update(_json_filter(value))
         elif key.startswith("metadata_filter."):
             target = result
             *parents, leaf = key.removeprefix("metadata_filter.").split(".")
@@ -77,7 +71,22 @@ def metadata_filter(request: Request) -> dict[str, Any] | None:
             if isinstance(target.get(leaf), dict):
                 raise ApiError(422, f"metadata_filter key {key!r} conflicts with another filter key")
             target[leaf] = value
+    # Either form can nest deeper than the database's JSON code recurses, or carry JSON escapes of text
+    # it cannot store.
+    reject_unstorable(result, ("query", "metadata_filter"))
     return result or None
+
+
+def _json_filter(value: str) -> dict[str, Any]:
+    try:
+        parsed = json.loads(value)
+    except RecursionError:
+        raise too_deep_error(value, ("query", "metadata_filter")) from None
+    except ValueError:
+        raise ApiError(422, "metadata_filter must be a JSON object") from None
+    if not isinstance(parsed, dict):
+        raise ApiError(422, "metadata_filter must be a JSON object")
+    return parsed
 
 
 def checked_id(value: str, kind: str) -> str:

@@ -11,8 +11,10 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.schemas import ErrorOut
+from mint.db_errors import explain
 from mint.secrets import SecretsUnavailable
 from mint.store import Conflict
+from workflows.storable import format_path, json_depth_loc, too_deep
 from workflows.validate import Problem, format_loc
 
 # Declared on every router: the JSON every 4xx carries (the handlers below), instead of FastAPI's default
@@ -69,9 +71,11 @@ def install_error_handlers(app: FastAPI) -> None:
         return _response(422, f"invalid request: {summary}", problems)
 
     @app.exception_handler(asyncpg.DataError)
-    async def invalid_value(_: Request, exc: asyncpg.DataError) -> JSONResponse:
-        # Postgres refused a value (a NUL character, NaN in JSON, a number out of range): the caller's input.
-        return _response(422, f"invalid value: {exc}")
+    @app.exception_handler(asyncpg.ProgramLimitExceededError)  # too large to index, say
+    async def invalid_value(_: Request, exc: asyncpg.PostgresError) -> JSONResponse:
+        # Postgres refused a value the request checks let through (a number out of range, say): the
+        # caller's input. Said in words: the database's own message quotes SQL and its arguments.
+        return _response(422, f"invalid value: a value in this request {explain(exc)}")
 
     @app.exception_handler(asyncpg.PostgresConnectionError)
     @app.exception_handler(asyncpg.exceptions.OperatorInterventionError)  # shutting down, cannot connect now
@@ -95,5 +99,14 @@ def install_error_handlers(app: FastAPI) -> None:
         return _response(503, str(exc))
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if isinstance(exc.__cause__, RecursionError):  # FastAPI could not parse a body nested that deep
+            return await _too_deep(request)
         return _response(exc.status_code, str(exc.detail))
+
+
+async def _too_deep(request: Request) -> JSONResponse:
+    """A 422 naming where a JSON body nests past the limit (the body is cached on the request FastAPI read)."""
+    found = too_deep(("body", *(json_depth_loc(await request.body()) or ())))
+    path = format_path(found.loc)
+    return _response(422, f"invalid request: {path}: {found.message}", [Problem(path, found.message)])

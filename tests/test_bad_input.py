@@ -11,8 +11,10 @@ import httpx
 import pytest
 
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
+from workflows.safe_values import MAX_DEPTH
 
 STUCK = {"queued", "starting"}
+JSON = {"Content-Type": "application/json"}
 OK = [{"evaluate": {"x": "$ 1"}}]
 
 
@@ -498,6 +500,321 @@ async def test_nan_in_json_body(api):
         headers={"Content-Type": "application/json"},
     )
     await expect_client_error(response)
+
+
+# Any text Postgres cannot store, anywhere in a request -------------------------------------------------------------
+#
+# Each value goes in as a client sends it: a JSON escape (\u0000, \ud800), or the bytes of an encoded
+# surrogate (which Python's json also reads). Each is a 422 naming the field, and nothing is stored.
+
+ODD_TEXT = [
+    pytest.param("a\u0000b", False, "NUL character", id="nul"),
+    pytest.param("a\ud800b", False, "lone surrogate", id="high_surrogate"),
+    pytest.param("\udfff", False, "lone surrogate", id="low_surrogate"),
+    pytest.param("\udc00\ud800", False, "lone surrogate", id="reversed_pair"),
+    pytest.param("a\udbff", True, "lone surrogate", id="surrogate_as_bytes"),
+]
+
+
+def json_bytes(body: Any, raw: bool = False) -> bytes:
+    """JSON as a client might send it: ASCII with escapes, or (raw) UTF-8 with any surrogates as bytes."""
+    return json.dumps(body, ensure_ascii=not raw).encode("utf-8", "surrogatepass")
+
+
+def odd(method: str, route: str, body: Any, path: Any, listing: str | None) -> Any:
+    """`body(text, ids)` puts `text` somewhere; `path` (or `path(text)`) is where the 422 must point; the
+    `listing` route must read the same before and after."""
+    return pytest.param(
+        method, route, body, path, listing, id=f"{method} {route} {path if isinstance(path, str) else 'key'}"
+    )
+
+
+ODD_BODIES = [
+    odd("POST", "/agents", lambda t, ids: {"name": t}, "body.name", "/agents"),
+    odd(
+        "POST",
+        "/agents",
+        lambda t, ids: {"name": "a", "metadata": {"k": [0, t]}},
+        "body.metadata.k[1]",
+        "/agents",
+    ),
+    odd(
+        "POST",
+        "/agents",
+        lambda t, ids: {"name": "a", "metadata": {t: 1}},
+        lambda t: f"body.metadata[{t!r}]",
+        "/agents",
+    ),
+    odd(
+        "PUT",
+        "/agents/{agent}",
+        lambda t, ids: {"name": "a", "instructions": ["ok", t]},
+        "body.instructions[1]",
+        "/agents/{agent}",
+    ),
+    odd("PATCH", "/agents/{agent}", lambda t, ids: {"about": t}, "body.about", "/agents/{agent}"),
+    odd("POST", "/users", lambda t, ids: {"name": "u", "about": t}, "body.about", "/users"),
+    odd(
+        "POST",
+        "/agents/{agent}/tools",
+        lambda t, ids: {"name": "f", "type": "function", "description": t},
+        "body.description",
+        "/agents/{agent}/tools",
+    ),
+    odd(
+        "POST",
+        "/tasks/{task}/executions",
+        lambda t, ids: {"input": {"v": t}},
+        "body.input.v",
+        "/tasks/{task}/executions",
+    ),
+    odd(
+        "POST",
+        "/tasks/{task}/executions",
+        lambda t, ids: {"input": {}, "metadata": {"m": t}},
+        "body.metadata.m",
+        "/tasks/{task}/executions",
+    ),
+    odd(
+        "POST",
+        "/sessions",
+        lambda t, ids: {"agent": ids["agent"], "situation": t},
+        "body.situation",
+        "/sessions",
+    ),
+    odd(
+        "PATCH",
+        "/sessions/{session}",
+        lambda t, ids: {"metadata": {"k": t}},
+        "body.metadata.k",
+        "/sessions/{session}",
+    ),
+    odd(
+        "POST",
+        "/sessions/{session}/render",
+        lambda t, ids: {"messages": [{"role": "user", "content": t}]},
+        "body.messages[0].content",
+        "/sessions/{session}/history",
+    ),
+    odd(
+        "POST",
+        "/agents/{agent}/docs",
+        lambda t, ids: {"title": "d", "content": t},
+        "body.content",
+        "/agents/{agent}/docs",
+    ),
+    odd("POST", "/agents/{agent}/search", lambda t, ids: {"text": t}, "body.text", None),
+    odd("POST", "/secrets", lambda t, ids: {"name": "key", "value": t}, "body.value", "/secrets"),
+    odd(
+        "POST",
+        "/agents/{agent}/tasks",
+        lambda t, ids: {"name": "t", "main": [{"evaluate": {"x": f"$ '{t}'"}}]},
+        "main[0].evaluate.x",
+        "/agents/{agent}/tasks",
+    ),
+    odd(
+        "POST",
+        "/agents/{agent}/tasks",
+        lambda t, ids: {"name": "t", "main": [{"label": t, "log": "{{ _ }}"}]},
+        "main[0].label",
+        "/agents/{agent}/tasks",
+    ),
+    odd(
+        "POST",
+        "/agents/{agent}/tasks/{task}",
+        lambda t, ids: {"name": "t", "main": OK, "metadata": {t: 1}},
+        lambda t: f"metadata[{t!r}]",
+        "/tasks/{task}",
+    ),
+]
+
+
+@pytest.fixture
+async def owned(api, agent_id) -> dict[str, str]:
+    """One of each resource the routes above write to."""
+    task = await create_task(api, agent_id, {"name": "t", "main": OK})
+    session = (await api.post("/sessions", json={"agent": agent_id})).json()
+    return {"agent": agent_id, "task": task["id"], "session": session["id"]}
+
+
+@pytest.mark.parametrize(("text", "raw", "problem"), ODD_TEXT)
+@pytest.mark.parametrize(("method", "route", "body", "path", "listing"), ODD_BODIES)
+async def test_unstorable_text_in_a_json_body(
+    api, owned, method, route, body, path, listing, text, raw, problem
+):
+    before = (await api.get(listing.format(**owned))).json() if listing else None
+    response = await api.request(
+        method, route.format(**owned), content=json_bytes(body(text, owned), raw), headers=JSON
+    )
+    await expect_error(response, 422, path(text) if callable(path) else path, (problem,))
+    if listing:
+        assert (await api.get(listing.format(**owned))).json() == before, "nothing may be stored"
+    await assert_nothing_stuck(api, owned["task"])
+
+
+@pytest.mark.parametrize(("text", "raw", "problem"), ODD_TEXT)
+async def test_unstorable_text_in_a_resume_input(api, agent_id, text, raw, problem):
+    task = await create_task(api, agent_id, WAIT_TASK)
+    execution = await start(api, task["id"])
+    await wait_for_status(api, execution["id"], {"awaiting_input"})
+    body = json_bytes({"status": "running", "input": {"n": [text]}}, raw)
+    response = await api.put(f"/executions/{execution['id']}", content=body, headers=JSON)
+    await expect_error(response, 422, "body.input.n[0]", (problem,))
+    assert (await api.get(f"/executions/{execution['id']}")).json()["status"] == "awaiting_input"
+    await api.put(f"/executions/{execution['id']}", json={"status": "cancelled"})
+    assert (await wait_for_status(api, execution["id"]))["status"] == "cancelled"
+
+
+@pytest.mark.parametrize(
+    ("document", "path", "problem"),
+    [
+        pytest.param('name: "t\\0"\nmain: [{log: x}]\n', "name", "NUL character", id="nul_in_name"),
+        pytest.param(
+            "name: t\nmain: [{evaluate: {x: \"$ 'a\\0'\"}}]\n",
+            "main[0].evaluate.x",
+            "NUL",
+            id="nul_in_expression",
+        ),
+        pytest.param(
+            'name: t\nmain: [{log: "{{ _ }}\\0"}]\n', "main[0].log", "NUL character", id="nul_in_template"
+        ),
+        pytest.param(
+            'name: t\nmain: [{log: x}]\nmetadata: {"k\\0": 1}\n', "metadata['k\\x00']", "NUL", id="nul_in_key"
+        ),
+    ],
+)
+async def test_unstorable_text_in_a_yaml_task(api, agent_id, document, path, problem):
+    await expect_error(await post_yaml(api, agent_id, document), 422, path, (problem,))
+    assert (await api.get(f"/agents/{agent_id}/tasks")).json()["items"] == []
+
+
+@pytest.mark.parametrize(
+    ("document", "where"),
+    [
+        pytest.param('name: "t\\ud800"\nmain: [{log: x}]\n', "line 1, column 7", id="surrogate_escape"),
+        pytest.param(b'name: "t\xed\xa0\x80"\nmain: [{log: x}]\n', "position 8", id="surrogate_bytes"),
+    ],
+)
+async def test_a_surrogate_in_a_yaml_task_is_a_syntax_error_saying_where(api, agent_id, document, where):
+    """YAML itself has no lone surrogates: the parser refuses them, saying where."""
+    response = await post_yaml(api, agent_id, document)
+    await expect_error(response, 400, contains=("invalid Unicode character", where))
+
+
+@pytest.mark.parametrize(("text", "raw", "problem"), [p for p in ODD_TEXT if not p.values[1]])
+@pytest.mark.parametrize(
+    "route",
+    [
+        "/agents",
+        "/users",
+        "/sessions",
+        "/secrets",
+        "/agents/{agent}/tools",
+        "/agents/{agent}/docs",
+        "/tasks/{task}/executions",
+    ],
+)
+async def test_unstorable_text_in_a_metadata_filter(api, owned, route, text, raw, problem):
+    url = route.format(**owned)
+    as_json = {"metadata_filter": json.dumps({"a": text})}
+    await expect_error(await api.get(url, params=as_json), 422, "query.metadata_filter.a", (problem,))
+
+
+@pytest.mark.parametrize(
+    ("query", "path"),
+    [
+        pytest.param("metadata_filter.a=%00", "query['metadata_filter.a']", id="dotted_filter_value"),
+        pytest.param("metadata_filter.a%00=1", "query['metadata_filter.a\\x00']", id="dotted_filter_key"),
+        pytest.param("direction=%00", "query.direction", id="direction"),
+        pytest.param("limit=1%00", "query.limit", id="limit"),
+    ],
+)
+async def test_nul_in_a_query_parameter(api, query, path):
+    await expect_error(await api.get(f"/agents?{query}"), 422, path, ("NUL character",))
+
+
+async def test_text_with_surrogate_pairs_is_stored_and_read_back(api):
+    """Emoji sent as escaped surrogate pairs (Python's json.dumps, the julep SDK) are plain text."""
+    body = {"name": "smile \U0001f600", "metadata": {"e\U0001f600": ["\U0001f680", "\u00e9"]}}
+    response = await api.post("/agents", content=json_bytes(body), headers=JSON)
+    assert response.status_code == 201, response.text
+    agent = (await api.get(f"/agents/{response.json()['id']}")).json()
+    assert (agent["name"], agent["metadata"]) == (body["name"], body["metadata"])
+
+
+# Nesting past the limit: JSON and YAML bodies, query strings -------------------------------------------------------
+#
+# 100 levels parse (and used to go on to the database or the workflow); 1,500 is past what json.loads can
+# parse (RecursionError, a 500); 100,000 is far past. Each is a 422 at the place the limit is crossed.
+
+
+def nested(depth: int) -> str:
+    return "[" * depth + "]" * depth
+
+
+def deep_path(prefix: str, levels_used: int) -> str:
+    """The path of the first list past the limit, under `prefix` (which takes `levels_used` levels)."""
+    return prefix + "[0]" * (MAX_DEPTH - levels_used)
+
+
+DEPTHS = [pytest.param(100, id="100"), pytest.param(1_500, id="1500"), pytest.param(100_000, id="100000")]
+
+
+@pytest.mark.parametrize("depth", DEPTHS)
+@pytest.mark.parametrize(
+    ("method", "route", "body", "path"),
+    [
+        pytest.param(
+            "POST", "/agents", '{"name": "a", "metadata": {"a": DEEP}}', ("body.metadata.a", 2), id="agent"
+        ),
+        pytest.param(
+            "POST", "/tasks/{task}/executions", '{"input": {"a": DEEP}}', ("body.input.a", 2), id="execution"
+        ),
+        pytest.param(
+            "POST",
+            "/sessions",
+            '{"agent": "{agent}", "recall_options": {"a": DEEP}}',
+            ("body.recall_options.a", 2),
+            id="session",
+        ),
+        pytest.param(
+            "POST",
+            "/agents/{agent}/tasks",
+            '{"name": "t", "main": [{"log": "x"}], "metadata": {"a": DEEP}}',
+            ("metadata.a", 2),
+            id="json_task",
+        ),
+    ],
+)
+async def test_a_json_body_nested_too_deeply(api, owned, depth, method, route, body, path):
+    content = body.replace("{agent}", owned["agent"]).replace("DEEP", nested(depth)).encode()
+    response = await api.request(method, route.format(**owned), content=content, headers=JSON)
+    await expect_error(response, 422, deep_path(*path), (f"more than {MAX_DEPTH} levels",))
+    await assert_nothing_stuck(api, owned["task"])
+
+
+@pytest.mark.parametrize("depth", DEPTHS)
+async def test_a_yaml_task_nested_too_deeply(api, agent_id, depth):
+    document = f"name: t\nmain: [{{log: x}}]\nmetadata: {{a: {nested(depth)}}}\n"
+    response = await post_yaml(api, agent_id, document)
+    await expect_error(response, 422, deep_path("metadata.a", 2), (f"more than {MAX_DEPTH} levels",))
+
+
+@pytest.mark.parametrize("depth", DEPTHS[:2])
+@pytest.mark.parametrize("route", ["/agents", "/users", "/tasks/{task}/executions", "/agents/{agent}/docs"])
+async def test_a_metadata_filter_nested_too_deeply(api, owned, route, depth):
+    url = route.format(**owned)
+    as_json = {"metadata_filter": '{"a": ' + nested(depth) + "}"}
+    await expect_error(await api.get(url, params=as_json), 422, deep_path("query.metadata_filter.a", 1))
+    dotted = "metadata_filter." + ".".join(["a"] * depth) + "=1"
+    await expect_error(await api.get(f"{url}?{dotted}"), 422, "query.metadata_filter" + ".a" * MAX_DEPTH)
+
+
+async def test_nesting_within_the_limit_is_kept(api):
+    metadata = json.loads('{"a": ' + nested(MAX_DEPTH - 2) + "}")  # the body and `metadata` are two levels
+    response = await api.post("/agents", json={"name": "a", "metadata": metadata})
+    assert response.status_code == 201, response.text
+    assert response.json()["metadata"] == metadata
 
 
 # Query parameters ------------------------------------------------------------------------------------------------

@@ -279,15 +279,15 @@ async def test_import_stores_docs_in_order_and_indexes_them_all(api):
     assert {(await _indexed(api, d["id"]))["status"] for d in items} == {"indexed"}
 
 
-async def test_an_import_stopped_by_a_bad_doc_still_indexes_the_ones_before_it(api):
+async def test_an_import_with_text_postgres_cannot_store_is_refused_whole(api):
+    """Checked before anything is stored (it used to stop the import half way, at the database)."""
     agent = await create_agent(api, "importer")
     owner = f"/agents/{agent['id']}"
-    docs = [{"title": "kept", "content": "stored before the bad one"}, {"title": "bad\u0000", "content": "x"}]
+    docs = [{"title": "fine", "content": "a good doc"}, {"title": "bad\u0000", "content": "x"}]
     response = await api.post(f"{owner}/docs/import", json={"docs": docs})
     assert response.status_code == 422, response.text
-    (kept,) = (await api.get(f"{owner}/docs")).json()["items"]
-    assert kept["title"] == "kept"
-    assert (await _indexed(api, kept["id"]))["status"] == "indexed"
+    assert [p["path"] for p in response.json()["problems"]] == ["body.docs[1].title"]
+    assert (await api.get(f"{owner}/docs")).json()["items"] == []
 
 
 async def test_openai_embeddings_go_through_the_sdk_in_batches_of_384_dimensions(model_server):

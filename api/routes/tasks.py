@@ -11,11 +11,16 @@ from fastapi import APIRouter, Request
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
+from api.request_check import reject, reject_unstorable, too_deep_error
 from api.routes.agents import agent_or_404
-from workflows.safe_values import bounded_size, check_depth
+from workflows.safe_values import bounded_size
+from workflows.storable import too_deep, yaml_depth_loc
 from workflows.validate import TaskInvalid, TaskLimits, validate_task
 
 router = APIRouter(tags=["tasks"], responses=ERROR_RESPONSES)
+# libyaml's safe loader: several times faster than PyYAML's, which also recurses (a deep document was a
+# RecursionError, with no path).
+YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 TASK_BODY = {
     "requestBody": {
@@ -71,21 +76,32 @@ async def _save(agent_id: str, task_id: str | None, request: Request, developer:
 
 
 async def read_document(request: Request) -> Any:
-    """The request body as JSON, or as YAML when the content type says so (safe_load, size-bounded)."""
+    """The request body as JSON, or as YAML when the content type says so (a safe loader), bounded in size
+    and depth, its text all storable."""
     limit = request.app.state.settings.max_task_bytes
     body = await request.body()
     _check_task_size(len(body), limit)
     content_type = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
     is_yaml = content_type in ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
     try:
-        document = yaml.safe_load(body) if is_yaml else json.loads(body or b"null")
+        document = _parse_yaml(body) if is_yaml else json.loads(body or b"null")
         bounded_size(document)
-        check_depth(document)
-    except (yaml.YAMLError, ValueError, RecursionError) as exc:
+    except RecursionError:  # json.loads, on a document nested hundreds of levels deep
+        raise too_deep_error(body, what="invalid task") from None
+    except (yaml.YAMLError, ValueError) as exc:
         raise ApiError(400, f"cannot parse the task ({content_type}): {exc}") from None
+    # Task text reaches Python's parser (expressions), Jinja and Postgres: all of it must be storable text.
+    reject_unstorable(document, what="invalid task")
     if is_yaml:  # anchors and aliases can make the document larger than its text
         _check_task_size(len(json.dumps(document, default=str).encode()), limit)
     return document
+
+
+def _parse_yaml(body: bytes) -> Any:
+    # Depth first, from the parser's events: libyaml's composer recurses in C and would crash the process.
+    if (loc := yaml_depth_loc(body)) is not None:
+        reject([too_deep(loc)], what="invalid task")
+    return yaml.load(body, Loader=YAML_LOADER)  # noqa: S506 - a safe loader
 
 
 def _check_task_size(size: int, limit: int) -> None:
