@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 import asyncpg
 import httpx
@@ -96,6 +97,8 @@ def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, se
         ],
         workflow_runner=workflow_runner(),
         max_concurrent_activities=200,
+        # On stop, running activities get this long to finish before they are cancelled (and retried).
+        graceful_shutdown_timeout=timedelta(seconds=settings.shutdown_grace_seconds),
     )
 
 
