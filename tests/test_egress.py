@@ -9,10 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
+import time
 
 import pytest
+import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
+from temporalio.testing import ActivityEnvironment
 
 from activities.egress import EgressPolicy, EgressRefused
+from activities.mcp import McpActivities
+from tests.mcp_server import server as calc
+from tests.stack import free_port
 
 REFUSED = [
     "http://127.0.0.1/",
@@ -120,3 +128,47 @@ async def test_an_allow_listed_ipv4_network_opens_its_nat64_form_too():
 async def test_an_allow_list_entry_for_one_port_does_not_open_another():
     with pytest.raises(EgressRefused):
         await EgressPolicy(("127.0.0.1:8080",)).resolve("http://127.0.0.1:9090/")
+
+
+class McpHttpServer:
+    """tests/mcp_server.py's `calc` server over Streamable HTTP on 127.0.0.1, in a thread."""
+
+    def __init__(self) -> None:
+        # The server's own Host check is off: the test reaches it under a made-up name.
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        app = calc.streamable_http_app(transport_security=security, stateless_http=True, json_response=True)
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="error"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> McpHttpServer:
+        self.thread.start()
+        while not self.server.started:
+            if not self.thread.is_alive():
+                raise RuntimeError("the MCP server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+async def test_an_mcp_server_is_reached_at_the_address_the_check_approved(monkeypatch):
+    """A rebinding name: the first lookup (the egress check's) answers loopback, which the operator allowed;
+    any later one answers 127.0.0.2, where nothing listens. The MCP client must not look the name up again."""
+    real, lookups = socket.getaddrinfo, []
+
+    def rebinding(host, port, *args, **kwargs):
+        if host != "mcp.rebind.test":
+            return real(host, port, *args, **kwargs)
+        lookups.append(host)
+        return real("127.0.0.1" if len(lookups) == 1 else "127.0.0.2", port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    activities = McpActivities({}, EgressPolicy(("127.0.0.1",)))
+    with McpHttpServer() as server:
+        integration = {"provider": "mcp", "setup": {"url": f"http://mcp.rebind.test:{server.port}/mcp"}}
+        listed = await ActivityEnvironment().run(activities.list_mcp_tools, integration)
+    assert [tool["name"] for tool in listed] == ["add"]
+    assert lookups == ["mcp.rebind.test"]
