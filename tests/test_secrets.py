@@ -298,3 +298,109 @@ def test_a_host_names_idna_form_and_a_cut_short_value_are_masked():
 def test_a_numeric_secret_is_masked_as_a_json_number_and_a_key():
     masked = Redactor({"PIN": "8675309123"}).value({"n": 8675309123, "8675309123": [8675309123.0]})
     assert "8675309" not in json.dumps(masked)
+
+
+SECRET_URLS = [
+    # The host is lower-cased in the resolver's error; a backslash is doubled in a quoted URL.
+    ("http://{{ secrets.ODD_KEY }}.invalid/", "CanaryHost5e1b7d93", "cannot resolve"),
+    ("http://127.0.0.1:99999/{{ secrets.ODD_KEY }}", ODD, "invalid port"),
+    ("http://127.0.0.1:9/{{ secrets.ODD_KEY }}", ODD, "ConnectError"),
+]
+
+
+@pytest.mark.parametrize("url, value, reason", SECRET_URLS)
+async def test_a_secret_in_a_url_stays_out_of_the_error(api, temporal_env, url, value, reason):
+    assert (await api.post("/secrets", json={"name": "ODD_KEY", "value": value})).status_code == 201
+    task = {
+        "name": "bad url",
+        "tools": [{"name": "get", "type": "api_call", "api_call": {"method": "GET", "url": url}}],
+        "main": [{"tool": "get", "arguments": {}, "retry": {"max_attempts": 1}}],
+    }
+    execution, rows = await run_task(api, task)
+    assert execution["status"] == "failed" and reason in execution["error"], execution
+    history = await _plain_history_text(temporal_env, execution["id"], "secrets.ODD_KEY")
+    for text in (json.dumps(execution), json.dumps(rows), history):
+        assert "5e1b" not in text.lower()
+
+
+def _echo_in_every_form(request: Request) -> Answer:
+    """Echoes the `token` of a JSON body back in many encodings, in the body and in headers."""
+    token = json.loads(request.body)["token"]
+    pin = int(parse_qs(urlsplit(request.path).query)["pin"][0])
+    echoed = {name: form(token) for name, form in ALTERED.items()}
+    body = json.dumps({"echo": echoed, token: "as a key", "pin": pin})
+    headers = {
+        "Content-Type": "application/json",
+        "X-Echo": quote(token, safe="").lower(),
+        "Location": "/next?token=" + quote_plus(token),
+    }
+    return 200, headers, body.encode()
+
+
+async def test_an_echo_of_a_secret_in_any_form_comes_back_masked(api):
+    for name, value in (("ODD_KEY", ODD), ("PIN", "8675309123")):
+        assert (await api.post("/secrets", json={"name": name, "value": value})).status_code == 201
+    spec = {
+        "method": "POST",
+        "url": "{{ arguments.base }}echo?pin={{ secrets.PIN }}",
+        "json": {"token": "{{ secrets.ODD_KEY }}"},
+    }
+    task = {
+        "name": "echo",
+        "tools": [{"name": "echo", "type": "api_call", "api_call": spec}],
+        "main": [{"tool": "echo", "arguments": {"base": "$ _.base"}}],
+    }
+    with LocalServer(_echo_in_every_form) as server:
+        execution, rows = await run_task(api, task, {"base": server.url})
+    assert execution["status"] == "succeeded", execution["error"]
+    assert json.loads(server.requests[0].body)["token"] == ODD  # the secret really went out
+    output = execution["output"]
+    assert output["json"]["pin"] == "[secret PIN]" and "[secret ODD_KEY]" in output["headers"]["x-echo"]
+    for text in (json.dumps(execution), json.dumps(rows)):
+        assert "5e1b" not in text.lower() and "8675309" not in text
+
+
+# Secrets and redirects ------------------------------------------------------------------------------------------
+
+WHERE_SECRETS_GO = {
+    "a header": {"headers": {"X-Api-Key": "{{ secrets.CANARY_KEY }}"}},
+    "the query": {"params": {"key": "{{ secrets.CANARY_KEY }}"}},
+    "the URL": {"url": "{{ arguments.base }}go/{{ secrets.CANARY_KEY }}"},
+    "a JSON body": {"method": "POST", "json": {"token": "{{ secrets.CANARY_KEY }}"}},
+}
+
+
+def _redirecting_task(where: str) -> dict[str, Any]:
+    spec = {"method": "GET", "url": "{{ arguments.base }}go", "follow_redirects": True}
+    return {
+        "name": "redirected",
+        "tools": [{"name": "hop", "type": "api_call", "api_call": {**spec, **WHERE_SECRETS_GO[where]}}],
+        "main": [{"tool": "hop", "arguments": {"base": "$ _.base"}}],
+    }
+
+
+@pytest.mark.parametrize("where", WHERE_SECRETS_GO)
+async def test_a_request_carrying_a_secret_does_not_follow_a_redirect_to_another_origin(api, where):
+    await api.post("/secrets", json={"name": "CANARY_KEY", "value": CANARY})
+    with LocalServer() as target:
+        landing = f"http://localhost:{target.port}/landing-page"
+        with LocalServer(lambda _: (307, {"Location": landing}, b"")) as redirector:
+            execution, _ = await run_task(api, _redirecting_task(where), {"base": redirector.url})
+            assert len(redirector.requests) == 1 and CANARY in str(redirector.requests[0])
+    assert execution["status"] == "failed", execution
+    error = execution["error"]
+    assert "another origin" in error and f"localhost:{target.port}" in error and "landing-page" not in error
+    assert target.requests == []
+
+
+async def test_a_request_carrying_a_secret_follows_a_redirect_within_its_origin(api):
+    await api.post("/secrets", json={"name": "CANARY_KEY", "value": CANARY})
+
+    def redirect_once(request: Request) -> Answer:
+        return (307, {"Location": "/landing"}, b"") if request.path == "/go" else (200, {}, b"landed")
+
+    with LocalServer(redirect_once) as server:
+        execution, _ = await run_task(api, _redirecting_task("a header"), {"base": server.url})
+    assert execution["status"] == "succeeded", execution["error"]
+    assert execution["output"]["content"] == "landed"
+    assert [r.headers["X-Api-Key"] for r in server.requests] == [CANARY, CANARY]

@@ -68,3 +68,30 @@ async def test_redirects_drop_credentials_across_origins_and_are_checked(api):
             task["tools"][0]["api_call"]["url"] = redirector.url + "elsewhere"
             refused, _ = await run_task(api, task)
             assert refused["status"] == "failed" and "10.9.8.7" in refused["error"]
+
+
+async def test_credential_headers_do_not_follow_a_redirect_to_another_origin(api):
+    credentials = {
+        "Authorization": "Bearer a",
+        "Proxy-Authorization": "Basic b",
+        "Cookie": "c=d",
+        "X-Api-Key": "e",
+        "Api-Key": "f",
+        "X-Auth-Token": "g",
+        "X-Custom-Token": "h",
+        "X-Client-Secret": "i",
+    }
+    with LocalServer() as target:
+        landing = f"http://localhost:{target.port}/landing"
+        with LocalServer(lambda _: (307, {"Location": landing}, b"")) as redirector:
+            task = _task(redirector.url)
+            task["tools"][0]["api_call"].update(
+                follow_redirects=True, headers={**credentials, "X-Trace": "1"}
+            )
+            execution, _ = await run_task(api, task)
+            assert execution["status"] == "succeeded", execution
+            (first,), (second,) = redirector.requests, target.requests
+    assert all(first.headers[name] == value for name, value in credentials.items())
+    lowered = {name.lower() for name in second.headers}
+    assert not lowered & {name.lower() for name in credentials}, second.headers
+    assert second.headers["X-Trace"] == "1" and second.headers["Idempotency-Key"]
