@@ -1,11 +1,14 @@
 """The api_call tool: one HTTP request through httpx, to the address the egress check approved.
 
+`timeout` is the deadline of the whole call (resolving, connecting, sending, every redirect hop and the whole
+body), so a server that drips a byte at a time cannot stretch it; it is at most MINT_MAX_TOOL_TIMEOUT_SECONDS.
 A request that carries a secret (anywhere: URL, headers, params, body) never follows a redirect to another
 origin, and its errors never quote its URL.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -17,7 +20,7 @@ from activities.egress import Destination, EgressPolicy, EgressRefused
 from activities.heartbeat import heartbeating
 from activities.secrets import reveal
 from mint.secrets import SecretStore
-from workflows.calls import CALL_API
+from workflows.calls import CALL_API, DEFAULT_MAX_TOOL_TIMEOUT_SECONDS, bounded_timeout
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 MAX_REDIRECTS = 5
@@ -31,16 +34,23 @@ NOT_CREDENTIALS = frozenset({"idempotency-key"})
 
 
 class HttpActivities:
-    def __init__(self, client: httpx.AsyncClient, egress: EgressPolicy, secrets: SecretStore):
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        egress: EgressPolicy,
+        secrets: SecretStore,
+        max_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS,
+    ):
         self.client = client
         self.egress = egress
         self.secrets = secrets
+        self.max_timeout = max_timeout
 
     @activity.defn(name=CALL_API)
     async def call_api(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Returns {response: {status_code, headers, content, json}, attempt}; network errors and 5xx/429
-        retry via Temporal. Secrets the request refers to are filled in here, and masked in the answer and
-        in errors (a server may echo them)."""
+        """Returns {response: {status_code, headers, content, json}, attempt}; network errors, timeouts and
+        5xx/429 retry via Temporal. Secrets the request refers to are filled in here, and masked in the
+        answer and in errors (a server may echo them)."""
         async with heartbeating():
             request, redactor = await reveal(self.secrets, request)
             try:
@@ -50,11 +60,31 @@ class HttpActivities:
             return {"response": redactor.value(response), "attempt": activity.info().attempt}
 
     async def _call(self, request: dict[str, Any], carries_secrets: bool) -> dict[str, Any]:
+        try:
+            deadline = bounded_timeout(request.get("timeout"), self.max_timeout)
+        except ValueError as exc:
+            raise errors.permanent(str(exc), "BadToolCall") from None
+        timer = asyncio.timeout(deadline)
+        try:
+            async with timer:
+                return await self._follow(request, deadline, carries_secrets)
+        except TimeoutError:
+            if not timer.expired():
+                raise
+            raise errors.transient(
+                f"the call did not finish within its timeout of {deadline:g} seconds (connecting, sending, "
+                "redirects and reading the whole response)",
+                "HttpTimeout",
+            ) from None
+
+    async def _follow(
+        self, request: dict[str, Any], deadline: float, carries_secrets: bool
+    ) -> dict[str, Any]:
         """The request, and the redirects it follows (by hand, so that every hop passes the egress check)."""
         url = first = str(request.get("url", ""))
         method = str(request.get("method", "GET")).upper()
         for _ in range(MAX_REDIRECTS + 1):
-            status, headers, body = await self._send(method, url, request, carries_secrets)
+            status, headers, body = await self._send(method, url, request, deadline, carries_secrets)
             if not (request.get("follow_redirects") and 300 <= status < 400 and "location" in headers):
                 break
             next_url = _redirect_target(url, headers["location"])
@@ -73,17 +103,12 @@ class HttpActivities:
         return _result(status, headers, body)
 
     async def _send(
-        self, method: str, url: str, request: dict[str, Any], carries_secrets: bool
+        self, method: str, url: str, request: dict[str, Any], deadline: float, carries_secrets: bool
     ) -> tuple[int, dict[str, str], bytes]:
         try:
             destination = await self.egress.resolve(url, quote=not carries_secrets)
-            timeout = float(request.get("timeout") or 60)
         except EgressRefused as exc:
             raise errors.permanent(str(exc), "EgressRefused") from None
-        except (TypeError, ValueError):
-            raise errors.permanent(
-                f"timeout must be a number of seconds, not {request.get('timeout')!r}", "BadToolCall"
-            ) from None
         pinned, headers, extensions = _pinned(url, destination, request.get("headers") or {})
         try:
             async with self.client.stream(
@@ -94,7 +119,7 @@ class HttpActivities:
                 json=request.get("json"),
                 content=request.get("content"),
                 data=request.get("data"),
-                timeout=timeout,
+                timeout=deadline,  # per operation; the whole call is bounded by the same deadline in _call
                 follow_redirects=False,
                 extensions=extensions,
             ) as response:

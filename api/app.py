@@ -40,6 +40,7 @@ def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
         model_client(settings, app.state.secrets),
         temporal,
         settings.task_queue,
+        settings.max_tool_timeout,
     )
     install_error_handlers(app)
     app.add_middleware(ActingForNoTenant)
