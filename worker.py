@@ -64,7 +64,7 @@ def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, se
     writer = TransitionWriter(pool)
     egress = EgressPolicy(settings.egress_allow)
     secrets = SecretStore(pool, settings.encryption_keys)
-    tools = HttpActivities(http, egress, secrets)
+    tools = HttpActivities(http, egress, secrets, settings.max_tool_timeout)
     # httpx logs every request's URL at INFO, and a tool's URL may carry a secret (activities/secrets.py).
     logging.getLogger("httpx").setLevel(logging.WARNING)
     models = model_client(settings, secrets)

@@ -41,6 +41,7 @@ def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
         temporal,
         settings.task_queue,
         ChatSlots(settings.max_chats_per_developer),
+        settings.max_tool_timeout,
     )
     install_error_handlers(app)
     app.add_middleware(ActingForNoTenant)

@@ -81,6 +81,7 @@ class Chatter:
         temporal: Client,
         task_queue: str,
         slots: ChatSlots,
+        max_tool_timeout: float | None = None,
     ):
         self.store = store
         self.slots = slots
@@ -90,6 +91,7 @@ class Chatter:
         self.models = models
         self.temporal = temporal
         self.task_queue = task_queue
+        self.max_tool_timeout = max_tool_timeout  # MINT_MAX_TOOL_TIMEOUT_SECONDS
 
     async def _maybe_compress(self, developer: str, session: dict[str, Any], context: Context) -> None:
         """`adaptive`: past ADAPTIVE_START of the budget, fold older messages into the summary in the
@@ -341,6 +343,7 @@ class Chatter:
                     "owner": {"developer_id": developer, "agent_id": agent_id},
                     "tool": spec,
                     "arguments": prompts.call_arguments(call),
+                    "max_tool_timeout": self.max_tool_timeout,
                 },
                 id=f"chat-tool-{uuid.uuid4()}",
                 task_queue=self.task_queue,

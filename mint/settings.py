@@ -62,6 +62,9 @@ class Settings:
     max_expression_length: int = 10_000
     max_steps: int = 1_000
     max_fan_out: int = 100_000
+    # The most seconds an api_call tool's `timeout` (the whole call's deadline, redirects and body included)
+    # may be: a larger one is refused when the task is created, or fails the step when it is computed.
+    max_tool_timeout: float = 300.0
     # Doc embeddings: all-MiniLM-L6-v2 locally (the default), or `openai/text-embedding-3-small`.
     embedding_model: str = "all-MiniLM-L6-v2"
     # MCP servers integration tools may start over stdio: {"name": {"command": ..., "args": [...], "env": {}}}.
@@ -110,6 +113,9 @@ class Settings:
             max_expression_length=int(env.get("MINT_MAX_EXPRESSION_LENGTH", "10000")),
             max_steps=int(env.get("MINT_MAX_STEPS", "1000")),
             max_fan_out=int(env.get("MINT_MAX_FAN_OUT", "100000")),
+            max_tool_timeout=_positive(
+                "MINT_MAX_TOOL_TIMEOUT_SECONDS", env.get("MINT_MAX_TOOL_TIMEOUT_SECONDS", "300")
+            ),
             mcp_servers=_json_object("MINT_MCP_SERVERS", env.get("MINT_MCP_SERVERS", "")),
             encryption_keys=parse_keys(env.get("MINT_ENCRYPTION_KEY")),
             codec_token=env.get("MINT_CODEC_TOKEN") or None,
@@ -134,6 +140,16 @@ class Settings:
             },
             default_model=self.default_model,
         )
+
+
+def _positive(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{name} must be more than 0 (and finite), not {raw!r}")
+    return value
 
 
 def _json_object(name: str, raw: str) -> dict[str, Any]:
