@@ -137,7 +137,7 @@ async def test_a_flood_from_one_tenant_leaves_the_other_answering_and_mint_up_st
                 in_flight += [asyncio.create_task(start(a, task_a["id"], {})) for _ in range(10)]
                 while len(tools.requests) < 5:
                     await asyncio.sleep(0.1)
-                code, output = await asyncio.to_thread(up.stop, signal.SIGINT, 60)
+                code, output = await asyncio.to_thread(up.stop, signal.SIGTERM, 60)  # as `docker stop` does
                 for waiting in in_flight:
                     waiting.cancel()
                 await asyncio.gather(*in_flight, return_exceptions=True)
