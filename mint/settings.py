@@ -59,8 +59,8 @@ class Settings:
     # Secrets at rest and Temporal payloads are encrypted with these keys (mint/crypto.py; the first one
     # encrypts). Without a key, secrets are unavailable and payloads travel in the clear.
     encryption_keys: tuple[str, ...] = field(default_factory=tuple)
-    # The operator's credential for the codec server (/codec/decode, api/operator.py): sent as a bearer token
-    # or exchanged for a session cookie at /codec/sign-in. Unset: no codec server.
+    # The operator's credential for the codec server (/codec/decode, api/operator_auth.py): sent as a bearer
+    # token or exchanged for a session cookie at /codec/sign-in. Unset: no codec server.
     codec_token: str | None = None
     # Browser origins (the Temporal UI's) whose requests may use that session cookie; CORS names them.
     codec_origins: tuple[str, ...] = field(default_factory=tuple)

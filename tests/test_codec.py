@@ -14,7 +14,7 @@ import pytest
 import pytest_asyncio
 from google.protobuf.json_format import MessageToDict
 
-from api.operator import COOKIE, session_value
+from api.operator_auth import COOKIE, session_value
 from mint.payload_codec import ENCRYPTED
 from mint.settings import Settings
 from tests.conftest import temporal_address

@@ -3,7 +3,7 @@
 Temporal's codec-server protocol: `{"payloads": [<Payload as protobuf JSON>]}` in, the same shape out. It
 runs Mint's own codec, so the operator sees decrypted, claim-check-resolved values. Its URL carries no
 secret (the UI appends `/decode` to `<API URL>/codec`); every call must come from the operator
-(api/operator.py). The routes are absent (404) when MINT_CODEC_TOKEN is unset.
+(api/operator_auth.py). The routes are absent (404) when MINT_CODEC_TOKEN is unset.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from temporalio.api.common.v1 import Payload
 
-from api import operator
+from api import operator_auth
 from api.errors import ApiError
 from mint.crypto import DecryptionError
 
@@ -26,8 +26,8 @@ router = APIRouter(tags=["codec"], include_in_schema=False)
 
 @router.options("/codec/{operation}")
 async def preflight(operation: str, request: Request) -> Response:
-    token, origins = _config(request)
-    headers = operator.cors_headers(request, origins)
+    _, origins = _config(request)
+    headers = operator_auth.cors_headers(request, origins)
     return Response(status_code=204 if "Access-Control-Allow-Origin" in headers else 403, headers=headers)
 
 
@@ -53,8 +53,8 @@ async def encode(request: Request, response: Response) -> dict[str, Any]:
 async def _operator_payloads(request: Request) -> tuple[list[Payload], dict[str, str]]:
     """The request's payloads, once the caller is known to be the operator, and the CORS headers to send."""
     token, origins = _config(request)
-    cors = operator.cors_headers(request, origins)
-    if not operator.is_operator(request, token, origins):
+    cors = operator_auth.cors_headers(request, origins)
+    if not operator_auth.is_operator(request, token, origins):
         raise ApiError(
             401,
             "the codec server is for operators: send `Authorization: Bearer <MINT_CODEC_TOKEN>`, or sign in "
@@ -84,14 +84,14 @@ async def sign_in(request: Request) -> HTMLResponse:
     """Exchange the operator token (a form field, never a URL) for a session cookie."""
     token, _ = _config(request)
     given = parse_qs((await request.body()).decode(errors="replace")).get("token", [""])[0].strip()
-    if not operator.is_token(given, token):
+    if not operator_auth.is_token(given, token):
         return HTMLResponse(_page("Wrong token", "<p>That is not MINT_CODEC_TOKEN.</p>" + _FORM), 401)
     endpoint = html.escape(f"{str(request.base_url).rstrip('/')}/codec")
     done = HTMLResponse(_page("Signed in", _NEXT.format(endpoint=endpoint)))
     done.set_cookie(
-        operator.COOKIE,
-        operator.new_session(token),
-        max_age=operator.SESSION_SECONDS,
+        operator_auth.COOKIE,
+        operator_auth.new_session(token),
+        max_age=operator_auth.SESSION_SECONDS,
         path="/codec",
         httponly=True,
         samesite="strict",  # the UI is same-site (same host, another port); no other site can send it
