@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.schemas import ErrorOut
+from mint.db import DatabaseBusy
 from mint.secrets import SecretsUnavailable
 from mint.store import Conflict
 from workflows.validate import Problem, format_loc
@@ -72,6 +73,16 @@ def install_error_handlers(app: FastAPI) -> None:
     async def invalid_value(_: Request, exc: asyncpg.DataError) -> JSONResponse:
         # Postgres refused a value (a NUL character, NaN in JSON, a number out of range): the caller's input.
         return _response(422, f"invalid value: {exc}")
+
+    @app.exception_handler(DatabaseBusy)
+    @app.exception_handler(asyncpg.exceptions.LockNotAvailableError)  # lock_timeout (mint/db.py)
+    async def database_busy(_: Request, exc: Exception) -> JSONResponse:
+        # Every connection is in use, or a row stayed locked: nothing is lost, the client should retry.
+        message = str(exc) if isinstance(exc, DatabaseBusy) else "a row stayed locked by other work"
+        response = _response(503, f"the database is busy right now, retry shortly: {message}")
+        response.headers["Retry-After"] = "1"
+        del response.headers["x-should-retry"]
+        return response
 
     @app.exception_handler(asyncpg.PostgresConnectionError)
     @app.exception_handler(asyncpg.exceptions.OperatorInterventionError)  # shutting down, cannot connect now

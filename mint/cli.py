@@ -270,16 +270,33 @@ def _stored_token(data_dir: Path, name: str, prefix: str = "") -> str:
 
 
 def _serve(settings: Settings, options) -> None:
+    """Run the stack until SIGINT or SIGTERM. Stopping is bounded: the stack gives work in flight
+    `shutdown_grace_seconds`, and past a deadline (or at a second signal) it is cancelled outright."""
     from mint.stack import run_stack
+
+    deadline = 4 * settings.shutdown_grace_seconds + 10
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+        runner = asyncio.current_task()
+        assert runner is not None
+
+        def on_signal() -> None:
+            if stop.is_set():
+                runner.cancel()  # a second Ctrl-C: stop now
+                return
+            stop.set()
+            loop.call_later(deadline, runner.cancel)
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal)
         await run_stack(settings, options, stop=stop)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        click.echo("Stopped without waiting for the work in flight (it resumes at the next start).")
 
 
 def main(argv: list[str] | None = None) -> None:

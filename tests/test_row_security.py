@@ -21,7 +21,30 @@ UNFILTERED_READS = [
     "SELECT developer_id FROM secrets",
     "SELECT developer_id FROM docs",
     "SELECT developer_id FROM sessions",
+    "SELECT developer_id FROM chat_turns",
 ]
+
+
+async def test_every_table_with_tenant_rows_has_row_security(store):
+    """A new table keyed by developer must get a policy too (like migration 0012's), or a query that
+    forgets its filter would read every tenant's rows."""
+    rows = await store.pool.fetch(
+        """
+        SELECT c.relname, c.relrowsecurity,
+               EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid) AS has_policy
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'public' AND c.relkind = 'r'
+          AND EXISTS (SELECT 1 FROM pg_attribute a
+                      WHERE a.attrelid = c.oid AND a.attname = 'developer_id' AND NOT a.attisdropped)
+        """
+    )
+    # api_keys is read before the caller is known (to find who the caller is), never as a tenant.
+    unguarded = [
+        r["relname"]
+        for r in rows
+        if r["relname"] != "api_keys" and not (r["relrowsecurity"] and r["has_policy"])
+    ]
+    assert unguarded == []
 
 
 @pytest.fixture
