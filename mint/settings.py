@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mint.crypto import parse_keys
+from mint.crypto import MIN_KEY_CHARS, parse_keys
 
 if TYPE_CHECKING:
     from mint.embeddings import Embedder
@@ -72,8 +72,11 @@ class Settings:
     # Secrets at rest and Temporal payloads are encrypted with these keys (mint/crypto.py; the first one
     # encrypts). Without a key, secrets are unavailable and payloads travel in the clear.
     encryption_keys: tuple[str, ...] = field(default_factory=tuple)
-    # The bearer token the Temporal UI's codec server calls (/codec/decode) must send; unset: no codec server.
+    # The operator's credential for the codec server (/codec/decode, api/operator_auth.py): sent as a bearer
+    # token or exchanged for a session cookie at /codec/sign-in. Unset: no codec server.
     codec_token: str | None = None
+    # Browser origins (the Temporal UI's) whose requests may use that session cookie; CORS names them.
+    codec_origins: tuple[str, ...] = field(default_factory=tuple)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -118,7 +121,8 @@ class Settings:
             ),
             mcp_servers=_json_object("MINT_MCP_SERVERS", env.get("MINT_MCP_SERVERS", "")),
             encryption_keys=parse_keys(env.get("MINT_ENCRYPTION_KEY")),
-            codec_token=env.get("MINT_CODEC_TOKEN") or None,
+            codec_token=_codec_token(env.get("MINT_CODEC_TOKEN")),
+            codec_origins=_origins(env.get("MINT_CODEC_ORIGINS", "")),
         )
 
     def embedder(self) -> Embedder:
@@ -162,6 +166,22 @@ def _json_object(name: str, raw: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"{name} must be a JSON object")
     return value
+
+
+def _codec_token(raw: str | None) -> str | None:
+    """The codec server's token opens every tenant's payloads and is typed into a sign-in form that anyone
+    who reaches the API can post to: it must be too long to guess."""
+    if raw and len(raw) < MIN_KEY_CHARS:
+        raise ValueError(
+            f"MINT_CODEC_TOKEN must be at least {MIN_KEY_CHARS} characters "
+            "(try `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+        )
+    return raw or None
+
+
+def _origins(raw: str) -> tuple[str, ...]:
+    """`http://127.0.0.1:8233,http://localhost:8233`: origins compare exactly, so no trailing slash."""
+    return tuple(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
 
 
 def _endpoints(raw: str) -> tuple[tuple[str, str], ...]:

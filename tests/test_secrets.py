@@ -9,7 +9,6 @@ import logging
 from typing import Any
 from urllib.parse import parse_qs, quote, quote_plus, urlsplit
 
-import httpx
 import pytest
 from julep import AsyncJulep
 from temporalio.api.common.v1 import Payload
@@ -17,10 +16,9 @@ from temporalio.api.common.v1 import Payload
 from activities.secrets import Redactor
 from mint.payload_codec import ENCRYPTED, EncryptionCodec
 from mint.secrets import MASK
-from tests.conftest import temporal_address
 from tests.helpers import create_agent, run_task
 from tests.local_http import Answer, LocalServer, Request
-from tests.stack import TEST_ENCRYPTION_KEY, BackgroundStack
+from tests.stack import TEST_ENCRYPTION_KEY
 
 CANARY = "canary-secret-5e1b7d93c2a84f06"
 
@@ -201,39 +199,6 @@ async def test_text_that_looks_like_a_reference_is_not_filled_in(api):
         server.close()
     assert execution["status"] == "succeeded", execution["error"]
     assert CANARY not in server.requests[0].path
-
-
-@pytest.mark.parametrize("route", ["/codec/x/decode", "/codec/x/encode"])
-async def test_the_codec_server_is_off_without_its_token(api, route):
-    assert (await api.post(route, json={"payloads": []})).status_code == 404
-
-
-async def test_the_codec_server_decodes_what_the_worker_encrypted(postgres_url, temporal_env, api_key):
-    async with BackgroundStack(
-        postgres_url, temporal_address(temporal_env), task_queue="codec", codec_token="ui-token-123"
-    ) as stack:
-        async with httpx.AsyncClient(
-            base_url=stack.url, headers={"Authorization": f"Bearer {api_key}"}, timeout=30
-        ) as client:
-            execution, _ = await run_task(
-                client, {"name": "t", "main": [{"evaluate": {"x": "$ 'plain-value'"}}]}
-            )
-        history = await temporal_env.client.get_workflow_handle(execution["id"]).fetch_history()
-        started = history.events[0].workflow_execution_started_event_attributes.input.payloads[0]
-        assert started.metadata["encoding"] == ENCRYPTED and b"plain-value" not in started.data
-        as_json = {
-            "metadata": {"encoding": base64.b64encode(ENCRYPTED).decode()},
-            "data": base64.b64encode(started.data).decode(),
-        }
-        async with httpx.AsyncClient(base_url=stack.url) as ui:
-            refused = await ui.post(f"/codec/{api_key}/decode", json={"payloads": [as_json]})
-            assert refused.status_code == 404  # a developer's key is not the operator's codec token
-            decoded = await ui.post("/codec/ui-token-123/decode", json={"payloads": [as_json]})
-            assert decoded.status_code == 200, decoded.text
-            plain = base64.b64decode(decoded.json()["payloads"][0]["data"])
-            assert execution["id"] in plain.decode()
-            preflight = await ui.options("/codec/ui-token-123/decode")
-            assert preflight.headers["access-control-allow-origin"] == "*"
 
 
 async def test_a_secret_changed_before_use_fails_the_step_clearly(api):

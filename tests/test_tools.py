@@ -200,3 +200,40 @@ async def test_credential_headers_do_not_follow_a_redirect_to_another_origin(api
     lowered = {name.lower() for name in second.headers}
     assert not lowered & {name.lower() for name in credentials}, second.headers
     assert second.headers["X-Trace"] == "1" and second.headers["Idempotency-Key"]
+
+
+def _system_task(call: str, arguments: dict) -> dict:
+    return {
+        "name": "system",
+        "tools": [{"name": "op", "type": "system", "system": {"call": call}}],
+        "main": [{"tool": "op", "arguments": {k: f"$ {v!r}" for k, v in arguments.items()}}],
+    }
+
+
+TRAVERSALS = ["../secrets", "..%2Fsecrets", "..%2fsecrets", "%2e%2e/secrets", "../../secrets", "a/b"]
+
+
+@pytest.mark.parametrize("bad_id", TRAVERSALS)
+async def test_a_system_tool_id_cannot_reach_another_route(api, bad_id):
+    """`agent.create_or_update` is POST /agents/{id}; with id `../secrets` it once became POST /secrets."""
+    task = _system_task("agent.create_or_update", {"id": bad_id, "name": "PLANTED", "value": "x"})
+    execution, rows = await run_task(api, task)
+    assert execution["status"] == "failed"
+    assert "must be a UUID" in execution["error"] and rows[-1]["type"] == "error"
+    assert (await api.get("/secrets")).json() == []
+
+
+async def test_a_system_tool_cannot_delete_a_secret_through_a_traversing_id(api):
+    created = await api.post("/secrets", json={"name": "KEEP_ME", "value": "v"})
+    secret_id = created.json()["id"]
+    for bad_id in (f"../secrets/{secret_id}", f"{secret_id}/../../secrets/{secret_id}"):
+        execution, _ = await run_task(api, _system_task("agent.delete", {"id": bad_id}))
+        assert execution["status"] == "failed" and "must be a UUID" in execution["error"]
+    assert (await api.get(f"/secrets/{secret_id}")).status_code == 200
+
+
+async def test_a_system_tool_still_takes_a_real_id(api):
+    agent = (await api.post("/agents", json={"name": "before"})).json()
+    execution, _ = await run_task(api, _system_task("agent.patch", {"id": agent["id"], "name": "after"}))
+    assert execution["status"] == "succeeded", execution["error"]
+    assert (await api.get(f"/agents/{agent['id']}")).json()["name"] == "after"
