@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 import asyncpg
 import httpx
@@ -63,7 +64,7 @@ def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, se
     writer = TransitionWriter(pool)
     egress = EgressPolicy(settings.egress_allow)
     secrets = SecretStore(pool, settings.encryption_keys)
-    tools = HttpActivities(http, egress, secrets)
+    tools = HttpActivities(http, egress, secrets, settings.max_tool_timeout)
     # httpx logs every request's URL at INFO, and a tool's URL may carry a secret (activities/secrets.py).
     logging.getLogger("httpx").setLevel(logging.WARNING)
     models = model_client(settings, secrets)
@@ -96,6 +97,8 @@ def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, se
         ],
         workflow_runner=workflow_runner(),
         max_concurrent_activities=200,
+        # On stop, running activities get this long to finish before they are cancelled (and retried).
+        graceful_shutdown_timeout=timedelta(seconds=settings.shutdown_grace_seconds),
     )
 
 

@@ -1,7 +1,9 @@
 """Which addresses tools may reach: public ones, plus what the operator lists in MINT_EGRESS_ALLOW.
 
 The check resolves the name once and the caller connects to exactly the address checked, so a name that
-answers differently a moment later (DNS rebinding) cannot slip a private address past it.
+answers differently a moment later (DNS rebinding) cannot slip a private address past it. An IPv6 address
+that carries an IPv4 address (IPv4-compatible, NAT64, 6to4, ISATAP) reaches that IPv4 address, so it is judged
+by it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,13 @@ import ipaddress
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052: the IPv4 address is the last 32 bits
+LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215: local use, any prefix length
+IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated, still routed by some stacks
+IPV4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # SIIT (RFC 2765)
+ISATAP_ID = 0x0000_5EFE  # the interface identifier's top half (the universal/local bit aside)
 
 
 class EgressRefused(Exception):
@@ -37,36 +46,63 @@ class EgressPolicy:
 
     def _allowed(self, host: str, port: int, address: str) -> bool:
         ip = ipaddress.ip_address(address.split("%")[0])
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-            ip = ip.ipv4_mapped
-        named = {host, f"{host}:{port}", str(ip), f"{ip}:{port}"}
-        if named & self.hosts or any(ip in net for net in self.networks):
+        if self._listed(host, port, ip):
             return True
-        return ip.is_global and not ip.is_multicast  # Python counts 224.0.0.0/4 as global
+        if isinstance(ip, ipaddress.IPv6Address) and (ip in LOCAL_NAT64 or ip.teredo):
+            return False  # local NAT64 may put the IPv4 address anywhere; Teredo goes through a relay
+        carried = embedded_ipv4(ip)
+        if carried is not None:
+            return self._listed(host, port, carried) or _public(carried)
+        return _public(ip)
 
-    async def resolve(self, url: str) -> Destination:
-        """The address to connect to for `url`; EgressRefused unless every address it resolves to is allowed."""
+    def _listed(self, host: str, port: int, ip: IPAddress) -> bool:
+        named = {host, f"{host}:{port}", str(ip), f"{ip}:{port}"}
+        return bool(named & self.hosts) or any(ip in net for net in self.networks)
+
+    async def resolve(self, url: str, quote: bool = True) -> Destination:
+        """The address to connect to for `url`; EgressRefused unless every address it resolves to is allowed.
+
+        With `quote=False` errors never repeat the URL or its host (a secret may be in them)."""
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https"):
-            raise EgressRefused(
-                f"only http and https URLs may be called, not {parts.scheme or 'no scheme'!r}"
-            )
+            scheme = f", not {parts.scheme or 'no scheme'!r}" if quote else ""
+            raise EgressRefused(f"only http and https URLs may be called{scheme}")
         host = (parts.hostname or "").lower()
+        the_url, the_host = (f"URL {url!r}", host) if quote else ("the URL", "the URL's host")
         if not host:
-            raise EgressRefused(f"URL {url!r} has no host")
+            raise EgressRefused(f"{the_url} has no host")
         try:
             port = parts.port or (443 if parts.scheme == "https" else 80)
         except ValueError:
-            raise EgressRefused(f"URL {url!r} has an invalid port") from None
+            raise EgressRefused(f"{the_url} has an invalid port") from None
         try:
             infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except (socket.gaierror, UnicodeError) as exc:
-            raise EgressRefused(f"cannot resolve {host!r}: {exc}") from None
+            raise EgressRefused(
+                f"cannot resolve {host!r}: {exc}" if quote else f"cannot resolve {the_host}"
+            ) from None
         addresses = [str(info[4][0]) for info in infos]
         for address in addresses:
             if not self._allowed(host, port, address):
                 raise EgressRefused(
-                    f"{host} resolves to {address}, which is not a public address; "
+                    f"{the_host} resolves to {address}, which is not a public address; "
                     "list it in MINT_EGRESS_ALLOW to allow it"
                 )
         return Destination(parts.scheme, host, port, addresses[0])
+
+
+def embedded_ipv4(ip: IPAddress) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address leads to, when it carries one."""
+    if isinstance(ip, ipaddress.IPv4Address):
+        return None
+    if ip.ipv4_mapped or ip.sixtofour:
+        return ip.ipv4_mapped or ip.sixtofour
+    if any(ip in net for net in (NAT64, IPV4_COMPATIBLE, IPV4_TRANSLATED)):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFF_FFFF)
+    if (int(ip) >> 32) & ~0x0200_0000 & 0xFFFF_FFFF == ISATAP_ID:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFF_FFFF)
+    return None
+
+
+def _public(ip: IPAddress) -> bool:
+    return ip.is_global and not ip.is_multicast  # Python counts 224.0.0.0/4 as global

@@ -1,7 +1,14 @@
-"""The api_call tool: one HTTP request through httpx, to the address the egress check approved."""
+"""The api_call tool: one HTTP request through httpx, to the address the egress check approved.
+
+`timeout` is the deadline of the whole call (resolving, connecting, sending, every redirect hop and the whole
+body), so a server that drips a byte at a time cannot stretch it; it is at most MINT_MAX_TOOL_TIMEOUT_SECONDS.
+A request that carries a secret (anywhere: URL, headers, params, body) never follows a redirect to another
+origin, and its errors never quote its URL.
+"""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -13,63 +20,95 @@ from activities.egress import Destination, EgressPolicy, EgressRefused
 from activities.heartbeat import heartbeating
 from activities.secrets import reveal
 from mint.secrets import SecretStore
-from workflows.calls import CALL_API
+from workflows.calls import CALL_API, DEFAULT_MAX_TOOL_TIMEOUT_SECONDS, bounded_timeout
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 MAX_REDIRECTS = 5
-# Credentials never follow a redirect to another origin.
-CREDENTIAL_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+# Headers that carry credentials never follow a redirect to another origin: these, and any whose name says
+# it holds a credential (X-Custom-Token, X-Client-Secret, ...).
+CREDENTIAL_HEADERS = frozenset(
+    {"authorization", "proxy-authorization", "cookie", "x-api-key", "api-key", "apikey", "x-auth-token"}
+)
+CREDENTIAL_WORDS = ("auth", "token", "key", "secret", "password", "passwd", "session", "cookie", "signature")
+NOT_CREDENTIALS = frozenset({"idempotency-key"})
 
 
 class HttpActivities:
-    def __init__(self, client: httpx.AsyncClient, egress: EgressPolicy, secrets: SecretStore):
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        egress: EgressPolicy,
+        secrets: SecretStore,
+        max_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS,
+    ):
         self.client = client
         self.egress = egress
         self.secrets = secrets
+        self.max_timeout = max_timeout
 
     @activity.defn(name=CALL_API)
     async def call_api(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Returns {response: {status_code, headers, content, json}, attempt}; network errors and 5xx/429
-        retry via Temporal. Secrets the request refers to are filled in here, and masked in the answer and
-        in errors (a server may echo them)."""
+        """Returns {response: {status_code, headers, content, json}, attempt}; network errors, timeouts and
+        5xx/429 retry via Temporal. Secrets the request refers to are filled in here, and masked in the
+        answer and in errors (a server may echo them)."""
         async with heartbeating():
             request, redactor = await reveal(self.secrets, request)
             try:
-                response = await self._call(request)
+                response = await self._call(request, carries_secrets=bool(redactor))
             except Exception as exc:
                 raise redactor.error(exc) from None
             return {"response": redactor.value(response), "attempt": activity.info().attempt}
 
-    async def _call(self, request: dict[str, Any]) -> dict[str, Any]:
-        url = str(request.get("url", ""))
+    async def _call(self, request: dict[str, Any], carries_secrets: bool) -> dict[str, Any]:
+        try:
+            deadline = bounded_timeout(request.get("timeout"), self.max_timeout)
+        except ValueError as exc:
+            raise errors.permanent(str(exc), "BadToolCall") from None
+        timer = asyncio.timeout(deadline)
+        try:
+            async with timer:
+                return await self._follow(request, deadline, carries_secrets)
+        except TimeoutError:
+            if not timer.expired():
+                raise
+            raise errors.transient(
+                f"the call did not finish within its timeout of {deadline:g} seconds (connecting, sending, "
+                "redirects and reading the whole response)",
+                "HttpTimeout",
+            ) from None
+
+    async def _follow(
+        self, request: dict[str, Any], deadline: float, carries_secrets: bool
+    ) -> dict[str, Any]:
+        """The request, and the redirects it follows (by hand, so that every hop passes the egress check)."""
+        url = first = str(request.get("url", ""))
         method = str(request.get("method", "GET")).upper()
-        request = dict(request)
         for _ in range(MAX_REDIRECTS + 1):
-            status, headers, body = await self._send(method, url, request)
+            status, headers, body = await self._send(method, url, request, deadline, carries_secrets)
             if not (request.get("follow_redirects") and 300 <= status < 400 and "location" in headers):
                 break
-            # Followed by hand, so that every hop passes the egress check.
-            next_url = str(httpx.URL(url).join(headers["location"]))
+            next_url = _redirect_target(url, headers["location"])
+            if carries_secrets and _origin(next_url) != _origin(first):
+                raise errors.permanent(
+                    f"the response redirects to another origin ({_origin_text(next_url)}); a request that "
+                    "carries secrets does not follow it there. Call that URL itself if it is meant",
+                    "RedirectRefused",
+                )
             request = _for_redirect(request, url, next_url, status, method)
             method = "GET" if status == 303 or (status in (301, 302) and method == "POST") else method
             url = next_url
-        error = errors.for_http_status(url, status)
+        error = errors.for_http_status("the URL" if carries_secrets else url, status)
         if error:
             raise error
         return _result(status, headers, body)
 
     async def _send(
-        self, method: str, url: str, request: dict[str, Any]
+        self, method: str, url: str, request: dict[str, Any], deadline: float, carries_secrets: bool
     ) -> tuple[int, dict[str, str], bytes]:
         try:
-            destination = await self.egress.resolve(url)
-            timeout = float(request.get("timeout") or 60)
+            destination = await self.egress.resolve(url, quote=not carries_secrets)
         except EgressRefused as exc:
             raise errors.permanent(str(exc), "EgressRefused") from None
-        except (TypeError, ValueError):
-            raise errors.permanent(
-                f"timeout must be a number of seconds, not {request.get('timeout')!r}", "BadToolCall"
-            ) from None
         pinned, headers, extensions = _pinned(url, destination, request.get("headers") or {})
         try:
             async with self.client.stream(
@@ -80,14 +119,15 @@ class HttpActivities:
                 json=request.get("json"),
                 content=request.get("content"),
                 data=request.get("data"),
-                timeout=timeout,
+                timeout=deadline,  # per operation; the whole call is bounded by the same deadline in _call
                 follow_redirects=False,
                 extensions=extensions,
             ) as response:
                 body = await _read_capped(response)
                 return response.status_code, dict(response.headers), body
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
-            raise errors.permanent(f"bad URL {url!r}: {exc}", "BadToolCall") from None
+            detail = f"bad URL {url!r}: {exc}" if not carries_secrets else "the URL is not valid"
+            raise errors.permanent(detail, "BadToolCall") from None
 
 
 def _pinned(url: str, destination: Destination, headers: dict[str, str]) -> tuple[str, dict[str, str], dict]:
@@ -104,21 +144,44 @@ def _pinned(url: str, destination: Destination, headers: dict[str, str]) -> tupl
     return urlunsplit(parts._replace(netloc=netloc)), headers, extensions
 
 
+def _redirect_target(url: str, location: str) -> str:
+    try:
+        return str(httpx.URL(url).join(location))
+    except httpx.InvalidURL:
+        raise errors.permanent("the response redirects to an invalid URL", "BadRedirect") from None
+
+
 def _for_redirect(request: dict[str, Any], old: str, new: str, status: int, method: str) -> dict[str, Any]:
     """The request for the next hop: no credentials across origins; a GET carries no body."""
     following = {**request, "params": None}
     if _origin(old) != _origin(new):
-        following["headers"] = {
-            k: v for k, v in (request.get("headers") or {}).items() if k.lower() not in CREDENTIAL_HEADERS
-        }
+        headers = request.get("headers") or {}
+        following["headers"] = {k: v for k, v in headers.items() if not is_credential(k)}
     if status == 303 or (status in (301, 302) and method == "POST"):
         following.update(json=None, content=None, data=None)
     return following
 
 
-def _origin(url: str) -> tuple[str, str, int | None]:
+def is_credential(header: str) -> bool:
+    """Whether a header, by its name, carries a credential."""
+    name = header.lower()
+    if name in NOT_CREDENTIALS:
+        return False
+    return name in CREDENTIAL_HEADERS or any(word in name for word in CREDENTIAL_WORDS)
+
+
+def _origin(url: str) -> tuple[str, str, int]:
     parts = urlsplit(url)
-    return parts.scheme, (parts.hostname or "").lower(), parts.port
+    try:
+        port = parts.port
+    except ValueError:
+        port = -1  # an invalid port: an origin of its own (the egress check refuses it)
+    return parts.scheme, (parts.hostname or "").lower(), port or (443 if parts.scheme == "https" else 80)
+
+
+def _origin_text(url: str) -> str:
+    scheme, host, port = _origin(url)
+    return f"{scheme}://{f'[{host}]' if ':' in host else host}:{port}"
 
 
 async def _read_capped(response: httpx.Response) -> bytes:

@@ -2,25 +2,31 @@
 
 A task names a server in its tool's `integration.setup`: `server` is a stdio server the operator configured
 (`MINT_MCP_SERVERS`; a task can never choose a command to run on the worker), or `url` is a Streamable HTTP
-server, which passes the same egress check as api_call tools. Each call opens a session, calls one tool and
-closes it: nothing outlives the activity, so a retried call starts clean.
+server, which passes the same egress check as api_call tools and is then reached at exactly the address
+checked (PinnedTransport: no second lookup that a rebinding name could answer differently). Each call opens a
+session, calls one tool and closes it: nothing outlives the activity, so a retried call starts clean.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
+import httpx2
 import mcp
+from mcp.client.streamable_http import streamable_http_client
 from temporalio import activity
 
 from activities import errors
-from activities.egress import EgressPolicy, EgressRefused
+from activities.egress import Destination, EgressPolicy, EgressRefused
 from activities.heartbeat import heartbeating
 from workflows.calls import CALL_MCP
 from workflows.interpreter import LIST_MCP_TOOLS
 
 CALL_TIMEOUT_SECONDS = 120.0
+CONNECT_TIMEOUT_SECONDS = 30.0
 
 
 class McpActivities:
@@ -31,7 +37,7 @@ class McpActivities:
     @activity.defn(name=LIST_MCP_TOOLS)
     async def list_mcp_tools(self, integration: dict[str, Any]) -> list[dict[str, Any]]:
         """The server's tools as {name, description, parameters}."""
-        async with heartbeating(), await self._connect(integration) as client:
+        async with heartbeating(), self._connect(integration) as client:
             listed = await client.list_tools()
         return [
             {"name": t.name, "description": t.description or "", "parameters": t.input_schema or {}}
@@ -41,7 +47,7 @@ class McpActivities:
     @activity.defn(name=CALL_MCP)
     async def call_mcp(self, request: dict[str, Any]) -> dict[str, Any]:
         """{integration, tool, arguments} -> {response, attempt}; a tool's own error is not retried."""
-        async with heartbeating(), await self._connect(request["integration"]) as client:
+        async with heartbeating(), self._connect(request["integration"]) as client:
             result = await client.call_tool(request["tool"], request.get("arguments") or {})
         text = "\n".join(
             getattr(block, "text", "") for block in result.content if getattr(block, "text", None)
@@ -56,25 +62,62 @@ class McpActivities:
             value = result.structured_content if result.structured_content is not None else text
         return {"response": value, "attempt": activity.info().attempt}
 
-    async def _connect(self, integration: dict[str, Any]) -> mcp.Client:
+    @asynccontextmanager
+    async def _connect(self, integration: dict[str, Any]) -> AsyncIterator[mcp.Client]:
         setup = integration.get("setup") or {}
-        if setup.get("server"):
-            server = self.servers.get(str(setup["server"]))
-            if server is None:
-                known = ", ".join(sorted(self.servers)) or "none are configured"
-                raise errors.permanent(
-                    f"unknown MCP server {setup['server']!r} (configured in MINT_MCP_SERVERS: {known})",
-                    "McpRefused",
-                )
-            target: Any = mcp.StdioServerParameters(
-                command=server["command"], args=server.get("args", []), env=server.get("env")
+        async with AsyncExitStack() as stack:
+            if setup.get("server"):
+                target: Any = self._stdio(str(setup["server"]))
+            elif setup.get("url"):
+                url = str(setup["url"])
+                try:
+                    destination = await self.egress.resolve(url)
+                except EgressRefused as exc:
+                    raise errors.permanent(str(exc), "EgressRefused") from None
+                http = await stack.enter_async_context(pinned_client(destination))
+                target = streamable_http_client(url, http_client=http)
+            else:
+                raise errors.permanent("an MCP integration needs `setup.server` or `setup.url`", "McpRefused")
+            yield await stack.enter_async_context(
+                mcp.Client(target, read_timeout_seconds=CALL_TIMEOUT_SECONDS)
             )
-        elif setup.get("url"):
-            try:
-                await self.egress.resolve(str(setup["url"]))
-            except EgressRefused as exc:
-                raise errors.permanent(str(exc), "EgressRefused") from None
-            target = str(setup["url"])
-        else:
-            raise errors.permanent("an MCP integration needs `setup.server` or `setup.url`", "McpRefused")
-        return mcp.Client(target, read_timeout_seconds=CALL_TIMEOUT_SECONDS)
+
+    def _stdio(self, name: str) -> mcp.StdioServerParameters:
+        server = self.servers.get(name)
+        if server is None:
+            known = ", ".join(sorted(self.servers)) or "none are configured"
+            raise errors.permanent(
+                f"unknown MCP server {name!r} (configured in MINT_MCP_SERVERS: {known})", "McpRefused"
+            )
+        return mcp.StdioServerParameters(
+            command=server["command"], args=server.get("args", []), env=server.get("env")
+        )
+
+
+def pinned_client(destination: Destination) -> httpx2.AsyncClient:
+    """An HTTP client for one MCP server that connects only to the address the egress check approved."""
+    timeout = httpx2.Timeout(CONNECT_TIMEOUT_SECONDS, read=CALL_TIMEOUT_SECONDS)
+    return httpx2.AsyncClient(transport=PinnedTransport(destination), timeout=timeout)
+
+
+class PinnedTransport(httpx2.AsyncBaseTransport):
+    """Sends each request to the checked address, never resolving the host again; the Host header and TLS
+    (SNI and the certificate check) still name the host. A request for any other origin is refused."""
+
+    def __init__(self, destination: Destination):
+        self.destination = destination
+        self.inner = httpx2.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        to = self.destination
+        url = request.url
+        port = url.port or (443 if url.scheme == "https" else 80)
+        if (url.scheme, url.host.lower(), port) != (to.scheme, to.host, to.port):
+            raise httpx2.ConnectError("only the MCP server's own origin may be reached", request=request)
+        request.url = url.copy_with(host=to.address)
+        if to.scheme == "https":
+            request.extensions = {**request.extensions, "sni_hostname": to.host}
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

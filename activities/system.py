@@ -1,14 +1,18 @@
 """System tools: a task calls Mint's own operations (agents, users, tasks, executions, docs, sessions).
 
 Each call goes through Mint's own HTTP API, in process (an ASGI transport, no socket), as the execution's
-developer: the same validation, tenancy and answers as a client gets, and new routes become callable
-without code here. The in-process app is never served on a port, so its caller cannot be spoofed.
+developer: the same validation, tenancy (row-level security included) and answers as a client gets, and new
+routes become callable without code here. The in-process app is never served on a port, so its caller cannot
+be spoofed; ids are checked to be UUIDs before they go into a path, so no `../` can change the route.
 """
 
 from __future__ import annotations
 
 import contextvars
+import uuid
+from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 from fastapi import FastAPI
@@ -17,6 +21,7 @@ from temporalio import activity
 from activities import errors
 from activities.heartbeat import heartbeating
 from api.deps import get_developer
+from mint.tenancy import acting_as
 from workflows.calls import CALL_SYSTEM
 
 _caller: contextvars.ContextVar[str] = contextvars.ContextVar("system_tool_caller")
@@ -60,12 +65,16 @@ ROUTES |= {
 
 def internal_app(app: FastAPI) -> FastAPI:
     """Turn a freshly created app into the in-process one: the caller is the execution's developer."""
-    app.dependency_overrides[get_developer] = _current_caller
+    app.dependency_overrides[get_developer] = _acting_caller
     return app
 
 
-async def _current_caller() -> str:
-    return _caller.get()
+async def _acting_caller() -> AsyncIterator[str]:
+    """What get_developer does once a key names the developer: the request acts for it, under row-level
+    security, as any API request does."""
+    developer_id = _caller.get()
+    with acting_as(developer_id):
+        yield developer_id
 
 
 def operation(spec: dict[str, Any]) -> tuple[str, str | None, str]:
@@ -81,6 +90,23 @@ def operation(spec: dict[str, Any]) -> tuple[str, str | None, str]:
             f"system call {spec['call']!r} must look like `resource.operation` or `resource.sub.op`"
         )
     return str(spec.get("resource")), spec.get("subresource"), str(spec.get("operation"))
+
+
+def _resource_id(key: tuple[str, str | None, str], spec: dict[str, Any], arguments: dict[str, Any]) -> str:
+    """The call's resource id as a path segment: a UUID (every Mint id is one), so that `../secrets`, an
+    encoded slash or any other text can never reach another route."""
+    name = ".".join(p for p in key if p)
+    given = arguments.pop("id", None) or spec.get("resource_id") or arguments.pop(f"{key[0]}_id", None)
+    if not given:
+        raise errors.permanent(f"system operation {name} needs an `id`", "BadSystemCall")
+    try:
+        checked = uuid.UUID(str(given))
+    except ValueError:
+        shown = str(given)[:80]
+        raise errors.permanent(
+            f"system operation {name}: `id` must be a UUID, not {shown!r}", "BadSystemCall"
+        ) from None
+    return quote(str(checked), safe="")
 
 
 class SystemActivities:
@@ -110,14 +136,7 @@ class SystemActivities:
             )
         method, path = route
         if "{id}" in path:
-            resource_id = (
-                arguments.pop("id", None) or spec.get("resource_id") or arguments.pop(f"{key[0]}_id", None)
-            )
-            if not resource_id:
-                raise errors.permanent(
-                    f"system operation {'.'.join(p for p in key if p)} needs an `id`", "BadSystemCall"
-                )
-            path = path.replace("{id}", str(resource_id))
+            path = path.replace("{id}", _resource_id(key, spec, arguments))
         token = _caller.set(request["developer_id"])
         try:
             if method in ("GET", "DELETE"):

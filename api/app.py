@@ -9,7 +9,7 @@ from temporalio.client import Client
 
 from activities.models import model_client
 from api.errors import install_error_handlers
-from api.limits import RateLimiter
+from api.limits import ChatSlots, RateLimiter
 from api.request_check import check_request
 from api.routes import agents, codec, docs, executions, secrets, sessions, tasks, users
 from api.sessions import Chatter
@@ -42,6 +42,8 @@ def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
         model_client(settings, app.state.secrets),
         temporal,
         settings.task_queue,
+        ChatSlots(settings.max_chats_per_developer),
+        settings.max_tool_timeout,
     )
     install_error_handlers(app)
     app.add_middleware(ActingForNoTenant)

@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.schemas import ErrorOut
+from mint.db import DatabaseBusy
 from mint.db_errors import explain
 from mint.secrets import SecretsUnavailable
 from mint.store import Conflict
@@ -76,6 +77,16 @@ def install_error_handlers(app: FastAPI) -> None:
         # Postgres refused a value the request checks let through (a number out of range, say): the
         # caller's input. Said in words: the database's own message quotes SQL and its arguments.
         return _response(422, f"invalid value: a value in this request {explain(exc)}")
+
+    @app.exception_handler(DatabaseBusy)
+    @app.exception_handler(asyncpg.exceptions.LockNotAvailableError)  # lock_timeout (mint/db.py)
+    async def database_busy(_: Request, exc: Exception) -> JSONResponse:
+        # Every connection is in use, or a row stayed locked: nothing is lost, the client should retry.
+        message = str(exc) if isinstance(exc, DatabaseBusy) else "a row stayed locked by other work"
+        response = _response(503, f"the database is busy right now, retry shortly: {message}")
+        response.headers["Retry-After"] = "1"
+        del response.headers["x-should-retry"]
+        return response
 
     @app.exception_handler(asyncpg.PostgresConnectionError)
     @app.exception_handler(asyncpg.exceptions.OperatorInterventionError)  # shutting down, cannot connect now

@@ -140,6 +140,7 @@ async def _launch(
         execution_info={"id": execution["id"], "metadata": execution["metadata"]},
         max_history_events=settings.max_history_events,
         max_fan_out=settings.max_fan_out,
+        max_tool_timeout=settings.max_tool_timeout,
     )
     try:
         await temporal.start_workflow(

@@ -20,6 +20,8 @@ from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlrea
 from activities.models import ModelActivities, OnText
 from api import schemas
 from api.errors import ApiError, not_found
+from api.limits import ChatSlots
+from mint.chat_turns import ChatTurns, SessionBusy
 from mint.context import Context, ContextTooLarge, count_tokens, fit, metadata_layers, render_system
 from mint.docs import DocStore, SearchQuery
 from mint.embeddings import Embedder
@@ -30,7 +32,7 @@ from workflows.sessions import COMPRESS_WORKFLOW
 from workflows.tools import RUN_TOOL_WORKFLOW
 
 # Chats in one session are serialised: a second waits up to this long for the first, then gets a 409.
-CHAT_LOCK_WAIT_SECONDS = 30.0
+CHAT_TURN_WAIT_SECONDS = 30.0
 DEFAULT_RECALL = {"mode": "hybrid", "limit": 3}
 ADAPTIVE_START = 0.6  # adaptive sessions compress once the context passes this share of the budget
 
@@ -53,23 +55,6 @@ async def _row(store: Store, table: Any, developer: str, id_: str) -> dict[str, 
         return await store.get(table, developer, str(uuid.UUID(id_)))
     except ValueError:
         return None
-
-
-@contextlib.asynccontextmanager
-async def chat_lock(store: Store, developer: str, session_id: str) -> AsyncIterator[None]:
-    """One chat at a time per session, so history never interleaves half-turns. (Session ids are unique per
-    developer only, so the developer is part of the lock's key.)"""
-    key = f"{developer}/{session_id}"
-    async with store.pool.acquire() as conn:
-        deadline = asyncio.get_running_loop().time() + CHAT_LOCK_WAIT_SECONDS
-        while not await conn.fetchval("SELECT pg_try_advisory_lock(hashtextextended($1, 7))", key):
-            if asyncio.get_running_loop().time() > deadline:
-                raise ApiError(409, f"session {session_id} is busy with another chat; try again")
-            await asyncio.sleep(0.05)
-        try:
-            yield
-        finally:
-            await conn.execute("SELECT pg_advisory_unlock(hashtextextended($1, 7))", key)
 
 
 @dataclass
@@ -95,13 +80,18 @@ class Chatter:
         models: ModelActivities,
         temporal: Client,
         task_queue: str,
+        slots: ChatSlots,
+        max_tool_timeout: float | None = None,
     ):
         self.store = store
+        self.slots = slots
+        self.turns = ChatTurns(store.pool)
         self.docs = docs
         self.embedder = embedder
         self.models = models
         self.temporal = temporal
         self.task_queue = task_queue
+        self.max_tool_timeout = max_tool_timeout  # MINT_MAX_TOOL_TIMEOUT_SECONDS
 
     async def _maybe_compress(self, developer: str, session: dict[str, Any], context: Context) -> None:
         """`adaptive`: past ADAPTIVE_START of the budget, fold older messages into the summary in the
@@ -250,7 +240,7 @@ class Chatter:
         agent_ids = [body.agent] if body.agent else session["agents"]
         if body.agent and body.agent not in session["agents"]:
             raise ApiError(422, f"agent {body.agent} is not part of session {session['id']}")
-        async with chat_lock(self.store, developer, session["id"]):
+        async with self._turn(developer, session["id"]):
             choices: list[dict[str, Any]] = []
             usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
             recalled: list[dict[str, Any]] = []
@@ -329,6 +319,17 @@ class Chatter:
             "jobs": [],
         }
 
+    @contextlib.asynccontextmanager
+    async def _turn(self, developer: str, session_id: str) -> AsyncIterator[None]:
+        """A chat slot of the developer's, then the session's turn (one chat at a time per session, so
+        history never interleaves half-turns)."""
+        with self.slots.slot(developer):
+            try:
+                async with self.turns.turn(developer, session_id, CHAT_TURN_WAIT_SECONDS):
+                    yield
+            except SessionBusy:
+                raise ApiError(409, f"session {session_id} is busy with another chat; try again") from None
+
     async def _run_tool(
         self, developer: str, agent_id: str, spec: dict[str, Any], call: dict[str, Any]
     ) -> dict[str, Any]:
@@ -342,6 +343,7 @@ class Chatter:
                     "owner": {"developer_id": developer, "agent_id": agent_id},
                     "tool": spec,
                     "arguments": prompts.call_arguments(call),
+                    "max_tool_timeout": self.max_tool_timeout,
                 },
                 id=f"chat-tool-{uuid.uuid4()}",
                 task_queue=self.task_queue,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from api import schemas
+from api.limits import ChatSlots
 from api.sessions import Chatter
 from mint import services
 from mint.context import count_tokens
@@ -81,7 +82,7 @@ async def main() -> None:
                 for m in messages
             ],
         )
-        chatter = Chatter(store, None, None, None, None, "")  # type: ignore[arg-type]  # no model, no recall
+        chatter = Chatter(store, None, None, None, None, "", ChatSlots(0))  # type: ignore[arg-type]  # no model, no recall
         body = schemas.Chat(messages=[{"role": "user", "content": "and what next?"}], recall=False)
         cast = await chatter.cast(developer, session, agent, body)
         context, _ = await chatter.prepare(developer, session, body, cast)

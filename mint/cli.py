@@ -39,28 +39,32 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     key = settings.api_key or _stored_key(data_dir)
+    token_named = bool(settings.codec_token)
     # Secrets and Temporal payloads are encrypted here as in production, with a key kept in the data dir
-    # unless MINT_ENCRYPTION_KEY names one; the dev UI decodes through Mint's codec server.
+    # unless MINT_ENCRYPTION_KEY names one; the operator decodes them through Mint's codec server, whose
+    # token is kept there too. The dev UI is not told the codec endpoint: it could not send the operator's
+    # session with it (the dev server has no setting for that), so the operator sets it in the browser.
+    ui_origins = (f"http://127.0.0.1:{ui_port}", f"http://localhost:{ui_port}")
     settings = dataclasses.replace(
         settings,
         encryption_keys=settings.encryption_keys or (_stored_token(data_dir, "encryption_key"),),
         codec_token=settings.codec_token or _stored_token(data_dir, "codec_token"),
+        codec_origins=settings.codec_origins or ui_origins,
     )
-    codec_endpoint = f"http://{settings.api_host}:{settings.api_port}/codec/{settings.codec_token}"
     postgres = temporal = None
     try:
         postgres = None if settings.database_url else services.start_postgres(data_dir)
         database_url = settings.database_url or services.postgres_url(postgres)
         temporal = (
-            None
-            if settings.temporal_address
-            else services.start_temporal(data_dir, temporal_port, ui_port, codec_endpoint=codec_endpoint)
+            None if settings.temporal_address else services.start_temporal(data_dir, temporal_port, ui_port)
         )
         address = settings.temporal_address or f"127.0.0.1:{temporal_port}"
-        click.echo(f"Mint API      http://{settings.api_host}:{settings.api_port}")
+        api_url = f"http://{settings.api_host}:{settings.api_port}"
+        click.echo(f"Mint API      {api_url}")
         if temporal:
             click.echo(f"Temporal UI   http://127.0.0.1:{ui_port}")
         click.echo(f"API key       {key}")
+        click.echo(_codec_help(api_url, None if token_named else data_dir / "codec_token"))
         click.echo("Ctrl-C stops everything.", nl=True)
         _serve(settings, StackOptions(database_url, address, default_key=key))
     except RuntimeError as exc:
@@ -212,6 +216,21 @@ def run_file(file: Path, input_json: str | None, agent_name: str, url: str | Non
     raise SystemExit(run_task_file(base, key, file, input_json, agent_name))
 
 
+def _codec_help(api_url: str, token_file: Path | None) -> str:
+    """How the operator sees decoded payloads: the codec server's URL carries no secret; the token (in a
+    file or MINT_CODEC_TOKEN, never printed) signs a browser in, or goes with the CLI's --codec-auth."""
+    source, shell = (
+        (str(token_file), f"$(cat {token_file})") if token_file else ("MINT_CODEC_TOKEN", "$MINT_CODEC_TOKEN")
+    )
+    return (
+        f"Codec server  {api_url}/codec (decodes payloads for the operator; token in {source})\n"
+        f"              Temporal UI: sign in at {api_url}/codec/sign-in, then in the UI's codec server\n"
+        f'              settings use {api_url}/codec with "Include cross-origin credentials" on\n'
+        f"              CLI: temporal workflow show -w ID --codec-endpoint {api_url}/codec "
+        f'--codec-auth "Bearer {shell}"'
+    )
+
+
 def _external_settings() -> Settings:
     settings = Settings.from_env()
     missing = [
@@ -251,16 +270,33 @@ def _stored_token(data_dir: Path, name: str, prefix: str = "") -> str:
 
 
 def _serve(settings: Settings, options) -> None:
+    """Run the stack until SIGINT or SIGTERM. Stopping is bounded: the stack gives work in flight
+    `shutdown_grace_seconds`, and past a deadline (or at a second signal) it is cancelled outright."""
     from mint.stack import run_stack
+
+    deadline = 4 * settings.shutdown_grace_seconds + 10
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
+        runner = asyncio.current_task()
+        assert runner is not None
+
+        def on_signal() -> None:
+            if stop.is_set():
+                runner.cancel()  # a second Ctrl-C: stop now
+                return
+            stop.set()
+            loop.call_later(deadline, runner.cancel)
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, stop.set)
+            loop.add_signal_handler(sig, on_signal)
         await run_stack(settings, options, stop=stop)
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    except asyncio.CancelledError:
+        click.echo("Stopped without waiting for the work in flight (it resumes at the next start).")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -62,10 +62,8 @@ def start_temporal(
     port: int = 7233,
     ui_port: int = 8233,
     headless: bool = False,
-    codec_endpoint: str | None = None,
 ) -> subprocess.Popen:
-    """Start `temporal server start-dev` with its state in data_dir/temporal.db; wait until it listens.
-    `codec_endpoint` is where its UI decodes payloads (Mint's codec server)."""
+    """Start `temporal server start-dev` with its state in data_dir/temporal.db; wait until it listens."""
     if not port_free(port):
         raise RuntimeError(
             f"port {port} is busy: is another Temporal server running? "
@@ -85,8 +83,6 @@ def start_temporal(
         "error",
     ]
     args += ["--headless"] if headless else ["--ui-port", str(ui_port), "--ui-disable-news-fetch"]
-    if codec_endpoint and not headless:
-        args += ["--ui-codec-endpoint", codec_endpoint]
     with open(data_dir / "temporal.log", "ab") as log:  # the child keeps its own copy of the descriptor
         process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 60

@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mint.crypto import parse_keys
+from mint.crypto import MIN_KEY_CHARS, parse_keys
 
 if TYPE_CHECKING:
     from mint.embeddings import Embedder
@@ -46,12 +46,25 @@ class Settings:
     max_body_bytes: int = 48 * 1024 * 1024
     rate_limit_per_minute: int = 1200
     max_executions_in_flight: int = 1000
+    # Chats in flight per developer, per API process (0: no limit): api/limits.py.
+    max_chats_per_developer: int = 20
+    # Database connections: the API's pool and the worker's are separate, so neither can starve the other;
+    # waiting longer than db_acquire_timeout for a free connection is an error (a 503 from the API), never a
+    # hang.
+    api_db_pool_size: int = 10
+    worker_db_pool_size: int = 16
+    db_acquire_timeout: float = 10.0
+    # Stopping: in-flight requests and activities get this long to finish before they are cut off.
+    shutdown_grace_seconds: float = 5.0
     # Limits on a task, checked when it is created (4xx): its size in bytes, the characters of one expression,
     # its steps (nested ones included); and, at run time, the items one foreach or map may run over.
     max_task_bytes: int = 1_000_000
     max_expression_length: int = 10_000
     max_steps: int = 1_000
     max_fan_out: int = 100_000
+    # The most seconds an api_call tool's `timeout` (the whole call's deadline, redirects and body included)
+    # may be: a larger one is refused when the task is created, or fails the step when it is computed.
+    max_tool_timeout: float = 300.0
     # Doc embeddings: all-MiniLM-L6-v2 locally (the default), or `openai/text-embedding-3-small`.
     embedding_model: str = "all-MiniLM-L6-v2"
     # MCP servers integration tools may start over stdio: {"name": {"command": ..., "args": [...], "env": {}}}.
@@ -59,8 +72,11 @@ class Settings:
     # Secrets at rest and Temporal payloads are encrypted with these keys (mint/crypto.py; the first one
     # encrypts). Without a key, secrets are unavailable and payloads travel in the clear.
     encryption_keys: tuple[str, ...] = field(default_factory=tuple)
-    # The bearer token the Temporal UI's codec server calls (/codec/decode) must send; unset: no codec server.
+    # The operator's credential for the codec server (/codec/decode, api/operator_auth.py): sent as a bearer
+    # token or exchanged for a session cookie at /codec/sign-in. Unset: no codec server.
     codec_token: str | None = None
+    # Browser origins (the Temporal UI's) whose requests may use that session cookie; CORS names them.
+    codec_origins: tuple[str, ...] = field(default_factory=tuple)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -91,13 +107,22 @@ class Settings:
             max_body_bytes=int(env.get("MINT_MAX_BODY_BYTES", str(48 * 1024 * 1024))),
             rate_limit_per_minute=int(env.get("MINT_RATE_LIMIT_PER_MINUTE", "1200")),
             max_executions_in_flight=int(env.get("MINT_MAX_EXECUTIONS_IN_FLIGHT", "1000")),
+            max_chats_per_developer=int(env.get("MINT_MAX_CHATS_PER_DEVELOPER", "20")),
+            api_db_pool_size=int(env.get("MINT_API_DB_POOL_SIZE", "10")),
+            worker_db_pool_size=int(env.get("MINT_WORKER_DB_POOL_SIZE", "16")),
+            db_acquire_timeout=float(env.get("MINT_DB_ACQUIRE_TIMEOUT", "10")),
+            shutdown_grace_seconds=float(env.get("MINT_SHUTDOWN_GRACE_SECONDS", "5")),
             max_task_bytes=int(env.get("MINT_MAX_TASK_BYTES", "1000000")),
             max_expression_length=int(env.get("MINT_MAX_EXPRESSION_LENGTH", "10000")),
             max_steps=int(env.get("MINT_MAX_STEPS", "1000")),
             max_fan_out=int(env.get("MINT_MAX_FAN_OUT", "100000")),
+            max_tool_timeout=_positive(
+                "MINT_MAX_TOOL_TIMEOUT_SECONDS", env.get("MINT_MAX_TOOL_TIMEOUT_SECONDS", "300")
+            ),
             mcp_servers=_json_object("MINT_MCP_SERVERS", env.get("MINT_MCP_SERVERS", "")),
             encryption_keys=parse_keys(env.get("MINT_ENCRYPTION_KEY")),
-            codec_token=env.get("MINT_CODEC_TOKEN") or None,
+            codec_token=_codec_token(env.get("MINT_CODEC_TOKEN")),
+            codec_origins=_origins(env.get("MINT_CODEC_ORIGINS", "")),
         )
 
     def embedder(self) -> Embedder:
@@ -121,6 +146,16 @@ class Settings:
         )
 
 
+def _positive(name: str, raw: str) -> float:
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
+    if not 0 < value < float("inf"):
+        raise ValueError(f"{name} must be more than 0 (and finite), not {raw!r}")
+    return value
+
+
 def _json_object(name: str, raw: str) -> dict[str, Any]:
     if not raw.strip():
         return {}
@@ -131,6 +166,22 @@ def _json_object(name: str, raw: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ValueError(f"{name} must be a JSON object")
     return value
+
+
+def _codec_token(raw: str | None) -> str | None:
+    """The codec server's token opens every tenant's payloads and is typed into a sign-in form that anyone
+    who reaches the API can post to: it must be too long to guess."""
+    if raw and len(raw) < MIN_KEY_CHARS:
+        raise ValueError(
+            f"MINT_CODEC_TOKEN must be at least {MIN_KEY_CHARS} characters "
+            "(try `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
+        )
+    return raw or None
+
+
+def _origins(raw: str) -> tuple[str, ...]:
+    """`http://127.0.0.1:8233,http://localhost:8233`: origins compare exactly, so no trailing slash."""
+    return tuple(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
 
 
 def _endpoints(raw: str) -> tuple[tuple[str, str], ...]:

@@ -108,6 +108,63 @@ def spawn_worker(database_url: str, temporal_address: str, task_queue: str) -> s
     )
 
 
+class MintUp:
+    """`mint up` as a user runs it, in a process of its own, on free ports and its own data dir."""
+
+    def __init__(self, data_dir: Path, key: str = "mint_test_key_for_up", **env: str):
+        self.data_dir = data_dir
+        self.key = key
+        self.api_port, self.temporal_port, self.ui_port = free_port(), free_port(), free_port()
+        self.url = f"http://127.0.0.1:{self.api_port}"
+        inherited = {
+            k: v for k, v in os.environ.items() if k not in ("MINT_DATABASE_URL", "TEMPORAL_ADDRESS")
+        }
+        self.env = {**inherited, "MINT_API_PORT": str(self.api_port), "MINT_API_KEY": key, **env}
+        self.process: subprocess.Popen | None = None
+
+    def start(self, healthy_within: float = 120) -> MintUp:
+        import time
+
+        import httpx
+
+        command = [sys.executable, "-m", "mint.cli", "up", "--data-dir", str(self.data_dir)]
+        command += ["--temporal-port", str(self.temporal_port), "--ui-port", str(self.ui_port)]
+        self.process = subprocess.Popen(
+            command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        deadline = time.monotonic() + healthy_within
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise AssertionError(f"mint up exited: {self.process.stdout.read()}")  # type: ignore[union-attr]
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError("mint up did not become healthy")
+
+    def stop(self, signal_number: int = 2, within: float = 60) -> tuple[int, str]:
+        """Send SIGINT (or another signal); the exit code and everything it printed. Fails if it does not
+        exit `within` seconds."""
+        assert self.process is not None
+        self.process.send_signal(signal_number)
+        output, _ = self.process.communicate(timeout=within)
+        return self.process.returncode, output
+
+    def leftovers(self) -> str:
+        """Processes still running from this data dir (Postgres, Temporal): empty once all is stopped."""
+        found = subprocess.run(["pgrep", "-f", str(self.data_dir)], capture_output=True, text=True)
+        return found.stdout
+
+    def kill(self) -> None:
+        """Stop it and everything it started, whatever state it is in (for a test's cleanup)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        subprocess.run(["pkill", "-9", "-f", str(self.data_dir)], check=False)
+
+
 def stop_process(process: subprocess.Popen | None) -> None:
     if process is not None and process.poll() is None:
         process.terminate()

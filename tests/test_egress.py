@@ -1,17 +1,26 @@
 """The SSRF corpus: addresses api_call tools (and MCP over HTTP) must never reach unless allow-listed.
 
-Each case goes through EgressPolicy.resolve, the one check every outgoing call passes (activities/http.py
-connects to exactly the address it returns; redirects and a whole execution are covered in test_tools.py).
+Each case goes through EgressPolicy.resolve, the one check every outgoing call passes (activities/http.py and
+activities/mcp.py connect to exactly the address it returns; redirects and a whole execution are covered in
+test_tools.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import threading
+import time
 
 import pytest
+import uvicorn
+from mcp.server.transport_security import TransportSecuritySettings
+from temporalio.testing import ActivityEnvironment
 
 from activities.egress import EgressPolicy, EgressRefused
+from activities.mcp import McpActivities
+from tests.mcp_server import server as calc
+from tests.stack import free_port
 
 REFUSED = [
     "http://127.0.0.1/",
@@ -33,6 +42,22 @@ REFUSED = [
     "http://192.168.1.1/",
     "http://169.254.169.254/latest/meta-data/",  # cloud metadata
     "http://[fd00:ec2::254]/",  # AWS metadata over IPv6
+    "http://[::127.0.0.1]/",  # IPv4-compatible IPv6 (deprecated, still routed by some stacks)
+    "http://[::7f00:1]/",  # ... in hex
+    "http://[::10.0.0.1]/",
+    "http://[::169.254.169.254]/",
+    "http://[::ffff:0:7f00:1]/",  # IPv4-translated (SIIT)
+    "http://[64:ff9b::127.0.0.1]/",  # NAT64 (RFC 6052) in front of loopback
+    "http://[64:ff9b::a9fe:a9fe]/",  # ... in front of cloud metadata
+    "http://[64:ff9b::10.0.0.1]/",
+    "http://[64:ff9b:1::a00:1]/",  # local-use NAT64 (RFC 8215)
+    "http://[64:ff9b:1:0:a00:100::]/",  # ... with the IPv4 address inside, /48 style
+    "http://[2002:7f00:1::1]/",  # 6to4 of 127.0.0.1
+    "http://[2002:a9fe:a9fe::]/",  # 6to4 of 169.254.169.254
+    "http://[2002:c0a8:101:1::1]/",  # 6to4 of 192.168.1.1
+    "http://[2001:0:4136:e378:8000:63bf:80ff:fffe]/",  # Teredo
+    "http://[2600::5efe:a00:1]/",  # ISATAP: a public prefix, the interface id carries 10.0.0.1
+    "http://[2600::200:5efe:7f00:1]/",  # ... with the universal/local bit set, carrying 127.0.0.1
     "http://100.64.0.1/",  # carrier-grade NAT
     "http://224.0.0.1/",  # multicast
     "http://255.255.255.255/",  # broadcast
@@ -87,6 +112,63 @@ async def test_the_operators_allow_list_opens_exactly_what_it_names(allow, url):
     assert (await EgressPolicy(allow).resolve(url)).address
 
 
+@pytest.mark.parametrize(
+    "url", ["http://[64:ff9b::8.8.8.8]/", "http://[2002:808:808::1]/", "http://[::ffff:8.8.8.8]/"]
+)
+async def test_an_embedded_public_ipv4_address_is_allowed(url):
+    """NAT64 and 6to4 are how IPv6-only hosts reach the public IPv4 internet: judged by the address they
+    carry, they are allowed like it."""
+    assert (await EgressPolicy().resolve(url)).address
+
+
+async def test_an_allow_listed_ipv4_network_opens_its_nat64_form_too():
+    assert (await EgressPolicy(("10.0.0.0/8",)).resolve("http://[64:ff9b::10.1.2.3]/")).address
+
+
 async def test_an_allow_list_entry_for_one_port_does_not_open_another():
     with pytest.raises(EgressRefused):
         await EgressPolicy(("127.0.0.1:8080",)).resolve("http://127.0.0.1:9090/")
+
+
+class McpHttpServer:
+    """tests/mcp_server.py's `calc` server over Streamable HTTP on 127.0.0.1, in a thread."""
+
+    def __init__(self) -> None:
+        # The server's own Host check is off: the test reaches it under a made-up name.
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        app = calc.streamable_http_app(transport_security=security, stateless_http=True, json_response=True)
+        self.port = free_port()
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="error"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> McpHttpServer:
+        self.thread.start()
+        while not self.server.started:
+            if not self.thread.is_alive():
+                raise RuntimeError("the MCP server did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+async def test_an_mcp_server_is_reached_at_the_address_the_check_approved(monkeypatch):
+    """A rebinding name: the first lookup (the egress check's) answers loopback, which the operator allowed;
+    any later one answers 127.0.0.2, where nothing listens. The MCP client must not look the name up again."""
+    real, lookups = socket.getaddrinfo, []
+
+    def rebinding(host, port, *args, **kwargs):
+        if host != "mcp.rebind.test":
+            return real(host, port, *args, **kwargs)
+        lookups.append(host)
+        return real("127.0.0.1" if len(lookups) == 1 else "127.0.0.2", port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    activities = McpActivities({}, EgressPolicy(("127.0.0.1",)))
+    with McpHttpServer() as server:
+        integration = {"provider": "mcp", "setup": {"url": f"http://mcp.rebind.test:{server.port}/mcp"}}
+        listed = await ActivityEnvironment().run(activities.list_mcp_tools, integration)
+    assert [tool["name"] for tool in listed] == ["add"]
+    assert lookups == ["mcp.rebind.test"]

@@ -10,7 +10,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 
 from mint.claim_check import THRESHOLD_BYTES, ClaimCheckCodec
-from mint.payload_codec import ENCRYPTED, EncryptionCodec
+from mint.payload_codec import ENCRYPTED, WORKFLOW_ID, EncryptionCodec
 from tests.helpers import run_task, transitions
 from tests.stack import TEST_ENCRYPTION_KEY
 
@@ -82,6 +82,8 @@ async def test_a_20_mb_output_round_trips_and_history_holds_only_references(api,
             encrypted = payload.metadata.get("encoding") == ENCRYPTED
             (sealed if encrypted else plain).append((event.event_type, payload))
     assert sealed, "the walker found no payloads at all"
+    # Each is bound to this workflow (activities' inputs and results too), so none can be pasted elsewhere.
+    assert {p.metadata[WORKFLOW_ID] for _, p in sealed} == {execution["id"].encode()}
     # In the clear: only the SDK's own bookkeeping of local activities (type, attempt, times), no values.
     for event_type, payload in plain:
         assert event_type == EventType.EVENT_TYPE_MARKER_RECORDED, payload

@@ -1,8 +1,10 @@
 """Limits answer with a clear 4xx or 429: request bodies, requests per key per minute, executions in flight,
-task size, expression length, steps per task; a fan-out over its limit fails its step, naming the limit."""
+task size, expression length, steps per task, chats per developer; a fan-out over its limit fails its step,
+naming the limit; a used-up database pool or a long lock wait answers 503 instead of hanging."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
@@ -136,3 +138,89 @@ async def test_a_fan_out_over_the_limit_fails_its_step(limited, store):
             assert done["status"] == "failed"
             assert "6 items is over the fan-out limit of 5 items (MINT_MAX_FAN_OUT)" in done["error"]
             assert ("main[0].over" if loop == "map" else "main[0].foreach.in") in done["error"]
+
+
+async def test_a_used_up_pool_answers_503_and_a_lock_wait_ends_instead_of_hanging(
+    postgres_url, temporal_env, store
+):
+    """With one API connection: a request stuck behind a table lock holds it; another request gets a clear 503
+    within the acquire timeout, not a hang; the stuck one ends with a 503 at the lock timeout."""
+    _, key = await store.create_developer("one connection")
+    async with (
+        BackgroundStack(
+            postgres_url,
+            temporal_address(temporal_env),
+            task_queue=f"pool-{uuid.uuid4()}",
+            api_db_pool_size=1,
+            db_acquire_timeout=0.5,
+        ) as stack,
+        httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as api,
+        store.pool.acquire() as locker,
+    ):
+        assert (await api.get("/agents")).status_code == 200
+        async with locker.transaction():
+            await locker.execute("LOCK TABLE agents IN ACCESS EXCLUSIVE MODE")
+            stuck = asyncio.create_task(api.get("/agents"))
+            while not await store.pool.fetchval(
+                "SELECT count(*) FROM pg_locks WHERE relation = 'agents'::regclass AND NOT granted"
+            ):
+                await asyncio.sleep(0.05)
+            busy = await api.get("/healthz")
+            assert busy.status_code == 503, busy.text
+            assert "no database connection became free within 0.5 s" in busy.json()["error"]
+            assert busy.headers["Retry-After"] == "1"
+            locked_out = await stuck  # lock_timeout (mint/db.py) ends the wait while the lock is still held
+        assert locked_out.status_code == 503 and "locked" in locked_out.json()["error"]
+        assert (await api.get("/agents")).status_code == 200
+
+
+async def test_chats_in_flight_are_capped_per_developer(
+    postgres_url, temporal_env, store, model_server, script
+):
+    """Past MINT_MAX_CHATS_PER_DEVELOPER chats at once, a developer's next chat is a 429; another developer
+    chats meanwhile, and once a chat ends the first may chat again."""
+    import threading
+
+    from tests.conftest import OPENAI_KEY
+    from tests.model_server import Reply
+
+    release = threading.Event()
+
+    def slow_model(call):  # holds each chat of the first developer until released
+        if call.messages[-1]["content"] == "hold":
+            release.wait(60)
+        return Reply(content="done")
+
+    script.reply = slow_model
+    model_server.calls.clear()
+    async with BackgroundStack(
+        postgres_url,
+        temporal_address(temporal_env),
+        task_queue=f"chats-{uuid.uuid4()}",
+        openai_api_key=OPENAI_KEY,
+        openai_base_url=model_server.openai_base_url,
+        max_chats_per_developer=2,
+    ) as stack:
+        first, second = await _client(stack, store), await _client(stack, store)
+        async with first, second:
+
+            async def chat(api: httpx.AsyncClient, text: str) -> httpx.Response:
+                agent = await create_agent(api)
+                session = (await api.post("/sessions", json={"agent": agent["id"]})).json()
+                return await api.post(
+                    f"/sessions/{session['id']}/chat",
+                    json={"messages": [{"role": "user", "content": text}]},
+                    timeout=60,
+                )
+
+            held = [asyncio.create_task(chat(first, "hold")) for _ in range(2)]
+            while len(model_server.calls) < 2:
+                await asyncio.sleep(0.05)
+            refused = await chat(first, "one more")
+            assert refused.status_code == 429, refused.text
+            assert "MINT_MAX_CHATS_PER_DEVELOPER" in refused.json()["error"]
+            assert (await chat(second, "other tenant")).status_code == 200
+            release.set()
+            assert [r.status_code for r in await asyncio.gather(*held)] == [200, 200]
+            assert (await chat(first, "again")).status_code == 200
+    script.reset()

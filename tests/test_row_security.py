@@ -3,11 +3,14 @@ write, only that developer's rows (migration 0012, mint/tenancy.py)."""
 
 from __future__ import annotations
 
+import uuid
+
 import asyncpg
 import pytest
 
 from mint.store import AGENTS, Store
 from mint.tenancy import acting_as
+from tests.helpers import run_task
 
 UNFILTERED_READS = [
     "SELECT developer_id FROM agents",
@@ -18,7 +21,30 @@ UNFILTERED_READS = [
     "SELECT developer_id FROM secrets",
     "SELECT developer_id FROM docs",
     "SELECT developer_id FROM sessions",
+    "SELECT developer_id FROM chat_turns",
 ]
+
+
+async def test_every_table_with_tenant_rows_has_row_security(store):
+    """A new table keyed by developer must get a policy too (like migration 0012's), or a query that
+    forgets its filter would read every tenant's rows."""
+    rows = await store.pool.fetch(
+        """
+        SELECT c.relname, c.relrowsecurity,
+               EXISTS (SELECT 1 FROM pg_policy p WHERE p.polrelid = c.oid) AS has_policy
+        FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = 'public' AND c.relkind = 'r'
+          AND EXISTS (SELECT 1 FROM pg_attribute a
+                      WHERE a.attrelid = c.oid AND a.attname = 'developer_id' AND NOT a.attisdropped)
+        """
+    )
+    # api_keys is read before the caller is known (to find who the caller is), never as a tenant.
+    unguarded = [
+        r["relname"]
+        for r in rows
+        if r["relname"] != "api_keys" and not (r["relrowsecurity"] and r["has_policy"])
+    ]
+    assert unguarded == []
 
 
 @pytest.fixture
@@ -66,3 +92,37 @@ async def test_a_released_connection_forgets_the_tenant(store, two):
     for _ in range(store.pool.get_size() + 1):
         assert await store.pool.fetchval("SELECT current_user") != "mint_tenant"
         assert not await store.pool.fetchval("SELECT current_setting('mint.developer_id', true)")
+
+
+# Records who inserted a probe agent: the role and the developer the connection acts for.
+PROBE_SQL = """
+CREATE TABLE IF NOT EXISTS rls_probe (marker text, role text, developer text);
+GRANT INSERT ON rls_probe TO mint_tenant;
+CREATE OR REPLACE FUNCTION rls_probe() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO rls_probe VALUES (NEW.name, current_user, current_setting('mint.developer_id', true));
+    RETURN NEW;
+END $$;
+CREATE OR REPLACE TRIGGER rls_probe AFTER INSERT ON agents
+    FOR EACH ROW WHEN (NEW.name LIKE 'rls-probe-%') EXECUTE FUNCTION rls_probe();
+"""
+
+
+async def test_a_system_tool_call_acts_for_the_executions_developer(api, api_key, store):
+    """System tools call Mint's API in process; their queries must run under row-level security as any
+    request's do (the tenant role, the execution's developer), never with the owner's role that sees all."""
+    marker = f"rls-probe-{uuid.uuid4()}"
+    await store.pool.execute(PROBE_SQL)
+    try:
+        task = {
+            "name": "probe",
+            "tools": [{"name": "make", "type": "system", "system": {"call": "agent.create"}}],
+            "main": [{"tool": "make", "arguments": {"name": f"$ {marker!r}"}}],
+        }
+        execution, _ = await run_task(api, task)
+    finally:
+        await store.pool.execute("DROP TRIGGER IF EXISTS rls_probe ON agents")
+    assert execution["status"] == "succeeded", execution["error"]
+    seen = await store.pool.fetch("SELECT role, developer FROM rls_probe WHERE marker = $1", marker)
+    developer = await store.developer_for_key(api_key)
+    assert [dict(r) for r in seen] == [{"role": "mint_tenant", "developer": developer}]

@@ -3,22 +3,22 @@
 from __future__ import annotations
 
 import base64
+import html
 import json
 import logging
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, quote_plus, urlsplit
 
-import httpx
 import pytest
 from julep import AsyncJulep
 from temporalio.api.common.v1 import Payload
 
+from activities.secrets import Redactor
 from mint.payload_codec import ENCRYPTED, EncryptionCodec
 from mint.secrets import MASK
-from tests.conftest import temporal_address
 from tests.helpers import create_agent, run_task
 from tests.local_http import Answer, LocalServer, Request
-from tests.stack import TEST_ENCRYPTION_KEY, BackgroundStack
+from tests.stack import TEST_ENCRYPTION_KEY
 
 CANARY = "canary-secret-5e1b7d93c2a84f06"
 
@@ -96,7 +96,7 @@ def _tool_task(url: str) -> dict[str, Any]:
     }
 
 
-async def _plain_history_text(temporal_env, execution_id: str) -> str:
+async def _plain_history_text(temporal_env, execution_id: str, marker: str = "Bearer") -> str:
     """The whole Temporal history as text, each payload decrypted and decoded, as an operator would see it
     through the codec server."""
     history = await temporal_env.client.get_workflow_handle(execution_id).fetch_history()
@@ -120,7 +120,7 @@ async def _plain_history_text(temporal_env, execution_id: str) -> str:
                 await visit(value)
 
     await visit(history.to_json_dict())
-    assert any("Bearer" in t for t in texts)  # the decoding worked: the request's header template is there
+    assert any(marker in t for t in texts)  # the decoding worked: the request's template is there
     return "\n".join(texts)
 
 
@@ -201,39 +201,6 @@ async def test_text_that_looks_like_a_reference_is_not_filled_in(api):
     assert CANARY not in server.requests[0].path
 
 
-@pytest.mark.parametrize("route", ["/codec/x/decode", "/codec/x/encode"])
-async def test_the_codec_server_is_off_without_its_token(api, route):
-    assert (await api.post(route, json={"payloads": []})).status_code == 404
-
-
-async def test_the_codec_server_decodes_what_the_worker_encrypted(postgres_url, temporal_env, api_key):
-    async with BackgroundStack(
-        postgres_url, temporal_address(temporal_env), task_queue="codec", codec_token="ui-token-123"
-    ) as stack:
-        async with httpx.AsyncClient(
-            base_url=stack.url, headers={"Authorization": f"Bearer {api_key}"}, timeout=30
-        ) as client:
-            execution, _ = await run_task(
-                client, {"name": "t", "main": [{"evaluate": {"x": "$ 'plain-value'"}}]}
-            )
-        history = await temporal_env.client.get_workflow_handle(execution["id"]).fetch_history()
-        started = history.events[0].workflow_execution_started_event_attributes.input.payloads[0]
-        assert started.metadata["encoding"] == ENCRYPTED and b"plain-value" not in started.data
-        as_json = {
-            "metadata": {"encoding": base64.b64encode(ENCRYPTED).decode()},
-            "data": base64.b64encode(started.data).decode(),
-        }
-        async with httpx.AsyncClient(base_url=stack.url) as ui:
-            refused = await ui.post(f"/codec/{api_key}/decode", json={"payloads": [as_json]})
-            assert refused.status_code == 404  # a developer's key is not the operator's codec token
-            decoded = await ui.post("/codec/ui-token-123/decode", json={"payloads": [as_json]})
-            assert decoded.status_code == 200, decoded.text
-            plain = base64.b64decode(decoded.json()["payloads"][0]["data"])
-            assert execution["id"] in plain.decode()
-            preflight = await ui.options("/codec/ui-token-123/decode")
-            assert preflight.headers["access-control-allow-origin"] == "*"
-
-
 async def test_a_secret_changed_before_use_fails_the_step_clearly(api):
     """A filter or function over `secrets.NAME` would only ever see the reference, never the value."""
     await api.post("/secrets", json={"name": "CANARY_KEY", "value": CANARY})
@@ -246,3 +213,159 @@ async def test_a_secret_changed_before_use_fails_the_step_clearly(api):
         server.close()
     assert execution["status"] == "failed" and "changes a secret" in execution["error"]
     assert server.requests == []
+
+
+# Secrets in altered forms -------------------------------------------------------------------------------------
+
+ODD = "Canary\\5e1b\"7d93'/é 😀&<"  # a backslash, both quotes, a slash, non-ASCII, astral, HTML specials
+
+
+def _html(value: str) -> str:
+    return html.escape(value).replace("&#x27;", "&#39;")
+
+
+ALTERED = {
+    "lower-cased": str.lower,
+    "upper-cased": str.upper,
+    "repr": repr,
+    "ascii": ascii,
+    "bytes repr": lambda v: repr(v.encode()),
+    "json": json.dumps,
+    "json, not ascii": lambda v: json.dumps(v, ensure_ascii=False),
+    "json of json": lambda v: json.dumps(json.dumps(v)),
+    "json, upper-cased": lambda v: json.dumps(v.upper()),
+    "repr of json": lambda v: repr(json.dumps(v)),
+    "quote": lambda v: quote(v, safe=""),
+    "quote, lower hex": lambda v: quote(v, safe="").lower(),
+    "quote keeping /": quote,
+    "quote_plus": quote_plus,
+    "quoted twice": lambda v: quote(quote(v, safe=""), safe=""),
+    "quote, lower-cased": lambda v: quote(v.lower(), safe=""),
+    "html": _html,
+    "base64": lambda v: base64.b64encode(v.encode()).decode(),
+    "urlsafe base64": lambda v: base64.urlsafe_b64encode(v.encode()).decode(),
+}
+
+
+@pytest.mark.parametrize("form", ALTERED)
+def test_every_form_a_secret_can_take_is_masked(form):
+    masked = Redactor({"KEY": ODD}).text(f"echo: {ALTERED[form](ODD)} (end)")
+    assert "5e1b" not in masked.lower() and "[secret KEY]" in masked, masked
+
+
+def test_a_host_names_idna_form_and_a_cut_short_value_are_masked():
+    host = "Bücher-5e1b7d93"
+    redactor = Redactor({"HOST": host, "KEY": CANARY})
+    for text in (host.encode("idna").decode(), f"http://{host.lower()}.example/", CANARY[:-4]):
+        assert "5e1b" not in redactor.text(f"no such host: {text}").lower(), text
+
+
+def test_a_numeric_secret_is_masked_as_a_json_number_and_a_key():
+    masked = Redactor({"PIN": "8675309123"}).value({"n": 8675309123, "8675309123": [8675309123.0]})
+    assert "8675309" not in json.dumps(masked)
+
+
+SECRET_URLS = [
+    # The host is lower-cased in the resolver's error; a backslash is doubled in a quoted URL.
+    ("http://{{ secrets.ODD_KEY }}.invalid/", "CanaryHost5e1b7d93", "cannot resolve"),
+    ("http://127.0.0.1:99999/{{ secrets.ODD_KEY }}", ODD, "invalid port"),
+    ("http://127.0.0.1:9/{{ secrets.ODD_KEY }}", ODD, "ConnectError"),
+]
+
+
+@pytest.mark.parametrize("url, value, reason", SECRET_URLS)
+async def test_a_secret_in_a_url_stays_out_of_the_error(api, temporal_env, url, value, reason):
+    assert (await api.post("/secrets", json={"name": "ODD_KEY", "value": value})).status_code == 201
+    task = {
+        "name": "bad url",
+        "tools": [{"name": "get", "type": "api_call", "api_call": {"method": "GET", "url": url}}],
+        "main": [{"tool": "get", "arguments": {}, "retry": {"max_attempts": 1}}],
+    }
+    execution, rows = await run_task(api, task)
+    assert execution["status"] == "failed" and reason in execution["error"], execution
+    history = await _plain_history_text(temporal_env, execution["id"], "secrets.ODD_KEY")
+    for text in (json.dumps(execution), json.dumps(rows), history):
+        assert "5e1b" not in text.lower()
+
+
+def _echo_in_every_form(request: Request) -> Answer:
+    """Echoes the `token` of a JSON body back in many encodings, in the body and in headers."""
+    token = json.loads(request.body)["token"]
+    pin = int(parse_qs(urlsplit(request.path).query)["pin"][0])
+    echoed = {name: form(token) for name, form in ALTERED.items()}
+    body = json.dumps({"echo": echoed, token: "as a key", "pin": pin})
+    headers = {
+        "Content-Type": "application/json",
+        "X-Echo": quote(token, safe="").lower(),
+        "Location": "/next?token=" + quote_plus(token),
+    }
+    return 200, headers, body.encode()
+
+
+async def test_an_echo_of_a_secret_in_any_form_comes_back_masked(api):
+    for name, value in (("ODD_KEY", ODD), ("PIN", "8675309123")):
+        assert (await api.post("/secrets", json={"name": name, "value": value})).status_code == 201
+    spec = {
+        "method": "POST",
+        "url": "{{ arguments.base }}echo?pin={{ secrets.PIN }}",
+        "json": {"token": "{{ secrets.ODD_KEY }}"},
+    }
+    task = {
+        "name": "echo",
+        "tools": [{"name": "echo", "type": "api_call", "api_call": spec}],
+        "main": [{"tool": "echo", "arguments": {"base": "$ _.base"}}],
+    }
+    with LocalServer(_echo_in_every_form) as server:
+        execution, rows = await run_task(api, task, {"base": server.url})
+    assert execution["status"] == "succeeded", execution["error"]
+    assert json.loads(server.requests[0].body)["token"] == ODD  # the secret really went out
+    output = execution["output"]
+    assert output["json"]["pin"] == "[secret PIN]" and "[secret ODD_KEY]" in output["headers"]["x-echo"]
+    for text in (json.dumps(execution), json.dumps(rows)):
+        assert "5e1b" not in text.lower() and "8675309" not in text
+
+
+# Secrets and redirects ------------------------------------------------------------------------------------------
+
+WHERE_SECRETS_GO = {
+    "a header": {"headers": {"X-Api-Key": "{{ secrets.CANARY_KEY }}"}},
+    "the query": {"params": {"key": "{{ secrets.CANARY_KEY }}"}},
+    "the URL": {"url": "{{ arguments.base }}go/{{ secrets.CANARY_KEY }}"},
+    "a JSON body": {"method": "POST", "json": {"token": "{{ secrets.CANARY_KEY }}"}},
+}
+
+
+def _redirecting_task(where: str) -> dict[str, Any]:
+    spec = {"method": "GET", "url": "{{ arguments.base }}go", "follow_redirects": True}
+    return {
+        "name": "redirected",
+        "tools": [{"name": "hop", "type": "api_call", "api_call": {**spec, **WHERE_SECRETS_GO[where]}}],
+        "main": [{"tool": "hop", "arguments": {"base": "$ _.base"}}],
+    }
+
+
+@pytest.mark.parametrize("where", WHERE_SECRETS_GO)
+async def test_a_request_carrying_a_secret_does_not_follow_a_redirect_to_another_origin(api, where):
+    await api.post("/secrets", json={"name": "CANARY_KEY", "value": CANARY})
+    with LocalServer() as target:
+        landing = f"http://localhost:{target.port}/landing-page"
+        with LocalServer(lambda _: (307, {"Location": landing}, b"")) as redirector:
+            execution, _ = await run_task(api, _redirecting_task(where), {"base": redirector.url})
+            assert len(redirector.requests) == 1 and CANARY in str(redirector.requests[0])
+    assert execution["status"] == "failed", execution
+    error = execution["error"]
+    assert "another origin" in error and f"localhost:{target.port}" in error and "landing-page" not in error
+    assert target.requests == []
+
+
+async def test_a_request_carrying_a_secret_follows_a_redirect_within_its_origin(api):
+    await api.post("/secrets", json={"name": "CANARY_KEY", "value": CANARY})
+
+    def redirect_once(request: Request) -> Answer:
+        return (307, {"Location": "/landing"}, b"") if request.path == "/go" else (200, {}, b"landed")
+
+    with LocalServer(redirect_once) as server:
+        execution, _ = await run_task(api, _redirecting_task("a header"), {"base": server.url})
+    assert execution["status"] == "succeeded", execution["error"]
+    assert execution["output"]["content"] == "landed"
+    assert [r.headers["X-Api-Key"] for r in server.requests] == [CANARY, CANARY]

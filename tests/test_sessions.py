@@ -354,3 +354,60 @@ async def test_auto_run_tools_in_chat_runs_server_tools_and_keeps_them_in_histor
     assert answer.json()["choices"][0]["message"]["content"] == "It is sunny in Lisbon"
     roles = [e["role"] for e in (await mapi.get(f"/sessions/{session['id']}/history")).json()["entries"]]
     assert roles == ["user", "assistant", "tool", "assistant"]  # the tool turn is part of the conversation
+
+
+async def test_slow_chats_far_beyond_the_pool_size_all_finish_while_other_requests_answer(
+    postgres_url, temporal_env, model_server, script, store
+):
+    """The class of the pool deadlock: no chat may hold a pooled connection while it waits (for a tool, a
+    model, a session's turn or another connection). With 3 API connections and 3 worker connections, 12
+    chats whose tool takes a second each, and 3 more chats queued on one session, all finish; other
+    requests answer meanwhile."""
+    import time
+
+    from tests.conftest import OPENAI_KEY, temporal_address
+    from tests.local_http import LocalServer
+    from tests.stack import BackgroundStack
+
+    def slow_tool(_request: Any) -> tuple[int, dict[str, str], bytes]:
+        time.sleep(1.0)
+        return 200, {"Content-Type": "application/json"}, b'{"sky": "grey"}'
+
+    def model(call: Call) -> Reply:
+        if not any(m["role"] == "tool" for m in call.messages):
+            return Reply(tool_calls=[("weather", {"city": "Porto"})])
+        return Reply(content="grey")
+
+    script.reply = model
+    _, key = await store.create_developer("pool")
+    with LocalServer(slow_tool) as tool_server:
+        async with (
+            BackgroundStack(
+                postgres_url,
+                temporal_address(temporal_env),
+                task_queue=f"pool-{uuid.uuid4()}",
+                openai_api_key=OPENAI_KEY,
+                openai_base_url=model_server.openai_base_url,
+                api_db_pool_size=3,
+                worker_db_pool_size=3,
+            ) as stack,
+            httpx.AsyncClient(
+                base_url=stack.url, headers={"Authorization": f"Bearer {key}"}, timeout=120
+            ) as api,
+        ):
+            agent = (await api.post("/agents", json={"name": "pool", "model": "gpt-4o-mini"})).json()
+            tool = {
+                "name": "weather",
+                "type": "api_call",
+                "api_call": {"url": tool_server.url + "weather", "params": {"city": "{{ arguments.city }}"}},
+            }
+            sessions = [await _session(api, agent=agent["id"], auto_run_tools=True) for _ in range(12)]
+            chats = [_chat(api, s["id"], "weather?", tools=[tool]) for s in [*sessions, *[sessions[0]] * 3]]
+            running = asyncio.gather(*chats)
+            while not tool_server.requests:  # the chats are under way
+                await asyncio.sleep(0.05)
+            for _ in range(10):  # meanwhile, plain requests answer
+                assert (await api.get("/agents")).status_code == 200
+            answers = await running
+    assert [a.status_code for a in answers] == [200] * 15, [a.text for a in answers if a.status_code != 200]
+    assert {a.json()["choices"][0]["message"]["content"] for a in answers} == {"grey"}

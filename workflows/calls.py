@@ -17,6 +17,11 @@ from workflows.values import ValueEvaluator
 
 # Built-in defaults; a task's `defaults` and a step's own `timeout`/`retry` override them, field by field.
 DEFAULT_TIMEOUT_SECONDS = 60.0
+# An api_call's `timeout` is the deadline of the whole call (every redirect hop, the whole body); it may not
+# exceed MINT_MAX_TOOL_TIMEOUT_SECONDS. The attempt's start-to-close timeout is that deadline plus a little,
+# so that the call's own, clearer error wins the race.
+DEFAULT_MAX_TOOL_TIMEOUT_SECONDS = 300.0
+DEADLINE_SLACK_SECONDS = 5.0
 DEFAULT_RETRY = lang.RetrySpec(max_attempts=5, initial_interval=1.0, backoff=2.0, max_interval=60.0)
 # Activities heartbeat every 2 s: a worker that dies mid-call is noticed after this long, and the call retried.
 HEARTBEAT_TIMEOUT = timedelta(seconds=10)
@@ -28,15 +33,19 @@ WHOLE_TEMPLATE = re.compile(r"^\{\{((?:(?!\}\}|\{\{).)*)\}\}$", re.DOTALL)
 
 
 def call_options(
-    step: lang._CallStep, defaults: lang.StepDefaults | None, floor_seconds: float = 0
+    step: lang._CallStep, defaults: lang.StepDefaults | None, deadline: float | None = None
 ) -> tuple[timedelta, RetryPolicy]:
-    """The start-to-close timeout of one attempt and the retry policy for `step`.
+    """The start-to-close timeout of one attempt and the retry policy for `step`; `deadline` is the call's
+    own bounded timeout, when it has one (api_call), which the attempt follows.
 
     Which errors are permanent is decided where they happen (activities/errors.py); a permanent error is
     never retried, whatever the policy says."""
     timeout = step.timeout or (defaults.timeout if defaults else None)
-    if timeout is None:
-        timeout = max(DEFAULT_TIMEOUT_SECONDS, floor_seconds + 5)
+    if deadline is not None:
+        attempt = deadline + DEADLINE_SLACK_SECONDS
+        timeout = attempt if timeout is None else min(timeout, attempt)
+    elif timeout is None:
+        timeout = DEFAULT_TIMEOUT_SECONDS
     merged: dict[str, Any] = DEFAULT_RETRY.model_dump()
     for layer in (defaults.retry if defaults else None, step.retry):
         if layer is not None:
@@ -51,17 +60,42 @@ def call_options(
     return timedelta(seconds=timeout), policy
 
 
+def bounded_timeout(raw: Any, limit: float) -> float:
+    """An api_call's `timeout` in seconds (DEFAULT_TIMEOUT_SECONDS when unset): a number more than 0 and at
+    most `limit`, else ValueError saying so."""
+    if raw is None:
+        return min(DEFAULT_TIMEOUT_SECONDS, limit)
+    try:
+        if isinstance(raw, bool):
+            raise ValueError
+        seconds = float(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"timeout must be a number of seconds, not {_short(raw)}") from None
+    if not 0 < seconds <= limit:  # (NaN compares false too)
+        raise ValueError(
+            f"timeout must be more than 0 and at most {limit:g} seconds "
+            f"(MINT_MAX_TOOL_TIMEOUT_SECONDS), not {_short(raw)}"
+        )
+    return seconds
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
 class ToolError(ValueError):
     """A tool that cannot be called as written (bad arguments, an unknown provider)."""
 
 
 @dataclass
 class ToolActivity:
-    """How to run one server-side tool call: the activity, its input, and the least time it may need."""
+    """How to run one server-side tool call: the activity, its input, and the call's own deadline (seconds),
+    when it has one."""
 
     name: str
     request: dict[str, Any]
-    floor_seconds: float = 0.0
+    deadline: float | None = None
 
 
 def tool_activity(
@@ -70,12 +104,13 @@ def tool_activity(
     owner: dict[str, Any],
     values: ValueEvaluator,
     new_key: Callable[[], str],
+    max_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS,
 ) -> ToolActivity:
     """The activity call for an api_call, system or MCP integration tool (function tools go to the client).
 
     `owner` is {developer_id, agent_id}: whose tools these are, and so whose secrets they may use. `new_key`
     makes the api_call's Idempotency-Key: the same on every attempt (retries reuse the activity's input), so
-    the server can drop repeats."""
+    the server can drop repeats. An api_call's timeout may not exceed `max_timeout` seconds."""
     if not isinstance(arguments, dict):
         raise ToolError(f"arguments for {tool['type']} tool {tool['name']!r} must be a mapping")
     if tool["type"] == "api_call":
@@ -90,15 +125,14 @@ def tool_activity(
         if secrets.lookups:
             request["secrets"] = {**owner, "nonce": nonce}
         try:
-            http_timeout = float(request.get("timeout") or 0)
-        except (TypeError, ValueError):
-            raise ToolError(
-                f"api_call timeout must be a number of seconds, not {request['timeout']!r}"
-            ) from None
+            deadline = bounded_timeout(request.get("timeout"), max_timeout)
+        except ValueError as exc:
+            raise ToolError(f"api_call tool {tool['name']!r}: {exc}") from None
+        request["timeout"] = deadline
         headers = request.get("headers") or {}
         if not any(k.lower() == "idempotency-key" for k in headers):
             request["headers"] = {**headers, "Idempotency-Key": new_key()}
-        return ToolActivity(CALL_API, request, http_timeout)
+        return ToolActivity(CALL_API, request, deadline)
     if tool["type"] == "system":
         return ToolActivity(
             CALL_SYSTEM,

@@ -21,6 +21,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 from workflows import language as lang
 from workflows import prompts
 from workflows.calls import (
+    DEFAULT_MAX_TOOL_TIMEOUT_SECONDS,
     HEARTBEAT_TIMEOUT,
     ToolError,
     call_options,
@@ -83,6 +84,7 @@ class ExecutionParams:
     tools: list[dict[str, Any]] = field(default_factory=list)
     max_history_events: int = 10_000
     max_fan_out: int = 100_000  # items one foreach or map may run over (MINT_MAX_FAN_OUT)
+    max_tool_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS  # MINT_MAX_TOOL_TIMEOUT_SECONDS
     resume: ResumePoint | None = None  # set when the execution continued as new
 
 
@@ -681,16 +683,23 @@ class Interpreter:
             return await self._wait({"tool_call": call}, position, metadata, step.timeout)
         try:
             owner = {"developer_id": self.params.developer_id, "agent_id": self.params.agent.get("id")}
-            planned = tool_activity(tool, arguments, owner, self.values, lambda: str(workflow.uuid4()))
+            planned = tool_activity(
+                tool,
+                arguments,
+                owner,
+                self.values,
+                lambda: str(workflow.uuid4()),
+                self.params.max_tool_timeout,
+            )
         except ToolError as exc:
             raise StepFailed(str(exc)) from None
-        return await self._activity(planned.name, planned.request, step, planned.floor_seconds)
+        return await self._activity(planned.name, planned.request, step, planned.deadline)
 
     async def _activity(
-        self, name: str, request: dict[str, Any], step: lang._CallStep, floor_seconds: float = 0
+        self, name: str, request: dict[str, Any], step: lang._CallStep, deadline: float | None = None
     ) -> CallResult:
         """A call activity with the step's timeout and retries; transitions so far are written meanwhile."""
-        timeout, retry = call_options(step, self.task.defaults, floor_seconds)
+        timeout, retry = call_options(step, self.task.defaults, deadline)
         self.log.submit()
         answer = await workflow.execute_activity(
             name,

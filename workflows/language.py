@@ -335,7 +335,8 @@ class ApiCallDef(BaseModel):
     content: str | None = None
     data: dict[str, Any] | None = None
     follow_redirects: bool = False
-    timeout: Annotated[float, Field(gt=0, le=600)] | None = None
+    # The whole call's deadline; its upper bound is configured (MINT_MAX_TOOL_TIMEOUT_SECONDS, workflows/validate.py).
+    timeout: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
     schema_: dict[str, Any] | None = Field(default=None, alias="schema")
     params_schema: dict[str, Any] | None = None
 

@@ -12,7 +12,13 @@ from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
 from workflows import language as lang
-from workflows.calls import HEARTBEAT_TIMEOUT, ToolError, call_options, tool_activity
+from workflows.calls import (
+    DEFAULT_MAX_TOOL_TIMEOUT_SECONDS,
+    HEARTBEAT_TIMEOUT,
+    ToolError,
+    call_options,
+    tool_activity,
+)
 from workflows.values import ValueEvaluator
 
 RUN_TOOL_WORKFLOW = "RunToolWorkflow"
@@ -22,16 +28,17 @@ RUN_TOOL_WORKFLOW = "RunToolWorkflow"
 class RunToolWorkflow:
     @workflow.run
     async def run(self, request: dict[str, Any]) -> Any:
-        """{owner: {developer_id, agent_id}, tool, arguments} -> the tool's output."""
+        """{owner: {developer_id, agent_id}, tool, arguments, max_tool_timeout?} -> the tool's output."""
         tool = request["tool"]
         values = ValueEvaluator("dollar", workflow.random(), workflow.now)  # type: ignore[arg-type]
+        limit = request.get("max_tool_timeout") or DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
         try:
             planned = tool_activity(
-                tool, request["arguments"], request["owner"], values, lambda: str(workflow.uuid4())
+                tool, request["arguments"], request["owner"], values, lambda: str(workflow.uuid4()), limit
             )
         except ToolError as exc:
             raise ApplicationError(str(exc), type="BadToolCall", non_retryable=True) from None
-        timeout, retry = call_options(lang.ToolCallStep(tool=tool["name"]), None, planned.floor_seconds)
+        timeout, retry = call_options(lang.ToolCallStep(tool=tool["name"]), None, planned.deadline)
         answer = await workflow.execute_activity(
             planned.name,
             planned.request,

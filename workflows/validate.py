@@ -8,10 +8,12 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from workflows import language as lang
+from workflows.calls import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS, bounded_timeout
 from workflows.expressions import MAX_EXPRESSION_LENGTH
 from workflows.input_schema import schema_problems
 from workflows.problems import Problem
-from workflows.values import Dialect, check_value, detect_dialect, iter_step_fields
+from workflows.templates import is_template
+from workflows.values import Dialect, check_value, detect_dialect, expression_of, iter_step_fields
 
 
 class TaskInvalid(Exception):
@@ -24,10 +26,12 @@ class TaskInvalid(Exception):
 
 @dataclass(frozen=True)
 class TaskLimits:
-    """Limits on a task's shape (the API passes MINT_MAX_STEPS and MINT_MAX_EXPRESSION_LENGTH)."""
+    """Limits on a task's shape (the API passes MINT_MAX_STEPS, MINT_MAX_EXPRESSION_LENGTH and
+    MINT_MAX_TOOL_TIMEOUT_SECONDS)."""
 
     max_steps: int = 1_000
     max_expression_length: int = MAX_EXPRESSION_LENGTH
+    max_tool_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
 
 
 @dataclass(frozen=True)
@@ -50,13 +54,17 @@ def validate_task(
     _check_step_count(spec, limits.max_steps)
     dialect = detect_dialect(spec.workflows)
     problems = schema_problems(spec.input_schema) + _duplicate_tools(spec.tools)
+    for i, tool in enumerate(spec.tools):
+        problems += tool_timeout_problems(tool, f"tools[{i}]", limits.max_tool_timeout)
     tool_names = {t.name for t in spec.tools} | (set(agent_tool_names) if spec.inherit_tools else set())
     labels: dict[str, str] = {}
+    api_calls = {t.name for t in spec.tools if t.type == "api_call"}
     for name, steps in spec.workflows.items():
         for path, step in lang.walk_steps(steps, name):
             problems += _check_step(
                 step, path, dialect, tool_names, set(spec.workflows), labels, limits.max_expression_length
             )
+            problems += _argument_timeout_problems(step, path, dialect, api_calls, limits.max_tool_timeout)
     if problems:
         raise TaskInvalid(problems)
     return ValidTask(spec, dialect, spec.to_document())
@@ -140,6 +148,40 @@ def _check_step(
             )
         )
     return problems
+
+
+def tool_timeout_problems(tool: lang.ToolDef, path: str, limit: float) -> list[Problem]:
+    """An api_call tool's `timeout` over MINT_MAX_TOOL_TIMEOUT_SECONDS (for task and agent tools alike)."""
+    if tool.api_call is None or tool.api_call.timeout is None:
+        return []
+    try:
+        bounded_timeout(tool.api_call.timeout, limit)
+    except ValueError as exc:
+        return [Problem(f"{path}.api_call.timeout" if path else "api_call.timeout", str(exc))]
+    return []
+
+
+def _argument_timeout_problems(
+    step: BaseModel, path: str, dialect: Dialect, api_calls: set[str], limit: float
+) -> list[Problem]:
+    """The `arguments.timeout` of a step calling one of the task's api_call tools, when it is written as a
+    literal (a computed one, or one for an agent's tool, is checked when the step runs)."""
+    if not isinstance(step, lang.ToolCallStep) or step.tool_name not in api_calls:
+        return []
+    if not isinstance(step.tool_arguments, dict):
+        return []
+    raw = step.tool_arguments.get("timeout")
+    computed = isinstance(raw, str) and (
+        dialect == "seed" or expression_of(raw) is not None or is_template(raw)
+    )
+    if raw is None or computed:
+        return []
+    try:
+        bounded_timeout(raw, limit)
+    except ValueError as exc:
+        where = "tool.arguments" if isinstance(step.tool, lang.ToolRef) else "arguments"
+        return [Problem(f"{path}.{where}.timeout", str(exc))]
+    return []
 
 
 def _duplicate_tools(tools: list[lang.ToolDef]) -> list[Problem]:

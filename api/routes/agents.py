@@ -15,7 +15,7 @@ from api.errors import ERROR_RESPONSES, ApiError, not_found
 from mint.docs import DocStore
 from mint.store import AGENTS, TOOLS
 from workflows.language import ToolDef
-from workflows.validate import Problem, format_loc
+from workflows.validate import Problem, format_loc, tool_timeout_problems
 
 router = APIRouter(tags=["agents"], responses=ERROR_RESPONSES)
 
@@ -83,9 +83,11 @@ async def delete_agent(agent_id: str, developer: Developer, store: StoreDep) -> 
 
 
 @router.post("/agents/{agent_id}/tools", status_code=201, response_model=schemas.Tool)
-async def create_tool(agent_id: str, body: dict[str, Any], developer: Developer, store: StoreDep) -> Any:
+async def create_tool(
+    agent_id: str, body: dict[str, Any], request: Request, developer: Developer, store: StoreDep
+) -> Any:
     agent = await agent_or_404(store, developer, agent_id)
-    tool = _tool_def(body)
+    tool = _tool_def(body, request)
     if any(t["name"] == tool.name for t in await store.agent_tools(developer, agent["id"])):
         raise ApiError(409, f"agent {agent_id} already has a tool named {tool.name!r}")
     row = await store.insert(TOOLS, developer, {"agent_id": agent["id"], **_tool_values(tool)})
@@ -100,19 +102,19 @@ async def list_tools(agent_id: str, developer: Developer, store: StoreDep, page:
 
 @router.put("/agents/{agent_id}/tools/{tool_id}", response_model=schemas.Tool)
 async def reset_tool(
-    agent_id: str, tool_id: str, body: dict[str, Any], developer: Developer, store: StoreDep
+    agent_id: str, tool_id: str, body: dict[str, Any], request: Request, developer: Developer, store: StoreDep
 ) -> Any:
     await _tool_or_404(store, developer, agent_id, tool_id)
-    return tool_out(await store.update(TOOLS, developer, tool_id, _tool_values(_tool_def(body))))
+    return tool_out(await store.update(TOOLS, developer, tool_id, _tool_values(_tool_def(body, request))))
 
 
 @router.patch("/agents/{agent_id}/tools/{tool_id}", response_model=schemas.Tool)
 async def patch_tool(
-    agent_id: str, tool_id: str, body: dict[str, Any], developer: Developer, store: StoreDep
+    agent_id: str, tool_id: str, body: dict[str, Any], request: Request, developer: Developer, store: StoreDep
 ) -> Any:
     current = await _tool_or_404(store, developer, agent_id, tool_id)
     merged = _deep_merge(current["spec"], body)
-    return tool_out(await store.update(TOOLS, developer, tool_id, _tool_values(_tool_def(merged))))
+    return tool_out(await store.update(TOOLS, developer, tool_id, _tool_values(_tool_def(merged, request))))
 
 
 @router.delete("/agents/{agent_id}/tools/{tool_id}", response_model=schemas.ResourceDeleted, status_code=202)
@@ -139,14 +141,19 @@ async def _tool_or_404(store: StoreDep, developer: str, agent_id: str, tool_id: 
     return tool
 
 
-def _tool_def(body: dict[str, Any]) -> ToolDef:
+def _tool_def(body: dict[str, Any], request: Request) -> ToolDef:
     try:
-        return ToolDef.model_validate(body)
+        tool = ToolDef.model_validate(body)
     except ValidationError as exc:
-        problems = [Problem(format_loc(tuple(e["loc"])), e["msg"]) for e in exc.errors()]
-        raise ApiError(
-            422, "invalid tool: " + "; ".join(f"{p.path}: {p.message}" for p in problems), problems
-        ) from None
+        raise _invalid_tool([Problem(format_loc(tuple(e["loc"])), e["msg"]) for e in exc.errors()]) from None
+    problems = tool_timeout_problems(tool, "", request.app.state.settings.max_tool_timeout)
+    if problems:
+        raise _invalid_tool(problems)
+    return tool
+
+
+def _invalid_tool(problems: list[Problem]) -> ApiError:
+    return ApiError(422, "invalid tool: " + "; ".join(f"{p.path}: {p.message}" for p in problems), problems)
 
 
 def _tool_values(tool: ToolDef) -> dict[str, Any]:

@@ -1,59 +1,120 @@
-"""The codec server the Temporal UI calls to show payloads: POST /codec/{token}/decode (and /encode).
+"""The codec server the Temporal UI and CLI call to show payloads: POST /codec/decode (and /codec/encode).
 
 Temporal's codec-server protocol: `{"payloads": [<Payload as protobuf JSON>]}` in, the same shape out. It
-runs Mint's own codec, so the UI sees decrypted, claim-check-resolved values. Payloads from every tenant
-pass through Temporal, so this is for operators only: the URL carries `MINT_CODEC_TOKEN` (the UI appends
-`/decode` to its codec endpoint, so `<API URL>/codec/<token>` works with any UI, without UI auth), and the
-routes are absent (404) when no token is set. `mint up` sets one and points its UI at it.
+runs Mint's own codec, so the operator sees decrypted, claim-check-resolved values. Its URL carries no
+secret (the UI appends `/decode` to `<API URL>/codec`); every call must come from the operator
+(api/operator_auth.py). The routes are absent (404) when MINT_CODEC_TOKEN is unset.
 """
 
 from __future__ import annotations
 
-import hmac
+import html
 from typing import Any
+from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request, Response
+from fastapi.responses import HTMLResponse
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from temporalio.api.common.v1 import Payload
 
+from api import operator_auth
 from api.errors import ApiError
 from mint.crypto import DecryptionError
 
 router = APIRouter(tags=["codec"], include_in_schema=False)
-# The UI calls from the browser, on another origin; the token, not the origin, is what is checked.
-CORS = {
-    "Access-Control-Allow-Origin": "*",
-    "Access-Control-Allow-Methods": "POST, OPTIONS",
-    "Access-Control-Allow-Headers": "Authorization, Content-Type, X-Namespace",
-}
 
 
-@router.options("/codec/{token}/{operation}")
-async def preflight(token: str, operation: str) -> Response:
-    return Response(status_code=204, headers=CORS)
+@router.options("/codec/{operation}")
+async def preflight(operation: str, request: Request) -> Response:
+    _, origins = _config(request)
+    headers = operator_auth.cors_headers(request, origins)
+    return Response(status_code=204 if "Access-Control-Allow-Origin" in headers else 403, headers=headers)
 
 
-@router.post("/codec/{token}/{operation}")
-async def codec(token: str, operation: str, request: Request, response: Response) -> dict[str, Any]:
-    _check_token(request, token)
-    if operation not in ("encode", "decode"):
-        raise ApiError(404, f"no codec operation {operation!r}: use /codec/encode or /codec/decode")
+@router.post("/codec/decode")
+async def decode(request: Request, response: Response) -> dict[str, Any]:
+    payloads, cors = await _operator_payloads(request)
+    response.headers.update(cors)
+    try:
+        opened = await request.app.state.temporal.data_converter.payload_codec.reveal(payloads)
+    except DecryptionError as exc:
+        raise ApiError(422, f"a payload could not be decrypted: {exc}", headers=cors) from None
+    return {"payloads": [MessageToDict(p) for p in opened]}
+
+
+@router.post("/codec/encode")
+async def encode(request: Request, response: Response) -> dict[str, Any]:
+    payloads, cors = await _operator_payloads(request)
+    response.headers.update(cors)
+    sealed = await request.app.state.temporal.data_converter.payload_codec.encode(payloads)
+    return {"payloads": [MessageToDict(p) for p in sealed]}
+
+
+async def _operator_payloads(request: Request) -> tuple[list[Payload], dict[str, str]]:
+    """The request's payloads, once the caller is known to be the operator, and the CORS headers to send."""
+    token, origins = _config(request)
+    cors = operator_auth.cors_headers(request, origins)
+    if not operator_auth.is_operator(request, token, origins):
+        raise ApiError(
+            401,
+            "the codec server is for operators: send `Authorization: Bearer <MINT_CODEC_TOKEN>`, or sign in "
+            "at /codec/sign-in and call from an origin in MINT_CODEC_ORIGINS with credentials",
+            headers={**cors, "WWW-Authenticate": "Bearer"},
+        )
+    # JSON only: a browser cannot send it across origins without a CORS preflight, which names the origins.
+    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
+        raise ApiError(415, "send the payloads as application/json", headers=cors)
     try:
         body = await request.json()
-        payloads = [ParseDict(p, Payload()) for p in body["payloads"]]
+        return [ParseDict(p, Payload()) for p in body["payloads"]], cors
     except (ValueError, KeyError, TypeError, ParseError) as exc:
-        raise ApiError(422, f'the body must be {{"payloads": [...]}} of Temporal payloads: {exc}') from None
-    codec = request.app.state.temporal.data_converter.payload_codec
-    try:
-        converted = await (codec.encode(payloads) if operation == "encode" else codec.decode(payloads))
-    except DecryptionError as exc:
-        raise ApiError(422, f"a payload could not be decrypted: {exc}") from None
-    response.headers.update(CORS)
-    return {"payloads": [MessageToDict(p) for p in converted]}
+        raise ApiError(
+            422, f'the body must be {{"payloads": [...]}} of Temporal payloads: {exc}', headers=cors
+        ) from None
 
 
-def _check_token(request: Request, given: str) -> None:
-    token = request.app.state.settings.codec_token
-    # One answer for "off" and "wrong token", so the endpoint tells a prober nothing.
-    if not token or not hmac.compare_digest(given.encode(), token.encode()):
-        raise ApiError(404, "no codec server here (its URL is <API URL>/codec/<MINT_CODEC_TOKEN>)")
+@router.get("/codec/sign-in", response_class=HTMLResponse)
+async def sign_in_page(request: Request) -> HTMLResponse:
+    _config(request)
+    return HTMLResponse(_page("Sign in to Mint's codec server", _FORM))
+
+
+@router.post("/codec/sign-in", response_class=HTMLResponse)
+async def sign_in(request: Request) -> HTMLResponse:
+    """Exchange the operator token (a form field, never a URL) for a session cookie."""
+    token, _ = _config(request)
+    given = parse_qs((await request.body()).decode(errors="replace")).get("token", [""])[0].strip()
+    if not operator_auth.is_token(given, token):
+        return HTMLResponse(_page("Wrong token", "<p>That is not MINT_CODEC_TOKEN.</p>" + _FORM), 401)
+    endpoint = html.escape(f"{str(request.base_url).rstrip('/')}/codec")
+    done = HTMLResponse(_page("Signed in", _NEXT.format(endpoint=endpoint)))
+    done.set_cookie(
+        operator_auth.COOKIE,
+        operator_auth.new_session(token),
+        max_age=operator_auth.SESSION_SECONDS,
+        path="/codec",
+        httponly=True,
+        samesite="strict",  # the UI is same-site (same host, another port); no other site can send it
+        secure=request.url.scheme == "https",
+    )
+    return done
+
+
+def _config(request: Request) -> tuple[str, tuple[str, ...]]:
+    settings = request.app.state.settings
+    if not settings.codec_token:
+        raise ApiError(404, "no codec server here: set MINT_CODEC_TOKEN to turn it on")
+    return settings.codec_token, settings.codec_origins
+
+
+_FORM = """<form method="post" action="/codec/sign-in">
+<label>Operator token (MINT_CODEC_TOKEN) <input type="password" name="token" autofocus></label>
+<button>Sign in</button></form>"""
+
+_NEXT = """<p>This browser may now decode payloads for 12 hours. In the Temporal UI, open the codec server
+settings (the icon at the top right), use <code>{endpoint}</code> as this browser's endpoint (over any
+cluster-level one), and turn on <b>Include cross-origin credentials</b>.</p>"""
+
+
+def _page(title: str, body: str) -> str:
+    return f"<!doctype html><title>{title}</title><h1>{title}</h1>{body}"

@@ -66,7 +66,11 @@ async def _save(agent_id: str, task_id: str | None, request: Request, developer:
     document = await read_document(request)
     agent_tools = {t["name"] for t in await store.agent_tools(developer, agent["id"])}
     settings = request.app.state.settings
-    limits = TaskLimits(max_steps=settings.max_steps, max_expression_length=settings.max_expression_length)
+    limits = TaskLimits(
+        max_steps=settings.max_steps,
+        max_expression_length=settings.max_expression_length,
+        max_tool_timeout=settings.max_tool_timeout,
+    )
     try:
         valid = validate_task(document, frozenset(agent_tools), limits)
     except TaskInvalid as exc:
