@@ -204,4 +204,8 @@ def _result(status: int, headers: dict[str, str], body: bytes) -> dict[str, Any]
         parsed = response.json()
     except ValueError:
         parsed = None
+    except RecursionError:  # the JSON nests hundreds of levels deep: no retry can change that
+        raise errors.permanent(
+            "the response's JSON is nested too deeply to read", "ResponseTooDeep"
+        ) from None
     return {"status_code": status, "headers": headers, "content": response.text, "json": parsed}

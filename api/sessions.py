@@ -29,6 +29,7 @@ from mint.store import AGENTS, USERS, Store
 from workflows import prompts
 from workflows.language import ToolDef
 from workflows.sessions import COMPRESS_WORKFLOW
+from workflows.storable import find_unstorable, format_path
 from workflows.tools import RUN_TOOL_WORKFLOW
 
 # Chats in one session are serialised: a second waits up to this long for the first, then gets a 409.
@@ -396,6 +397,13 @@ class Chatter:
     async def _save(
         self, developer: str, session_id: str, asked: list[dict[str, Any]], answered: list[dict[str, Any]]
     ) -> None:
+        # The request was checked on its way in (api/request_check.py); the answers come from a model or a
+        # tool, and text Postgres cannot store there is their fault, not the caller's.
+        for problem in find_unstorable(answered, limit=None, most=1):
+            raise ApiError(
+                502,
+                f"the answer cannot be saved to the history: at {format_path(problem.loc)} it {problem.message}",
+            )
         rows = [(m, "api_request") for m in asked] + [(m, "api_response") for m in answered]
         await self.store.pool.executemany(
             "INSERT INTO entries (id, session_id, developer_id, role, name, content, tool_calls, tool_call_id, "

@@ -411,3 +411,14 @@ async def test_slow_chats_far_beyond_the_pool_size_all_finish_while_other_reques
             answers = await running
     assert [a.status_code for a in answers] == [200] * 15, [a.text for a in answers if a.status_code != 200]
     assert {a.json()["choices"][0]["message"]["content"] for a in answers} == {"grey"}
+
+
+async def test_a_model_answer_postgres_cannot_store_is_a_502_and_saves_nothing(mapi, script, pair):
+    agent, _ = pair
+    script.reply = lambda call: Reply(content="half\x00answer")
+    session = await _session(mapi, agent=agent["id"])
+    answer = await _chat(mapi, session["id"], "hello")
+    assert answer.status_code == 502, answer.text
+    assert "cannot be saved to the history" in answer.json()["error"] and "NUL" in answer.json()["error"]
+    history = (await mapi.get(f"/sessions/{session['id']}/history")).json()
+    assert history["entries"] == []

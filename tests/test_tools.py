@@ -237,3 +237,12 @@ async def test_a_system_tool_still_takes_a_real_id(api):
     execution, _ = await run_task(api, _system_task("agent.patch", {"id": agent["id"], "name": "after"}))
     assert execution["status"] == "succeeded", execution["error"]
     assert (await api.get(f"/agents/{agent['id']}")).json()["name"] == "after"
+
+
+async def test_an_answer_nested_too_deeply_to_read_fails_the_step_once(api):
+    deep = b"[" * 5_000 + b"]" * 5_000
+    with LocalServer(lambda _: (200, {"Content-Type": "application/json"}, deep)) as server:
+        execution, _ = await run_task(api, _task(server.url))
+        assert execution["status"] == "failed"
+        assert "nested too deeply" in execution["error"]
+        assert len(server.requests) == 1  # not retried: no attempt could read it

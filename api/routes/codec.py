@@ -67,7 +67,7 @@ async def _operator_payloads(request: Request) -> tuple[list[Payload], dict[str,
     try:
         body = await request.json()
         return [ParseDict(p, Payload()) for p in body["payloads"]], cors
-    except (ValueError, KeyError, TypeError, ParseError) as exc:
+    except (ValueError, KeyError, TypeError, ParseError, RecursionError) as exc:
         raise ApiError(
             422, f'the body must be {{"payloads": [...]}} of Temporal payloads: {exc}', headers=cors
         ) from None
