@@ -71,3 +71,14 @@ async def run_task(
 
 def load(text: str) -> dict[str, Any]:
     return yaml.safe_load(text)
+
+
+async def wait_indexed(api: httpx.AsyncClient, doc_id: str, timeout: float = 60) -> dict[str, Any]:
+    """The doc once its indexing has ended. Creating a doc waits up to 20 s for it, which on a busy machine
+    may not cover the first doc's loading of the embedding model."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while (doc := (await api.get(f"/docs/{doc_id}")).json())["status"] == "pending":
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"doc {doc_id} stayed pending")
+        await asyncio.sleep(0.1)
+    return doc

@@ -15,7 +15,7 @@ from mint.cli import cli
 from mint.docs import DIMENSIONS
 from mint.embeddings import MAX_BATCH, embedder_for
 from tests.conftest import OPENAI_KEY, temporal_address
-from tests.helpers import create_agent, run_task
+from tests.helpers import create_agent, run_task, wait_indexed
 from tests.stack import BackgroundStack
 
 # A small labelled set: each query is answered by exactly one doc, mostly in other words than the doc uses.
@@ -50,9 +50,12 @@ QUERIES = {
 
 
 async def _doc(api: httpx.AsyncClient, owner: str, title: str, content: Any, **extra: Any) -> dict[str, Any]:
+    """Create a doc and return it once indexed. The create waits up to 20 s for its indexing, which is
+    usually enough; on a busy machine the first doc (which loads the model) may come back `pending`."""
     response = await api.post(f"{owner}/docs", json={"title": title, "content": content, **extra})
     assert response.status_code == 201, response.text
-    return response.json()
+    doc = response.json()
+    return await wait_indexed(api, doc["id"]) if doc["status"] == "pending" else doc
 
 
 async def _search(api: httpx.AsyncClient, owner: str, **body: Any) -> list[dict[str, Any]]:
@@ -259,15 +262,6 @@ async def test_reembed_redoes_docs_from_another_model_with_progress(api, store, 
     )
 
 
-async def _indexed(api: httpx.AsyncClient, doc_id: str) -> dict[str, Any]:
-    for _ in range(300):
-        doc = (await api.get(f"/docs/{doc_id}")).json()
-        if doc["status"] != "pending":
-            return doc
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"doc {doc_id} stayed pending")
-
-
 async def test_import_stores_docs_in_order_and_indexes_them_all(api):
     agent = await create_agent(api, "importer")
     owner = f"/agents/{agent['id']}"
@@ -276,7 +270,7 @@ async def test_import_stores_docs_in_order_and_indexes_them_all(api):
     assert response.status_code == 201, response.text
     items = response.json()["items"]
     assert [d["title"] for d in items] == [d["title"] for d in docs]
-    assert {(await _indexed(api, d["id"]))["status"] for d in items} == {"indexed"}
+    assert {(await wait_indexed(api, d["id"]))["status"] for d in items} == {"indexed"}
 
 
 async def test_an_import_with_text_postgres_cannot_store_is_refused_whole(api):

@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.helpers import wait_indexed
 from tests.model_server import Call, Reply
 
 
@@ -44,10 +45,11 @@ async def pair(mapi) -> tuple[dict[str, Any], dict[str, Any]]:
 
 async def test_chat_renders_the_default_template_recalls_a_doc_and_stores_history(mapi, model_server, pair):
     agent, user = pair
-    await mapi.post(
+    doc = await mapi.post(
         f"/users/{user['id']}/docs",
         json={"title": "Ada's notes", "content": "Ada prefers proofs by induction."},
     )
+    await wait_indexed(mapi, doc.json()["id"])
     session = await _session(mapi, agent=agent["id"], user=user["id"], situation="A tutoring session.")
     rendered = (
         await mapi.post(
