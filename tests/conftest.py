@@ -10,6 +10,7 @@ import sys
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,9 @@ from mint.db import connect_pool, migrate
 from mint.store import Store
 from tests.model_server import Call, ModelServer, Reply
 from tests.stack import BackgroundStack
+
+# The SDK gives a server 5 s to start; on a loaded 2-core machine the dev server can take longer.
+SERVER_STARTUP = timedelta(seconds=60)
 
 
 @pytest.fixture(scope="session")
@@ -42,6 +46,7 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
         dev_server_existing_path=services.find_binary("temporal"),
         ui=False,
         dev_server_log_level="error",
+        dev_server_startup_timeout=SERVER_STARTUP,
     )
     yield env
     await env.shutdown()
@@ -86,7 +91,8 @@ async def api(stack: BackgroundStack, api_key: str) -> AsyncIterator[httpx.Async
 async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     """A time-skipping Temporal test server (a 30-day sleep takes milliseconds), one per test."""
     env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=services.find_binary("temporal-test-server")
+        test_server_existing_path=services.find_binary("temporal-test-server"),
+        test_server_startup_timeout=SERVER_STARTUP,
     )
     yield env
     await env.shutdown()

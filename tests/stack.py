@@ -10,6 +10,7 @@ import sys
 import tempfile
 import threading
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -195,7 +196,9 @@ class LocalMint:
         await migrate(self.pool)
         _, self.key = await Store(self.pool).create_developer("local")
         self.env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=services.find_binary("temporal"), ui=False
+            dev_server_existing_path=services.find_binary("temporal"),
+            ui=False,
+            dev_server_startup_timeout=timedelta(seconds=60),  # the SDK's 5 s is short on a busy machine
         )
         return self
 
