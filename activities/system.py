@@ -1,16 +1,21 @@
 """System tools: a task calls Mint's own operations (agents, users, tasks, executions, docs, sessions).
 
 Each call goes through Mint's own HTTP API, in process (an ASGI transport, no socket), as the execution's
-developer: the same validation, tenancy (row-level security included) and answers as a client gets, and new
-routes become callable without code here. The in-process app is never served on a port, so its caller cannot
-be spoofed; ids are checked to be UUIDs before they go into a path, so no `../` can change the route.
+developer: the same validation, tenancy (row-level security included) and answers as a client gets. Which
+route each operation is, and how Julep shapes its answer, is the table in workflows/system_ops.py; here the
+call's Julep-style arguments become that request, and the answer takes Julep's shape. The in-process app is
+never served on a port, so its caller cannot be spoofed; ids are checked to be UUIDs before they go into a
+path, so no `../` can change the route.
 """
 
 from __future__ import annotations
 
 import contextvars
+import json
+import re
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
@@ -23,44 +28,13 @@ from activities.heartbeat import heartbeating
 from api.deps import get_developer
 from mint.tenancy import acting_as
 from workflows.calls import CALL_SYSTEM
+from workflows.system_ops import OPERATIONS, Key, dotted, operation_key
 
 _caller: contextvars.ContextVar[str] = contextvars.ContextVar("system_tool_caller")
 
-# (resource, subresource, operation) -> (method, path); `{id}` is the resource's id.
-ROUTES: dict[tuple[str, str | None, str], tuple[str, str]] = {}
-for _resource, _path in (("agent", "/agents"), ("user", "/users"), ("session", "/sessions")):
-    ROUTES |= {
-        (_resource, None, "create"): ("POST", _path),
-        (_resource, None, "list"): ("GET", _path),
-        (_resource, None, "get"): ("GET", _path + "/{id}"),
-        (_resource, None, "update"): ("PUT", _path + "/{id}"),
-        (_resource, None, "patch"): ("PATCH", _path + "/{id}"),
-        (_resource, None, "delete"): ("DELETE", _path + "/{id}"),
-        (_resource, None, "create_or_update"): ("POST", _path + "/{id}"),
-    }
-for _resource, _path in (("agent", "/agents/{id}"), ("user", "/users/{id}")):
-    ROUTES |= {
-        (_resource, "doc", "create"): ("POST", _path + "/docs"),
-        (_resource, "doc", "list"): ("GET", _path + "/docs"),
-        (_resource, "doc", "search"): ("POST", _path + "/search"),
-    }
-ROUTES |= {
-    ("agent", "tool", "list"): ("GET", "/agents/{id}/tools"),
-    ("agent", "tool", "create"): ("POST", "/agents/{id}/tools"),
-    ("agent", "task", "list"): ("GET", "/agents/{id}/tasks"),
-    ("agent", "task", "create"): ("POST", "/agents/{id}/tasks"),
-    ("task", None, "get"): ("GET", "/tasks/{id}"),
-    ("task", "execution", "create"): ("POST", "/tasks/{id}/executions"),
-    ("task", "execution", "list"): ("GET", "/tasks/{id}/executions"),
-    ("execution", None, "get"): ("GET", "/executions/{id}"),
-    ("execution", None, "change_status"): ("PUT", "/executions/{id}"),
-    ("execution", "transition", "list"): ("GET", "/executions/{id}/transitions"),
-    ("doc", None, "get"): ("GET", "/docs/{id}"),
-    ("doc", None, "search"): ("POST", "/search"),
-    ("session", None, "chat"): ("POST", "/sessions/{id}/chat"),
-    ("session", None, "history"): ("GET", "/sessions/{id}/history"),
-    ("session", None, "render"): ("POST", "/sessions/{id}/render"),
-}
+# Julep's create operations take their body under `data` (`agent.doc.create`, `task.execution.create`), its
+# searches under `search_params`; both are unwrapped into the request body.
+BODY_WRAPPERS = ("data", "search_params")
 
 
 def internal_app(app: FastAPI) -> FastAPI:
@@ -77,36 +51,99 @@ async def _acting_caller() -> AsyncIterator[str]:
         yield developer_id
 
 
-def operation(spec: dict[str, Any]) -> tuple[str, str | None, str]:
-    """A system tool's (resource, subresource, operation), from Julep's fields or the dotted `call`
-    shorthand (`agent.doc.create`, `session.chat`)."""
-    if spec.get("call"):
-        parts = str(spec["call"]).split(".")
-        if len(parts) == 2:
-            return parts[0], None, parts[1]
-        if len(parts) == 3:
-            return parts[0], parts[1], parts[2]
-        raise ValueError(
-            f"system call {spec['call']!r} must look like `resource.operation` or `resource.sub.op`"
-        )
-    return str(spec.get("resource")), spec.get("subresource"), str(spec.get("operation"))
+@dataclass
+class ApiRequest:
+    """One system call as an HTTP request to Mint's API."""
+
+    method: str
+    path: str
+    params: dict[str, Any] | None
+    body: dict[str, Any] | None
 
 
-def _resource_id(key: tuple[str, str | None, str], spec: dict[str, Any], arguments: dict[str, Any]) -> str:
-    """The call's resource id as a path segment: a UUID (every Mint id is one), so that `../secrets`, an
-    encoded slash or any other text can never reach another route."""
-    name = ".".join(p for p in key if p)
-    given = arguments.pop("id", None) or spec.get("resource_id") or arguments.pop(f"{key[0]}_id", None)
+def plan(key: Key, spec: dict[str, Any], arguments: dict[str, Any]) -> ApiRequest:
+    """The request for a call: ids from the arguments into the path, the rest into the query (reads) or the
+    body (writes, with Julep's `data` unwrapped)."""
+    op, arguments = OPERATIONS[key], dict(arguments)
+    own = f"{key[0]}_id"
+    for alias in (arguments.pop("id", None), spec.get("resource_id")):
+        if alias and not arguments.get(own):
+            arguments[own] = alias
+    path = op.path
+    if op.path_with_id and arguments.get(own):
+        path = op.path_with_id
+    for name in re.findall(r"\{(\w+)\}", path):
+        path = path.replace(f"{{{name}}}", _path_id(key, name, arguments.pop(name, None)))
+    if op.method in ("GET", "DELETE"):
+        return ApiRequest(op.method, path, _query(arguments), None)
+    body = {k: v for k, v in arguments.items() if k not in BODY_WRAPPERS}
+    for wrapper in BODY_WRAPPERS:
+        if isinstance(arguments.get(wrapper), dict):
+            body |= arguments[wrapper]
+    return ApiRequest(op.method, path, None, body)
+
+
+def _path_id(key: Key, name: str, given: Any) -> str:
+    """An id as a path segment: a UUID (every Mint id is one), so that `../secrets`, an encoded slash or any
+    other text can never reach another route."""
     if not given:
-        raise errors.permanent(f"system operation {name} needs an `id`", "BadSystemCall")
+        raise errors.permanent(f"system operation {dotted(key)} needs `{name}`", "BadSystemCall")
     try:
         checked = uuid.UUID(str(given))
     except ValueError:
         shown = str(given)[:80]
         raise errors.permanent(
-            f"system operation {name}: `id` must be a UUID, not {shown!r}", "BadSystemCall"
+            f"system operation {dotted(key)}: `{name}` must be a UUID, not {shown!r}", "BadSystemCall"
         ) from None
     return quote(str(checked), safe="")
+
+
+def _query(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Query parameters: scalars as they are, a mapping (`metadata_filter`) as JSON, which the API reads."""
+    params: dict[str, Any] = {}
+    for name, value in arguments.items():
+        if isinstance(value, str | int | float | bool):
+            params[name] = value
+        elif isinstance(value, dict):
+            params[name] = json.dumps(value)
+    return params
+
+
+def shaped(key: Key, answer: Any) -> Any:
+    """The API's answer as Julep's system tools return it (workflows/system_ops.py, `shape`)."""
+    shape = OPERATIONS[key].shape
+    if shape in ("items", "docs") and isinstance(answer, dict):
+        answer = answer.get("items", [])
+        return [_doc(d) for d in answer] if shape == "docs" else answer
+    if shape == "doc":
+        return _doc(answer)
+    if shape == "history" and isinstance(answer, dict):
+        return {**answer, "entries": [_entry(e) for e in answer.get("entries", [])]}
+    return answer
+
+
+def _doc(doc: Any) -> Any:
+    """Julep stores a doc as chunks and answers `content` as their list, even for one."""
+    if isinstance(doc, dict) and isinstance(doc.get("content"), str):
+        return {**doc, "content": [doc["content"]]}
+    return doc
+
+
+def _entry(entry: Any) -> Any:
+    """Julep's history entries carry `content` as a list of parts (`[{"type": "text", "text": ...}]`); Mint
+    keeps a plain message's text as a string, which its HTTP API answers unchanged."""
+    if not isinstance(entry, dict):
+        return entry
+    content = entry.get("content")
+    if content is None:
+        parts: Any = []
+    elif isinstance(content, str):
+        parts = [{"type": "text", "text": content}]
+    elif isinstance(content, list):
+        parts = [{"type": "text", "text": p} if isinstance(p, str) else p for p in content]
+    else:
+        parts = content
+    return {**entry, "content": parts}
 
 
 class SystemActivities:
@@ -122,28 +159,15 @@ class SystemActivities:
             return await self._call(request)
 
     async def _call(self, request: dict[str, Any]) -> dict[str, Any]:
-        spec, arguments = request["system"], dict(request.get("arguments") or {})
+        spec = request["system"]
         try:
-            key = operation(spec)
+            key = operation_key(spec)
         except ValueError as exc:
             raise errors.permanent(str(exc), "UnknownSystemOperation") from None
-        route = ROUTES.get(key)
-        if route is None:
-            known = ", ".join(sorted(".".join(p for p in k if p) for k in ROUTES))
-            raise errors.permanent(
-                f"unknown system operation {'.'.join(p for p in key if p)}; known: {known}",
-                "UnknownSystemOperation",
-            )
-        method, path = route
-        if "{id}" in path:
-            path = path.replace("{id}", _resource_id(key, spec, arguments))
+        call = plan(key, spec, request.get("arguments") or {})
         token = _caller.set(request["developer_id"])
         try:
-            if method in ("GET", "DELETE"):
-                params = {k: v for k, v in arguments.items() if isinstance(v, str | int | float | bool)}
-                response = await self.client.request(method, path, params=params)
-            else:
-                response = await self.client.request(method, path, json=arguments)
+            response = await self.client.request(call.method, call.path, params=call.params, json=call.body)
         finally:
             _caller.reset(token)
         body = response.json() if response.content else None
@@ -152,9 +176,10 @@ class SystemActivities:
         if response.status_code >= 400:
             detail = body.get("error") if isinstance(body, dict) else None
             raise errors.permanent(
-                f"{method} {path} answered {response.status_code}: {detail or body}", "SystemCallRefused"
+                f"{dotted(key)} ({call.method} {call.path}) answered {response.status_code}: {detail or body}",
+                "SystemCallRefused",
             )
-        return {"response": body, "attempt": activity.info().attempt}
+        return {"response": shaped(key, body), "attempt": activity.info().attempt}
 
     async def close(self) -> None:
         await self.client.aclose()

@@ -266,6 +266,28 @@ class Store:
             )
         return {**record(row), "document": document, "dialect": dialect}  # type: ignore[dict-item]
 
+    async def delete_task(self, developer_id: str, task_id: str) -> bool:
+        """Delete a task with its versions and past executions; Conflict while one of them is unfinished
+        (its workflow would go on writing transitions for an execution that no longer exists)."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            task = await conn.fetchrow(
+                "SELECT id FROM tasks WHERE developer_id = $1 AND id = $2 FOR UPDATE", developer_id, task_id
+            )
+            if task is None:
+                return False
+            unfinished = await conn.fetchval(
+                "SELECT count(*) FROM executions WHERE developer_id = $1 AND task_id = $2 "
+                "AND status NOT IN ('succeeded', 'failed', 'cancelled')",
+                developer_id,
+                task_id,
+            )
+            if unfinished:
+                raise Conflict(
+                    f"task {task_id} has {unfinished} unfinished execution(s); cancel them or let them end first"
+                )
+            await conn.execute("DELETE FROM tasks WHERE developer_id = $1 AND id = $2", developer_id, task_id)
+        return True
+
     async def get_task(
         self, developer_id: str, task_id: str, version: int | None = None
     ) -> dict[str, Any] | None:

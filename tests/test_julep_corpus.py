@@ -379,10 +379,6 @@ CASES: dict[str, Case] = {
         hosts=("https://instagram-scraper-api2.p.rapidapi.com",),
         model=reels_model,
         setup=hooks_doc,
-        xfail=(
-            "rule 3: agent.doc.list returns {'items': [...]}, not a list, so main[5] `_[0]['content']` fails "
-            "with 'no item 0 in dict with keys 'items''"
-        ),
     ),
     "cb05_video_processing": Case(
         why=(
@@ -433,8 +429,7 @@ CASES: dict[str, Case] = {
         xfail=(
             "rule 6: header-like keys beside api_call's fields refused (tools[0].api_call.x-return-format ..."
             " Authorization: Extra inputs are not permitted); rule 5: `chunk_doc` unknown "
-            "(main[1].evaluate.result); rule 3: agent.doc.create does not unwrap `data` (index_page[3]: "
-            "body.title: Field required)"
+            "(main[1].evaluate.result)"
         ),
     ),
     "cb09_companion_storyline": Case(
@@ -447,11 +442,6 @@ CASES: dict[str, Case] = {
         output=lambda out: out["title"] == "Companion Storyline",
         setup=companion_users,
         check=storyline_saved,
-        xfail=(
-            "rule 3: user.list returns {'items': [...]} not a list (main[2] `_[0]`: 'no item 0 in dict with "
-            "keys 'items''), its metadata_filter is dropped (the newest user comes back, not ppid p-1), and "
-            "agent.doc.create does not unwrap `data` (body.title: Field required)"
-        ),
     ),
     "cb09_companion_update_situation": Case(
         why=(
@@ -463,11 +453,6 @@ CASES: dict[str, Case] = {
         output=lambda out: out["id"] and "situation" in out,
         setup=companion_session,
         check=situation_updated,
-        xfail=(
-            "rule 3: session.history entries carry `content` as a string, not a list of parts (main[3]: "
-            "'attribute .text is not available on str'); session.update is a full PUT, so `situation` alone "
-            "is refused ('a session needs at least one agent') and a full update drops the session's users"
-        ),
     ),
     "cb09_companion_user_persona": Case(
         why=(
@@ -481,10 +466,8 @@ CASES: dict[str, Case] = {
         setup=companion_session,
         check=persona_doc_saved,
         xfail=(
-            "rule 3: history `content` is a string, not parts (main[1]: 'attribute .text is not available on "
-            "str'); user.list and user.doc.list return {'items'}; user.list's metadata_filter is dropped; "
-            "user.doc.create does not unwrap `data`. rule 1: `user: _[0]` in a `$` task is read as the "
-            "literal '_[0]' (main[3])"
+            "rule 1: `user: _[0]` in a `$` task is read as the literal '_[0]' (main[3]), so main[4] "
+            "`_['user']['id']` fails with 'cannot index str of length 4 with 'id''"
         ),
     ),
     "cb_basics02_echo_task": Case(
@@ -635,7 +618,6 @@ CASES: dict[str, Case] = {
     "jt_system_list_agents": Case(
         why="upstream: the result is a list of at most 10 agent dicts, each with an id",
         output=lambda out: isinstance(out, list) and 0 < len(out) <= 10 and all("id" in a for a in out),
-        xfail="rule 3: agent.list returns {'items': [...]}, not a list",
     ),
     "jt_wait_for_input": Case(
         why="upstream: the wait_for_input step starts; answered, its output is the answer",
@@ -798,10 +780,6 @@ CASES: dict[str, Case] = {
         output=lambda out: bool(out["id"]),
         setup=sub_task,
         check=sub_execution_started,
-        xfail=(
-            "rule 3: task.execution.create does not unwrap `data` (POST /tasks/{id}/executions: 'body.data: "
-            "Extra inputs are not permitted')"
-        ),
     ),
     "doc_tools_system_list_agent_docs": Case(
         why=(

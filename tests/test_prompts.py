@@ -375,7 +375,7 @@ async def test_a_system_tool_creates_an_agent_for_the_executions_developer(mapi,
             {"tool": "new_agent", "arguments": {"name": "$ 'from a step'"}},
             {"prompt": "make one", "tools": ["new_agent"], "auto_run_tools": True, "unwrap": True},
             {"tool": "agents", "arguments": {"limit": 100}},
-            {"evaluate": {"names": "$ [a['name'] for a in _['items']]"}},
+            {"evaluate": {"names": "$ [a['name'] for a in _]"}},  # a list, as Julep's agent.list
         ],
     }
     execution, rows = await run_task(mapi, task)

@@ -95,6 +95,8 @@ ROUTES: list[Case] = [
     Case("POST", "/agents/{agent_id}/tasks/{task_id}", "/agents/{a_agent}/tasks/{a_task}", TINY_TASK),
     Case("GET", "/agents/{agent_id}/tasks", "/agents/{a_agent}/tasks"),
     Case("GET", "/tasks/{task_id}", "/tasks/{a_task}"),
+    Case("PUT", "/tasks/{task_id}", "/tasks/{a_task}", TINY_TASK),
+    Case("DELETE", "/tasks/{task_id}", "/tasks/{a_task}"),
     # Executions and transitions
     Case("POST", "/tasks/{task_id}/executions", "/tasks/{a_task}/executions", {"input": {}}),
     Case("GET", "/tasks/{task_id}/executions", "/tasks/{a_task}/executions"),
@@ -194,7 +196,7 @@ CREATE_WITH_ID: list[Case] = [
         "/sessions/{a_session}",
     ),
     # Under A's agent this is a plain 404 (see ROUTES); under B's own agent only the task id is foreign. The
-    # task goes with B's spare agent afterwards (tasks have no delete route).
+    # task goes with B's spare agent afterwards.
     Case(
         "POST",
         "/agents/{agent_id}/tasks/{task_id}",

@@ -22,6 +22,8 @@ from pydantic import (
     model_validator,
 )
 
+from workflows.system_ops import operation_key
+
 # The key that identifies each step kind (Julep also accepts an explicit `kind_`).
 STEP_KEYS = {
     "evaluate": "evaluate",
@@ -350,7 +352,7 @@ class ToolDef(BaseModel):
     description: str | None = None
     function: FunctionDef | None = None
     api_call: ApiCallDef | None = Field(default=None, validate_default=True)
-    system: dict[str, Any] | None = None
+    system: dict[str, Any] | None = Field(default=None, validate_default=True)
     integration: dict[str, Any] | None = None
     # In a prompt's tool loop, a failed call goes back to the model as an error result ("report"), or
     # fails the step ("fail").
@@ -367,6 +369,18 @@ class ToolDef(BaseModel):
         if isinstance(raw, dict) and isinstance(raw.get("function"), dict) and "name" not in raw:
             raw = {**raw, "name": raw["function"].get("name")}
         return raw
+
+    @field_validator("system")
+    @classmethod
+    def _known_system_operation(
+        cls, value: dict[str, Any] | None, info: ValidationInfo
+    ) -> dict[str, Any] | None:
+        # Refused when the task is created, not when the step first runs.
+        if value is None and info.data.get("type") == "system":
+            raise ValueError("a system tool needs a `system` spec: {resource, subresource, operation}")
+        if value is not None:
+            operation_key(value)
+        return value
 
     @field_validator("api_call")
     @classmethod

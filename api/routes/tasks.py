@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import yaml
@@ -55,10 +56,29 @@ async def list_tasks(agent_id: str, developer: Developer, store: StoreDep, page:
 
 @router.get("/tasks/{task_id}", response_model=schemas.Task)
 async def get_task(task_id: str, developer: Developer, store: StoreDep) -> Any:
+    return task_out(await _task_or_404(store, developer, task_id))
+
+
+@router.put("/tasks/{task_id}", response_model=schemas.Task, openapi_extra=TASK_BODY)
+async def update_task(task_id: str, request: Request, developer: Developer, store: StoreDep) -> Any:
+    """Replace a task's definition (a new version; executions keep the version they started with)."""
+    task = await _task_or_404(store, developer, task_id)
+    return await _save(task["agent_id"], task["id"], request, developer, store)
+
+
+@router.delete("/tasks/{task_id}", status_code=202, response_model=schemas.ResourceDeleted)
+async def delete_task(task_id: str, developer: Developer, store: StoreDep) -> Any:
+    """Delete a task and its finished executions; 409 while one is unfinished."""
+    if not await store.delete_task(developer, checked_id(task_id, "task")):
+        raise not_found("task", task_id)
+    return {"id": task_id, "deleted_at": datetime.now(UTC)}
+
+
+async def _task_or_404(store: StoreDep, developer: str, task_id: str) -> dict[str, Any]:
     task = await store.get_task(developer, checked_id(task_id, "task"))
     if task is None:
         raise not_found("task", task_id)
-    return task_out(task)
+    return task
 
 
 async def _save(agent_id: str, task_id: str | None, request: Request, developer: str, store: StoreDep) -> Any:
