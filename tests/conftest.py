@@ -123,6 +123,13 @@ def script() -> Script:
     return Script()
 
 
+@pytest.fixture(autouse=True)
+def _echo_model_again(script: Script) -> Iterator[None]:
+    """Whatever a test scripted, the next test starts with the echo model."""
+    yield
+    script.reset()
+
+
 @pytest.fixture(scope="session")
 def model_server(script: Script) -> Iterator[ModelServer]:
     with ModelServer(script) as server:
@@ -151,4 +158,3 @@ async def mapi(model_stack, api_key, script, model_server) -> AsyncIterator[http
         base_url=model_stack.url, headers={"Authorization": f"Bearer {api_key}"}, timeout=30
     ) as client:
         yield client
-    script.reset()  # back to the echo model

@@ -223,4 +223,3 @@ async def test_chats_in_flight_are_capped_per_developer(
             release.set()
             assert [r.status_code for r in await asyncio.gather(*held)] == [200, 200]
             assert (await chat(first, "again")).status_code == 200
-    script.reset()
