@@ -6,18 +6,28 @@ Add a case for every new finding.
 
 import contextlib
 import gc
+import random
 import time
-from collections.abc import Iterator
+import tracemalloc
+from collections.abc import Callable, Iterator
 
 import pytest
 
 from workflows.expressions import ExpressionError
 from workflows.values import ValueEvaluator
 
-NAMES = {"_": {"a": 1, "items": list(range(10_000))}, "x": "hi"}
+NAMES = {
+    "_": {"a": 1, "items": list(range(10_000))},
+    "x": "hi",
+    "ab": "".join(random.Random(12).choice("ab") for _ in range(300_000)),  # a text RE2's DFA cannot cache
+}
 # Each case must be refused within this much CPU time (process time, not wall time): the step's work budget
 # bounds the worst case at a few tens of milliseconds, far below Temporal's 2 s deadlock detector.
 CPU_SECONDS = 0.1
+# ... and while it runs Python may allocate at most this much memory at once (tracemalloc's peak, see
+# _peak_memory). The corpus's own inputs (a 1,000,000-character string, a 100,000-element list) take a few
+# megabytes; the values the attacks aimed at take hundreds.
+MEMORY_BYTES = 32 << 20
 
 EXPRESSION_ATTACKS = [
     # escapes: dunders, frames, formats, modules, functions
@@ -122,6 +132,115 @@ EXPRESSION_ATTACKS = [
     "[statistics.variance([n, n - 1, n - 2]) for n in [0x" + "f" * 3000 + "] for i in range(10000)]",
     "[sum(l) for l in [[0x" + "f" * 3000 + "] * 1000] for i in range(10000)]",
     "[load_json(s) for s in ['[' + ('9' * 4300 + ',') * 200 + '1]'] for i in range(10)]",
+    # issue 12: a method looked up once and called many times (map, sorted/min/max keys, filter)
+    "len(map(list(range(100000)).count, range(6000)))",
+    "len(map(_['items'].index, [9999] * 9000))",
+    "sorted(range(6000), key=list(range(100000)).count)",
+    "max(range(6000), key=list(range(100000)).count)",
+    "min(range(6000), key=list(range(100000)).count)",
+    "len(filter(list(range(100000)).count, range(6000)))",
+    "len(map(('a' * 1000000).count, ['a'] * 6000))",
+    "len(map(('a' * 1000000).find, ['b'] * 6000))",
+    "len(map(('ab ' * 300000).split, [None] * 1000))",
+    "len(map(x.replace, ['h'] * 10000, ['h' * 1000] * 10000))",
+    "len(map(' '.join, [['a' * 10000] * 100] * 1000))",
+    "len(map(('ab' * 500000).startswith, ['ab' * 500000] * 5000))",
+    "len(map(datetime.now().strftime, ['%c' * 500] * 10000))",
+    "len(map(_.get, [tuple(range(100000))] * 1000))",
+    "len(map(re.search('(a+)', 'a' * 1000000).group, [1] * 1000))",
+    "len(map(re.search('(a+)', 'a' * 1000000).groups, [None] * 1000))",
+    "len(map(isinstance, [1] * 3000, [tuple(range(100000))] * 3000))",
+    "sorted([l for l in [list(range(100000))] for i in range(300)])",
+    "max([l for l in [list(range(100000))] for i in range(300)])",
+    "sorted(range(300), key=dict(zip(range(300), [list(range(100000))] * 300)).get)",
+    "[l.index(l[-1]) for l in [[list(range(1000))] * 1000] for i in range(100)]",
+    # strftime and strptime, random.sample with counts
+    "datetime.now().strftime('%c' * 100000)",
+    "[datetime.now().strftime('%c' * 499) for i in range(100000)]",
+    "datetime.datetime.strptime('1', '%d')",
+    "datetime.fromisoformat('2024-01-01' + ' ' * 1000000)",
+    "random.sample(range(10), 10 ** 6, counts=[10 ** 6] * 10)",
+    "random.sample(range(10), 5, counts=[1] * 10 ** 6)",
+    "len(random.sample(range(100000), 100000))",
+    "len(sample(range(100000), 100000))",
+    "len(shuffle(list(range(100000))))",
+    "random.choices(range(10), k=10 ** 8)",
+    "[random.randint(0, 2 ** 90000) for i in range(10000)]",
+    # bytes, to_bytes, from_bytes: unreachable methods
+    "(1).to_bytes(10 ** 8, 'big')",
+    "int.from_bytes(b'a' * 10, 'big')",
+    "(255).bit_length()",
+    "b'a'.ljust(10 ** 8)",
+    "b'a'.center(10 ** 8)",
+    "b'0'.zfill(10 ** 8)",
+    "(b'\\t' * 1000).expandtabs(100000)",
+    "b'a'.hex()",
+    "x.encode()",
+    # match objects: the raw RE2 program behind them is unreachable, and what they copy is charged
+    "re.search('a', 'a').re",
+    "re.search('a', 'a').re.sub('', 'x' * 1000, 'a' * 100000)",
+    "re.match('a', 'a').re.split('', 'a' * 1000000)",
+    "re.search('(a)', 'a').expand('\\\\1' * 1000000)",
+    "re.search('a', 'a').string",
+    "re.finditer('a', 'a')",
+    "[m[0] for m in [re.search('a+', 'a' * 1000000)] for i in range(300)]",
+    "[m.group() for m in [re.search('a+', 'a' * 1000000)] for i in range(300)]",
+    "[str(m) for m in [re.search('a+', 'a')]]",
+    # regexes: big Unicode programs, patterns that defeat RE2's DFA, a match at every character
+    "re.search('\\\\p{L}{1000}', 'a')",
+    "re.search('(?i)[\\\\p{L}]{400}', 'a')",
+    "re.search('\\\\p{L}{300}x', 'é' * 100000)",
+    "[re.search('\\\\p{L}{16}x' + str(i), 'é') for i in range(100)]",
+    "re.findall('.{1000}x', 'é' * 100000)",
+    "re.search('[ab]*a[ab]{30}c', ab)",
+    "re.search('.*a.{100}c', ab)",
+    "re.findall('', 'a' * 400000)",
+    "re.sub('', '', 'a' * 400000)",
+    "re.split('', 'a' * 400000)",
+    "[re.findall('a', 'a' * 10000) for i in range(100)]",
+    "re.sub('(a)', '\\\\1' * 600, 'a' * 2000)",
+    "re.escape('\\x00' * 600000)",
+    # str methods that grow their string, or scan it once per character of an argument
+    "x.expandtabs(10 ** 8)",
+    "x.center(10 ** 8)",
+    "x.ljust(10 ** 8)",
+    "x.zfill(10 ** 8)",
+    "x.translate({104: 'y' * 10 ** 6})",
+    "x.swapcase()",
+    "('ΐ' * 400000).upper()",
+    "('ß' * 500000).upper()",
+    "('ΐ' * 400000).casefold()",
+    "('a' * 100000).strip('b' * 100000 + 'a')",
+    "[s.upper() for s in ['é' * 1000000] for i in range(1000)]",
+    "('a,' * 500000).split(',')",
+    "list('中' * 1000000)",
+    # format specs
+    "f'{x:{10 ** 6}}'",
+    "f'{1:,.1000000f}'",
+    "'{:>1000000}'.format(1)",
+    "format(1, '>1000000')",
+    "'%.1000000f' % 1.0",
+    # hashing: tuples hash by walking them, and numbers past 2**61 can be made to collide
+    "len(set([t for t in [tuple(range(100000))] for i in range(300)]))",
+    "[t in {1: 2} for t in [tuple(range(100000))] for i in range(300)]",
+    "len({t: 1 for t in [tuple(range(100000))] for i in range(300)})",
+    "[d.get(t) for d in [{1: 2}] for t in [tuple(range(100000))] for i in range(300)]",
+    "statistics.mode([t for t in [tuple(range(100000))] for i in range(300)])",
+    "len(set(list(range(0, 20000 * (2 ** 61 - 1), 2 ** 61 - 1))))",
+    "len({i * (2 ** 61 - 1): 1 for i in range(20000)})",
+    "len(dict(zip(list(range(0, 20000 * (2 ** 61 - 1), 2 ** 61 - 1)), range(20000))))",
+    "statistics.mode(list(range(0, 20000 * (2 ** 61 - 1), 2 ** 61 - 1)))",
+    "{1} | list(range(0, 20000 * (2 ** 61 - 1), 2 ** 61 - 1))",
+    "len(set([(n,) for n in range(0, 20000 * (2 ** 61 - 1), 2 ** 61 - 1)]))",
+    "[{**d} for d in [load_yaml('{' + ', '.join(map(str, range(0, 500 * (2 ** 61 - 1), 2 ** 61 - 1))) + '}')]"
+    " for i in range(3000)]",
+    # module members that grow their input
+    "urllib.parse.quote('é' * 400000)",
+    "urllib.parse.urlencode({'a': [_['items']] * 100})",
+    "urllib.parse.urlencode([('a', 'é' * 300000)])",
+    "urllib.parse.quote('a', 'x' * 1000000)",
+    "base64.b64encode('é' * 400000)",
+    "string.capwords('ΐ ' * 400000)",
 ]
 
 TEMPLATE_ATTACKS = [
@@ -180,6 +299,66 @@ TEMPLATE_ATTACKS = [
     "{% for i in range(10000) %}{% set y = _['items'] | select('odd') | list %}{% endfor %}",
     "{% for i in range(100000) %}{% set y = i | string | upper | lower | trim | title | capitalize | string"
     " | upper | lower | trim | title | capitalize %}{% endfor %}",
+    # issue 12: every attribute a template reads goes through the expressions' allow-list
+    "{{ (1).to_bytes(10 ** 8, 'big') | length }}",
+    "{{ 'a'.encode().ljust(10 ** 8) | length }}",
+    "{{ 'a'.encode().center(10 ** 8) | length }}",
+    "{{ 'a'.encode().zfill(10 ** 8) | length }}",
+    "{{ ('\t' * 1000).encode().expandtabs(10 ** 5) | length }}",
+    "{{ re.search('a', 'a').re.sub('', 'x' * 1000, 'a' * 100000) | length }}",
+    "{{ re.search('a', 'a').re.split('', 'a' * 1000000) | length }}",
+    "{{ re.search('a', 'a')['re'] }}",
+    "{{ (re.search('a', 'a') | attr('re')).split('', 'a' * 1000000) | length }}",
+    "{{ datetime.now().strftime('%c' * 100000) | length }}",
+    "{{ datetime.now().replace(year=1) }}",
+    "{{ x.swapcase() }}",
+    "{{ x.zfill(10 ** 8) | length }}",
+    "{{ [1, 2, 3] | map(attribute='bit_length') | list }}",
+    "{{ _['items'] | attr('count') }}",
+    "{{ list(range(6000)) | map(list(range(100000)).count) | list | length }}",
+    "{% for i in range(6000) %}{% set y = list(range(100000)).count(i) %}{% endfor %}",
+    "{% set f = list(range(100000)).count %}{% for i in range(6000) %}{% set y = f(i) %}{% endfor %}",
+    "{% for i in range(10000) %}{% set y = datetime.now().strftime('%c' * 999) %}{% endfor %}",
+    "{% for m in [re.search('a+', 'a' * 1000000)] %}{% for i in range(300) %}{% set y = m[0] %}{% endfor %}"
+    "{% endfor %}",
+    # filters that grow their input, or read a collection as text
+    "{{ ('ΐ' * 400000) | upper | length }}",
+    "{{ ('ß' * 400000) | title | length }}",
+    "{{ ('\"' * 500000) | e | length }}",
+    "{{ ('<' * 500000) | forceescape | length }}",
+    "{{ ('é' * 300000) | urlencode | length }}",
+    "{{ {'a': 'é' * 300000} | urlencode | length }}",
+    "{{ ('a ' * 300000) | wordwrap(1, wrapstring='x' * 100) | length }}",
+    "{{ ('a.co ' * 100000) | urlize | length }}",
+    "{{ {'a': '\"' * 900000} | xmlattr | length }}",
+    "{{ ([[0] * 1000] * 1000) | sum(start=[]) | length }}",
+    "{% for i in range(1000) %}{% set y = _['items'] | upper %}{% endfor %}",
+    "{% for i in range(1000) %}{% set y = _['items'] | e %}{% endfor %}",
+    "{% for i in range(1000) %}{% set y = _['items'] | safe %}{% endfor %}",
+    "{% for i in range(1000) %}{% set y = _['items'] is lower %}{% endfor %}",
+    "{% for i in range(1000) %}{% set y = _['items'] | replace('1', '2') %}{% endfor %}",
+    "{% for i in range(1000) %}{% set y = _['items'] | center(10) %}{% endfor %}",
+    "{{ ('a' * 100000) | trim('b' * 100000 + 'a') }}",
+    "{{ ('中' * 1000000) | list | length }}",
+    "{% for i in range(3000) %}{% set y = ('9' * 4300) | int %}{% endfor %}",
+    # filters and tests that compare or hash nested values, and operators on big numbers
+    "{{ ([_['items']] * 300) | sort | length }}",
+    "{{ ([_['items']] * 300) | max | length }}",
+    "{{ ([_['items']] * 300) | unique | list | length }}",
+    "{{ ([_['items']] * 300) | groupby(0) | length }}",
+    "{{ ([_['items']] * 300) | map('list') | sort | length }}",
+    "{{ list(range(0, 20000 * (2 ** 61 - 1), 2 ** 61 - 1)) | unique | list | length }}",
+    "{{ dict(zip(list(range(0, 20000 * (2 ** 61 - 1), 2 ** 61 - 1)), range(20000))) | length }}",
+    "{% set k = 2 ** 61 - 1 %}{{ {" + ", ".join(f"k * {i}: 1" for i in range(300)) + "} | length }}",
+    "{% for n in [10 ** 30000] %}{% for i in range(10000) %}{% set y = n // (10 ** 15000) %}{% endfor %}"
+    "{% endfor %}",
+    "{% for n in [10 ** 30000] %}{% for i in range(10000) %}{% set y = n - 1 %}{% endfor %}{% endfor %}",
+    "{% for i in range(10000) %}{% set y = (10 ** 30000) is divisibleby(10 ** 15000 + 1) %}{% endfor %}",
+    # module members and regexes, as in expressions
+    "{{ random.sample(range(10), 10 ** 6, counts=[10 ** 6] * 10) | length }}",
+    "{{ re.findall('', 'a' * 400000) | length }}",
+    "{{ re.search('\\p{L}{300}x', 'é' * 100000) }}",
+    "{{ urllib.parse.quote('é' * 400000) | length }}",
 ]
 
 
@@ -203,12 +382,30 @@ def _cpu_time() -> Iterator[list[float]]:
         gc.unfreeze()
 
 
+def _peak_memory(attack: Callable[[], object]) -> int:
+    """The most memory Python held at once while `attack` ran, beyond what it held before, in bytes.
+
+    tracemalloc sees every allocation Python's allocators make (objects, string and list buffers) and
+    measures each case on its own; the process's maximum resident size only ever rises, so once one case
+    has pushed it up it says nothing about the next. RE2's C++ allocations are invisible to tracemalloc:
+    those are bounded by safe_regex.MAX_MEM per program instead. Run apart from the CPU measurement, which
+    tracing would slow down."""
+    tracemalloc.start()
+    try:
+        with contextlib.suppress(ExpressionError):
+            attack()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 @pytest.mark.parametrize("source", EXPRESSION_ATTACKS)
 def test_expression_attacks_are_refused_quickly(source):
     evaluator = _evaluator()
     with _cpu_time() as spent, pytest.raises(ExpressionError):
         evaluator.value("$ " + source, NAMES)
     assert spent[0] < CPU_SECONDS
+    assert _peak_memory(lambda: _evaluator().value("$ " + source, NAMES)) < MEMORY_BYTES
 
 
 @pytest.mark.parametrize("source", TEMPLATE_ATTACKS)
@@ -217,10 +414,11 @@ def test_template_attacks_are_refused_quickly(source):
     with _cpu_time() as spent, pytest.raises(ExpressionError):
         evaluator.template(source, NAMES)
     assert spent[0] < CPU_SECONDS
+    assert _peak_memory(lambda: _evaluator().template(source, NAMES)) < MEMORY_BYTES
 
 
 def test_the_corpus_is_large():
-    assert len(EXPRESSION_ATTACKS) + len(TEMPLATE_ATTACKS) >= 140
+    assert len(EXPRESSION_ATTACKS) + len(TEMPLATE_ATTACKS) >= 300
 
 
 @pytest.mark.parametrize(
@@ -242,6 +440,45 @@ def test_the_corpus_is_large():
         ("x[1:] + x.upper() + str([1, 2] == [1, 2]) + str('h' in x)", "iHITrueTrue"),
         ("_['items'][-3:]", [9997, 9998, 9999]),
         ("len([i * i for i in _['items'] if i % 2]) + sum(_['items'])", 5000 + 49995000),
+        # methods passed as values, and the functions that take them
+        ("sorted(['bb', 'a', 'ccc'], key=len, reverse=True)", ["ccc", "bb", "a"]),
+        ("list(map('a,b;c'.split, [',', ';']))", [["a", "b;c"], ["a,b", "c"]]),
+        ("max(['b', 'A', 'cc'], key=len) + min(3, 1, 2, key=abs) * 'x'", "ccx"),
+        (
+            "[max([], default=0), min([4, 2]), sorted(_['items'][:3], key=_['items'].index)]",
+            [0, 2, [0, 1, 2]],
+        ),
+        ("list(filter(x.count, ['h', 'z', 'i'])) + sorted({'b': 1, 'a': 2}.keys())", ["h", "i", "a", "b"]),
+        ("[{'a': 1}.get('a'), {'a': 1}.get('z', 0), {'a': 1}.items()]", [1, 0, [["a", 1]]]),
+        (
+            "[[m.group(1), m.groups(), m.span(), m[2], m.groupdict()] for m in [re.search('(a)(?P<n>b)', 'xab')]]",
+            [["a", ["a", "b"], [1, 3], "b", {"n": "b"}]],
+        ),
+        (
+            "[re.findall('(a)(b)', 'abab'), re.split('(,)', 'a,b'), re.sub('(a)', '<\\\\1>', 'bab')]",
+            [[["a", "b"], ["a", "b"]], ["a", ",", "b"], "b<a>b"],
+        ),
+        (
+            "[x.title(), 'é'.upper(), ' a '.strip(), 'a-b'.partition('-'), x.startswith(('z', 'h'))]",
+            ["Hi", "É", "a", ["a", "-", "b"], True],
+        ),
+        (
+            "[isinstance(x, str), isinstance(1.5, float), isinstance({1}, set), isinstance(x, (int, list))]",
+            [True, True, True, False],
+        ),
+        (
+            "[len(set('abca')), dict(zip('ab', [1, 2])), {(1, 2): 3}[(1, 2)], (1, 2) in {(1, 2): 3}]",
+            [3, {"a": 1, "b": 2}, 3, True],
+        ),
+        ("datetime.fromisoformat('2024-05-06T07:08:09').strftime('%Y %B %d')", "2024 May 06"),
+        (
+            "[len(random.sample(range(10), 3)), len(sample(range(5), 5, counts=[2] * 5)), len(shuffle([1, 2]))]",
+            [3, 5, 2],
+        ),
+        (
+            "[urllib.parse.quote('a b/é'), urllib.parse.urlencode({'q': 'a b', 'n': 1}), base64.b64encode('hi')]",
+            ["a%20b/%C3%A9", "q=a+b&n=1", "aGk="],
+        ),
     ],
 )
 def test_safe_forms_still_work(source, expected):
@@ -277,6 +514,25 @@ def test_templates_can_use_module_shims_and_helpers():
         (
             "{{ 'a b c' | wordwrap(3) }} {{ _['items'][:3] }} {{ '%s!' % x }} {{ None }}",
             "a b\nc [0, 1, 2] hi! None",
+        ),
+        # Jinja's loop and group objects, and filters that compare, hash, escape or encode
+        (
+            "{% for i in 'ab' %}{{ loop.index }}{{ loop.cycle('x', 'y') }}{{ loop.first }}{% endfor %}",
+            "1xTrue2yFalse",
+        ),
+        (
+            "{% for g in [{'k': 1}, {'k': 2}, {'k': 1}] | groupby('k') %}{{ g.grouper }}:{{ g.list | length }} "
+            "{% endfor %}{{ [3, 1, 3] | unique | list }} {{ [{'a': 2}, {'a': 1}] | sort(attribute='a') | first }}",
+            "1:2 2:1 [3, 1] {'a': 1}",
+        ),
+        (
+            "{{ '<a>' | e }} {{ 'a b' | urlencode }} {{ 'hi there' | title }} {{ [[1], [2]] | sum(start=[]) }}",
+            "&lt;a&gt; a%20b Hi There [1, 2]",
+        ),
+        (
+            "{{ x | upper }} {{ x.split('h') }} {{ {'a': 1}.get('a') }} {{ re.search('(i)', x)[1] }} "
+            "{{ [1, 2] | max }} {{ {'b': 1, 'a': 2} | dictsort | first }} {{ 7 - 2 }} {{ 7 // 2 }} {{ 7 / 2 }}",
+            "HI ['', 'i'] 1 i 2 ('a', 2) 5 3 3.5",
         ),
     ],
 )

@@ -16,18 +16,16 @@ from typing import Any
 
 import simpleeval
 
-from workflows.safe_functions import (
-    ATTRIBUTE_ALLOW_LIST,
-    STR_METHOD_WRAPPERS,
-    build_functions,
-    method_units,
-)
+from workflows.safe_functions import build_functions
+from workflows.safe_methods import MATCH, MISSING, attribute, charge_subscript
 from workflows.safe_values import (
     CHARS_PER_UNIT,
     COMPARISONS,
     MAX_STRING_LENGTH,
     Budget,
     OrderedSet,
+    charge_key,
+    charge_keys,
     charge_length,
     charging,
     check_format_spec,
@@ -302,7 +300,9 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
                 charge_length(items, len(items))
                 result.update(items)
             else:
-                result[self._eval(key)] = self._eval(value)
+                name = self._eval(key)
+                charge_key(name)
+                result[name] = self._eval(value)
         return result
 
     def _eval_tuple(self, node: ast.Tuple) -> tuple[Any, ...]:
@@ -345,7 +345,10 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
             if not last:
                 self._generate(node, index + 1, result)
             elif isinstance(node, ast.DictComp):
-                result[self._eval(node.key)] = self._eval(node.value)
+                key = self._eval(node.key)
+                if key.__class__ is tuple or key.__class__ is int:
+                    charge_key(key)
+                result[key] = self._eval(node.value)
             else:
                 result.append(self._eval(node.elt))
 
@@ -363,29 +366,24 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
 
     def _eval_set(self, node: ast.Set) -> OrderedSet:
         self.budget.charge(SETUP_UNITS)
-        return OrderedSet([self._eval(item) for item in node.elts])
+        items = [self._eval(item) for item in node.elts]
+        charge_keys(items)
+        return OrderedSet(items)
 
     def _eval_attribute(self, node: ast.Attribute) -> Any:
         attr = node.attr
         if attr.startswith("_"):
             raise ExpressionError(f"attribute {attr!r} is not allowed")
         obj = self._eval(node.value)
-        if isinstance(obj, dict):
-            if attr in obj:
-                return obj[attr]
-            if attr in ATTRIBUTE_ALLOW_LIST[dict]:
-                self.budget.charge(method_units(obj, attr))
-                return _dict_method(obj, attr)
-            raise ExpressionError(f"no key {attr!r} (keys: {_preview_keys(obj)})")
+        if isinstance(obj, dict) and attr in obj:
+            return obj[attr]
         if isinstance(obj, SafeNamespace):
             return obj.get(attr)
-        if type(obj) is str and attr in STR_METHOD_WRAPPERS:
-            return STR_METHOD_WRAPPERS[attr](obj)  # these charge by what they build
-        if attr in ATTRIBUTE_ALLOW_LIST.get(type(obj), frozenset()):
-            value = getattr(obj, attr)
-            if callable(value):  # a method scans or copies its object: charged when it is looked up
-                self.budget.charge(method_units(obj, attr))
+        value = attribute(obj, attr)  # data, or a method that charges on every call
+        if value is not MISSING:
             return value
+        if isinstance(obj, dict):
+            raise ExpressionError(f"no key {attr!r} (keys: {_preview_keys(obj)})")
         raise ExpressionError(f"attribute .{attr} is not available on {type(obj).__name__}")
 
     def _eval_subscript(self, node: ast.Subscript) -> Any:
@@ -393,6 +391,8 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
         key = self._eval(node.slice)
         if type(key) is slice and hasattr(container, "__len__"):  # a slice is a copy
             charge_length(container, len(range(*key.indices(len(container)))))
+        elif key.__class__ is tuple or container.__class__ is MATCH:  # a hash walk, or a copy
+            charge_subscript(container, key)
         try:
             return container[key]
         except (KeyError, IndexError):
@@ -440,13 +440,6 @@ def _targets(node: ast.ListComp | ast.GeneratorExp | ast.DictComp) -> tuple[str,
 def _plain(value: Any) -> Any:
     safe_str(value)  # refuses non-data and huge values
     return value
-
-
-def _dict_method(obj: dict[str, Any], name: str) -> Callable[..., Any]:
-    """dict.keys()/values()/items() as lists (views are not data); dict.get as is."""
-    if name == "get":
-        return obj.get
-    return lambda: list(getattr(obj, name)())
 
 
 def _preview_keys(obj: dict) -> str:

@@ -319,7 +319,15 @@ class Interpreter:
         metadata: dict[str, Any] | None = None,
     ) -> Any:
         names = self._names(value, frame)
-        self.values.budget.start_step()
+        # The CPU guard (safe_values.STEP_CPU_SECONDS) is the one limit that is not deterministic, so it is
+        # enforced only on the first run of each workflow task, never while Temporal replays history:
+        # - a step the guard stopped failed the execution (a failed expression is never caught and
+        #   retried), so its history is closed; replaying it (a query, a replay test) skips the guard, at
+        #   worst rerunning the slow step, and cannot wedge anything;
+        # - a step that passed the first time must pass again on replay, however slow the replaying worker:
+        #   a guard tripping there would issue different commands, a nondeterminism error, and Temporal
+        #   would retry that workflow task forever.
+        self.values.budget.start_step(cpu_guard=not workflow.unsafe.is_replaying())
         try:
             output = await self._execute(step, value, names, frame, position, metadata)
             if isinstance(output, CallResult):  # a call: its attempts (and usage) go on the step's transition

@@ -1,30 +1,29 @@
-"""The functions task expressions and templates may call, and the attributes they may read.
+"""The functions task expressions and templates may call by name.
 
 Every function takes and returns plain data, charges the execution's work budget by the size of its input,
-and checks the size of what it would build before building it. Randomness comes from the workflow.
-Regular expressions use RE2 (linear time, no backreferences or lookarounds): a pattern cannot hang a worker.
+and checks the size of what it would build before building it; a function passed as a value (to map,
+sorted, filter) charges on every call. Randomness comes from the workflow. Regular expressions use RE2
+(see safe_regex). The methods values offer are in safe_methods.
 """
 
 from __future__ import annotations
 
-import functools
-import itertools
+import contextlib
 import json as _json
+import operator
 import random as _random
 from collections.abc import Callable
-from datetime import date, datetime, timedelta
 from typing import Any
 
 import re2
 import yaml as _yaml
 
+from workflows import safe_regex
 from workflows.safe_values import (
     CHARS_PER_UNIT,
     COPIES_PER_UNIT,
     ELEMENTS_PER_UNIT,
-    MAX_ELEMENTS,
     MAX_RANGE,
-    MAX_STRING_LENGTH,
     SCANS_PER_UNIT,
     SQUARE_BITS,
     Budget,
@@ -33,8 +32,10 @@ from workflows.safe_values import (
     big_ints_units,
     bounded_size,
     charge,
+    charge_keys,
     check_length,
     check_text,
+    int_units,
     safe_divmod,
     safe_int,
     safe_power,
@@ -54,26 +55,37 @@ YAML_DUMP_PER_VALUE = 16
 STATISTICS_PER_VALUE = 4
 SORT_PER_ELEMENT = 0.5
 PAIRS_PER_ELEMENT = 0.5  # enumerate, zip, map, filter: a tuple or a call per element
-# A regular expression call costs about this much whatever its text (RE2 compiles the pattern first), and
-# so does setting up a JSON encoder.
-REGEX_CALL = 32
-JSON_DUMP_UNITS = 16
+PICK_UNITS = 2  # random.sample and shuffle: Python code per element drawn
+JSON_DUMP_UNITS = 16  # setting up an encoder
+
+
+# A string iterated element by element becomes a string object per character: free for Latin-1 (Python
+# keeps those), about 80 bytes for any other.
+NON_ASCII_WEIGHT = 8
 
 
 def _size(value: Any) -> int:
+    if type(value) is str and not value.isascii():
+        return len(value) * NON_ASCII_WEIGHT
     return len(value) if hasattr(value, "__len__") else 1
 
 
 def charged(budget: Budget, func: Callable[..., Any], per_item: float = C_SPEED) -> Callable[..., Any]:
     """`func`, charging the budget for the size of its arguments first (a builtin runs at C speed, but not
-    free): a unit, plus `per_item` per character or element."""
+    free): a unit, plus `per_item` per character or element, plus the size of big integers."""
 
     def call(*args: Any, **kwargs: Any) -> Any:
-        budget.charge(1 + int(sum(_size(a) for a in args) * per_item))
+        values = (*args, *kwargs.values())
+        budget.charge(1 + int(sum(map(_size, values)) * per_item) + sum(map(_big_int_units, values)))
         return func(*args, **kwargs)
 
     call.__name__ = getattr(func, "__name__", "function")
+    call.mint_charged = True  # type: ignore[attr-defined]
     return call
+
+
+def _big_int_units(value: Any) -> int:
+    return int_units(value) if type(value) is int else 0
 
 
 def eager(func: Callable[..., Any]) -> Callable[..., list[Any]]:
@@ -125,7 +137,22 @@ def load_yaml(text: str) -> Any:
     # The safe loader builds only plain data; aliases can still multiply it, hence the size check after.
     loaded = _yaml.load(text, Loader=_YAML_LOADER)  # noqa: S506 - a safe loader
     bounded_size(loaded)
+    _check_keys(loaded)
     return loaded
+
+
+def _check_keys(value: Any) -> None:
+    """YAML keys (and `!!set` members) may be numbers: refuse those made to collide (see charge_keys)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            charge_keys(list(item))
+            stack.extend(item.values())
+        elif isinstance(item, set):
+            charge_keys(list(item))
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def safe_join(separator: str, items: Any) -> str:
@@ -136,88 +163,35 @@ def safe_join(separator: str, items: Any) -> str:
     return separator.join(items)
 
 
-def _str_replace(text: str) -> Callable[..., str]:
-    def replace(old: str, new: str, count: int = -1) -> str:
-        hits = text.count(old) if count < 0 else min(count, text.count(old))
-        check_length(len(text) + hits * max(len(new) - len(old), 0))
-        charge((len(text) + hits * len(new)) // CHARS_PER_UNIT)
-        return text.replace(old, new, count)
-
-    return replace
+def safe_replace(text: str, old: str, new: str, count: int = -1) -> str:
+    """str.replace with the result's length checked before it is built."""
+    hits = text.count(old) if count < 0 else min(count, text.count(old))
+    check_length(len(text) + hits * max(len(new) - len(old), 0))
+    charge((len(text) + hits * len(new)) // CHARS_PER_UNIT)
+    return text.replace(old, new, count)
 
 
-# str methods whose result size depends on their arguments are wrapped with a size check.
-STR_METHOD_WRAPPERS: dict[str, Callable[[str], Callable[..., Any]]] = {
-    "join": lambda sep: lambda items: safe_join(sep, items),
-    "replace": _str_replace,
-}
-# str methods that build a value per piece of the string (charged per character at list speed).
-STR_SPLITTERS = frozenset({"split", "rsplit", "splitlines"})
+def random_functions(rng: _random.Random) -> dict[str, Callable[..., Any]]:
+    """randint/sample/shuffle drawing on the workflow's generator, charged by what they draw."""
 
-
-def method_units(obj: Any, name: str) -> int:
-    """What calling method `name` of `obj` may cost (the scan or copy of `obj`; deep walks for list and
-    tuple methods, whose comparisons look inside elements)."""
-    if isinstance(obj, str):
-        return 1 + len(obj) // (ELEMENTS_PER_UNIT * 4 if name in STR_SPLITTERS else CHARS_PER_UNIT)
-    if isinstance(obj, list | tuple):
-        return 1 + bounded_size(obj) // ELEMENTS_PER_UNIT
-    if isinstance(obj, dict):  # items() builds a tuple per entry
-        return 1 + len(obj) // (ELEMENTS_PER_UNIT if name == "items" else SCANS_PER_UNIT)
-    return 1
-
-
-@functools.lru_cache(maxsize=1_000)
-def _compiled(pattern: str) -> Any:
-    return re2.compile(pattern)
-
-
-def _regex(pattern: str) -> Any:
-    # Long patterns are not cached: the cache is shared by every execution on the worker.
-    return _compiled(pattern) if len(pattern) <= 1_000 else re2.compile(pattern)
-
-
-def regex(name: str, budget: Budget) -> Callable[..., Any]:
-    """An RE2 function (search, match, fullmatch, findall, split), charged by text length; findall and
-    split build a value per match, so their text costs more."""
-    func = getattr(re2, name)
-    per_char = 4 if name in ("findall", "split") else 16
-
-    def call(pattern: str, text: str, *args: Any) -> Any:
-        budget.charge(REGEX_CALL + len(pattern) // 8 + len(check_text(text)) // per_char)
-        if args:
-            return func(pattern, text, *args)
-        return getattr(_regex(pattern), name)(text)
-
-    call.__name__ = name
-    return call
-
-
-def regex_sub(budget: Budget) -> Callable[..., str]:
-    def sub(pattern: str, replacement: str, text: str, count: int = 0) -> str:
-        budget.charge(REGEX_CALL + len(pattern) // 8 + len(check_text(text)) // 8)
-        compiled = _regex(pattern)
-        # Each match adds the replacement, and each group reference in it at most the text once more
-        # (matches do not overlap); count only the matches that could still fit.
-        references = replacement.count("\\")
-        check_length(len(text) * (1 + references))
-        fits = (MAX_STRING_LENGTH - len(text) * (1 + references)) // max(len(replacement), 1) + 1
-        matches = sum(1 for _ in itertools.islice(compiled.finditer(text), min(count or fits, fits)))
-        check_length(len(text) * (1 + references) + matches * len(replacement))
-        budget.charge((len(text) + matches * len(replacement)) // CHARS_PER_UNIT)
-        return compiled.sub(replacement, text, count=count)
-
-    return sub
-
-
-def _randint_factory(rng: _random.Random) -> Callable[..., int]:
     def randint(a: int, b: int | None = None) -> int:
         """randint(n) picks from range(n) (the seed's usage); randint(a, b) is Python's inclusive form."""
-        if b is None:
-            return rng.randrange(a)
-        return rng.randint(a, b)
+        charge(int_units(a, b or 0))  # drawing a big number takes a word of randomness per 64 bits
+        return rng.randrange(a) if b is None else rng.randint(a, b)
 
-    return randint
+    def sample(population: Any, k: int, *, counts: Any = None) -> list[Any]:
+        """random.sample: Python code per pick (and per count), so each is charged; k is bounded."""
+        if not isinstance(k, int) or k > MAX_RANGE:
+            raise LimitExceeded(f"a sample of {k} is over the limit of {MAX_RANGE}")
+        charge(_size(population) // SCANS_PER_UNIT + PICK_UNITS * max(k, 0) + _size(counts or ()))
+        return rng.sample(population, k, counts=counts)
+
+    def shuffle(items: Any) -> list[Any]:
+        items = list(items)
+        charge(PICK_UNITS * len(items))
+        return rng.sample(items, len(items))
+
+    return {"randint": randint, "sample": sample, "shuffle": shuffle}
 
 
 def safe_range(*args: int) -> range:
@@ -227,22 +201,75 @@ def safe_range(*args: int) -> range:
     return result
 
 
-_TYPES = {str: str, int: int, float: float, bool: bool, list: list, dict: dict, tuple: tuple}
+# The kinds isinstance() knows, by the name an expression uses (each name is a charged function there).
+KINDS = {
+    "str": str,
+    "int": int,
+    "float": float,
+    "bool": bool,
+    "list": list,
+    "dict": dict,
+    "tuple": tuple,
+    "set": OrderedSet,
+}
 
 
-def _isinstance(value: Any, kind: Any) -> bool:
-    kinds = kind if isinstance(kind, tuple) else (kind,)
-    if any(k is _set for k in kinds) and isinstance(value, OrderedSet):
-        return True
-    return isinstance(value, tuple(k for k in kinds if k in _TYPES))
+def _isinstance_of(kinds: dict[Any, type]) -> Callable[[Any, Any], bool]:
+    """isinstance(value, str) and the like, where `str` is the expression's function of that name."""
+
+    def is_instance(value: Any, kind: Any) -> bool:
+        wanted = kind if isinstance(kind, tuple) else (kind,)
+        charge(len(wanted))  # looked through in Python code
+        return isinstance(value, tuple(kinds[k] for k in wanted if k in kinds))
+
+    is_instance.__name__ = "isinstance"
+    return is_instance
 
 
 def _set(items: Any = ()) -> OrderedSet:
+    charge_keys(items)  # each member is hashed
     return OrderedSet(items)
 
 
+def safe_dict(*args: Any, **kwargs: Any) -> dict[Any, Any]:
+    """dict(): a dict is copied with its hashes, other pairs are hashed key by key."""
+    if args and type(args[0]) is not dict and isinstance(args[0], list | tuple):
+        with contextlib.suppress(TypeError, IndexError, KeyError):
+            charge_keys(list(map(operator.itemgetter(0), args[0])))
+    return dict(*args, **kwargs)
+
+
+def _compared(items: Any, key: Callable[[Any], Any] | None) -> tuple[list[Any], list[Any]]:
+    """The items and the keys sorted, min and max compare: comparing nested values walks them, so the
+    keys are walked (and charged) once, and each key function call charges for itself."""
+    items = list(items)
+    keys = items if key is None else [key(item) for item in items]
+    bounded_size(keys)
+    return items, keys
+
+
 def _sorted(items: Any, key: Callable[[Any], Any] | None = None, reverse: bool = False) -> list[Any]:
-    return sorted(items, key=key, reverse=reverse)
+    items, keys = _compared(items, key)
+    charge(int(len(items) * SORT_PER_ELEMENT))
+    if key is None:
+        return sorted(items, reverse=reverse)
+    order = sorted(range(len(items)), key=keys.__getitem__, reverse=reverse)
+    return [items[i] for i in order]
+
+
+def _extreme(pick: Callable[..., Any]) -> Callable[..., Any]:
+    """min or max, in all their forms: `(items)`, `(a, b, ...)`, `key=` and `default=`."""
+
+    def extreme(*args: Any, key: Callable[[Any], Any] | None = None, **default: Any) -> Any:
+        items, keys = _compared(args[0] if len(args) == 1 else args, key)
+        if not items:
+            if "default" in default:
+                return default["default"]
+            raise ValueError(f"{pick.__name__}() arg is an empty sequence")
+        return items[pick(range(len(items)), key=keys.__getitem__)]
+
+    extreme.__name__ = pick.__name__
+    return extreme
 
 
 def safe_sum(items: Any, start: Any = 0) -> Any:
@@ -261,33 +288,36 @@ def safe_sum(items: Any, start: Any = 0) -> Any:
     return sum(items, start)
 
 
+# Entries whose cost never depends on their arguments: the only ones left unwrapped (a test checks).
+CONSTANT_COST = frozenset({len, bool})
+
+
 def build_functions(rng: _random.Random, budget: Budget) -> dict[str, Any]:
-    """The functions callable by name in expressions and templates."""
+    """The functions callable by name in expressions and templates: each charges for what it does."""
 
     def c(func: Callable[..., Any], per_item: float = C_SPEED) -> Callable[..., Any]:
         return charged(budget, func, per_item)
 
-    return {
+    functions = {
         "len": len,
-        "str": c(safe_str, 0),  # charges its own walk
-        "int": c(safe_int, 0),  # charges the conversion
-        "float": float,
         "bool": bool,
-        "abs": abs,
-        "round": safe_round,
-        "pow": safe_power,
-        "divmod": safe_divmod,
-        "isinstance": _isinstance,
+        "str": c(safe_str, 0),  # these charge their own work besides the call
+        "int": c(safe_int, 0),
+        "round": c(safe_round, 0),
+        "pow": c(safe_power, 0),
+        "divmod": c(safe_divmod, 0),
+        "float": c(float),
+        "abs": c(abs),
         "list": c(list),
-        "dict": c(dict),
+        "dict": c(safe_dict),
         "set": c(_set),
         "tuple": c(tuple),
         "sum": c(safe_sum),
-        "min": c(min),
-        "max": c(max),
+        "min": c(_extreme(min)),
+        "max": c(_extreme(max)),
         "any": c(any),
         "all": c(all),
-        "sorted": c(_sorted, SORT_PER_ELEMENT),
+        "sorted": c(_sorted),
         "reversed": c(lambda xs: list(reversed(xs))),
         "enumerate": c(eager(enumerate), PAIRS_PER_ELEMENT),
         "zip": c(eager(zip), PAIRS_PER_ELEMENT),
@@ -299,85 +329,17 @@ def build_functions(rng: _random.Random, budget: Budget) -> dict[str, Any]:
         "dump_json": c(dump_json, 0),
         "load_yaml": c(load_yaml, 0),
         "dump_yaml": c(dump_yaml, 0),
-        "search_regex": regex("search", budget),
-        "match_regex": regex("match", budget),
-        "randint": _randint_factory(rng),
-        "random": rng.random,
+        "search_regex": c(safe_regex.search, 0),
+        "match_regex": c(safe_regex.match, 0),
+        "random": c(rng.random, 0),
         "choice": c(rng.choice, 0),
-        "sample": c(rng.sample),
-        "shuffle": c(lambda xs: rng.sample(list(xs), len(xs))),
+        **{name: c(func, 0) for name, func in random_functions(rng).items()},
     }
+    kinds = {functions[name]: kind for name, kind in KINDS.items()}
+    functions["isinstance"] = c(_isinstance_of(kinds), 0)
+    return functions
 
 
-_RE2_MATCH = type(re2.search("a", "a"))
-_STR_METHODS = frozenset(
-    {
-        "upper",
-        "lower",
-        "strip",
-        "lstrip",
-        "rstrip",
-        "split",
-        "rsplit",
-        "splitlines",
-        "startswith",
-        "endswith",
-        "replace",
-        "find",
-        "rfind",
-        "index",
-        "count",
-        "title",
-        "capitalize",
-        "isdigit",
-        "isalpha",
-        "isalnum",
-        "isspace",
-        "islower",
-        "isupper",
-        "partition",
-        "casefold",
-        "removeprefix",
-        "removesuffix",
-        "join",
-    }
-)
-_DATETIME_ATTRS = frozenset(
-    {
-        "year",
-        "month",
-        "day",
-        "hour",
-        "minute",
-        "second",
-        "microsecond",
-        "isoformat",
-        "weekday",
-        "isoweekday",
-        "timestamp",
-        "strftime",
-        "date",
-        "tzinfo",
-    }
-)
-
-# Attributes expressions may read, by exact type. Mutating methods are left out on purpose: step outputs
-# are shared between steps and buffered transitions, so an expression must never change one in place.
-ATTRIBUTE_ALLOW_LIST: dict[type, frozenset[str]] = {
-    dict: frozenset({"get", "keys", "values", "items"}),
-    list: frozenset({"index", "count"}),
-    tuple: frozenset({"index", "count"}),
-    str: _STR_METHODS,
-    datetime: _DATETIME_ATTRS,
-    date: frozenset({"year", "month", "day", "isoformat", "weekday", "isoweekday", "strftime"}),
-    timedelta: frozenset({"days", "seconds", "total_seconds"}),
-    _RE2_MATCH: frozenset({"group", "groups", "groupdict", "start", "end", "span"}),
-}
-
-__all__ = [
-    "MAX_ELEMENTS",
-    "MAX_STRING_LENGTH",
-    "build_functions",
-    "ATTRIBUTE_ALLOW_LIST",
-    "STR_METHOD_WRAPPERS",
-]
+def is_charged(func: Any) -> bool:
+    """Whether `func` was wrapped by `charged` (tests audit every reachable callable with this)."""
+    return getattr(func, "mint_charged", False) is True

@@ -5,7 +5,8 @@ shared by every tenant. So work is counted (deterministically, in units, never i
 checked before a value is built, not after. A unit is about one evaluated AST node, roughly half a
 microsecond on a small machine; work done at C speed is charged by size at a discount (a unit per so many
 elements walked, scanned or copied, or characters), and a step's whole budget is a few tens of milliseconds
-of CPU.
+of CPU and a few tens of megabytes. Behind the units, a CPU guard fails a step that outruns them anyway
+(STEP_CPU_SECONDS): a charge that is too low becomes a failed step, never a wedged workflow task.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import contextlib
 import contextvars
 import operator
 import re
+import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -28,7 +30,7 @@ STEP_BUDGET = 120_000
 YIELD_AFTER = 250_000
 ELEMENTS_PER_UNIT = 4  # values walked one by one (bounded_size)
 SCANS_PER_UNIT = 16  # elements iterated, compared or hashed at C speed
-COPIES_PER_UNIT = 32  # elements copied at C speed (concatenation, slices, repetition)
+COPIES_PER_UNIT = 16  # elements copied at C speed (concatenation, slices, repetition): 128 bytes
 CHARS_PER_UNIT = 64  # characters copied or scanned at C speed
 # Integers past a machine word cost with their size: sums and comparisons a unit per LINEAR_BITS bits,
 # products, quotients and conversions to and from decimal text a unit per SQUARE_BITS square bits.
@@ -37,28 +39,88 @@ LINEAR_BITS = 1 << 10
 SQUARE_BITS = 1 << 18
 
 
+# The last line of defence: CPU a step's expressions and templates may use, whatever their units say. Temporal
+# fails a workflow task that runs 2 s of wall time (on a machine the API shares) as deadlocked and retries
+# it forever, so a step that gets this far must fail well before that. The clock (a system call, under a
+# microsecond) is read when CLOCK_EVERY more units have been charged: some 30 us of work apart.
+STEP_CPU_SECONDS = 0.5
+CLOCK_EVERY = 64
+
+
 class LimitExceeded(ValueError):
     """An expression or template would do too much work or build too large a value."""
 
 
 class Budget:
-    """Counts the work of one execution's expressions: per step, and since the workflow last yielded."""
+    """Counts the work of one execution's expressions: per step, and since the workflow last yielded.
 
-    def __init__(self, per_step: int = STEP_BUDGET):
+    Besides units, it keeps the CPU time the step's evaluations used (see STEP_CPU_SECONDS): units are
+    deterministic and decide every ordinary refusal; the CPU guard only catches work that was charged too
+    little, a bug, and turns it into a failed step instead of a wedged workflow task."""
+
+    def __init__(self, per_step: int = STEP_BUDGET, cpu_seconds: float | None = STEP_CPU_SECONDS):
         self.per_step = per_step
         self.left = per_step  # decremented inline on the evaluator's hot path
         self._earlier = 0  # spent since the last yield, before the current step
+        self.cpu_seconds = cpu_seconds  # None: no CPU guard for this step
+        self._cpu_limit = cpu_seconds
+        self._cpu_used = 0.0  # CPU of the step's finished evaluations
+        self._cpu_since: float | None = None  # thread_time() when the running evaluation began
+        self._check_at = per_step - CLOCK_EVERY  # `left` below this: look at the clock (and at `left`)
+        self._once: set[Any] = set()
 
     def charge(self, units: int) -> None:
         self.left -= units
+        if self.left < self._check_at:
+            self._check()
+
+    def _check(self) -> None:
         if self.left < 0:
             raise LimitExceeded(
                 f"a step may do at most {self.per_step} operations; split the work across steps"
             )
+        self._check_at = max(self.left - CLOCK_EVERY, 0)
+        if self._cpu_limit is not None and self.cpu_used > self._cpu_limit:
+            raise LimitExceeded(
+                f"a step may use at most {self._cpu_limit} s of CPU and this one used more, although it "
+                "stayed within its operations; split the work across steps"
+            )
 
-    def start_step(self) -> None:
+    def charge_once(self, key: Any, units: int) -> None:
+        """Charge `units` for `key` (a regex to compile, say) once per step: the first use pays."""
+        if key not in self._once:
+            self.charge(units)
+            self._once.add(key)
+
+    def start_step(self, cpu_guard: bool = True) -> None:
+        """Begin a step: a fresh allowance of units and CPU. The interpreter turns the CPU guard off while
+        Temporal replays history, where it must repeat what the first run did (see Interpreter._run_step)."""
         self._earlier += self.per_step - self.left
         self.left = self.per_step
+        self._check_at = self.per_step - CLOCK_EVERY
+        self._cpu_limit = self.cpu_seconds if cpu_guard else None
+        self._cpu_used = 0.0
+        self._once.clear()
+
+    @property
+    def cpu_used(self) -> float:
+        """CPU the step's evaluations used so far, this thread's running one included."""
+        running = 0.0 if self._cpu_since is None else time.thread_time() - self._cpu_since
+        return self._cpu_used + running
+
+    @contextlib.contextmanager
+    def evaluating(self) -> Iterator[None]:
+        """Count the CPU of the block (one evaluation, which runs start to end on one thread: never across
+        an await, where other workflows run on this thread and this one may move to another)."""
+        if self._cpu_since is not None:  # nested: the outer block counts it
+            yield
+            return
+        self._cpu_since = time.thread_time()
+        try:
+            yield
+        finally:
+            self._cpu_used += time.thread_time() - self._cpu_since
+            self._cpu_since = None
 
     def yielded(self) -> None:
         self._earlier = self.left - self.per_step
@@ -79,10 +141,11 @@ _ACTIVE: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("mint_bu
 
 @contextlib.contextmanager
 def charging(budget: Budget) -> Iterator[None]:
-    """Make `budget` the one plain-function helpers charge while the block runs."""
+    """Make `budget` the one plain-function helpers charge while the block runs, and count its CPU."""
     token = _ACTIVE.set(budget)
     try:
-        yield
+        with budget.evaluating():
+            yield
     finally:
         _ACTIVE.reset(token)
 
@@ -93,6 +156,13 @@ def charge(units: int) -> None:
         budget = _ACTIVE.get()
         if budget is not None:
             budget.charge(units)
+
+
+def charge_once(key: Any, units: int) -> None:
+    """Charge the active budget (if any) `units` for `key`, the first time in this step only."""
+    budget = _ACTIVE.get()
+    if budget is not None:
+        budget.charge_once(key, units)
 
 
 def charge_length(value: Any, length: int) -> None:
@@ -134,6 +204,52 @@ def int_arithmetic(op: Callable[[Any, Any], Any], product: bool) -> Callable[[An
         return op(a, b)
 
     return apply
+
+
+def value_units(value: Any) -> int:
+    """What reading `value` once costs at C speed: its length, or its size for a big integer."""
+    if type(value) is int:
+        return int_units(value)
+    return size_units(value)
+
+
+# Integers hash to themselves modulo 2**61 - 1, so larger ones can be chosen to share a hash, and a dict or
+# set of n of them takes n * n comparisons to build: they may not be keys or members.
+HASH_MODULUS = 2**61 - 1
+
+
+def charge_key(key: Any) -> None:
+    """Charge for hashing `key`: a tuple walks its members every time (it keeps no hash), the rest is cheap;
+    refuse a key that could collide on purpose (see HASH_MODULUS)."""
+    kind = type(key)
+    if kind is tuple:
+        bounded_size(key)
+        _refuse_colliding(key)
+    elif kind is int and not -HASH_MODULUS < key < HASH_MODULUS:
+        _refuse_colliding((key,))
+
+
+def charge_keys(items: Any) -> None:
+    """charge_key for each of `items` (building a set or dict from them), at C speed for the common kinds."""
+    if isinstance(items, dict | OrderedSet):
+        items = list(items)
+    if not isinstance(items, list | tuple) or not items:
+        return
+    if tuple in set(map(type, items)):
+        bounded_size([item for item in items if type(item) is tuple])
+    _refuse_colliding(items)
+
+
+def _refuse_colliding(items: list[Any] | tuple[Any, ...]) -> None:
+    kinds = set(map(type, items))
+    if int in kinds:
+        numbers = items if len(kinds) == 1 else [item for item in items if type(item) is int]
+        if max(map(abs, numbers)) >= HASH_MODULUS:
+            raise LimitExceeded("a number past 2**61 cannot be a dict key or set member")
+    if tuple in kinds:
+        for item in items:
+            if type(item) is tuple:
+                _refuse_colliding(item)
 
 
 def size_units(value: Any) -> int:
@@ -437,6 +553,8 @@ def safe_int(value: Any = 0, base: int | None = None) -> int:
 def _compare_units(a: Any, b: Any, membership: bool) -> int:
     """What comparing `a` with `b` may cost: element-wise comparison walks both values, nested ones too."""
     units = 0
+    if membership and type(b) in (dict, OrderedSet):
+        charge_key(a)  # hashed
     for value in (b,) if membership and type(b) in (dict, OrderedSet) else (a, b):
         kind = type(value)
         if kind is str or kind is bytes:
@@ -462,6 +580,8 @@ def sized_operator(op: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
 
     def apply(a: Any, b: Any) -> Any:
         charge(int_units(a, b) if type(a) in _CHEAP else size_units(a) + size_units(b))
+        if type(a) is OrderedSet:  # the other operand's members are hashed
+            charge_keys(b)
         return op(a, b)
 
     return apply

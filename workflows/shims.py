@@ -16,8 +16,7 @@ from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
-import re2
-
+from workflows import safe_regex
 from workflows.safe_functions import (
     C_SPEED,
     STATISTICS_PER_VALUE,
@@ -26,10 +25,19 @@ from workflows.safe_functions import (
     dump_yaml,
     load_json,
     load_yaml,
-    regex,
-    regex_sub,
+    random_functions,
 )
-from workflows.safe_values import Budget, big_ints_units, check_text, int_units, safe_power
+from workflows.safe_values import (
+    Budget,
+    LimitExceeded,
+    big_ints_units,
+    charge_keys,
+    check_length,
+    check_text,
+    int_units,
+    safe_power,
+    safe_str,
+)
 
 
 class SafeNamespace:
@@ -52,24 +60,75 @@ class SafeNamespace:
 
 
 CLOCK_UNITS = 16
+MAX_ISO_LENGTH = 64  # the longest ISO 8601 date-time Python reads is about 40 characters
+MAX_SAFE_CHARACTERS = 128  # urllib caches a quoter per distinct `safe` argument, worker-wide
+QUOTED_PER_BYTE = 3  # %XX
+CASE_GROWTH = 3
 
 
 def _pick(module: Any, names: str) -> dict[str, Any]:
     return {name: getattr(module, name) for name in names.split()}
 
 
+def _utf8_length(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode(errors="surrogatepass"))
+
+
 def _b64encode(text: str | bytes) -> str:
-    return check_text(_base64.b64encode(text.encode() if isinstance(text, str) else text).decode())
+    data = text.encode() if isinstance(text, str) else text
+    check_length(4 * (len(data) + 2) // 3)
+    return _base64.b64encode(data).decode()
 
 
 def _b64decode(text: str) -> str:
     return _base64.b64decode(check_text(text)).decode(errors="replace")
 
 
+def _iso(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """fromisoformat, refusing text no date could be (Python's error would quote all of it)."""
+
+    def fromisoformat(text: str) -> Any:
+        if not isinstance(text, str) or len(text) > MAX_ISO_LENGTH:
+            raise ValueError(f"not an ISO 8601 date: {str(text)[:MAX_ISO_LENGTH]!r}")
+        return parse(text)
+
+    return fromisoformat
+
+
+def _quoting(quote: Callable[..., str]) -> Callable[..., str]:
+    """quote/quote_plus: every byte may become `%XX`, checked before it is built."""
+
+    def call(text: str, safe: str = "/", *args: Any) -> str:
+        if len(safe) > MAX_SAFE_CHARACTERS:
+            raise LimitExceeded(f"`safe` may list at most {MAX_SAFE_CHARACTERS} characters")
+        check_length(QUOTED_PER_BYTE * _utf8_length(text))
+        return quote(text, safe, *args)
+
+    call.__name__ = quote.__name__
+    return call
+
+
+def _urlencode(query: Any, doseq: bool = False) -> str:
+    """urlencode over plain data only, its result's length checked before it is built."""
+    items = list(query.items()) if isinstance(query, dict) else list(query)
+    pairs: list[tuple[str, str]] = []
+    for key, value in items:
+        values = value if doseq and isinstance(value, list | tuple) else [value]
+        pairs.extend((safe_str(key), safe_str(v)) for v in values)
+    check_length(sum(QUOTED_PER_BYTE * (_utf8_length(k) + _utf8_length(v)) + 2 for k, v in pairs))
+    return _urlparse.urlencode(pairs)
+
+
+def _capwords(text: str, sep: str | None = None) -> str:
+    check_length(len(text) * (1 if text.isascii() else CASE_GROWTH))  # capitalize may grow a character
+    return _string.capwords(text, sep)
+
+
 def build_modules(
     rng: _random.Random, now: Callable[[], datetime], budget: Budget
 ) -> dict[str, SafeNamespace]:
-    """The shims by name, bound to this execution's clock, randomness and work budget."""
+    """The shims by name, bound to this execution's clock, randomness and work budget. Every callable
+    member charges for its work (constants are data); see safe_functions.charged."""
 
     def utcnow() -> datetime:
         budget.charge(CLOCK_UNITS)  # time zone arithmetic in Python code
@@ -81,6 +140,7 @@ def build_modules(
     def exact(func: Callable[..., Any]) -> Callable[..., Any]:
         def call(data: Any, *args: Any) -> Any:
             budget.charge(big_ints_units(data, product=True))  # fractions of big integers
+            charge_keys(data)  # mode and multimode count values in a dict
             return func(data, *args)
 
         return call
@@ -91,28 +151,30 @@ def build_modules(
         )  # Lehmer's: quadratic, but quick
         return _math.gcd(*numbers)
 
-    def text_out(func: Callable[..., Any]) -> Callable[..., Any]:
-        return lambda *args, **kwargs: check_text(func(*args, **kwargs))  # quoting may triple a string
-
+    now_ = c(utcnow, 0)
+    randoms = random_functions(rng)
     datetime_class = SafeNamespace(
         "datetime.datetime",
-        now=utcnow,
-        utcnow=utcnow,
-        fromisoformat=datetime.fromisoformat,
-        fromtimestamp=lambda ts: datetime.fromtimestamp(ts, UTC),
+        now=now_,
+        utcnow=now_,
+        fromisoformat=c(_iso(datetime.fromisoformat), 0),
+        fromtimestamp=c(lambda ts: datetime.fromtimestamp(ts, UTC), 0),
     )
     url_parse = SafeNamespace(
         "urllib.parse",
-        **{
-            k: c(text_out(v), 1 / 8)
-            for k, v in _pick(_urlparse, "quote unquote quote_plus unquote_plus").items()
-        },
-        urlencode=c(text_out(_urlparse.urlencode), 4),  # Python code per pair
+        quote=c(_quoting(_urlparse.quote), 1 / 8),
+        quote_plus=c(_quoting(_urlparse.quote_plus), 1 / 8),
+        unquote=c(_urlparse.unquote, 1 / 8),  # these shrink text, never grow it
+        unquote_plus=c(_urlparse.unquote_plus, 1 / 8),
+        urlencode=c(_urlencode, 4),  # Python code per pair
         parse_qs=c(_urlparse.parse_qs, 1),
-        urljoin=c(text_out(_urlparse.urljoin), 1 / 16),
+        urljoin=c(_urlparse.urljoin, 1 / 16),
         urlparse=c(lambda url: _urlparse.urlparse(check_text(url))._asdict(), 1 / 16),
     )
     statistics = _pick(_statistics, "mean median mode stdev pstdev variance pvariance fmean multimode")
+    math = _pick(
+        _math, "sqrt floor ceil log log2 log10 exp sin cos tan atan2 fabs isclose isfinite isnan trunc hypot"
+    )
     return {
         # These charge by what they read or write.
         "json": SafeNamespace("json", dumps=c(dump_json, 0), loads=c(load_json, 0)),
@@ -123,21 +185,16 @@ def build_modules(
             load=c(load_yaml, 0),
             safe_load=c(load_yaml, 0),
         ),
-        "re": SafeNamespace(
-            "re",
-            **{name: regex(name, budget) for name in ("search", "match", "fullmatch", "findall", "split")},
-            sub=regex_sub(budget),
-            escape=c(text_out(re2.escape), 1 / 16),
-        ),
+        "re": SafeNamespace("re", **{name: c(func, 0) for name, func in safe_regex.FUNCTIONS.items()}),
         "math": SafeNamespace(
             "math",
-            **_pick(
-                _math,
-                "sqrt floor ceil log log2 log10 exp sin cos tan atan2 fabs isclose isfinite isnan "
-                "pi e inf nan trunc hypot",
-            ),
-            pow=safe_power,
-            gcd=gcd,
+            **{name: c(func) for name, func in math.items()},  # float arithmetic: a call's worth
+            pi=_math.pi,
+            e=_math.e,
+            inf=_math.inf,
+            nan=_math.nan,
+            pow=c(safe_power, 0),
+            gcd=c(gcd, 0),
         ),
         # Python code, exact fractions included.
         "statistics": SafeNamespace(
@@ -145,13 +202,15 @@ def build_modules(
         ),
         "datetime": SafeNamespace(
             "datetime",
-            now=utcnow,
-            utcnow=utcnow,
-            fromisoformat=datetime.fromisoformat,
+            now=now_,
+            utcnow=now_,
+            fromisoformat=c(_iso(datetime.fromisoformat), 0),
             datetime=datetime_class,
-            timedelta=timedelta,
+            timedelta=c(timedelta, 0),
             timezone=SafeNamespace("timezone", utc=UTC),
-            date=SafeNamespace("date", today=lambda: utcnow().date(), fromisoformat=date.fromisoformat),
+            date=SafeNamespace(
+                "date", today=c(lambda: utcnow().date(), 0), fromisoformat=c(_iso(date.fromisoformat), 0)
+            ),
         ),
         "string": SafeNamespace(
             "string",
@@ -159,16 +218,16 @@ def build_modules(
                 _string,
                 "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits punctuation whitespace",
             ),
-            capwords=c(_string.capwords, 1 / 8),
+            capwords=c(_capwords, 1 / 8),
         ),
         "base64": SafeNamespace("base64", b64encode=c(_b64encode, 1 / 64), b64decode=c(_b64decode, 1 / 64)),
         "urllib": SafeNamespace("urllib", parse=url_parse),
         "random": SafeNamespace(
             "random",
-            random=rng.random,
-            randint=rng.randint,
+            random=c(rng.random, 0),
+            randint=c(randoms["randint"], 0),
             choice=c(rng.choice, 0),
-            sample=c(rng.sample),
-            uniform=rng.uniform,
+            sample=c(randoms["sample"], 0),
+            uniform=c(rng.uniform, 0),
         ),
     }

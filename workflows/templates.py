@@ -2,78 +2,67 @@
 
 Jinja's own sandbox stops attribute escapes but not resource attacks, so on top of it: no constant folding
 at compile time (the API compiles tenants' templates); every loop iteration charges the execution's Budget
-for the body it runs, and calls, filters, tests, comparisons, `~` and `* ** % +` charge for the sizes
-they handle; filters and string methods that could build huge strings are bounded, replaced or removed;
-every printed value is plain data of bounded size, and rendering stops once the output passes the limit.
+for the body it runs, and calls, comparisons, `~` and the arithmetic operators charge for the sizes they
+handle; a template reads only the attributes an expression may (safe_methods: data, or methods charged on
+every call) and Jinja's loop, group and block objects; every filter and test is charged and size-checked
+(template_filters); every printed value is plain data of bounded size, and rendering stops once the output
+passes the limit.
 """
 
 from __future__ import annotations
 
 import functools
+import operator
 import random as _random
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
 import jinja2
 from jinja2 import meta, nodes
+from jinja2.filters import _GroupTuple
+from jinja2.runtime import BlockReference, LoopContext, Macro, TemplateReference
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
+from markupsafe import Markup
 
 from workflows.expressions import CONTEXT_NAMES, ExpressionError
-from workflows.safe_functions import STR_METHOD_WRAPPERS, build_functions, dump_json, method_units
+from workflows.safe_functions import build_functions, safe_dict
+from workflows.safe_methods import MISSING, Method, attribute, charge_subscript, constant
 from workflows.safe_values import (
     CHARS_PER_UNIT,
     COMPARISONS,
-    ELEMENTS_PER_UNIT,
-    MAX_FORMAT_WIDTH,
-    MAX_RANGE,
     MAX_STRING_LENGTH,
-    SCANS_PER_UNIT,
     Budget,
     LimitExceeded,
-    OrderedSet,
     bounded_size,
     charge,
+    charge_keys,
     charge_length,
     charging,
     check_length,
+    int_arithmetic,
     safe_add,
     safe_mod,
     safe_mult,
     safe_power,
-    safe_round,
     safe_str,
+    sized_operator,
 )
 from workflows.shims import SafeNamespace, build_modules
+from workflows.template_filters import (
+    REMOVED_FILTERS,
+    REPLACED_FILTERS,
+    charged_filter,
+    charged_test,
+    units_of,
+)
 
 MAX_TEMPLATE_LENGTH = 100_000
-_UNBOUNDED_STR_METHODS = frozenset(
-    {"format", "format_map", "center", "ljust", "rjust", "zfill", "expandtabs", "translate"}
-)
 # A call through the sandbox (its checks, the argument handling) costs about this many units; a macro
-# call (a new frame of Jinja's runtime) more.
+# call (a new frame of Jinja's runtime, with its context and arguments: 8-20 us measured) more.
 CALL_UNITS = 8
-MACRO_CALL_UNITS = 24
-FILTER_UNITS = 3
-# Filters that walk their input in Python code, in units per element (a string argument counts per
-# character at a quarter of that): some call another filter or test, or a key function, per element.
-_ITERATING_FILTERS = {
-    **dict.fromkeys(["batch", "items", "list", "max", "min", "random", "reverse", "slice", "sum"], 1),
-    **dict.fromkeys(["unique", "xmlattr"], 2),
-    **dict.fromkeys(["dictsort", "groupby", "join", "sort"], 3),
-    **dict.fromkeys(["map", "reject", "rejectattr", "select", "selectattr"], 6),
-}
-_PYTHON_TEXT_FILTERS = {"wordwrap": 2, "urlize": 2}  # units per character: textwrap and regexes in Python
-
-
-def _units(value: Any, per_element: float = 1 / SCANS_PER_UNIT) -> int:
-    """What handling `value` costs: strings per CHARS_PER_UNIT characters, collections per element."""
-    if isinstance(value, str):
-        return len(value) // CHARS_PER_UNIT
-    if isinstance(value, list | tuple | dict | OrderedSet | range):
-        return int(len(value) * per_element)
-    return 0
+MACRO_CALL_UNITS = 40
 
 
 def _loop(items: Iterable[Any], units: int) -> Iterator[Any]:
@@ -121,124 +110,39 @@ def _finalize(value: Any) -> Any:
     return safe_str(value)
 
 
-def _center(text: str, width: int = 80) -> str:
-    if width > MAX_FORMAT_WIDTH:
-        raise LimitExceeded(f"center width {width} is over {MAX_FORMAT_WIDTH}")
-    return str(text).center(width)
+def _changed(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """loop.changed(value) compares the value with the last one."""
+    for value in args:
+        bounded_size(value)
+    charge(1)
 
 
-def _indent(text: str, width: int | str = 4, first: bool = False, blank: bool = False) -> str:
-    if not isinstance(width, str) and int(width) > MAX_FORMAT_WIDTH:
-        raise LimitExceeded(f"indent width {width} is over {MAX_FORMAT_WIDTH}")
-    pad = width if isinstance(width, str) else " " * int(width)
-    check_length(len(text) + len(pad) * (text.count("\n") + 1))
-    return jinja2.filters.do_indent(text, pad, first, blank)
+# Jinja's own objects a template may read: the loop variable, groupby's groups, blocks (through `self`).
+_RUNTIME_DATA: dict[type, frozenset[str]] = {
+    LoopContext: frozenset(
+        "index index0 revindex revindex0 first last length depth depth0 previtem nextitem".split()
+    ),
+    _GroupTuple: frozenset({"grouper", "list"}),
+    BlockReference: frozenset({"super"}),
+}
+_RUNTIME_METHODS = {LoopContext: {"cycle": constant, "changed": _changed}}
+# Types that read as another's: Markup (from `tojson`, `safe`, `escape`) is text.
+_READ_AS = {Markup: str}
 
 
-def _join(items: Iterable[Any], separator: str = "", attribute: Any = None) -> str:
-    if attribute is not None:
-        raise LimitExceeded("join(attribute=...) is not supported; map the attribute first")
-    return _concat(*_interleave(items, separator))
-
-
-def _interleave(items: Iterable[Any], separator: str) -> Iterator[Any]:
-    for i, item in enumerate(items):
-        if i:
-            yield separator
-        yield item
-
-
-def _replace(text: str, old: str, new: str, count: int | None = None) -> str:
-    return STR_METHOD_WRAPPERS["replace"](str(text))(old, new, -1 if count is None else count)
-
-
-def _round(value: Any, precision: int = 0, method: str = "common") -> Any:
-    if abs(precision) > MAX_FORMAT_WIDTH:
-        raise LimitExceeded(f"round to {precision} digits is over the limit of {MAX_FORMAT_WIDTH}")
-    if method == "common":
-        return safe_round(value, precision)
-    return jinja2.filters.do_round(value, precision, method)  # type: ignore[arg-type]
-
-
-def _batch(items: Iterable[Any], count: int, fill_with: Any = None) -> Any:
-    if count > MAX_RANGE:
-        raise LimitExceeded(f"batch of {count} is over the limit of {MAX_RANGE}")
-    charge(count // ELEMENTS_PER_UNIT if fill_with is not None else 0)
-    return jinja2.filters.do_batch(items, count, fill_with)
-
-
-def _slice(items: Any, count: int, fill_with: Any = None) -> Any:
-    if count > MAX_RANGE:
-        raise LimitExceeded(f"slice into {count} is over the limit of {MAX_RANGE}")
-    charge(count)
-    return jinja2.filters.sync_do_slice(items, count, fill_with)
-
-
-def _tojson(value: Any, indent: int | None = None) -> Any:
-    dumps = functools.partial(dump_json, indent=indent, sort_keys=True, ensure_ascii=True)
-    return jinja2.utils.htmlsafe_json_dumps(value, dumps=lambda v, **_: dumps(v))
-
-
-def _pprint(value: Any) -> str:
-    charge(bounded_size(value) * 3)  # pprint formats in Python code
-    return jinja2.filters.do_pprint(value)
-
-
-def _charged_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
-    """A filter that charges for its arguments first (the values it reads) and then runs as is."""
-    per_element = _ITERATING_FILTERS.get(name, 1 / SCANS_PER_UNIT)
-    per_char = _PYTHON_TEXT_FILTERS.get(name, per_element / 4 if name in _ITERATING_FILTERS else 0)
-
-    @functools.wraps(func)  # keeps Jinja's pass_context/pass_environment mark
-    def charged(*args: Any, **kwargs: Any) -> Any:
-        units = FILTER_UNITS
-        for arg in args:
-            units += (
-                int(len(arg) * per_char) if per_char and isinstance(arg, str) else _units(arg, per_element)
-            )
-        charge(units)
-        return func(*args, **kwargs)
-
-    return charged
-
-
-_COMPARING_TESTS = frozenset(
-    {
-        "in",
-        "eq",
-        "equalto",
-        "==",
-        "ne",
-        "!=",
-        "lt",
-        "lessthan",
-        "<",
-        "le",
-        "<=",
-        "gt",
-        "greaterthan",
-        ">",
-        "ge",
-        ">=",
-    }
-)
-
-
-def _charged_test(name: str, func: Any) -> Callable[..., Any]:
-    comparing = name in _COMPARING_TESTS
-
-    @functools.wraps(func)
-    def charged(*args: Any, **kwargs: Any) -> Any:
-        units = 1
-        for arg in args:
-            if comparing and isinstance(arg, list | tuple | dict):
-                bounded_size(arg)  # `x is in items` compares inside elements too: charged by the walk
-            else:
-                units += _units(arg)
-        charge(units)
-        return func(*args, **kwargs)
-
-    return charged
+def template_attribute(obj: Any, name: str) -> Any:
+    """`obj.name` in a template: what expressions may read (safe_methods), plus Jinja's runtime objects;
+    MISSING if not allowed."""
+    value = attribute(obj, name, _READ_AS.get(type(obj)))
+    if value is not MISSING:
+        return value
+    kind = type(obj)
+    if name in _RUNTIME_DATA.get(kind, ()):
+        return getattr(obj, name)
+    rule = _RUNTIME_METHODS.get(kind, {}).get(name)
+    if rule is not None:
+        return Method(obj, getattr(kind, name), rule)
+    return MISSING
 
 
 class _Guard(NodeTransformer):
@@ -270,17 +174,42 @@ class _Guard(NodeTransformer):
         operators = nodes.Const(tuple(operand.op for operand in node.ops))
         return _helper("mint_compare", [operators, node.expr, *(o.expr for o in node.ops)], node.lineno)
 
+    def visit_Dict(self, node: nodes.Dict) -> nodes.Node:
+        self.generic_visit(node)
+        pairs = [nodes.Tuple([pair.key, pair.value], "load") for pair in node.items]
+        return _helper("mint_dict", pairs, node.lineno)  # its keys are hashed: charged like an expression's
+
 
 def _helper(name: str, args: list[Any], lineno: int) -> nodes.Call:
     call = nodes.Call(nodes.Name(name, "load"), args, [], None, None)
     return call.set_lineno(lineno)  # type: ignore[return-value]
 
 
-_HELPERS = {"mint_loop": _loop, "mint_concat": _concat, "mint_compare": _compare, "mint_slice": _slice_of}
+def _dict_of(*pairs: tuple[Any, Any]) -> dict[Any, Any]:
+    """`{key: value, ...}`: the keys checked and charged for hashing, as in an expression."""
+    charge_keys([key for key, _ in pairs])
+    return dict(pairs)
+
+
+_HELPERS = {
+    "mint_loop": _loop,
+    "mint_concat": _concat,
+    "mint_compare": _compare,
+    "mint_slice": _slice_of,
+    "mint_dict": _dict_of,
+}
+
+
+# Operators that cannot make a number much larger than its operands: for floats and word-sized integers
+# they cost nothing beyond the call (as in expressions).
+_NUMBERS: frozenset[Any] = frozenset({int, float, bool})
+_SMALL = 1 << 62
+_SMALL_NUMBER_OPERATORS = {"+": operator.add, "-": operator.sub}
 
 
 class _Environment(ImmutableSandboxedEnvironment):
-    intercepted_binops = frozenset({"*", "**", "%", "+"})
+    # Every operator that can take time with its operands' size goes through a charged version.
+    intercepted_binops = frozenset({"*", "**", "%", "+", "-", "/", "//"})
 
     def __init__(self) -> None:
         super().__init__(
@@ -292,30 +221,21 @@ class _Environment(ImmutableSandboxedEnvironment):
         )
         for name in ("lipsum", "namespace", "cycler", "joiner"):  # unbounded generators and mutable state
             self.globals.pop(name, None)
-        # Its randomness is Python's own, which a replay would not repeat; `random.choice(xs)` uses Temporal's.
-        self.filters.pop("random", None)
-        self.globals.update(_HELPERS)
-        self.filters.update(
-            center=_center,
-            indent=_indent,
-            format=lambda text, *args: safe_mod(text, args),
-            join=_join,
-            replace=_replace,
-            round=_round,
-            batch=_batch,
-            slice=_slice,
-            tojson=_tojson,
-            pprint=_pprint,
-            string=safe_str,
-        )
-        self.filters = {name: _charged_filter(name, func) for name, func in self.filters.items()}
-        self.tests = {name: _charged_test(name, func) for name, func in self.tests.items()}
+        self.globals.update(_HELPERS, dict=safe_dict)
+        for name in REMOVED_FILTERS:
+            self.filters.pop(name, None)
+        self.filters.update(REPLACED_FILTERS)
+        self.filters = {name: charged_filter(name, func) for name, func in self.filters.items()}
+        self.tests = {name: charged_test(name, func) for name, func in self.tests.items()}
         self.binop_table = {
             **self.binop_table,
             "*": safe_mult,
             "**": safe_power,
             "%": safe_mod,
             "+": safe_add,
+            "-": sized_operator(operator.sub),
+            "/": int_arithmetic(operator.truediv, product=True),
+            "//": int_arithmetic(operator.floordiv, product=True),
         }
 
     def _parse(self, source: str, name: str | None, filename: str | None) -> nodes.Template:
@@ -324,35 +244,51 @@ class _Environment(ImmutableSandboxedEnvironment):
         return template  # type: ignore[no-any-return]
 
     def getattr(self, obj: Any, attribute: str) -> Any:
+        """`obj.attribute`: a dict's key, a shim's member, or what template_attribute allows."""
         if isinstance(obj, dict) and attribute in obj:
             return obj[attribute]
         if isinstance(obj, SafeNamespace):
             return obj.get(attribute)
-        if isinstance(obj, str) and attribute in _UNBOUNDED_STR_METHODS:
-            # Jinja would hand out a sandboxed str.format, whose widths are still unbounded.
-            raise jinja2.sandbox.SecurityError(f"str.{attribute} is not available in templates")
-        if isinstance(obj, str) and attribute in STR_METHOD_WRAPPERS:
-            return STR_METHOD_WRAPPERS[attribute](obj)  # bounded join and replace
-        return super().getattr(obj, attribute)
+        if isinstance(obj, jinja2.Undefined):
+            return super().getattr(obj, attribute)  # raises the undefined value's own error
+        if type(obj) is TemplateReference:  # `self.block`
+            return super().getitem(obj, attribute)
+        value = template_attribute(obj, attribute)
+        if value is not MISSING:
+            return value
+        if not isinstance(obj, dict) and hasattr(type(obj), attribute):
+            return self.unsafe_undefined(obj, attribute)
+        return self.undefined(obj=obj, name=attribute)
+
+    def getitem(self, obj: Any, argument: Any) -> Any:
+        """`obj[argument]`, charged like an expression's subscript; Jinja falls back to the attribute
+        (`x['upper']`, and the attribute getters of map, sort, groupby...), so that goes through getattr."""
+        if isinstance(obj, jinja2.Undefined):
+            return super().getitem(obj, argument)
+        try:
+            charge_subscript(obj, argument)
+            return obj[argument]
+        except (TypeError, LookupError):
+            if isinstance(argument, str):
+                return self.getattr(obj, argument)
+        return self.undefined(obj=obj, name=argument)
 
     def is_safe_attribute(self, obj: Any, attr: str, value: Any) -> bool:
-        # Also reached past getattr above (`x['replace']`, `map(attribute='join')`): the raw join and
-        # replace build unbounded strings, so only the wrapped ones getattr hands out are safe.
-        if isinstance(obj, str) and (attr in _UNBOUNDED_STR_METHODS or attr in STR_METHOD_WRAPPERS):
-            return False
-        return super().is_safe_attribute(obj, attr, value)
+        # Reached only past getattr and getitem above (neither calls it): allow what they would.
+        return template_attribute(obj, attr) is not MISSING and not callable(value)
 
     def call(__self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:  # noqa: N805 - Jinja's form
-        if __obj is _loop or __obj is _concat or __obj is _compare or __obj is _slice_of:
+        if __obj is _loop or __obj is _concat or __obj is _compare or __obj is _slice_of or __obj is _dict_of:
             return __obj(*args)
-        owner = getattr(__obj, "__self__", None)
-        base = MACRO_CALL_UNITS if isinstance(__obj, jinja2.runtime.Macro) else CALL_UNITS
-        units = base + len(args) + sum(_units(a) for a in args) + sum(_units(v) for v in kwargs.values())
-        charge(units + (method_units(owner, getattr(__obj, "__name__", "")) if owner is not None else 0))
-        return super().call(__context, __obj, *args, **kwargs)
+        base = MACRO_CALL_UNITS if isinstance(__obj, Macro) else CALL_UNITS
+        charge(base + len(args) + sum(map(units_of, args)) + sum(map(units_of, kwargs.values())))
+        return super().call(__context, __obj, *args, **kwargs)  # a Method or a function charges its own work
 
     def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
         charge(1)
+        if left.__class__ in _NUMBERS and right.__class__ in _NUMBERS and operator in _SMALL_NUMBER_OPERATORS:
+            if -_SMALL < left < _SMALL and -_SMALL < right < _SMALL:  # nothing to bound: straight to C
+                return _SMALL_NUMBER_OPERATORS[operator](left, right)
         return super().call_binop(context, operator, left, right)
 
 

@@ -23,7 +23,17 @@ from workflows.expressions import (
     check_expression,
     reads_data,
 )
-from workflows.safe_values import COPIES_PER_UNIT, MAX_ELEMENTS, Budget, LimitExceeded, OrderedSet
+from workflows.safe_methods import MATCH
+from workflows.safe_values import (
+    CHARS_PER_UNIT,
+    COPIES_PER_UNIT,
+    MAX_ELEMENTS,
+    Budget,
+    LimitExceeded,
+    OrderedSet,
+    charging,
+    safe_str,
+)
 from workflows.templates import check_template, is_template, render_template
 
 Dialect = Literal["seed", "dollar"]
@@ -53,7 +63,11 @@ class ValueEvaluator:
         value = self.expressions.evaluate(source, names)
         if type(value) in _AS_IS and reads_data(source):
             return value  # a part of data the execution already holds: no copy to make or pay for
-        return to_data(value, self.budget)
+        try:
+            with charging(self.budget):  # printing a key charges too, and the copy counts as the step's CPU
+                return to_data(value, self.budget)
+        except LimitExceeded as exc:
+            raise ExpressionError(f"LimitExceeded: {exc} (in {source!r})") from None
 
     def value(self, raw: Any, names: dict[str, Any]) -> Any:
         """Evaluate an expression field (recursing into mappings and lists) according to the dialect."""
@@ -83,10 +97,23 @@ SLOW_UNITS = 3  # per element converted one by one
 _SCALARS = frozenset({type(None), bool, int, str})
 
 
+# Nesting a result may have: a step can nest a value one level deeper than the last, and every walk after
+# this one has a limit (Python's stack for JSON, pydantic's 255 levels when the API serves a transition,
+# which wraps the output in a few more).
+MAX_RESULT_DEPTH = 128
+
+
 def to_data(value: Any, budget: Budget | None = None) -> Any:
     """Turn an expression's result into JSON-ready data (tuples and sets become lists, dates ISO text),
     charging `budget` for the copy: collections of plain scalars are copied at C speed, anything else
     is converted element by element."""
+    try:
+        return _to_data(value, budget)
+    except RecursionError:
+        raise ExpressionError(f"result is nested more than {MAX_RESULT_DEPTH} levels deep") from None
+
+
+def _to_data(value: Any, budget: Budget | None) -> Any:
     left = [MAX_ELEMENTS]
 
     def pay(elements: int, units: int) -> None:
@@ -99,10 +126,12 @@ def to_data(value: Any, budget: Budget | None = None) -> Any:
             except LimitExceeded as exc:
                 raise ExpressionError(f"LimitExceeded: {exc}") from None
 
-    def convert(item: Any) -> Any:
+    def convert(item: Any, depth: int = 0) -> Any:
         kind = type(item)
         if kind in _SCALARS:
             return item
+        if depth > MAX_RESULT_DEPTH:
+            raise ExpressionError(f"result is nested more than {MAX_RESULT_DEPTH} levels deep")
         if kind is float:
             return item if item == item and item not in (float("inf"), float("-inf")) else str(item)
         if kind is list or kind is tuple or kind is OrderedSet:
@@ -112,22 +141,24 @@ def to_data(value: Any, budget: Budget | None = None) -> Any:
                 pay(len(item) + 1, len(item) // COPIES_PER_UNIT)
                 return list(item)
             pay(1, len(item) * SLOW_UNITS)
-            return [convert(v) for v in item]
+            return [convert(v, depth + 1) for v in item]
         if isinstance(item, dict):
             if set(map(type, item)) <= {str} and set(map(type, item.values())) <= _SCALARS:
                 pay(2 * len(item) + 1, len(item) // COPIES_PER_UNIT)
                 return dict(item)
             pay(len(item) + 1, len(item) * SLOW_UNITS)
-            return {str(k) if not isinstance(k, str) else k: convert(v) for k, v in item.items()}
+            return {k if isinstance(k, str) else safe_str(k): convert(v, depth + 1) for k, v in item.items()}
         if isinstance(item, list | tuple):
-            return convert(list(item))
+            return convert(list(item), depth)
         if isinstance(item, datetime | date):
             return item.isoformat()
         if isinstance(item, timedelta):
             return item.total_seconds()
         if isinstance(item, range):
-            return convert(list(item))
-        if hasattr(item, "group") and hasattr(item, "span"):  # a regex match
+            return convert(list(item), depth)
+        if kind is MATCH:  # a regex match: the text it matched, copied out
+            start, end = item.span()
+            pay(1, (end - start) // CHARS_PER_UNIT)
             return item.group(0)
         for plain in (str, int):  # subclasses (an enum, Jinja's Markup) as the plain value
             if isinstance(item, plain):
