@@ -7,6 +7,7 @@ import dataclasses
 import os
 import secrets
 import signal
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,7 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
     """Start Postgres, Temporal (with its UI), a worker and the API on this machine. Ctrl-C stops all."""
     from mint import services
     from mint.stack import StackOptions
+    from mint.worker_process import WorkerProcess
 
     settings = Settings.from_env()
     data_dir = data_dir.resolve()
@@ -51,7 +53,7 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
         codec_token=settings.codec_token or _stored_token(data_dir, "codec_token"),
         codec_origins=settings.codec_origins or ui_origins,
     )
-    postgres = temporal = None
+    postgres = temporal = worker = None
     try:
         postgres = None if settings.database_url else services.start_postgres(data_dir)
         database_url = settings.database_url or services.postgres_url(postgres)
@@ -66,10 +68,22 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
         click.echo(f"API key       {key}")
         click.echo(_codec_help(api_url, None if token_named else data_dir / "codec_token"))
         click.echo("Ctrl-C stops everything.", nl=True)
-        _serve(settings, StackOptions(database_url, address, default_key=key))
+        worker = WorkerProcess(
+            data_dir,
+            {
+                "MINT_DATABASE_URL": database_url,
+                "TEMPORAL_ADDRESS": address,
+                "MINT_ENCRYPTION_KEY": ",".join(settings.encryption_keys),
+            },
+            stop_within=_stop_deadline(settings),
+        )
+        worker.start()
+        _serve(settings, StackOptions(database_url, address, run_worker=False, default_key=key), worker.watch)
     except RuntimeError as exc:
         raise click.ClickException(str(exc)) from None
     finally:
+        if worker:
+            worker.stop()
         if temporal:
             services.stop_process(temporal)
         if postgres:
@@ -96,13 +110,25 @@ def api() -> None:
 
 
 @cli.command()
-def worker() -> None:
+@click.option(
+    "--data-dir",
+    default=None,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Use the encryption key `mint up` keeps there when MINT_ENCRYPTION_KEY is not set.",
+)
+def worker(data_dir: Path | None) -> None:
     """Run only a worker (needs MINT_DATABASE_URL and TEMPORAL_ADDRESS)."""
     from mint.stack import StackOptions
+    from mint.worker_process import die_with_parent
 
+    die_with_parent()
     settings = _external_settings()
-    assert settings.database_url and settings.temporal_address
-    _serve(settings, StackOptions(settings.database_url, settings.temporal_address, run_api=False))
+    url, address = settings.database_url, settings.temporal_address
+    assert url and address
+    if data_dir and not settings.encryption_keys and (data_dir / "encryption_key").exists():
+        key = (data_dir / "encryption_key").read_text().strip()
+        settings = dataclasses.replace(settings, encryption_keys=(key,))
+    _serve(settings, StackOptions(url, address, run_api=False))
 
 
 def _with_store(data_dir: Path, work: Any) -> Any:
@@ -269,12 +295,18 @@ def _stored_token(data_dir: Path, name: str, prefix: str = "") -> str:
     return token
 
 
-def _serve(settings: Settings, options) -> None:
-    """Run the stack until SIGINT or SIGTERM. Stopping is bounded: the stack gives work in flight
-    `shutdown_grace_seconds`, and past a deadline (or at a second signal) it is cancelled outright."""
-    from mint.stack import run_stack
+def _stop_deadline(settings: Settings) -> float:
+    """Stopping never takes longer than this: work in flight gets its grace, then it is cut off."""
+    return 4 * settings.shutdown_grace_seconds + 10
 
-    deadline = 4 * settings.shutdown_grace_seconds + 10
+
+def _serve(
+    settings: Settings, options, beside: Callable[[], Coroutine[Any, Any, None]] | None = None
+) -> None:
+    """Run the stack (and `beside()`, if given) until SIGINT or SIGTERM. Stopping is bounded: the stack
+    gives work in flight `shutdown_grace_seconds`, and past a deadline (or at a second signal) it is
+    cancelled outright."""
+    from mint.stack import run_stack
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -287,11 +319,16 @@ def _serve(settings: Settings, options) -> None:
                 runner.cancel()  # a second Ctrl-C: stop now
                 return
             stop.set()
-            loop.call_later(deadline, runner.cancel)
+            loop.call_later(_stop_deadline(settings), runner.cancel)
 
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, on_signal)
-        await run_stack(settings, options, stop=stop)
+        side = asyncio.create_task(beside()) if beside else None
+        try:
+            await run_stack(settings, options, stop=stop)
+        finally:
+            if side:
+                side.cancel()
 
     try:
         asyncio.run(main())

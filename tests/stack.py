@@ -160,9 +160,12 @@ class MintUp:
 
     def kill(self) -> None:
         """Stop it and everything it started, whatever state it is in (for a test's cleanup)."""
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        if self.process is not None:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait()
+            if self.process.stdout:
+                self.process.stdout.close()
         subprocess.run(["pkill", "-9", "-f", str(self.data_dir)], check=False)
 
 

@@ -12,8 +12,10 @@ import asyncio
 
 import pytest
 from temporalio.api.enums.v1 import EventType
+from temporalio.client import WorkflowFailureError
 
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
+from tests.stack import TEST_ENCRYPTION_KEY
 from tests.test_replay import _replayer
 
 OVERRUNS = {
@@ -89,9 +91,14 @@ async def test_a_step_failed_by_its_budget_fails_in_one_workflow_task_and_replay
     history gives the same failure."""
     execution_id = await _launch(api, _task(name, OVERRUNS[name]))
     assert (await wait_for_status(api, execution_id))["status"] == "failed"
-    history = await temporal_env.client.get_workflow_handle(execution_id).fetch_history()
+    handle = temporal_env.client.get_workflow_handle(execution_id)
+    with pytest.raises(WorkflowFailureError):  # the row says failed a moment before the workflow closes
+        await handle.result()
+    history = await handle.fetch_history()
     kinds = [event.event_type for event in history.events]
     assert EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED not in kinds
     assert kinds[-1] == EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED
-    result = await _replayer(store).replay_workflow(history, raise_on_replay_failure=False)
+    result = await _replayer(store, (TEST_ENCRYPTION_KEY,)).replay_workflow(
+        history, raise_on_replay_failure=False
+    )
     assert result.replay_failure is None, result.replay_failure
