@@ -1,6 +1,9 @@
 """`mint up` starts everything from an empty data dir, serves the API and the UI, and stops it all on Ctrl-C."""
 
+import os
 import signal
+import subprocess
+import time
 
 import httpx
 
@@ -35,3 +38,51 @@ def test_mint_up_serves_and_stops_cleanly(tmp_path):
     assert f"{up.url}/codec/sign-in" in output and str(token_file) in output
     assert token_file.read_text().strip() not in output
     assert up.leftovers() == "", f"processes left running: {up.leftovers()}"
+
+
+def _worker_pids(up: MintUp) -> list[int]:
+    found = subprocess.run(
+        ["pgrep", "-f", f"mint.cli worker --data-dir {up.data_dir}"], capture_output=True, text=True
+    )
+    return [int(p) for p in found.stdout.split()]
+
+
+def _eventually(check, seconds: float = 30) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "it did not happen in time"
+        time.sleep(0.2)
+
+
+def test_mint_ups_worker_is_a_child_that_comes_back_and_never_outlives_it(tmp_path):
+    """The worker runs in a process of its own (so workflows cannot stall the API): killed, it is started
+    again and executions go on; and when `mint up` is killed outright, its worker goes too."""
+    up = MintUp(tmp_path / "data")
+    try:
+        up.start()
+        _eventually(lambda: len(_worker_pids(up)) == 1)
+        (first,) = _worker_pids(up)
+        os.kill(first, signal.SIGKILL)
+        _eventually(lambda: len(_worker_pids(up)) == 1 and _worker_pids(up) != [first])
+        headers = {"Authorization": f"Bearer {up.key}"}
+        agent = httpx.post(f"{up.url}/agents", json={"name": "a"}, headers=headers).json()
+        task = {"name": "t", "main": [{"evaluate": {"x": "$ 1 + 1"}}]}
+        task = httpx.post(f"{up.url}/agents/{agent['id']}/tasks", json=task, headers=headers).json()
+        execution = httpx.post(f"{up.url}/tasks/{task['id']}/executions", json={"input": {}}, headers=headers)
+        url = f"{up.url}/executions/{execution.json()['id']}"
+        _eventually(lambda: httpx.get(url, headers=headers).json()["status"] == "succeeded", 60)
+        assert "starting it again" in _read_so_far(up)
+
+        os.kill(up.process.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        _eventually(lambda: _worker_pids(up) == [])
+    finally:
+        up.kill()
+
+
+def _read_so_far(up: MintUp) -> str:
+    """What `mint up` printed until now, without waiting for it to end."""
+    import fcntl
+
+    stream = up.process.stdout  # type: ignore[union-attr]
+    fcntl.fcntl(stream.fileno(), fcntl.F_SETFL, fcntl.fcntl(stream.fileno(), fcntl.F_GETFL) | os.O_NONBLOCK)
+    return stream.read() or ""
