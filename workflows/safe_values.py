@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import gc
 import operator
 import re
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime, timedelta
@@ -47,6 +49,35 @@ STEP_CPU_SECONDS = 0.5
 CLOCK_EVERY = 64
 
 
+class _CollectorClock(threading.local):
+    """CPU the garbage collector spent on this thread. Python collects on whichever thread allocates when a
+    threshold is crossed, and a full collection of a worker's heap (everything every workflow holds) can take
+    most of a second: that is the process's work, not the step's, and must not fail the step."""
+
+    started: float | None = None
+    spent = 0.0
+
+
+_COLLECTOR = _CollectorClock()
+
+
+def _time_collections(phase: str, info: dict[str, Any]) -> None:
+    if phase == "start":
+        _COLLECTOR.started = time.thread_time()
+    elif _COLLECTOR.started is not None:
+        _COLLECTOR.spent += time.thread_time() - _COLLECTOR.started
+        _COLLECTOR.started = None
+
+
+if _time_collections not in gc.callbacks:  # this module is imported once (the sandbox passes it through)
+    gc.callbacks.append(_time_collections)
+
+
+def step_clock() -> float:
+    """This thread's CPU time less its garbage collections': what the CPU guard counts."""
+    return time.thread_time() - _COLLECTOR.spent
+
+
 class LimitExceeded(ValueError):
     """An expression or template would do too much work or build too large a value."""
 
@@ -65,7 +96,7 @@ class Budget:
         self.cpu_seconds = cpu_seconds  # None: no CPU guard for this step
         self._cpu_limit = cpu_seconds
         self._cpu_used = 0.0  # CPU of the step's finished evaluations
-        self._cpu_since: float | None = None  # thread_time() when the running evaluation began
+        self._cpu_since: float | None = None  # step_clock() when the running evaluation began
         self._check_at = per_step - CLOCK_EVERY  # `left` below this: look at the clock (and at `left`)
         self._once: set[Any] = set()
 
@@ -105,7 +136,7 @@ class Budget:
     @property
     def cpu_used(self) -> float:
         """CPU the step's evaluations used so far, this thread's running one included."""
-        running = 0.0 if self._cpu_since is None else time.thread_time() - self._cpu_since
+        running = 0.0 if self._cpu_since is None else step_clock() - self._cpu_since
         return self._cpu_used + running
 
     @contextlib.contextmanager
@@ -115,11 +146,11 @@ class Budget:
         if self._cpu_since is not None:  # nested: the outer block counts it
             yield
             return
-        self._cpu_since = time.thread_time()
+        self._cpu_since = step_clock()
         try:
             yield
         finally:
-            self._cpu_used += time.thread_time() - self._cpu_since
+            self._cpu_used += step_clock() - self._cpu_since
             self._cpu_since = None
 
     def yielded(self) -> None:
