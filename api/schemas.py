@@ -106,6 +106,13 @@ class Task(BaseModel):
     version: int
     created_at: datetime
     updated_at: datetime
+    warnings: list[ProblemOut] | None = Field(
+        default=None,
+        description=(
+            "In the answer to a create or update only: how each string that could be read either way was "
+            "read (Python or text), and each key ignored as Julep v1 ignored it, with its path."
+        ),
+    )
 
 
 class ExecutionCreate(_Request):

@@ -25,6 +25,7 @@ def run_task_file(base_url: str, key: str, file: Path, input_json: str | None, a
     with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as api:
         agent = _find_or_create_agent(api, agent_name)
         task = _save_task(api, agent["id"], document)
+        _print_warnings(task)
         execution = _call(api, "POST", f"/tasks/{task['id']}/executions", json={"input": task_input})
         click.echo(f"execution {execution['id']} of task {task['name']!r} (version {task['version']})")
         return _follow(api, execution["id"])
@@ -60,6 +61,12 @@ def _save_task(api: httpx.Client, agent_id: str, document: Any) -> dict[str, Any
     ]
     path = f"/agents/{agent_id}/tasks" + (f"/{existing[0]['id']}" if existing else "")
     return _call(api, "POST", path, json=document)
+
+
+def _print_warnings(task: dict[str, Any]) -> None:
+    """How the task's ambiguous strings were read, and the keys ignored: said before it runs."""
+    for warning in task.get("warnings") or []:
+        click.echo(f"warning: {warning['path']}: {warning['message']}", err=True)
 
 
 def _follow(api: httpx.Client, execution_id: str) -> int:

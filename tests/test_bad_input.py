@@ -103,8 +103,8 @@ BAD_TASKS = [
         "syntax error",
     ),
     case(
-        "unknown_name_seed_dialect",
-        {"name": "t", "main": [{"evaluate": {"x": "foo + 1"}}]},
+        "unknown_name_seed_dialect",  # Python by Julep's rule (names `inputs[`); `foo + 1` alone is text
+        {"name": "t", "main": [{"evaluate": {"x": "inputs[0] + foo"}}]},
         "main[0].evaluate.x",
         "unknown name 'foo'",
     ),

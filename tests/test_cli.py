@@ -65,6 +65,18 @@ async def test_run_reports_an_invalid_task_with_paths(stack, api_key, tmp_path):
     assert "main[0].evaluate.x" in result.stderr and "syntax error" in result.stderr
 
 
+async def test_run_prints_how_ambiguous_strings_were_read(stack, api_key, tmp_path):
+    julep = tmp_path / "julep.yaml"
+    julep.write_text("name: weather\nmain:\n- evaluate:\n    location: New York\n    n: 24*3600\n")
+    result = await asyncio.to_thread(
+        _mint, "run", str(julep), "--url", stack.url, env={"MINT_API_KEY": api_key}
+    )
+    assert result.returncode == 0, result.stderr
+    assert "warning: main[0].evaluate.location: read as text" in result.stderr
+    assert "warning: main[0].evaluate.n: read as Python" in result.stderr
+    assert '"location": "New York"' in result.stdout and '"n": 86400' in result.stdout
+
+
 async def test_developer_create_prints_a_key_that_works(stack, postgres_url):
     result = await asyncio.to_thread(
         _mint, "developer", "create", "acme", env={"MINT_DATABASE_URL": postgres_url}

@@ -465,10 +465,6 @@ CASES: dict[str, Case] = {
         error=r"about",
         setup=companion_session,
         check=persona_doc_saved,
-        xfail=(
-            "rule 1: `user: _[0]` in a `$` task is read as the literal '_[0]' (main[3]), so main[4] "
-            "`_['user']['id']` fails with 'cannot index str of length 4 with 'id''"
-        ),
     ),
     "cb_basics02_echo_task": Case(
         why=(
@@ -580,11 +576,6 @@ CASES: dict[str, Case] = {
         input={"topics": ["history"]},
         outcome="unavailable_provider",
         provider="duckduckgo",
-        xfail=(
-            "rule 1: `query: \"'\\n'.join(_)\"` (a real newline inside the quotes) is read as an "
-            "expression and refused (main[1].arguments: 'unterminated string literal'); Julep reads it "
-            "as a literal"
-        ),
     ),
     # src/agents-api/tests/test_execution_workflow.py: the upstream test's input and assertion (SOURCES.md)
     "jt_yield_step": Case(
@@ -659,10 +650,6 @@ CASES: dict[str, Case] = {
             and out["choices"][0]["message"]["role"] == "assistant"
         ),
         model=says("Hello, world!"),
-        xfail=(
-            "rule 1: `$_ [...]` (the `$` with no space) is read as the expression `_ [...]`, subscripting the"
-            " input ('cannot index dict with keys 'test' with ...'); upstream expects the message list"
-        ),
     ),
     "jt_prompt_unwrap": Case(
         why="upstream: result == 'Hello, world!' (unwrap gives the text)",
@@ -707,10 +694,6 @@ CASES: dict[str, Case] = {
         why="docs: `location: New York` is a literal (SOURCES.md rule); the `weather` integration",
         outcome="unavailable_provider",
         provider="weather",
-        xfail=(
-            "rule 1: literal `New York` read as an expression (main[0].arguments: 'syntax error in expression"
-            " 'New York'')"
-        ),
     ),
     "doc_steps_multi_step_demo": Case(
         why="docs input {topic}; the prompt runs, then the foreach calls the `brave` integration",
@@ -726,10 +709,6 @@ CASES: dict[str, Case] = {
         why='docs: `query: "Julep"` is a literal (SOURCES.md rule); the `wikipedia` integration',
         outcome="unavailable_provider",
         provider="wikipedia",
-        xfail=(
-            'rule 1: literal `query: "Julep"` read as the name `Julep` (main[0].arguments: \'unknown name '
-            "'Julep'')"
-        ),
     ),
     "doc_tools_api_call_weather": Case(
         why=(
@@ -751,9 +730,6 @@ CASES: dict[str, Case] = {
         answers=({"delivered": True},),
         output={"delivered": True},
         check=lambda w: tool_call_waited("send_notification", {"content": "hi"}, w),
-        xfail=(
-            "rule 1: literal `content: \"hi\"` read as the name `hi` (main[0].arguments: 'unknown name 'hi'')"
-        ),
     ),
     "doc_tools_function_add_numbers": Case(
         why="docs: the client sees awaiting_input, runs add_numbers(15, 27) and resumes with {result: 42}",
@@ -809,11 +785,6 @@ CASES: dict[str, Case] = {
         answers=({"name": "Ada"}, {"age": 36}),
         output={"age": 36},
         check=asked_for_name,
-        xfail=(
-            'rule 1: a task with no `$`, so `message: "Please provide your name"` is read as an expression '
-            "and refused (main[0].wait_for_input.info: 'syntax error in expression'; main[1]: unknown name "
-            "'number')"
-        ),
     ),
     "doc_frag_switch": Case(
         why="our input {category: B}: the second case's log runs and passes its input through (SOURCES.md)",

@@ -396,7 +396,17 @@ TASK_FIELDS = frozenset(
     {"name", "description", "input_schema", "tools", "inherit_tools", "metadata", "defaults", "main"}
 )
 IGNORED_TASK_FIELDS = frozenset(
-    {"id", "created_at", "updated_at", "agent_id", "canonical_name", "version", "developer_id", "jobs"}
+    {
+        "id",
+        "created_at",
+        "updated_at",
+        "agent_id",
+        "canonical_name",
+        "version",
+        "developer_id",
+        "jobs",
+        "warnings",
+    }
 )
 
 

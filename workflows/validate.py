@@ -9,11 +9,11 @@ from pydantic import BaseModel, ValidationError
 
 from workflows import language as lang
 from workflows.calls import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS, bounded_timeout
+from workflows.dialect import Dialect, read_value
 from workflows.expressions import MAX_EXPRESSION_LENGTH
 from workflows.input_schema import schema_problems
 from workflows.problems import Problem
-from workflows.templates import is_template
-from workflows.values import Dialect, check_value, detect_dialect, expression_of, iter_step_fields
+from workflows.values import check_value, detect_dialect, iter_step_fields, reading_warnings
 
 
 class TaskInvalid(Exception):
@@ -39,6 +39,8 @@ class ValidTask:
     spec: lang.TaskSpec
     dialect: Dialect
     document: dict[str, Any]
+    # How each string that could be read either way was read, with its path.
+    warnings: list[Problem]
 
 
 def validate_task(
@@ -67,7 +69,18 @@ def validate_task(
             problems += _argument_timeout_problems(step, path, dialect, api_calls, limits.max_tool_timeout)
     if problems:
         raise TaskInvalid(problems)
-    return ValidTask(spec, dialect, spec.to_document())
+    return ValidTask(spec, dialect, spec.to_document(), task_warnings(spec, dialect))
+
+
+def task_warnings(spec: lang.TaskSpec, dialect: Dialect) -> list[Problem]:
+    """What a valid task's creation answer lists: every string that could be read the other way, with how
+    it was read."""
+    warnings = []
+    for name, steps in spec.workflows.items():
+        for path, step in lang.walk_steps(steps, name):
+            for field_path, raw, field_kind in iter_step_fields(step, path):
+                warnings += [Problem(*w) for w in reading_warnings(raw, field_path, field_kind, dialect)]
+    return warnings
 
 
 def _problem(error: Any) -> Problem:
@@ -121,11 +134,7 @@ def _check_step(
             found = check_value(raw, "expression", dialect, frozenset({"results"}), max_length)
         else:
             found = check_value(raw, kind, dialect, max_length=max_length)
-        hint = " (in the seed dialect every string here is a Python expression; quote literals or use `$ `)"
-        seed_expression = dialect == "seed" and kind == "value"
-        problems += [
-            Problem(field_path, m + (hint if seed_expression and "unknown name" in m else "")) for m in found
-        ]
+        problems += [Problem(field_path, m) for m in found]
     label = getattr(step, "label", None)
     if label is not None:
         if label in labels:
@@ -171,9 +180,7 @@ def _argument_timeout_problems(
     if not isinstance(step.tool_arguments, dict):
         return []
     raw = step.tool_arguments.get("timeout")
-    computed = isinstance(raw, str) and (
-        dialect == "seed" or expression_of(raw) is not None or is_template(raw)
-    )
+    computed = isinstance(raw, str) and read_value(raw, dialect).how != "text"
     if raw is None or computed:
         return []
     try:

@@ -1,9 +1,8 @@
-"""How a raw value in a task becomes data: the two dialects, expressions versus templates versus literals.
+"""How a raw value in a task becomes data: Python expressions, Jinja templates and text.
 
-- seed dialect: every string in an expression field is a bare Python expression (`sleep: 24*3600`).
-- `$` dialect: `$ expr` is an expression, a string with `{{ }}` is a template, anything else is a literal.
-A task is in the `$` dialect when any of its expression fields starts with `$`. Template fields (prompts,
-`log`, `error`) are Jinja in both dialects; `$ expr` there is an expression too.
+Which of the three a string is, `workflows.dialect` decides, string by string (Julep v1's rule, and the seed's
+bare expressions in a task with no `$ `). Template fields (prompts, `log`, `error`) are Jinja in both dialects;
+`$ expr` there is an expression too.
 """
 
 from __future__ import annotations
@@ -11,11 +10,19 @@ from __future__ import annotations
 import random as _random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import date, datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel
 
 from workflows import language as lang
+from workflows.dialect import (
+    Dialect,
+    has_dollar,
+    iter_strings,
+    python_source,
+    read_template,
+    read_value,
+)
 from workflows.expressions import (
     MAX_EXPRESSION_LENGTH,
     Evaluator,
@@ -36,13 +43,6 @@ from workflows.safe_values import (
 )
 from workflows.templates import check_template, is_template, render_template
 
-Dialect = Literal["seed", "dollar"]
-
-
-def expression_of(text: str) -> str | None:
-    """The expression in a `$ expr` string, else None."""
-    return text[1:].strip() if text.startswith("$") else None
-
 
 class ValueEvaluator:
     """Evaluates expression fields and renders template fields for one execution (one per workflow run)."""
@@ -56,8 +56,8 @@ class ValueEvaluator:
         self._helpers = {**self.expressions.functions, **self.expressions.modules}
 
     def expression(self, source: str, names: dict[str, Any]) -> Any:
-        """Evaluate one expression written without a `$` (e.g. `if`, `over`, `reduce`)."""
-        return self._data(expression_of(source) or source, names)
+        """Evaluate a field that is always Python (e.g. `if`, `over`, `reduce`), with or without a `$`."""
+        return self._data(python_source(source), names)
 
     def _data(self, source: str, names: dict[str, Any]) -> Any:
         value = self.expressions.evaluate(source, names)
@@ -70,14 +70,14 @@ class ValueEvaluator:
             raise ExpressionError(f"LimitExceeded: {exc} (in {source!r})") from None
 
     def value(self, raw: Any, names: dict[str, Any]) -> Any:
-        """Evaluate an expression field (recursing into mappings and lists) according to the dialect."""
+        """Evaluate a value field (recursing into mappings and lists), each string read as its dialect says."""
         if isinstance(raw, str):
-            source = expression_of(raw)
-            if source is not None:
-                return self._data(source, names)
-            if self.dialect == "seed":
-                return self._data(raw, names)
-            return render_template(raw, {**self._helpers, **names}, self.budget) if is_template(raw) else raw
+            reading = read_value(raw, self.dialect)
+            if reading.how == "python":
+                return self._data(reading.source, names)
+            if reading.how == "template":
+                return render_template(raw, {**self._helpers, **names}, self.budget)
+            return raw
         if isinstance(raw, dict):
             return {key: self.value(item, names) for key, item in raw.items()}
         if isinstance(raw, list):
@@ -86,9 +86,9 @@ class ValueEvaluator:
 
     def template(self, raw: str, names: dict[str, Any]) -> Any:
         """Render a template field; `$ expr` evaluates instead."""
-        source = expression_of(raw)
-        if source is not None:
-            return self._data(source, names)
+        reading = read_template(raw)
+        if reading.how == "python":
+            return self._data(reading.source, names)
         return render_template(raw, {**self._helpers, **names}, self.budget)
 
 
@@ -172,22 +172,18 @@ def _to_data(value: Any, budget: Budget | None) -> Any:
 
 
 def detect_dialect(workflows: Mapping[str, Sequence[BaseModel]]) -> Dialect:
-    """`dollar` if any expression field of any step, nested ones included, starts with `$`, else `seed`."""
+    """`dollar` if any string in any step's fields, nested steps included, is a `$ expr`, else `seed`."""
     for name, steps in workflows.items():
         for path, step in lang.walk_steps(steps, name):
-            if any(_has_dollar(raw) for _, raw, _ in iter_step_fields(step, path)):
+            if any(has_dollar(raw) for _, raw, _ in iter_step_fields(step, path)):
                 return "dollar"
     return "seed"
 
 
-def _has_dollar(raw: Any) -> bool:
-    if isinstance(raw, str):
-        return raw.startswith("$")
-    if isinstance(raw, dict):
-        return any(_has_dollar(v) for v in raw.values())
-    if isinstance(raw, list):
-        return any(_has_dollar(v) for v in raw)
-    return False
+SHAPE_HINT = (
+    " (Julep v1 reads a string that starts with `_.`, `_[` or `[`, or names `inputs[` or `outputs[`, as "
+    "Python; write `$ '...'` for text)"
+)
 
 
 def check_value(
@@ -197,19 +193,36 @@ def check_value(
     extra: frozenset[str] = frozenset(),
     max_length: int = MAX_EXPRESSION_LENGTH,
 ) -> list[str]:
-    """Problems with one field: kind is `value` (dialect rules), `expression` or `template`."""
-    if isinstance(raw, dict):
-        return [p for v in raw.values() for p in check_value(v, kind, dialect, extra, max_length)]
-    if isinstance(raw, list):
-        return [p for v in raw for p in check_value(v, kind, dialect, extra, max_length)]
-    if not isinstance(raw, str):
+    """Problems with one field: kind is `value` (read string by string), `expression` or `template`."""
+    return [
+        p
+        for _, text in iter_strings(raw, "")
+        for p in _string_problems(text, kind, dialect, extra, max_length)
+    ]
+
+
+def _string_problems(
+    text: str, kind: str, dialect: Dialect, extra: frozenset[str], max_length: int
+) -> list[str]:
+    if kind == "expression":
+        return check_expression(python_source(text), extra, max_length)
+    reading = read_template(text) if kind == "template" else read_value(text, dialect)
+    if reading.how == "python":
+        hint = SHAPE_HINT if reading.by_shape else ""
+        return [p + hint for p in check_expression(reading.source, extra, max_length)]
+    return check_template(text, extra) if reading.how == "template" and is_template(text) else []
+
+
+def reading_warnings(raw: Any, path: str, kind: str, dialect: Dialect) -> list[tuple[str, str]]:
+    """(path, note) for every string in a field that could be read the other way: how it was read."""
+    if kind in ("expression", "reduce"):
         return []
-    source = expression_of(raw)
-    if source is not None or kind == "expression" or (kind == "value" and dialect == "seed"):
-        return check_expression(source if source is not None else raw, extra, max_length)
-    if is_template(raw):
-        return check_template(raw, extra)
-    return []
+    warnings = []
+    for where, text in iter_strings(raw, path):
+        reading = read_template(text) if kind == "template" else read_value(text, dialect)
+        if reading.note:
+            warnings.append((where, reading.note))
+    return warnings
 
 
 def iter_step_fields(step: BaseModel, path: str) -> Iterator[tuple[str, Any, str]]:
@@ -228,7 +241,8 @@ def iter_step_fields(step: BaseModel, path: str) -> Iterator[tuple[str, Any, str
                     if isinstance(message.content, str):
                         yield f"{path}.prompt[{i}].content", message.content, "template"
         case lang.ToolCallStep():
-            yield f"{path}.arguments", step.tool_arguments, "value"
+            where = "tool.arguments" if isinstance(step.tool, lang.ToolRef) else "arguments"
+            yield f"{path}.{where}", step.tool_arguments, "value"
         case lang.IfElseStep():
             yield f"{path}.if", step.if_, "expression"
         case lang.SwitchStep():

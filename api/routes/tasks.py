@@ -96,7 +96,8 @@ async def _save(agent_id: str, task_id: str | None, request: Request, developer:
     except TaskInvalid as exc:
         raise ApiError(422, f"invalid task: {exc}", exc.problems) from None
     saved = await store.save_task(developer, agent["id"], task_id, valid.document, valid.dialect)
-    return task_out(saved)
+    warnings = [{"path": w.path, "message": w.message} for w in valid.warnings]
+    return {**task_out(saved), "warnings": warnings}
 
 
 async def read_document(request: Request) -> Any:
