@@ -105,6 +105,13 @@ EXPRESSION_ATTACKS = [
     "[('q' in s) for s in ['a' * 1000000] for i in range(10000)]",
     "[l == l for l in [list(range(100000))] for i in range(9999)]",
     "[x in l for l in [list(range(100000))] for x in range(9999)]",
+    # membership and comparisons are charged by what they walk (issue 13, rule 7), still bounded
+    "[[x] in l for l in [[[i] for i in range(9000)]] for x in range(9999)]",
+    "[s in l for l in [['a' * 100000] * 9000] for s in ['a' * 100000] * 9999]",
+    "[l < m for l in [[[i] for i in range(9000)]] for m in [[[i] for i in range(9000)]] for x in range(999)]",
+    "[d == e for d in [{i: [i] for i in range(9000)}] for e in [{i: [i] for i in range(9000)}] for x in range(999)]",
+    "[{'k': l} for l in [[[i] for i in range(9000)]] for x in range(999)]",
+    "[(x, l) in {(1, 2): 3} for l in [list(range(9000))] for x in range(9999)]",
     "[l.count(5) for l in [list(range(100000))] for i in range(9999)]",
     "[l[::-1] for l in [list(range(100000))] for i in range(9999)]",
     "[[*l, *l] for l in [list(range(10000))] for i in range(9999)]",

@@ -119,9 +119,11 @@ def parse_expression(source: str) -> ast.AST:
 # Names whose values are plain data already (the interpreter keeps only converted values): an expression
 # that just reads one of them or a part of one (`_`, `steps[0].output.items`) gives its value as is instead
 # of a copy. A live container the interpreter keeps adding to (`inputs`, `state`) is copied even so, or a
-# step's output could come to contain itself.
+# step's output could come to contain itself. The Evaluator tracks the same thing as it runs (its `shared`),
+# so a result that holds such parts (`{'items': _.json.items}`) is not copied either.
 _DATA_ROOTS = frozenset({"_", "outputs", "agent", "task", "execution"})
 _LIVE_ROOTS = frozenset({"inputs", "state", "steps"})
+_CONTAINERS = frozenset({list, dict})
 
 
 @functools.lru_cache(maxsize=20_000)
@@ -183,11 +185,13 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
         super().__init__(operators=OPERATORS, functions=dict(functions))
         self.functions.update(functions)  # simpleeval adds its own list/tuple/dict/set; ours are charged
         self.modules = build_modules(rng, now or datetime.now, self.budget)
+        self._track({})
 
     def evaluate(self, source: str, names: dict[str, Any]) -> Any:
         """Evaluate `source` with `names` in scope; raise ExpressionError with a readable message."""
         tree = parse_expression(source)
         self.names = {**CONSTANTS, **self.modules, **names}
+        self._track(names)
         try:
             with charging(self.budget):
                 return self.eval(source, previously_parsed=tree)
@@ -201,6 +205,28 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
             raise ExpressionError(f"expression nests too deeply: {source!r}") from None
         except Exception as exc:  # user code: every failure is the user's error, reported, never a crash
             raise ExpressionError(f"{type(exc).__name__}: {exc} (in {source!r})") from None
+
+    def _track(self, names: dict[str, Any]) -> None:
+        """Start noting which lists and dicts are data the execution already holds (see _DATA_ROOTS).
+
+        `shared` maps their ids to them: the reference keeps each alive, so no new value of this evaluation
+        can take its id. `_holders` adds the live roots, whose members are data although they are not."""
+        self.shared: dict[int, Any] = {}
+        self._holders: dict[int, Any] = {}
+        for name in _DATA_ROOTS | _LIVE_ROOTS:
+            value = names.get(name)
+            if value is None:
+                continue
+            self._holders[id(value)] = value
+            if name in _DATA_ROOTS and value.__class__ in _CONTAINERS:
+                self.shared[id(value)] = value
+
+    def _share(self, holder: Any, item: Any) -> Any:
+        """`item`, read out of `holder`: noted as shared data when `holder` holds only data."""
+        if item.__class__ in _CONTAINERS and id(holder) in self._holders:
+            self.shared[id(item)] = item
+            self._holders[id(item)] = item
+        return item
 
     # simpleeval hooks -----------------------------------------------------------------------------------
 
@@ -332,13 +358,17 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
         generator = node.generators[index]
         last = index + 1 == len(node.generators)
         budget = self.budget
-        for item in self._eval(generator.iter):
+        items = self._eval(generator.iter)
+        holder = items if id(items) in self._holders else None
+        for item in items:
             self._max_count += 1
             if self._max_count > simpleeval.MAX_COMPREHENSION_LENGTH:
                 raise simpleeval.IterableTooLong("Comprehension generates too many elements")
             budget.left -= 1
             if budget.left < 0:
                 budget.charge(0)
+            if holder is not None:
+                self._share(holder, item)
             self._bind(generator.target, item)
             if generator.ifs and not all(self._eval(test) for test in generator.ifs):
                 continue
@@ -376,7 +406,7 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
             raise ExpressionError(f"attribute {attr!r} is not allowed")
         obj = self._eval(node.value)
         if isinstance(obj, dict) and attr in obj:
-            return obj[attr]
+            return self._share(obj, obj[attr])
         if isinstance(obj, SafeNamespace):
             return obj.get(attr)
         value = attribute(obj, attr)  # data, or a method that charges on every call
@@ -394,7 +424,7 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
         elif key.__class__ is tuple or container.__class__ is MATCH:  # a hash walk, or a copy
             charge_subscript(container, key)
         try:
-            return container[key]
+            return self._share(container, container[key])
         except (KeyError, IndexError):
             raise ExpressionError(f"no item {key!r} in {_describe(container)}") from None
         except TypeError:
