@@ -58,6 +58,13 @@ EXPRESSION_ATTACKS = [
     "math.__loader__",
     "(i for i in range(3)).gi_frame",
     "choice.__self__",
+    # Python 3.12 f-strings, read by Mint's own f-string parser on older Pythons (issue 13, rule 4)
+    'f"{_["a"].__class__}"',
+    'f"{f"{x.__class__}"}"',
+    "f\"{'{0.__class__}'.format(1)}\"",
+    'f"{[f"{i:>999}" for i in range(100000)]}"',
+    'f"{x:{"<"}{10 ** 9}}"',
+    'f"{ab!r}{ab!r}{ab!r}{ab!r}"',
     "str(choice)",
     "f'{choice}'",
     "f'{json}'",

@@ -16,6 +16,7 @@ from typing import Any
 
 import simpleeval
 
+from workflows import fstrings
 from workflows.safe_functions import build_functions
 from workflows.safe_methods import MATCH, MISSING, attribute, charge_subscript
 from workflows.safe_values import (
@@ -108,12 +109,11 @@ def parse_expression(source: str) -> ast.AST:
     if not text:
         raise ExpressionError("empty expression")
     try:
-        tree = ast.parse(text, mode="eval")
+        return fstrings.parse(text)  # Python's own parser, and Python 3.12's f-strings on any Python
     except SyntaxError as exc:
         raise ExpressionError(f"syntax error in expression {source!r}: {exc.msg}") from None
     except (RecursionError, MemoryError):
         raise ExpressionError(f"expression nests too deeply: {source[:100]!r}") from None
-    return tree.body
 
 
 # Names whose values are plain data already (the interpreter keeps only converted values): an expression
