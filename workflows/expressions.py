@@ -40,6 +40,7 @@ from workflows.safe_values import (
     sized_operator,
 )
 from workflows.shims import SafeNamespace, build_modules
+from workflows.unavailable import unavailable
 
 # Characters one expression may have: the default of MINT_MAX_EXPRESSION_LENGTH (checked when a task is
 # created), and the ceiling any expression is parsed under (the task size limit keeps tasks well below it).
@@ -156,10 +157,33 @@ def check_expression(
         if kind not in SUPPORTED_NODES:
             problems.append(f"{kind.__name__} is not supported in expressions")
         elif isinstance(node, ast.Name) and node.id not in known and node.id not in bound:
-            problems.append(f"unknown name {node.id!r}")
+            problems.append(unavailable(node.id) or f"unknown name {node.id!r}")
         elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             problems.append(f"attribute {node.attr!r} is not allowed")
+        elif isinstance(node, ast.Attribute) and (missing := _missing_member(node, known - bound)):
+            problems.append(missing)
     return sorted(set(problems))
+
+
+def _missing_member(node: ast.Attribute, modules: frozenset[str]) -> str | None:
+    """The problem with `module.member` (`csv.Sniffer`, `math.foo`) if the module shim has no such member."""
+    path: list[str] = []
+    value: ast.expr = node
+    while isinstance(value, ast.Attribute):
+        path.insert(0, value.attr)
+        value = value.value
+    if not isinstance(value, ast.Name) or value.id not in _MODULES or value.id not in modules:
+        return None
+    member: Any = _MODULES[value.id]
+    for depth, name in enumerate(path):
+        if not isinstance(member, SafeNamespace):
+            return None  # a value's attribute (`datetime.now().year`), checked when it runs
+        try:
+            member = member.get(name)
+        except AttributeError:
+            dotted = ".".join([value.id, *path[: depth + 1]])
+            return unavailable(dotted) or f"{dotted} is not available"
+    return None
 
 
 def _comprehension_targets(tree: ast.AST) -> set[str]:
@@ -497,8 +521,7 @@ SUPPORTED_NODES = frozenset({
 })  # fmt: skip
 
 _PROBE = Budget()
+_MODULES = build_modules(_random.Random(), datetime.now, _PROBE)
 KNOWN_NAMES = (
-    frozenset(CONSTANTS)
-    | frozenset(build_functions(_random.Random(), _PROBE))
-    | frozenset(build_modules(_random.Random(), datetime.now, _PROBE))
+    frozenset(CONSTANTS) | frozenset(build_functions(_random.Random(), _PROBE)) | frozenset(_MODULES)
 )

@@ -18,6 +18,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime, timedelta
+from datetime import time as dtime
 from itertools import chain, compress, repeat
 from typing import Any
 
@@ -317,7 +318,7 @@ class OrderedSet:
         return "{" + ", ".join(repr(i) for i in self._items) + "}" if self._items else "set()"
 
 
-_ATOMS = frozenset({type(None), bool, int, float, datetime, date, timedelta})
+_ATOMS = frozenset({type(None), bool, int, float, datetime, date, dtime, timedelta})
 _ATOMS_AND_TEXT = _ATOMS | {str, bytes}
 _COLLECTIONS: frozenset[type] = frozenset({list, tuple, dict, OrderedSet, set, frozenset})
 _CHEAP = frozenset({type(None), bool, int, float})
@@ -539,7 +540,10 @@ def safe_power(base: Any, exponent: Any) -> Any:
     if isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and base not in (0, 1, -1):
         bits = abs(base).bit_length() * exponent
         if bits > MAX_POWER_RESULT_BITS:
-            raise LimitExceeded(f"{base} ** {exponent} is too large")
+            shown = (
+                base if abs(base).bit_length() <= SMALL_INT_BITS else f"a {abs(base).bit_length()}-bit number"
+            )
+            raise LimitExceeded(f"{shown} ** {exponent} is too large")
         if bits > SMALL_INT_BITS:
             charge(bits * bits // SQUARE_BITS + bits // LINEAR_BITS)
     return base**exponent

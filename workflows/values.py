@@ -11,6 +11,7 @@ from __future__ import annotations
 import random as _random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import date, datetime, timedelta
+from datetime import time as dtime
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -160,7 +161,7 @@ def _to_data(value: Any, budget: Budget | None, shared: Mapping[int, Any]) -> An
             return {k if isinstance(k, str) else safe_str(k): convert(v, depth + 1) for k, v in item.items()}
         if isinstance(item, list | tuple):
             return convert(list(item), depth)
-        if isinstance(item, datetime | date):
+        if isinstance(item, datetime | date | dtime):
             return item.isoformat()
         if isinstance(item, timedelta):
             return item.total_seconds()
