@@ -1032,6 +1032,28 @@ async def test_an_api_call_answer_postgres_cannot_store_fails_the_step(api, path
     assert kinds(rows) == ["init", "error"]
 
 
+def _five_megabytes(request: Any) -> tuple[int, dict[str, str], bytes]:
+    records = [{"id": i, "name": f"item {i}", "tags": ["a", "b"], "text": "x" * 80} for i in range(40_000)]
+    return 200, {"Content-Type": "application/json"}, json.dumps({"items": records}).encode()
+
+
+async def test_steps_after_a_5_mb_api_answer_read_it_cheaply(api):
+    """Issue 13, rule 7: a membership test, a read and len() over a big answer cost what they do, not its size
+    (each used to be charged by the answer's deep size, over the step's budget)."""
+    with LocalServer(_five_megabytes) as server:
+        tool = {"name": "fetch", "type": "api_call", "api_call": {"method": "GET", "url": server.url}}
+        spec = task(
+            {"tool": "fetch", "arguments": {}},
+            {"evaluate": {"has_json": "$ 'json' in _", "items": "$ _.json.items"}},
+            {"evaluate": {"count": "$ len(_.items)", "first": "$ _.items[0].name", "ok": "$ _.has_json"}},
+            tools=[tool],
+        )
+        execution, rows = await succeed(api, spec)
+    assert len(server.requests) == 1
+    assert execution["output"] == {"count": 40_000, "first": "item 0", "ok": True}
+    assert len(step_at(rows, "main", 1)["output"]["items"]) == 40_000
+
+
 # cancellation ----------------------------------------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import simpleeval
 
+from workflows import fstrings
 from workflows.safe_functions import build_functions
 from workflows.safe_methods import MATCH, MISSING, attribute, charge_subscript
 from workflows.safe_values import (
@@ -39,6 +40,7 @@ from workflows.safe_values import (
     sized_operator,
 )
 from workflows.shims import SafeNamespace, build_modules
+from workflows.unavailable import unavailable
 
 # Characters one expression may have: the default of MINT_MAX_EXPRESSION_LENGTH (checked when a task is
 # created), and the ceiling any expression is parsed under (the task size limit keeps tasks well below it).
@@ -108,20 +110,21 @@ def parse_expression(source: str) -> ast.AST:
     if not text:
         raise ExpressionError("empty expression")
     try:
-        tree = ast.parse(text, mode="eval")
+        return fstrings.parse(text)  # Python's own parser, and Python 3.12's f-strings on any Python
     except SyntaxError as exc:
         raise ExpressionError(f"syntax error in expression {source!r}: {exc.msg}") from None
     except (RecursionError, MemoryError):
         raise ExpressionError(f"expression nests too deeply: {source[:100]!r}") from None
-    return tree.body
 
 
 # Names whose values are plain data already (the interpreter keeps only converted values): an expression
 # that just reads one of them or a part of one (`_`, `steps[0].output.items`) gives its value as is instead
 # of a copy. A live container the interpreter keeps adding to (`inputs`, `state`) is copied even so, or a
-# step's output could come to contain itself.
+# step's output could come to contain itself. The Evaluator tracks the same thing as it runs (its `shared`),
+# so a result that holds such parts (`{'items': _.json.items}`) is not copied either.
 _DATA_ROOTS = frozenset({"_", "outputs", "agent", "task", "execution"})
 _LIVE_ROOTS = frozenset({"inputs", "state", "steps"})
+_CONTAINERS = frozenset({list, dict})
 
 
 @functools.lru_cache(maxsize=20_000)
@@ -154,10 +157,33 @@ def check_expression(
         if kind not in SUPPORTED_NODES:
             problems.append(f"{kind.__name__} is not supported in expressions")
         elif isinstance(node, ast.Name) and node.id not in known and node.id not in bound:
-            problems.append(f"unknown name {node.id!r}")
+            problems.append(unavailable(node.id) or f"unknown name {node.id!r}")
         elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             problems.append(f"attribute {node.attr!r} is not allowed")
+        elif isinstance(node, ast.Attribute) and (missing := _missing_member(node, known - bound)):
+            problems.append(missing)
     return sorted(set(problems))
+
+
+def _missing_member(node: ast.Attribute, modules: frozenset[str]) -> str | None:
+    """The problem with `module.member` (`csv.Sniffer`, `math.foo`) if the module shim has no such member."""
+    path: list[str] = []
+    value: ast.expr = node
+    while isinstance(value, ast.Attribute):
+        path.insert(0, value.attr)
+        value = value.value
+    if not isinstance(value, ast.Name) or value.id not in _MODULES or value.id not in modules:
+        return None
+    member: Any = _MODULES[value.id]
+    for depth, name in enumerate(path):
+        if not isinstance(member, SafeNamespace):
+            return None  # a value's attribute (`datetime.now().year`), checked when it runs
+        try:
+            member = member.get(name)
+        except AttributeError:
+            dotted = ".".join([value.id, *path[: depth + 1]])
+            return unavailable(dotted) or f"{dotted} is not available"
+    return None
 
 
 def _comprehension_targets(tree: ast.AST) -> set[str]:
@@ -183,11 +209,13 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
         super().__init__(operators=OPERATORS, functions=dict(functions))
         self.functions.update(functions)  # simpleeval adds its own list/tuple/dict/set; ours are charged
         self.modules = build_modules(rng, now or datetime.now, self.budget)
+        self._track({})
 
     def evaluate(self, source: str, names: dict[str, Any]) -> Any:
         """Evaluate `source` with `names` in scope; raise ExpressionError with a readable message."""
         tree = parse_expression(source)
         self.names = {**CONSTANTS, **self.modules, **names}
+        self._track(names)
         try:
             with charging(self.budget):
                 return self.eval(source, previously_parsed=tree)
@@ -201,6 +229,28 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
             raise ExpressionError(f"expression nests too deeply: {source!r}") from None
         except Exception as exc:  # user code: every failure is the user's error, reported, never a crash
             raise ExpressionError(f"{type(exc).__name__}: {exc} (in {source!r})") from None
+
+    def _track(self, names: dict[str, Any]) -> None:
+        """Start noting which lists and dicts are data the execution already holds (see _DATA_ROOTS).
+
+        `shared` maps their ids to them: the reference keeps each alive, so no new value of this evaluation
+        can take its id. `_holders` adds the live roots, whose members are data although they are not."""
+        self.shared: dict[int, Any] = {}
+        self._holders: dict[int, Any] = {}
+        for name in _DATA_ROOTS | _LIVE_ROOTS:
+            value = names.get(name)
+            if value is None:
+                continue
+            self._holders[id(value)] = value
+            if name in _DATA_ROOTS and value.__class__ in _CONTAINERS:
+                self.shared[id(value)] = value
+
+    def _share(self, holder: Any, item: Any) -> Any:
+        """`item`, read out of `holder`: noted as shared data when `holder` holds only data."""
+        if item.__class__ in _CONTAINERS and id(holder) in self._holders:
+            self.shared[id(item)] = item
+            self._holders[id(item)] = item
+        return item
 
     # simpleeval hooks -----------------------------------------------------------------------------------
 
@@ -332,13 +382,17 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
         generator = node.generators[index]
         last = index + 1 == len(node.generators)
         budget = self.budget
-        for item in self._eval(generator.iter):
+        items = self._eval(generator.iter)
+        holder = items if id(items) in self._holders else None
+        for item in items:
             self._max_count += 1
             if self._max_count > simpleeval.MAX_COMPREHENSION_LENGTH:
                 raise simpleeval.IterableTooLong("Comprehension generates too many elements")
             budget.left -= 1
             if budget.left < 0:
                 budget.charge(0)
+            if holder is not None:
+                self._share(holder, item)
             self._bind(generator.target, item)
             if generator.ifs and not all(self._eval(test) for test in generator.ifs):
                 continue
@@ -376,7 +430,7 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
             raise ExpressionError(f"attribute {attr!r} is not allowed")
         obj = self._eval(node.value)
         if isinstance(obj, dict) and attr in obj:
-            return obj[attr]
+            return self._share(obj, obj[attr])
         if isinstance(obj, SafeNamespace):
             return obj.get(attr)
         value = attribute(obj, attr)  # data, or a method that charges on every call
@@ -394,7 +448,7 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
         elif key.__class__ is tuple or container.__class__ is MATCH:  # a hash walk, or a copy
             charge_subscript(container, key)
         try:
-            return container[key]
+            return self._share(container, container[key])
         except (KeyError, IndexError):
             raise ExpressionError(f"no item {key!r} in {_describe(container)}") from None
         except TypeError:
@@ -467,8 +521,7 @@ SUPPORTED_NODES = frozenset({
 })  # fmt: skip
 
 _PROBE = Budget()
+_MODULES = build_modules(_random.Random(), datetime.now, _PROBE)
 KNOWN_NAMES = (
-    frozenset(CONSTANTS)
-    | frozenset(build_functions(_random.Random(), _PROBE))
-    | frozenset(build_modules(_random.Random(), datetime.now, _PROBE))
+    frozenset(CONSTANTS) | frozenset(build_functions(_random.Random(), _PROBE)) | frozenset(_MODULES)
 )

@@ -9,23 +9,22 @@ sorted, filter) charges on every call. Randomness comes from the workflow. Regul
 from __future__ import annotations
 
 import contextlib
+import functools
 import json as _json
 import operator
 import random as _random
 from collections.abc import Callable
 from typing import Any
 
-import re2
 import yaml as _yaml
 
-from workflows import safe_regex
+from workflows import safe_regex, safe_text
 from workflows.safe_values import (
     CHARS_PER_UNIT,
     COPIES_PER_UNIT,
     ELEMENTS_PER_UNIT,
     MAX_RANGE,
     SCANS_PER_UNIT,
-    SQUARE_BITS,
     Budget,
     LimitExceeded,
     OrderedSet,
@@ -94,14 +93,29 @@ def eager(func: Callable[..., Any]) -> Callable[..., list[Any]]:
 
 
 def dump_json(
-    value: Any, indent: int | None = None, sort_keys: bool = False, ensure_ascii: bool = False
+    value: Any,
+    indent: int | None = None,
+    sort_keys: bool = False,
+    ensure_ascii: bool = True,
+    separators: tuple[str, str] | None = None,
 ) -> str:
+    """json.dumps with Python's defaults (as Julep's: non-ASCII escaped unless ensure_ascii=False)."""
     values = bounded_size(value)
     indent = None if indent is None else max(0, min(int(indent), MAX_INDENT))
-    if indent:  # every value may start a line indented by its depth
-        check_length(values * (indent * _depth(value) + 2))
-    charge(JSON_DUMP_UNITS + values // ELEMENTS_PER_UNIT)
-    text = _json.dumps(value, indent=indent, ensure_ascii=ensure_ascii, allow_nan=False, sort_keys=sort_keys)
+    if separators is not None:
+        separators = (str(separators[0])[:MAX_INDENT], str(separators[1])[:MAX_INDENT])
+    # every value may start a line indented by its depth, and be followed by separators
+    check_length(values * ((indent or 0) * _depth(value) + 2 + 2 * MAX_INDENT * (separators is not None)))
+    width = 6 if ensure_ascii else 1  # `\uXXXX` per character
+    charge(JSON_DUMP_UNITS + values // ELEMENTS_PER_UNIT * width)
+    text = _json.dumps(
+        value,
+        indent=indent,
+        ensure_ascii=ensure_ascii,
+        allow_nan=False,
+        sort_keys=sort_keys,
+        separators=separators,
+    )
     return check_text(text)
 
 
@@ -117,19 +131,14 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-_LONG_NUMBER = re2.compile(r"\d{100,}")
-
-
 def load_json(text: str) -> Any:
-    charge(int(len(check_text(text)) * JSON_LOAD_PER_CHAR))
-    for digits in _LONG_NUMBER.findall(text):  # a big integer parses in quadratic time
-        charge((4 * len(digits)) ** 2 // SQUARE_BITS)
-    return _json.loads(text)
+    return safe_text.parse_json(text)
 
 
 def dump_yaml(value: Any) -> str:
+    """yaml.dump with PyYAML's defaults, as Julep's (keys sorted, non-ASCII escaped)."""
     charge(bounded_size(value) * YAML_DUMP_PER_VALUE)
-    return check_text(_yaml.dump(value, Dumper=_YAML_DUMPER, sort_keys=False, allow_unicode=True))
+    return check_text(_yaml.dump(value, Dumper=_YAML_DUMPER))
 
 
 def load_yaml(text: str) -> Any:
@@ -330,7 +339,10 @@ def build_functions(rng: _random.Random, budget: Budget) -> dict[str, Any]:
         "load_yaml": c(load_yaml, 0),
         "dump_yaml": c(dump_yaml, 0),
         "search_regex": c(safe_regex.search, 0),
-        "match_regex": c(safe_regex.match, 0),
+        "match_regex": c(safe_regex.matches, 0),
+        "extract_json": c(safe_text.extract_json, 0),  # these two charge by the text they read
+        "chunk_doc": c(safe_text.chunk_doc, 0),
+        "reduce": c(functools.reduce, PAIRS_PER_ELEMENT),  # the function charges for each of its calls
         "random": c(rng.random, 0),
         "choice": c(rng.choice, 0),
         **{name: c(func, 0) for name, func in random_functions(rng).items()},

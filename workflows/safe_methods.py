@@ -9,11 +9,13 @@ what it would build, on every call and before the call. Whatever is not listed h
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
+from datetime import time as dtime
 from typing import Any
 
 import re2
 
+from workflows import safe_csv
 from workflows.safe_functions import safe_join, safe_replace
 from workflows.safe_regex import group_chars
 from workflows.safe_values import (
@@ -174,9 +176,16 @@ def _str_methods() -> dict[str, tuple[Callable[..., Any], Rule]]:
     }
 
 
-def _datetime_methods(cls: type[date]) -> dict[str, tuple[Callable[..., Any], Rule]]:
-    names = "isoformat weekday isoweekday" + (" timestamp date" if cls is datetime else "")
+def _datetime_methods(cls: type[date] | type[dtime]) -> dict[str, tuple[Callable[..., Any], Rule]]:
+    names = "isoformat" if cls is dtime else "isoformat weekday isoweekday"
+    names += " timestamp date" if cls is datetime else ""
     return {**_bound(cls, constant, names), "strftime": (cls.strftime, strftime_format)}
+
+
+def _writer_methods(cls: type[safe_csv.Writer]) -> dict[str, tuple[Callable[..., Any], Rule]]:
+    """csv writers: each method checks and charges what it writes itself."""
+    names = "writerow writerows getvalue" + (" writeheader" if cls is safe_csv.DictWriter else "")
+    return _bound(cls, builds_own, names)
 
 
 METHODS: dict[type, dict[str, tuple[Callable[..., Any], Rule]]] = {
@@ -191,6 +200,9 @@ METHODS: dict[type, dict[str, tuple[Callable[..., Any], Rule]]] = {
     },
     datetime: _datetime_methods(datetime),
     date: _datetime_methods(date),
+    dtime: _datetime_methods(dtime),
+    safe_csv.Writer: _writer_methods(safe_csv.Writer),
+    safe_csv.DictWriter: _writer_methods(safe_csv.DictWriter),
     timedelta: _bound(timedelta, constant, "total_seconds"),
     MATCH: {
         **_bound(MATCH, match_group, "group"),
@@ -202,7 +214,10 @@ METHODS: dict[type, dict[str, tuple[Callable[..., Any], Rule]]] = {
 DATA_ATTRIBUTES: dict[type, frozenset[str]] = {
     datetime: frozenset("year month day hour minute second microsecond tzinfo".split()),
     date: frozenset("year month day".split()),
+    dtime: frozenset("hour minute second microsecond tzinfo".split()),
     timedelta: frozenset("days seconds".split()),
+    timezone: frozenset({"utc"}),  # Julep's `datetime.timezone.utc.utc`
+    safe_csv.DictWriter: frozenset({"fieldnames"}),
 }
 MISSING = object()
 

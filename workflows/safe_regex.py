@@ -174,6 +174,11 @@ def fullmatch(pattern: str, text: str) -> Any:
     return _scanned(pattern, text).regex.fullmatch(text)
 
 
+def matches(pattern: str, text: str) -> bool:
+    """Julep's match_regex: whether the whole text matches."""
+    return fullmatch(pattern, text) is not None
+
+
 def _matches(compiled: Program, text: str, limit: int = 0, groups: bool = False) -> Iterator[Any]:
     """The matches, each charged as it comes: the iterator's work per match and the text copied out of it
     (the whole match, or each group when `groups`)."""
@@ -225,6 +230,11 @@ def split(pattern: str, text: str, maxsplit: int = 0) -> list[Any]:
 
 def sub(pattern: str, replacement: str, text: str, count: int = 0) -> str:
     """re.sub with the result's length checked as it is assembled, before it is joined."""
+    return subn(pattern, replacement, text, count)[0]
+
+
+def subn(pattern: str, replacement: str, text: str, count: int = 0) -> tuple[str, int]:
+    """re.subn: the text with the matches replaced, and how many were."""
     compiled = _scanned(pattern, text)
     if not isinstance(replacement, str):
         raise ValueError("the replacement must be text")
@@ -233,8 +243,9 @@ def sub(pattern: str, replacement: str, text: str, count: int = 0) -> str:
         raise LimitExceeded(
             f"a replacement with group references may be at most {MAX_TEMPLATE_LENGTH} characters"
         )
-    pieces, end, length = [], 0, 0
+    pieces, end, length, replaced = [], 0, 0, 0
     for found in _matches(compiled, text, max(count, 0)):
+        replaced += 1
         # Each group reference copies at most the match once more.
         estimate = len(replacement) + replacement.count("\\") * (found.end() - found.start())
         length += found.start() - end + estimate
@@ -244,7 +255,13 @@ def sub(pattern: str, replacement: str, text: str, count: int = 0) -> str:
         pieces.append(found.expand(replacement) if template else replacement)
         end = found.end()
     pieces.append(text[end:])
-    return "".join(pieces)
+    return "".join(pieces), replaced
+
+
+def finditer(pattern: str, text: str) -> list[Any]:
+    """re.finditer's matches, as a list (an iterator would slip past the budget)."""
+    compiled = _scanned(pattern, text)
+    return list(_matches(compiled, text))
 
 
 def escape(text: str) -> str:
@@ -259,6 +276,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "match": match,
     "fullmatch": fullmatch,
     "findall": findall,
+    "finditer": finditer,
+    "subn": subn,
     "split": split,
     "sub": sub,
     "escape": escape,

@@ -11,12 +11,14 @@ import math as _math
 import random as _random
 import statistics as _statistics
 import string as _string
+import time as _time
 import urllib.parse as _urlparse
 from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta
-from typing import Any
+from datetime import time as dtime
+from typing import Any, Literal
 
-from workflows import safe_regex
+from workflows import safe_csv, safe_regex
 from workflows.safe_functions import (
     C_SPEED,
     STATISTICS_PER_VALUE,
@@ -28,6 +30,7 @@ from workflows.safe_functions import (
     random_functions,
 )
 from workflows.safe_values import (
+    MAX_FORMAT_WIDTH,
     Budget,
     LimitExceeded,
     big_ints_units,
@@ -35,7 +38,6 @@ from workflows.safe_values import (
     check_length,
     check_text,
     int_units,
-    safe_power,
     safe_str,
 )
 
@@ -59,11 +61,25 @@ class SafeNamespace:
         return f"<{self._name}>"
 
 
+class CallableNamespace(SafeNamespace):
+    """A shim that is also called, as a class is (`datetime.date(2024, 5, 6)`, `datetime.date.today()`)."""
+
+    def __init__(self, name: str, call: Callable[..., Any], **members: Any):
+        super().__init__(name, **members)
+        self._call = call
+        self.mint_charged = getattr(call, "mint_charged", False)  # charged when `call` is
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._call(*args, **kwargs)
+
+
 CLOCK_UNITS = 16
 MAX_ISO_LENGTH = 64  # the longest ISO 8601 date-time Python reads is about 40 characters
 MAX_SAFE_CHARACTERS = 128  # urllib caches a quoter per distinct `safe` argument, worker-wide
 QUOTED_PER_BYTE = 3  # %XX
 CASE_GROWTH = 3
+MAX_QUERY_FIELDS = 10_000
+MAX_QUANTILES = 10_000
 
 
 def _pick(module: Any, names: str) -> dict[str, Any]:
@@ -119,6 +135,28 @@ def _urlencode(query: Any, doseq: bool = False) -> str:
     return _urlparse.urlencode(pairs)
 
 
+def _urlsplit(url: str) -> dict[str, Any]:
+    return _urlparse.urlsplit(check_text(url))._asdict()
+
+
+def _parse_qsl(query: str, keep_blank_values: bool = False) -> list[tuple[str, str]]:
+    return _urlparse.parse_qsl(check_text(query), keep_blank_values, max_num_fields=MAX_QUERY_FIELDS)
+
+
+def _quantiles(
+    data: Any, *, n: int = 4, method: Literal["exclusive", "inclusive"] = "exclusive"
+) -> list[float]:
+    if not isinstance(n, int) or not 1 <= n <= MAX_QUANTILES:
+        raise ValueError(f"n must be between 1 and {MAX_QUANTILES}")
+    return _statistics.quantiles(data, n=n, method=method)
+
+
+def _strftime(form: str, moment: Any = None) -> str:
+    if not isinstance(form, str) or len(form) > MAX_FORMAT_WIDTH:
+        raise LimitExceeded(f"a strftime format may be at most {MAX_FORMAT_WIDTH} characters")
+    return _time.strftime(form, moment)
+
+
 def _capwords(text: str, sep: str | None = None) -> str:
     check_length(len(text) * (1 if text.isascii() else CASE_GROWTH))  # capitalize may grow a character
     return _string.capwords(text, sep)
@@ -138,10 +176,10 @@ def build_modules(
         return charged(budget, func, per_item)
 
     def exact(func: Callable[..., Any]) -> Callable[..., Any]:
-        def call(data: Any, *args: Any) -> Any:
+        def call(data: Any, *args: Any, **kwargs: Any) -> Any:
             budget.charge(big_ints_units(data, product=True))  # fractions of big integers
             charge_keys(data)  # mode and multimode count values in a dict
-            return func(data, *args)
+            return func(data, *args, **kwargs)
 
         return call
 
@@ -153,12 +191,23 @@ def build_modules(
 
     now_ = c(utcnow, 0)
     randoms = random_functions(rng)
+    date_class = CallableNamespace(
+        "date", c(date, 0), today=c(lambda: utcnow().date(), 0), fromisoformat=c(_iso(date.fromisoformat), 0)
+    )
+    datetime_members = {
+        "now": now_,
+        "utcnow": now_,
+        "fromisoformat": c(_iso(datetime.fromisoformat), 0),
+        "fromtimestamp": c(lambda ts: datetime.fromtimestamp(ts, UTC), 0),
+    }
+    # Julep's `datetime.datetime` held now, and the classes: `datetime.datetime.datetime(2024, 5, 6)`.
     datetime_class = SafeNamespace(
         "datetime.datetime",
-        now=now_,
-        utcnow=now_,
-        fromisoformat=c(_iso(datetime.fromisoformat), 0),
-        fromtimestamp=c(lambda ts: datetime.fromtimestamp(ts, UTC), 0),
+        **datetime_members,
+        datetime=CallableNamespace("datetime", c(datetime, 0), **datetime_members),
+        date=date_class,
+        time=c(dtime, 0),
+        timedelta=c(timedelta, 0),
     )
     url_parse = SafeNamespace(
         "urllib.parse",
@@ -168,12 +217,20 @@ def build_modules(
         unquote_plus=c(_urlparse.unquote_plus, 1 / 8),
         urlencode=c(_urlencode, 4),  # Python code per pair
         parse_qs=c(_urlparse.parse_qs, 1),
+        parse_qsl=c(_parse_qsl, 1),
         urljoin=c(_urlparse.urljoin, 1 / 16),
         urlparse=c(lambda url: _urlparse.urlparse(check_text(url))._asdict(), 1 / 16),
+        urlsplit=c(_urlsplit, 1 / 16),
     )
-    statistics = _pick(_statistics, "mean median mode stdev pstdev variance pvariance fmean multimode")
+    statistics = _pick(
+        _statistics,
+        "mean median median_low median_high mode stdev pstdev variance pvariance fmean multimode geometric_mean",
+    )
+    statistics["quantiles"] = _quantiles
     math = _pick(
-        _math, "sqrt floor ceil log log2 log10 exp sin cos tan atan2 fabs isclose isfinite isnan trunc hypot"
+        _math,
+        "sqrt floor ceil log log2 log10 exp sin cos tan asin acos atan atan2 fabs isclose isfinite isinf isnan "
+        "trunc hypot pow",  # math.pow is float arithmetic, as Python's (pow() is the exact one)
     )
     return {
         # These charge by what they read or write.
@@ -193,7 +250,6 @@ def build_modules(
             e=_math.e,
             inf=_math.inf,
             nan=_math.nan,
-            pow=c(safe_power, 0),
             gcd=c(gcd, 0),
         ),
         # Python code, exact fractions included.
@@ -208,20 +264,26 @@ def build_modules(
             datetime=datetime_class,
             timedelta=c(timedelta, 0),
             timezone=SafeNamespace("timezone", utc=UTC),
-            date=SafeNamespace(
-                "date", today=c(lambda: utcnow().date(), 0), fromisoformat=c(_iso(date.fromisoformat), 0)
-            ),
+            date=date_class,
+            time=c(dtime, 0),
         ),
         "string": SafeNamespace(
             "string",
             **_pick(
                 _string,
-                "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits punctuation whitespace",
+                "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits punctuation printable "
+                "whitespace",
             ),
             capwords=c(_capwords, 1 / 8),
         ),
         "base64": SafeNamespace("base64", b64encode=c(_b64encode, 1 / 64), b64decode=c(_b64decode, 1 / 64)),
         "urllib": SafeNamespace("urllib", parse=url_parse),
+        "csv": _csv_module(c),
+        "time": SafeNamespace(
+            "time",
+            time=c(lambda: now().timestamp(), 0),
+            strftime=c(lambda form, moment=None: _strftime(form, moment or now().utctimetuple()), 1 / 2),
+        ),
         "random": SafeNamespace(
             "random",
             random=c(rng.random, 0),
@@ -231,3 +293,22 @@ def build_modules(
             uniform=c(rng.uniform, 0),
         ),
     }
+
+
+def _csv_module(c: Callable[..., Callable[..., Any]]) -> SafeNamespace:
+    """Julep's csv (see safe_csv): readers and writers over strings, dialects by name."""
+    return SafeNamespace(
+        "csv",
+        reader=c(safe_csv.reader, 0),  # these charge by what they read and write
+        DictReader=c(safe_csv.dict_reader, 0),
+        writer=c(safe_csv.Writer, 0),
+        DictWriter=c(safe_csv.DictWriter, 0),
+        get_dialect=c(safe_csv.get_dialect, 0),
+        list_dialects=c(lambda: list(safe_csv.DIALECTS), 0),
+        field_size_limit=c(safe_csv.field_size_limit, 0),
+        excel="excel",
+        excel_tab="excel-tab",
+        unix_dialect="unix",
+        **safe_csv.QUOTING,
+        **safe_csv.QUOTING_312,
+    )

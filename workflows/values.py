@@ -10,6 +10,7 @@ from __future__ import annotations
 import random as _random
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import date, datetime, timedelta
+from datetime import time as dtime
 from typing import Any
 
 from pydantic import BaseModel
@@ -35,10 +36,12 @@ from workflows.safe_values import (
     CHARS_PER_UNIT,
     COPIES_PER_UNIT,
     MAX_ELEMENTS,
+    NESTING_SCANS_PER_UNIT,
     Budget,
     LimitExceeded,
     OrderedSet,
     charging,
+    nests_deeper,
     safe_str,
 )
 from workflows.templates import check_template, is_template, render_template
@@ -65,7 +68,7 @@ class ValueEvaluator:
             return value  # a part of data the execution already holds: no copy to make or pay for
         try:
             with charging(self.budget):  # printing a key charges too, and the copy counts as the step's CPU
-                return to_data(value, self.budget)
+                return to_data(value, self.budget, self.expressions.shared)
         except LimitExceeded as exc:
             raise ExpressionError(f"LimitExceeded: {exc} (in {source!r})") from None
 
@@ -103,17 +106,18 @@ _SCALARS = frozenset({type(None), bool, int, str})
 MAX_RESULT_DEPTH = 128
 
 
-def to_data(value: Any, budget: Budget | None = None) -> Any:
+def to_data(value: Any, budget: Budget | None = None, shared: Mapping[int, Any] | None = None) -> Any:
     """Turn an expression's result into JSON-ready data (tuples and sets become lists, dates ISO text),
     charging `budget` for the copy: collections of plain scalars are copied at C speed, anything else
-    is converted element by element."""
+    is converted element by element. Lists and dicts in `shared` (by id: data the execution already holds,
+    see Evaluator.shared) are kept as they are, neither copied nor charged."""
     try:
-        return _to_data(value, budget)
+        return _to_data(value, budget, shared or {})
     except RecursionError:
         raise ExpressionError(f"result is nested more than {MAX_RESULT_DEPTH} levels deep") from None
 
 
-def _to_data(value: Any, budget: Budget | None) -> Any:
+def _to_data(value: Any, budget: Budget | None, shared: Mapping[int, Any]) -> Any:
     left = [MAX_ELEMENTS]
 
     def pay(elements: int, units: int) -> None:
@@ -132,6 +136,13 @@ def _to_data(value: Any, budget: Budget | None) -> Any:
             return item
         if depth > MAX_RESULT_DEPTH:
             raise ExpressionError(f"result is nested more than {MAX_RESULT_DEPTH} levels deep")
+        if id(item) in shared:
+            if depth:  # placed in a new list or dict, so its own nesting counts from here
+                deeper, scanned = nests_deeper(item, MAX_RESULT_DEPTH - depth + 1)
+                pay(0, scanned // NESTING_SCANS_PER_UNIT)
+                if deeper:
+                    raise ExpressionError(f"result is nested more than {MAX_RESULT_DEPTH} levels deep")
+            return item
         if kind is float:
             return item if item == item and item not in (float("inf"), float("-inf")) else str(item)
         if kind is list or kind is tuple or kind is OrderedSet:
@@ -150,7 +161,7 @@ def _to_data(value: Any, budget: Budget | None) -> Any:
             return {k if isinstance(k, str) else safe_str(k): convert(v, depth + 1) for k, v in item.items()}
         if isinstance(item, list | tuple):
             return convert(list(item), depth)
-        if isinstance(item, datetime | date):
+        if isinstance(item, datetime | date | dtime):
             return item.isoformat()
         if isinstance(item, timedelta):
             return item.total_seconds()

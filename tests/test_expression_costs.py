@@ -1,0 +1,74 @@
+"""What expressions over big values cost (issue 13, rule 7): reading, testing membership and passing a value
+through cost what the operation costs, whatever the value's size; only work that walks or copies is charged
+by size."""
+
+import copy
+
+import pytest
+
+from workflows.expressions import ExpressionError
+from workflows.values import ValueEvaluator
+
+
+def api_answer(items: int) -> dict:
+    """What an api_call step outputs for a JSON body of `items` records (5 MB at 40,000)."""
+    records = [{"id": i, "name": f"item {i}", "tags": ["a", "b"], "text": "x" * 80} for i in range(items)]
+    return {"status_code": 200, "headers": {"content-type": "application/json"}, "json": {"items": records}}
+
+
+SMALL, BIG = api_answer(10), api_answer(40_000)
+
+
+def units(source: str, value: dict) -> tuple[object, int]:
+    evaluator = ValueEvaluator("dollar")
+    result = evaluator.value(source, {"_": value})
+    return result, evaluator.budget.since_yield
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "$ 'json' in _",
+        "$ 'nope' not in _.json",
+        "$ _.json.items",
+        "$ _['json']['items'][-1]",
+        "$ len(_.json.items)",
+        "$ _ != None and _ != {}",
+        "$ _.json.get('items') is not None",
+        "$ [r['id'] for r in _.json.items[:3]]",
+    ],
+)
+def test_reading_a_big_value_costs_the_same_as_a_small_one(source):
+    small, big = units(source, SMALL), units(source, BIG)
+    assert small[1] == big[1] < 50, (small[1], big[1])
+
+
+def test_a_value_read_out_of_the_input_is_passed_on_not_copied():
+    result, _ = units("$ {'items': _.json.items, 'first': [r for r in _.json.items[:2]]}", BIG)
+    assert result["items"] is BIG["json"]["items"]  # type: ignore[index]
+    assert result["first"][0] is BIG["json"]["items"][0]  # type: ignore[index]
+
+
+def test_placing_a_big_value_in_a_new_one_pays_only_a_check_of_its_nesting():
+    _, spent = units("$ [_.json.items]", BIG)
+    assert 10_000 < spent < 60_000  # a walk at C speed; copying it would be over the step's budget
+
+
+def test_a_membership_test_on_a_list_is_charged_by_its_length():
+    few, many = units("$ 'x' in _.json.items", SMALL)[1], units("$ 'x' in _.json.items", BIG)[1]
+    assert many > few + 2_000
+
+
+def test_comparing_two_big_values_walks_them_and_is_charged():
+    with pytest.raises(ExpressionError, match="operations"):
+        ValueEvaluator("dollar").value("$ _ == twin", {"_": BIG, "twin": copy.deepcopy(BIG)})
+    assert units("$ _ == _", SMALL)[0] is True
+
+
+def test_nesting_is_still_bounded_when_a_value_is_passed_on():
+    deep: list = []
+    for _ in range(200):
+        deep = [deep]
+    with pytest.raises(ExpressionError, match="nested"):
+        ValueEvaluator("dollar").value("$ {'a': _}", {"_": deep})
+    assert ValueEvaluator("dollar").value("$ _", {"_": deep}) is deep
