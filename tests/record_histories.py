@@ -101,6 +101,45 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Any, Any]] = {
         None,
     ),
     "failure": ({"name": "fail", "main": [{"evaluate": {"x": "$ 1"}}, {"error": "stop here"}]}, {}, None),
+    # Recorded before a log step passed its input through (issue 13): the log's output was its text, so the
+    # `if` slept. Replaying must still sleep, or the timer in this history would not match.
+    "log_text_output": (
+        {
+            "name": "logged",
+            "main": [
+                {"evaluate": {"n": "$ 2"}},
+                {"log": "n is {{ _.n }}"},
+                {
+                    "if": "$ _ == 'n is 2'",
+                    "then": {"sleep": {"seconds": 1}},
+                    "else": {"evaluate": {"x": "$ 1"}},
+                },
+                {"over": "$ list(range(40))", "map": {"evaluate": {"y": "$ _"}}, "reduce": "$ results + [_]"},
+            ],
+        },
+        {},
+        None,
+    ),
+    # Recorded before a yield at the end of an `if` branch was a tail call (issue 13): each round nested, and
+    # unwinding 100 rounds wrote enough transitions for a second batch, a local activity this history holds.
+    "nested_branch_yields": (
+        {
+            "name": "rounds",
+            "main": [
+                {
+                    "if": "$ _.i < 100",
+                    "then": [
+                        {"evaluate": {"i": "$ _.i", "half": "$ _.i // 2"}},
+                        {"evaluate": {"i": "$ _.i"}},
+                        {"workflow": "main", "arguments": {"i": "$ _.i + 1"}},
+                    ],
+                    "else": {"return": "$ _.i"},
+                }
+            ],
+        },
+        {"i": 0},
+        None,
+    ),
 }
 
 
@@ -124,8 +163,10 @@ async def _record(api: httpx.AsyncClient, env: WorkflowEnvironment, agent_id: st
 async def main(names: list[str]) -> None:
     local = await LocalMint().start()
     try:
-        # Payloads stay inline (no claim check), so a checked-in history replays without the recorder's blobs.
-        async with local.api(await local.stack(claim_check_bytes=4 * 1024 * 1024)) as api:
+        # Payloads stay inline (no claim check) and plain (no encryption key), so a checked-in history replays
+        # without the recorder's blobs or key.
+        stack = await local.stack(claim_check_bytes=4 * 1024 * 1024, encryption_keys=())
+        async with local.api(stack) as api:
             agent = (await api.post("/agents", json={"name": "recorder"})).json()
             for name in names or SCENARIOS:
                 await _record(api, local.env, agent["id"], name)

@@ -519,10 +519,6 @@ CASES: dict[str, Case] = {
             ]
         },
         model=says("found: true\nvalue: 'Gaga'"),
-        xfail=(
-            "rule 2: a log step outputs its rendered text; here (a task with no `$`) `log: list(zip(...))` is"
-            " rendered as that literal text, which becomes the execution's output"
-        ),
     ),
     "st_reclaim_example": Case(
         why=(
@@ -551,10 +547,6 @@ CASES: dict[str, Case] = {
                 for t in ("history", "music")
             ]
         },
-        xfail=(
-            "rule 2: `log: _` outputs its rendered text, so main[2] iterates a string ('cannot index str of "
-            "length 1 with 'choices'')"
-        ),
     ),
     "st_simple_parameter_extractor": Case(
         why=(
@@ -598,7 +590,6 @@ CASES: dict[str, Case] = {
         input={"test": "input"},
         output={"hello": "input"},
         check=lambda w: log_rendered("input", w),
-        xfail="rule 2: the log step's output is its rendered text 'input', not its input {'hello': 'input'}",
     ),
     "jt_log_step_expression_fail": Case(
         why="upstream: the run raises (`_['hell']` is not a key)",
@@ -791,7 +782,6 @@ CASES: dict[str, Case] = {
         input={"category": "B"},
         output={"category": "B"},
         check=lambda w: log_rendered("Category B", w),
-        xfail="rule 2: the log step outputs 'Category B', not its input",
     ),
     "doc_frag_if_else": Case(
         why="docs: both conditions hold, so the inner then runs; `x: y` is a literal (SOURCES.md rule)",
@@ -802,10 +792,6 @@ CASES: dict[str, Case] = {
         input={"items": ["apple", "pear"]},
         output={"count": 2},
         check=foreach_log_passed_items,
-        xfail=(
-            "rule 2: each log outputs 'Processing <item>', not the item, so `results` holds the rendered "
-            "texts"
-        ),
     ),
     "doc_frag_sleep_return": Case(
         why="our input {value: 42}; a 30 s durable sleep, then `return` ends the workflow before the error",

@@ -266,10 +266,26 @@ async def test_get_of_an_unset_key_is_null(api):
         ),
     ],
 )
-async def test_log_renders_its_template(api, spec):
+async def test_log_passes_its_input_through_and_records_its_text(api, spec):
+    # Julep's log (issue 13 rule 2): the output is the input; the rendered text goes to the metadata.
     execution, rows = await succeed(api, spec, {"name": "Ada", "n": 1})
-    assert execution["output"] == "Hello Ada (2)"
-    assert step_outputs(rows, "main")[-1] == "Hello Ada (2)"
+    assert execution["output"] == {"name": "Ada", "n": 1}
+    logged = step_at(rows, "main", len(spec["main"]) - 1)
+    assert logged["output"] == {"name": "Ada", "n": 1}
+    assert logged["metadata"]["log"] == "Hello Ada (2)"
+
+
+async def test_log_of_an_expression_records_its_value_and_keeps_the_item_metadata(api):
+    spec = task({"over": "$ _.xs", "map": {"log": "$ _ * _"}})
+    execution, rows = await succeed(api, spec, {"xs": [2, 3]})
+    assert execution["output"] == [2, 3]
+    inner = sorted((r for r in rows if where(r) == ("main[0].map", 0)), key=lambda r: r["metadata"]["item"])
+    assert [r["metadata"] for r in inner] == [{"item": 0, "log": 4}, {"item": 1, "log": 9}]
+
+
+async def test_a_log_template_that_fails_to_render_fails_the_step(api):
+    execution, rows = await fail(api, task({"log": "{{ _.missing.deeper }}"}), {"n": 1})
+    assert "missing" in execution["error"], execution["error"]
 
 
 @pytest.mark.parametrize(
@@ -512,8 +528,9 @@ async def test_map_reduce_default_reduce_is_the_list_of_results_in_order(api, sp
 
 
 async def test_map_reduce_dollar_custom_reduce_with_initial(api):
-    # `log: $ expr` evaluates (no template), so each mapped result is a plain number.
-    spec = task({"over": "$ _.xs", "map": {"log": "$ _ * _"}, "reduce": "$ results + _", "initial": 0})
+    spec = task(
+        {"over": "$ _.xs", "map": {"evaluate": {"sq": "$ _ * _"}}, "reduce": "$ results + _.sq", "initial": 0}
+    )
     execution, _ = await succeed(api, spec, {"xs": [1, 2, 3, 4]})
     assert execution["output"] == 30
 
@@ -948,7 +965,7 @@ def assert_no_database_internals(message: str) -> None:
             SURROGATE,
             id="state",
         ),
-        pytest.param(task({"log": "a{{ '\\x00' }}b"}), "the output of main[0]", NUL, id="template"),
+        pytest.param(task({"log": "a{{ '\\x00' }}b"}), "the log text of main[0]", NUL, id="template"),
         pytest.param(
             task({"evaluate": {"x": "$ 1"}}, {"return": {"r": "$ '\\ud800'"}}),
             "the output of main[1] at r",

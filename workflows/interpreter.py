@@ -28,12 +28,18 @@ from workflows.calls import (
     tool_activity,
 )
 from workflows.expressions import ExpressionError
+from workflows.reduce import fold, reduce_results
 from workflows.storable import storable_text
-from workflows.transition_log import MARK_FAILED, WRITE_RETRY, TransitionLog, UnrecordableValue
+from workflows.transition_log import LOG_NOTE, MARK_FAILED, WRITE_RETRY, TransitionLog, UnrecordableValue
 from workflows.transitions import Position, TransitionBatch, plain
 from workflows.values import ValueEvaluator
 
 MAX_YIELD_DEPTH = 200
+# Issue 13 changed what some steps do: a log step passes its input through, a yield at the end of an
+# if/switch branch is a tail call, a nested yield runs on a fresh Python stack, and an appending reduce
+# extends its list. An execution keeps the behaviour it started with (see Interpreter._started_legacy), so a
+# replay of one that started before the change issues the commands its history holds.
+JULEP_LOOPS_PATCH = "issue-13-log-passes-input-tail-branch-yields"
 # History events one call (a flush marker, the activity, its workflow task) adds, and the share of a history
 # a single fan-out may use (continue-as-new happens only between top-level steps).
 EVENTS_PER_CALL = 10
@@ -70,6 +76,14 @@ class _Return(Exception):
 
 
 @dataclass
+class TailCall:
+    """A yield in tail position, handed up to the run of its workflow, which becomes the callee's run."""
+
+    step: lang.YieldStep
+    value: Any  # the yield's `_`
+
+
+@dataclass
 class ExecutionParams:
     """Everything an execution needs, fixed when it starts (the task version included)."""
 
@@ -99,6 +113,7 @@ class Frame:
     scope_id: str
     inputs: list[Any]
     root: bool = False  # main's frame (or what replaced it through tail yields)
+    depth: int = 0  # how many nested (non-tail) yields deep this run is
 
     @property
     def outputs(self) -> list[Any]:
@@ -155,6 +170,7 @@ class ResumePoint:
     seq: int
     state: dict[str, Any]
     labels: dict[str, Any]
+    legacy: bool = True  # the execution runs as before issue 13 (a resume point written before has no field)
 
 
 class StepsView:
@@ -190,8 +206,21 @@ class Interpreter:
         self.state: dict[str, Any] = {}
         self.labels: dict[str, dict[str, Any]] = {}
         self.inbox = inbox
-        self.depth = 0  # nested (non-tail) yields
+        # Nested (non-tail) yields, counted here only in legacy runs; Frame.depth counts them otherwise.
+        self.depth = 0
+        self.legacy = True if chunk else self._started_legacy(params)  # a chunk's is its parent's (run_chunk)
         self.root: Frame  # main's frame, or what replaced it through tail yields (set by _start)
+
+    @staticmethod
+    def _started_legacy(params: ExecutionParams) -> bool:
+        """Whether this execution started before issue 13 changed log, yield and reduce.
+
+        Decided once, when the execution starts: a workflow that records the patch marker takes the new
+        behaviour, and a history without it (replayed by an upgraded worker) the old. The answer goes on
+        through continue-as-new, so a long-running execution never changes behaviour midway."""
+        if params.resume is not None:
+            return params.resume.legacy
+        return not workflow.patched(JULEP_LOOPS_PATCH)
 
     async def run(self) -> Any:
         """Run `main` (or pick up where the previous run left off) and write the final transition."""
@@ -240,28 +269,34 @@ class Interpreter:
 
     # Sequences and frames -------------------------------------------------------------------------------
 
-    def _new_frame(self, name: str, workflow_input: Any, root: bool = False) -> Frame:
-        return Frame(name=name, scope_id=str(workflow.uuid4()), inputs=[workflow_input], root=root)
+    def _new_frame(self, name: str, workflow_input: Any, root: bool = False, depth: int = 0) -> Frame:
+        return Frame(
+            name=name, scope_id=str(workflow.uuid4()), inputs=[workflow_input], root=root, depth=depth
+        )
 
     async def _run_frame(self, frame: Frame, index: int = 0) -> tuple[Any, Frame]:
         """Run a named workflow's top-level steps from `index`; `return` ends it early.
 
-        Returns the output and the frame that produced it: a `yield` in tail position (the last step)
-        replaces the frame instead of nesting a new one, so a workflow that restarts itself forever (the
-        seed's Daily Motivation) runs in constant space."""
+        Returns the output and the frame that produced it: a `yield` in tail position (the last step, or
+        the last step of an if/switch branch that is the last step) replaces the frame instead of nesting a
+        new one, so a workflow that restarts itself forever (the seed's Daily Motivation) or loops through
+        a branch (`if: $ _.i < n`, `then: {workflow: main, ...}`) runs in constant space."""
         try:
             while True:
                 steps = self.task.workflows[frame.name]
                 while index < len(steps):
                     step, last = steps[index], index == len(steps) - 1
                     if last and isinstance(step, lang.YieldStep):
-                        frame, index = self._tail_call(step, frame, index), 0
-                        if frame.root:
-                            self.root = frame
+                        frame, index = self._tail_call(TailCall(step, frame.inputs[index]), frame), 0
                         break
                     await self._checkpoint(frame, index)
                     position = Position(frame.name, index, frame.scope_id)
-                    output = await self._run_step(step, frame.inputs[index], frame, position, not last)
+                    value = frame.inputs[index]
+                    tail = last and not self.legacy
+                    output = await self._run_step(step, value, frame, position, not last, tail=tail)
+                    if isinstance(output, TailCall):
+                        frame, index = self._tail_call(output, frame), 0
+                        break
                     frame.inputs.append(output)  # step index's output, and the next step's input
                     index += 1
                 else:
@@ -269,15 +304,18 @@ class Interpreter:
         except _Return as returned:
             return returned.value, frame
 
-    def _tail_call(self, step: lang.YieldStep, frame: Frame, index: int) -> Frame:
-        value = frame.inputs[index]
+    def _tail_call(self, call: TailCall, frame: Frame) -> Frame:
+        """The frame that replaces `frame`: the yield's workflow, at the same depth."""
+        step, value = call.step, call.value
         arguments = (
             value
             if step.arguments in (None, "_")
             else self.values.value(step.arguments, self._names(value, frame))
         )
-        callee = self._new_frame(step.workflow, arguments, root=frame.root)
+        callee = self._new_frame(step.workflow, arguments, root=frame.root, depth=frame.depth)
         self.log.add("init_branch", arguments, Position(step.workflow, 0, callee.scope_id), label=step.label)
+        if callee.root:
+            self.root = callee
         return callee
 
     async def _checkpoint(self, frame: Frame, index: int) -> None:
@@ -297,16 +335,29 @@ class Interpreter:
             seq=self.log.seq,
             state=self.state,
             labels=self.labels,
+            legacy=self.legacy,
         )
         workflow.continue_as_new(plain(replace(self.params, resume=resume)))
 
     async def _run_sequence(
-        self, steps: list[Any], value: Any, frame: Frame, path: str, metadata: dict[str, Any] | None = None
+        self,
+        steps: list[Any],
+        value: Any,
+        frame: Frame,
+        path: str,
+        metadata: dict[str, Any] | None = None,
+        tail: bool = False,
     ) -> Any:
-        """Run nested steps (then/else/do/map/branches): each step's output is the next one's `_`."""
+        """Run nested steps (then/else/do/map/branches): each step's output is the next one's `_`.
+
+        With `tail` (a branch whose output is its workflow's), a yield as the last step is not run here but
+        handed up as a TailCall, as is one from a branch of a last if/switch."""
         for index, step in enumerate(steps):
+            last = index + 1 == len(steps)
+            if tail and last and isinstance(step, lang.YieldStep):
+                return TailCall(step, value)
             position = Position(path, index, frame.scope_id)
-            value = await self._run_step(step, value, frame, position, index + 1 < len(steps), metadata)
+            value = await self._run_step(step, value, frame, position, not last, metadata, tail and last)
         return value
 
     async def _run_step(
@@ -317,20 +368,15 @@ class Interpreter:
         position: Position,
         has_next: bool,
         metadata: dict[str, Any] | None = None,
+        tail: bool = False,
     ) -> Any:
         names = self._names(value, frame)
-        # The CPU guard (safe_values.STEP_CPU_SECONDS) is the one limit that is not deterministic, so it is
-        # enforced only on the first run of each workflow task, never while Temporal replays history:
-        # - a step the guard stopped failed the execution (a failed expression is never caught and
-        #   retried), so its history is closed; replaying it (a query, a replay test) skips the guard, at
-        #   worst rerunning the slow step, and cannot wedge anything;
-        # - a step that passed the first time must pass again on replay, however slow the replaying worker:
-        #   a guard tripping there would issue different commands, a nondeterminism error, and Temporal
-        #   would retry that workflow task forever.
-        self.values.budget.start_step(cpu_guard=not workflow.unsafe.is_replaying())
+        self._start_budget()
         try:
-            output = await self._execute(step, value, names, frame, position, metadata)
-            if isinstance(output, CallResult):  # a call: its attempts (and usage) go on the step's transition
+            output = await self._execute(step, value, names, frame, position, metadata, tail)
+            if isinstance(output, TailCall):  # the workflow's run goes on as the callee's: nothing to record
+                return output
+            if isinstance(output, CallResult | Logged):  # attempts, usage or log text go on the transition
                 output, metadata = output.output, {**(metadata or {}), **output.metadata()}
         except _Return as returned:
             self.log.add("step", returned.value, position, None, getattr(step, "label", None), metadata)
@@ -348,6 +394,18 @@ class Interpreter:
             await self.log.flush()
             self.values.budget.yielded()
         return output
+
+    def _start_budget(self) -> None:
+        """A fresh allowance of work for a step."""
+        # The CPU guard (safe_values.STEP_CPU_SECONDS) is the one limit that is not deterministic, so it is
+        # enforced only on the first run of each workflow task, never while Temporal replays history:
+        # - a step the guard stopped failed the execution (a failed expression is never caught and
+        #   retried), so its history is closed; replaying it (a query, a replay test) skips the guard, at
+        #   worst rerunning the slow step, and cannot wedge anything;
+        # - a step that passed the first time must pass again on replay, however slow the replaying worker:
+        #   a guard tripping there would issue different commands, a nondeterminism error, and Temporal
+        #   would retry that workflow task forever.
+        self.values.budget.start_step(cpu_guard=not workflow.unsafe.is_replaying())
 
     def _names(self, value: Any, frame: Frame) -> dict[str, Any]:
         return {
@@ -371,6 +429,7 @@ class Interpreter:
         frame: Frame,
         position: Position,
         metadata: dict[str, Any] | None = None,
+        tail: bool = False,
     ) -> Any:
         here = f"{position.workflow}[{position.step}]"
         match step:
@@ -383,15 +442,15 @@ class Interpreter:
             case lang.GetStep():
                 return self.state.get(step.get)
             case lang.LogStep():
-                return self.values.template(step.log, names)
+                return self._log_step(step, value, names)
             case lang.ReturnStep():
                 raise _Return(self.values.value(step.return_, names))
             case lang.ErrorStep():
                 raise StepFailed(str(self.values.template(step.error, names)))
             case lang.IfElseStep():
-                return await self._if_else(step, value, names, frame, here)
+                return await self._if_else(step, value, names, frame, here, tail)
             case lang.SwitchStep():
-                return await self._switch(step, value, names, frame, here)
+                return await self._switch(step, value, names, frame, here, tail)
             case lang.ForeachStep():
                 return await self._foreach(step, value, names, frame, here)
             case lang.MapReduceStep():
@@ -409,7 +468,7 @@ class Interpreter:
                 info = self.values.value(wait.info, names)
                 return await self._wait({"info": info}, position, metadata, wait.timeout, wait)
             case lang.YieldStep():
-                return await self._yield(step, value, names, position)
+                return await self._yield(step, value, names, frame)
             case lang.ToolCallStep():
                 return await self._tool_call(step, names, position, metadata)
             case lang.PromptStep():
@@ -418,21 +477,28 @@ class Interpreter:
                 return await self._search(step, names)
         raise StepFailed(f"{here}: unsupported step {type(step).__name__}")
 
+    def _log_step(self, step: lang.LogStep, value: Any, names: dict[str, Any]) -> Any:
+        """Julep's log: the rendered text goes to the transition's metadata and the input passes through."""
+        text = self.values.template(step.log, names)
+        if self.legacy:
+            return text  # the output a history recorded before the change holds
+        return Logged(value, text)
+
     async def _if_else(
-        self, step: lang.IfElseStep, value: Any, names: dict[str, Any], frame: Frame, here: str
+        self, step: lang.IfElseStep, value: Any, names: dict[str, Any], frame: Frame, here: str, tail: bool
     ) -> Any:
         if self.values.expression(step.if_, names):
-            return await self._run_sequence(step.then, value, frame, f"{here}.then")
+            return await self._run_sequence(step.then, value, frame, f"{here}.then", tail=tail)
         if step.else_:
-            return await self._run_sequence(step.else_, value, frame, f"{here}.else")
+            return await self._run_sequence(step.else_, value, frame, f"{here}.else", tail=tail)
         return value  # no `else`: the input passes through
 
     async def _switch(
-        self, step: lang.SwitchStep, value: Any, names: dict[str, Any], frame: Frame, here: str
+        self, step: lang.SwitchStep, value: Any, names: dict[str, Any], frame: Frame, here: str, tail: bool
     ) -> Any:
         for i, branch in enumerate(step.switch):
             if branch.case == "_" or self.values.expression(branch.case, names):
-                return await self._run_sequence(branch.then, value, frame, f"{here}.switch[{i}]")
+                return await self._run_sequence(branch.then, value, frame, f"{here}.switch[{i}]", tail=tail)
         return None
 
     async def _foreach(
@@ -456,12 +522,14 @@ class Interpreter:
             results = await self._in_children(step.map, items, frame, path, size, parallelism)
         else:
             results = await self._window(step.map, items, 0, frame, path, parallelism)
-        if step.reduce is None:
-            return results
-        accumulated = self.values.value(step.initial, names) if step.initial is not None else []
-        for result in results:
-            accumulated = self.values.expression(step.reduce, {**names, "results": accumulated, "_": result})
-        return accumulated
+        if self.legacy:  # as histories recorded before appending reduces replay
+            if step.reduce is None:
+                return results
+            initial = self.values.value(step.initial, names) if step.initial is not None else []
+            return fold(self.values, step.reduce, initial, results, names)
+        self._start_budget()  # the reduce's own allowance: the map's last step spent the one before
+        initial = self.values.value(step.initial, names) if step.initial is not None else []
+        return reduce_results(self.values, step.reduce, initial, results, names)
 
     async def _window(
         self, body: list[Any], items: list[Any], first: int, frame: Frame, path: str, parallelism: int
@@ -543,6 +611,7 @@ class Interpreter:
                     items=items[first : first + size],
                     first=first,
                     parallelism=width,
+                    legacy=self.legacy,
                 )
                 outcome: ChunkOutcome = await workflow.execute_child_workflow(
                     MAP_CHUNK_WORKFLOW,
@@ -564,6 +633,7 @@ class Interpreter:
 
     async def run_chunk(self, chunk: MapChunk) -> ChunkOutcome:
         """Run part of a fan-out (in a MapChunkWorkflow); the parent adopts what it returns."""
+        self.legacy = chunk.legacy
         self.state, self.labels = dict(chunk.state), dict(chunk.labels)
         before_state, before_labels = dict(self.state), dict(self.labels)
         frame = Frame(chunk.frame["name"], chunk.frame["scope_id"], chunk.frame["inputs"])
@@ -640,24 +710,36 @@ class Interpreter:
         self.log.add("resume", received, position, metadata={**(metadata or {}), "wait_seq": wait_seq})
         return received
 
-    async def _yield(
-        self, step: lang.YieldStep, value: Any, names: dict[str, Any], position: Position
-    ) -> Any:
-        if self.depth >= MAX_YIELD_DEPTH:
+    async def _yield(self, step: lang.YieldStep, value: Any, names: dict[str, Any], frame: Frame) -> Any:
+        """A nested (non-tail) yield: run the workflow, then carry on with its output."""
+        depth = self.depth if self.legacy else frame.depth
+        if depth >= MAX_YIELD_DEPTH:
             raise StepFailed(
-                f"workflows nest more than {MAX_YIELD_DEPTH} yields deep; "
-                "make the recursive yield the last step of its workflow (a tail yield runs in constant space)"
+                f"workflow {step.workflow!r} would nest more than {MAX_YIELD_DEPTH} yields deep (yields that "
+                "are not tail calls); make the recursive yield the last step of its workflow, or of an "
+                "if/switch branch that is, and it runs in constant space"
             )
         arguments = value if step.arguments in (None, "_") else self.values.value(step.arguments, names)
-        frame = self._new_frame(step.workflow, arguments)
-        self.log.add("init_branch", arguments, Position(step.workflow, 0, frame.scope_id))
+        callee = self._new_frame(step.workflow, arguments, depth=frame.depth + 1)
+        self.log.add("init_branch", arguments, Position(step.workflow, 0, callee.scope_id))
+        output, callee = await self._run_nested(callee)
+        self.log.add("finish_branch", output, callee.position())
+        return output
+
+    async def _run_nested(self, callee: Frame) -> tuple[Any, Frame]:
+        """Run a nested yield's workflow in an asyncio task of its own, on a fresh Python stack.
+
+        Awaited directly, every level of recursion would stack a dozen Python frames on its caller's, and
+        Python's recursion limit would end a deep recursion first, in whatever expression happened to be
+        running (misreported as that expression nesting too deeply). On its own task, the depth is
+        bounded by MAX_YIELD_DEPTH alone."""
+        if not self.legacy:
+            return await asyncio.ensure_future(self._run_frame(callee))
         self.depth += 1
         try:
-            output, frame = await self._run_frame(frame)
+            return await self._run_frame(callee)
         finally:
             self.depth -= 1
-        self.log.add("finish_branch", output, frame.position())
-        return output
 
     async def _tool_call(
         self,
@@ -946,6 +1028,7 @@ class MapChunk:
     items: list[Any]
     first: int
     parallelism: int
+    legacy: bool = True  # the parent's (a chunk started by a parent from before issue 13 has no field)
 
 
 @dataclass
@@ -974,6 +1057,17 @@ class CallResult:
             extra["usage"] = self.usage
             extra["cost"] = self.cost
         return extra
+
+
+@dataclass
+class Logged:
+    """A log step's outcome: its input passes through, its rendered text goes in the transition's metadata."""
+
+    output: Any
+    text: Any
+
+    def metadata(self) -> dict[str, Any]:
+        return {LOG_NOTE: self.text}
 
 
 def failure_message(exc: Exception) -> str:

@@ -31,6 +31,10 @@ MAX_BATCH_BYTES = 512 * 1024
 MAX_VALUE_BYTES = 64 * 1024 * 1024
 
 
+# The metadata key of a log step's rendered text: user data, so checked and measured like an output.
+LOG_NOTE = "log"
+
+
 class UnrecordableValue(Exception):
     """A step produced a value that cannot be recorded (too large, not JSON, or text Postgres cannot store)."""
 
@@ -43,6 +47,8 @@ def encode(value: Any, where: Position, kind: str = "step") -> str:
     # An init_branch records the arguments a yield passes to the workflow it starts (its position).
     if kind == "init_branch":
         what = f"the arguments of workflow {where.workflow!r}"
+    elif kind == LOG_NOTE:
+        what = f"the log text of {where.workflow}[{where.step}]"
     else:
         what = f"the output of {where.workflow}[{where.step}]"
     try:
@@ -59,6 +65,14 @@ def encode(value: Any, where: Position, kind: str = "step") -> str:
             at = f" at {format_path(found.loc)}" if found.loc else ""
             raise UnrecordableValue(f"{what}{at} {found.message}")
     return text
+
+
+def _check_size(encoded: str, where: Position, what: str) -> None:
+    if len(encoded) > MAX_VALUE_BYTES:
+        raise UnrecordableValue(
+            f"the {what} of {where.workflow}[{where.step}] is {len(encoded)} bytes; "
+            f"the limit is {MAX_VALUE_BYTES} bytes"
+        )
 
 
 class TransitionLog:
@@ -87,13 +101,14 @@ class TransitionLog:
         metadata: dict[str, Any] | None = None,
     ) -> None:
         encoded = encode(output, current, kind)
-        if len(encoded) > MAX_VALUE_BYTES:
-            raise UnrecordableValue(
-                f"the output of {current.workflow}[{current.step}] is {len(encoded)} bytes; "
-                f"the limit is {MAX_VALUE_BYTES} bytes"
-            )
+        _check_size(encoded, current, "output")
+        size = len(encoded)
+        if metadata and LOG_NOTE in metadata:
+            note = encode(metadata[LOG_NOTE], current, LOG_NOTE)
+            _check_size(note, current, "log text")
+            size += len(note)
         self.seq += 1
-        self.pending_bytes += len(encoded)
+        self.pending_bytes += size
         self.pending.append(
             {
                 "id": str(workflow.uuid4()),
