@@ -14,9 +14,10 @@ import ast
 import functools
 from typing import Any
 
+from workflows.dialect import python_source
 from workflows.expressions import ExpressionError, parse_expression
 from workflows.safe_values import LimitExceeded, check_length
-from workflows.values import ValueEvaluator, expression_of, to_data
+from workflows.values import ValueEvaluator, to_data
 
 DEFAULT_REDUCE = "results + [_]"  # Julep's, when a map_reduce has no `reduce`
 DEFAULT_ITEMS = "[_]"
@@ -30,7 +31,7 @@ def appended(source: str) -> str | None:
     """For a reduce `results + R` (R a list display or comprehension that does not read `results`), the
     source of R; else None (the reduce is evaluated as written)."""
     try:
-        tree = parse_expression(expression_of(source) or source)
+        tree = parse_expression(python_source(source))
     except ExpressionError:
         return None
     if not (
@@ -58,7 +59,7 @@ def reduce_results(
         return fold(values, source, initial, results, names)  # a non-list `initial` fails as written would
     if not results:
         return initial
-    written = expression_of(source) or source  # as messages quote it
+    written = python_source(source)  # as messages quote it
     accumulated = to_data(initial, values.budget)  # a fresh list, converted as the first evaluation would
     if items == DEFAULT_ITEMS:
         # The results are data already: the engine's own concatenation, as when no reduce is given.
