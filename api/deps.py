@@ -45,14 +45,30 @@ async def get_developer(request: Request) -> AsyncIterator[str]:
         yield developer_id
 
 
+Offset = Annotated[int, Query(ge=0, le=1_000_000_000)]
+SortBy = Literal["created_at", "updated_at"]
+Direction = Literal["asc", "desc"]
+
+
 def get_page(
     request: Request,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
-    sort_by: Literal["created_at", "updated_at"] = "created_at",
-    direction: Literal["asc", "desc"] = "desc",
+    offset: Offset = 0,
+    sort_by: SortBy = "created_at",
+    direction: Direction = "desc",
 ) -> Page:
     return Page(limit, offset, sort_by, direction, metadata_filter(request))
+
+
+def get_transition_page(
+    request: Request,
+    # Julep v1 read an execution's transitions with any limit, and its cookbooks ask for 2000 at once.
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+    offset: Offset = 0,
+    sort_by: SortBy = "created_at",
+    direction: Direction = "desc",
+) -> Page:
+    return get_page(request, limit, offset, sort_by, direction)
 
 
 def metadata_filter(request: Request) -> dict[str, Any] | None:
@@ -100,3 +116,4 @@ def checked_id(value: str, kind: str) -> str:
 Developer = Annotated[str, Depends(get_developer)]
 StoreDep = Annotated[Store, Depends(get_store)]
 PageDep = Annotated[Page, Depends(get_page)]
+TransitionPageDep = Annotated[Page, Depends(get_transition_page)]

@@ -88,6 +88,10 @@ class Tool(BaseModel):
     description: str | None = None
     created_at: datetime
     updated_at: datetime
+    warnings: list[ProblemOut] | None = Field(
+        default=None,
+        description="In the answer to a create or update only: each key ignored as Julep v1 ignored it, with its path.",
+    )
 
 
 class Task(BaseModel):

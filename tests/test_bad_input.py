@@ -90,10 +90,10 @@ BAD_TASKS = [
     case("unknown_step_key", {"name": "t", "main": [{"bogus": 1}]}, "main[0]", "not a step"),
     case("step_not_a_mapping", {"name": "t", "main": ["just text"]}, "main[0]", "not a step"),
     case(
-        "extra_key_on_step",
-        {"name": "t", "main": [{"evaluate": {"x": "$ 1"}, "bogus": 2}]},
-        "main[0].bogus",
-        "Extra inputs",
+        "second_kind_on_step",  # a missing `-`; other unknown keys are ignored with a warning (test_dialect.py)
+        {"name": "t", "main": [{"evaluate": {"x": "$ 1"}, "then": [{"log": "x"}]}]},
+        "main[0].then",
+        "each step has one kind",
     ),
     case("evaluate_not_a_mapping", {"name": "t", "main": [{"evaluate": "x"}]}, "main[0].evaluate"),
     case(

@@ -228,3 +228,111 @@ async def test_a_task_with_nothing_ambiguous_has_no_warnings(api):
     assert task["warnings"] == []
     fetched = (await api.get(f"/tasks/{task['id']}")).json()
     assert fetched["main"] == task["main"]
+
+
+# Rule 6: lenient where Julep was lenient ---------------------------------------------------------------------
+
+LENIENT_TASK = {
+    "name": "lenient",
+    "tools": [
+        {
+            "name": "reader",
+            "type": "api_call",
+            "api_call": {
+                "method": "GET",
+                "url": "https://r.jina.ai/https://example.com",
+                "x-return-format": "markdown",  # Julep's cookbook: header-like keys beside the fields
+                "Authorization": "Bearer not-sent",
+            },
+        }
+    ],
+    "main": [
+        {"evaluate": {"n": "$ 1"}, "unwrap": True, "note": "free text"},
+        {"log": "n is {{ _.n }}", "response_format": {"type": "json_object"}},
+        {"if": "$ _.n == 1", "then": {"return": {"ok": "$ _.n"}, "comment": "x"}},
+    ],
+}
+
+
+async def test_keys_julep_ignored_are_ignored_and_listed_with_their_paths(api):
+    agent = await create_agent(api)
+    task = await create_task(api, agent["id"], LENIENT_TASK)
+    warnings = warned(task)
+    assert set(warnings) == {
+        "tools[0].api_call.x-return-format",
+        "tools[0].api_call.Authorization",
+        "main[0].unwrap",
+        "main[0].note",
+        "main[1].response_format",
+        "main[2].then[0].comment",
+    }, warnings
+    assert all(m.startswith("ignored, as Julep v1 ignored it") for m in warnings.values())
+    assert "headers" in warnings["tools[0].api_call.Authorization"]
+    # Ignored means gone: not stored, not sent, and the task runs as if they were never written.
+    fetched = (await api.get(f"/tasks/{task['id']}")).json()
+    assert fetched["tools"][0]["api_call"].keys() == {"method", "url", "follow_redirects"}
+    assert fetched["main"][0] == {"evaluate": {"n": "$ 1"}}
+    done, _ = await run_task(api, LENIENT_TASK, agent_id=agent["id"])
+    assert done["status"] == "succeeded" and done["output"] == {"ok": 1}, done
+
+
+async def test_a_prompts_step_level_response_format_is_ignored_with_a_pointer_to_settings(api):
+    agent = await create_agent(api)
+    spec = {"name": "p", "main": [{"prompt": "hi", "response_format": {"type": "json_object"}}]}
+    task = await create_task(api, agent["id"], spec)
+    assert "goes under `settings`" in warned(task)["main[0].response_format"]
+
+
+@pytest.mark.parametrize(
+    ("step", "path"),
+    [
+        pytest.param({"log": "a", "evaluate": {"x": "$ 1"}}, "main[0].log", id="two_kinds"),
+        pytest.param({"log": "a", "then": [{"log": "b"}]}, "main[0].then", id="then_without_if"),
+        pytest.param({"evaluate": {"x": "$ 1"}, "do": {"log": "b"}}, "main[0].do", id="do_without_foreach"),
+    ],
+)
+async def test_a_key_that_starts_another_step_is_still_refused(api, step, path):
+    """Two steps written as one (a missing `-`) would drop a step silently: refused, with the path."""
+    agent = await create_agent(api)
+    response = await api.post(f"/agents/{agent['id']}/tasks", json={"name": "t", "main": [step]})
+    assert response.status_code == 422, response.text
+    problems = {p["path"]: p["message"] for p in response.json()["problems"]}
+    assert "each step has one kind" in problems[path], problems
+
+
+@pytest.mark.parametrize("key", ["secrets", "files", "cookies", "include_response_content"])
+async def test_julep_api_call_fields_mint_does_not_implement_are_refused(api, key):
+    agent = await create_agent(api)
+    tool = {"name": "t", "type": "api_call", "api_call": {"url": "https://example.com", key: {"a": "b"}}}
+    response = await api.post(
+        f"/agents/{agent['id']}/tasks",
+        json={"name": "t", "tools": [tool], "main": [{"evaluate": {"x": "$ 1"}}]},
+    )
+    assert response.status_code == 422, response.text
+    problems = {p["path"]: p["message"] for p in response.json()["problems"]}
+    assert "is not supported" in problems[f"tools[0].api_call.{key}"], problems
+    response = await api.post(f"/agents/{agent['id']}/tools", json=tool)
+    assert response.status_code == 422 and f"api_call.{key}" in response.text, response.text
+
+
+async def test_an_agents_api_call_tool_lists_the_keys_it_ignored(api):
+    agent = await create_agent(api)
+    tool = {"name": "reader", "type": "api_call", "api_call": {"url": "https://example.com", "x-with": "x"}}
+    created = await api.post(f"/agents/{agent['id']}/tools", json=tool)
+    assert created.status_code == 201, created.text
+    assert [w["path"] for w in created.json()["warnings"]] == ["api_call.x-with"]
+    assert "x-with" not in created.json()["api_call"]
+    replaced = await api.put(f"/agents/{agent['id']}/tools/{created.json()['id']}", json=tool)
+    assert [w["path"] for w in replaced.json()["warnings"]] == ["api_call.x-with"]
+    listed = (await api.get(f"/agents/{agent['id']}/tools")).json()["items"]
+    assert listed[0].get("warnings") is None and "x-with" not in listed[0]["api_call"]
+
+
+async def test_an_executions_transitions_list_takes_julep_limits(api):
+    """Julep's cookbooks read `transitions.list(execution_id, limit=2000)`; other lists keep 1..1000."""
+    done, _ = await run_task(api, {"name": "t", "main": [{"evaluate": {"x": "$ 1"}}]})
+    for limit in (2000, 10_000):
+        response = await api.get(f"/executions/{done['id']}/transitions", params={"limit": limit})
+        assert response.status_code == 200 and len(response.json()["items"]) == 3, response.text
+    response = await api.get(f"/executions/{done['id']}/transitions", params={"limit": 10_001})
+    assert response.status_code == 422 and "limit" in response.text

@@ -343,11 +343,6 @@ CASES: dict[str, Case] = {
         outcome="unavailable_provider",
         provider="email",
         model=email_model,
-        xfail=(
-            "rule 6: step-level `response_format` refused at creation (main[2].response_format: Extra inputs "
-            "are not permitted); rule 4: backslash in an f-string replacement field, `{ '\\n'.join(...) }` "
-            "(main[2].prompt); rule 5: `extract_json` unknown (main[3].evaluate)"
-        ),
     ),
     "cb01_website_crawler": Case(
         why="notebook input {url}; step 0 is the `spider` integration",
@@ -388,10 +383,6 @@ CASES: dict[str, Case] = {
         input={"video_url": "https://example.com/v.mp4", "public_id": "v1", "transformation_prompt": "crop"},
         outcome="unavailable_provider",
         provider="cloudinary",
-        xfail=(
-            "rule 5: `extract_json` unknown, so the task is refused at creation "
-            "(main[2].evaluate.model_transformation)"
-        ),
     ),
     "cb06_browser_use": Case(
         why=(
@@ -410,10 +401,6 @@ CASES: dict[str, Case] = {
         input={"topics": ["LLMs"], "user_id": "u-1"},
         outcome="unavailable_provider",
         provider="brave",
-        xfail=(
-            "rule 4: backslash in f-string replacement fields, `{ '\\n'.join(...) }`, refused at creation "
-            "(main[1].prompt[0].content, main[9].prompt[0].content)"
-        ),
     ),
     "cb08_rag_jina_crawler": Case(
         why=(
@@ -426,11 +413,6 @@ CASES: dict[str, Case] = {
         web=jina,
         hosts=("https://r.jina.ai",),
         check=jina_docs_saved,
-        xfail=(
-            "rule 6: header-like keys beside api_call's fields refused (tools[0].api_call.x-return-format ..."
-            " Authorization: Extra inputs are not permitted); rule 5: `chunk_doc` unknown "
-            "(main[1].evaluate.result)"
-        ),
     ),
     "cb09_companion_storyline": Case(
         why=(
@@ -827,12 +809,10 @@ CASES: dict[str, Case] = {
         ),
         input={"json_string": '{"a": 1}', "yaml_string": "b: 2"},
         output={"data": {"a": 1}, "config": {"b": 2}, "extracted_content": {"key": "value"}},
-        xfail="rule 5: `extract_json` unknown, refused at creation (main[0].evaluate.extracted_content)",
     ),
     "doc_expr_csv": Case(
         why="docs: csv.reader over a string (Julep's evaluator `csv` module)",
         output={"csv_data": [["a", "b", "c"], ["1", "2", "3"]]},
-        xfail="rule 5: `csv` unknown, refused at creation (main[0].evaluate.csv_data)",
     ),
     "doc_expr_new_syntax": Case(
         why=(

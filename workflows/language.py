@@ -15,6 +15,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     Tag,
     TypeAdapter,
     ValidationInfo,
@@ -62,8 +63,28 @@ def step_kind(raw: Any) -> str | None:
     return None
 
 
-class _Step(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+class _Lenient(BaseModel):
+    """A model that takes keys it does not know, as Julep v1's did, and sets them aside: they are not kept,
+    and `ignored_keys` names them for the creation answer's warnings (workflows/validate.py), which also
+    refuses the ones that signal a mistake rather than a Julep habit."""
+
+    model_config = ConfigDict(extra="allow")
+    _ignored: tuple[str, ...] = PrivateAttr(default=())
+
+    @model_validator(mode="after")
+    def _set_aside_unknown_keys(self) -> _Lenient:
+        if self.__pydantic_extra__:
+            self._ignored = tuple(self.__pydantic_extra__)
+            object.__setattr__(self, "__pydantic_extra__", {})  # so they are never dumped or stored
+        return self
+
+    @property
+    def ignored_keys(self) -> tuple[str, ...]:
+        return self._ignored
+
+
+class _Step(_Lenient):
+    model_config = ConfigDict(extra="allow", populate_by_name=True, frozen=True)
     label: Annotated[str, Field(min_length=1, max_length=120)] | None = None
     kind_: str | None = None
 
@@ -327,8 +348,8 @@ class FunctionDef(BaseModel):
     parameters: dict[str, Any] | None = None
 
 
-class ApiCallDef(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ApiCallDef(_Lenient):
+    model_config = ConfigDict(extra="allow")
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] = "GET"
     url: str
     headers: dict[str, str] | None = None

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from workflows import ignored_keys
 from workflows import language as lang
 from workflows.calls import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS, bounded_timeout
 from workflows.dialect import Dialect, read_value
@@ -56,8 +57,11 @@ def validate_task(
     _check_step_count(spec, limits.max_steps)
     dialect = detect_dialect(spec.workflows)
     problems = schema_problems(spec.input_schema) + _duplicate_tools(spec.tools)
+    warnings: list[Problem] = []
     for i, tool in enumerate(spec.tools):
         problems += tool_timeout_problems(tool, f"tools[{i}]", limits.max_tool_timeout)
+        refused, ignored = ignored_keys.api_call_keys(tool.api_call, f"tools[{i}]")
+        problems, warnings = problems + refused, warnings + ignored
     tool_names = {t.name for t in spec.tools} | (set(agent_tool_names) if spec.inherit_tools else set())
     labels: dict[str, str] = {}
     api_calls = {t.name for t in spec.tools if t.type == "api_call"}
@@ -67,9 +71,11 @@ def validate_task(
                 step, path, dialect, tool_names, set(spec.workflows), labels, limits.max_expression_length
             )
             problems += _argument_timeout_problems(step, path, dialect, api_calls, limits.max_tool_timeout)
+            refused, ignored = ignored_keys.step_keys(step, path)
+            problems, warnings = problems + refused, warnings + ignored
     if problems:
         raise TaskInvalid(problems)
-    return ValidTask(spec, dialect, spec.to_document(), task_warnings(spec, dialect))
+    return ValidTask(spec, dialect, spec.to_document(), warnings + task_warnings(spec, dialect))
 
 
 def task_warnings(spec: lang.TaskSpec, dialect: Dialect) -> list[Problem]:

@@ -14,6 +14,7 @@ from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
 from mint.docs import DocStore
 from mint.store import AGENTS, TOOLS
+from workflows import ignored_keys
 from workflows.language import ToolDef
 from workflows.validate import Problem, format_loc, tool_timeout_problems
 
@@ -87,11 +88,11 @@ async def create_tool(
     agent_id: str, body: dict[str, Any], request: Request, developer: Developer, store: StoreDep
 ) -> Any:
     agent = await agent_or_404(store, developer, agent_id)
-    tool = _tool_def(body, request)
+    tool, warnings = _tool_def(body, request)
     if any(t["name"] == tool.name for t in await store.agent_tools(developer, agent["id"])):
         raise ApiError(409, f"agent {agent_id} already has a tool named {tool.name!r}")
     row = await store.insert(TOOLS, developer, {"agent_id": agent["id"], **_tool_values(tool)})
-    return tool_out(row)
+    return {**tool_out(row), "warnings": warnings}
 
 
 @router.get("/agents/{agent_id}/tools", response_model=schemas.ItemList[schemas.Tool])
@@ -105,7 +106,11 @@ async def reset_tool(
     agent_id: str, tool_id: str, body: dict[str, Any], request: Request, developer: Developer, store: StoreDep
 ) -> Any:
     await _tool_or_404(store, developer, agent_id, tool_id)
-    return tool_out(await store.update(TOOLS, developer, tool_id, _tool_values(_tool_def(body, request))))
+    tool, warnings = _tool_def(body, request)
+    return {
+        **tool_out(await store.update(TOOLS, developer, tool_id, _tool_values(tool))),
+        "warnings": warnings,
+    }
 
 
 @router.patch("/agents/{agent_id}/tools/{tool_id}", response_model=schemas.Tool)
@@ -113,8 +118,11 @@ async def patch_tool(
     agent_id: str, tool_id: str, body: dict[str, Any], request: Request, developer: Developer, store: StoreDep
 ) -> Any:
     current = await _tool_or_404(store, developer, agent_id, tool_id)
-    merged = _deep_merge(current["spec"], body)
-    return tool_out(await store.update(TOOLS, developer, tool_id, _tool_values(_tool_def(merged, request))))
+    tool, warnings = _tool_def(_deep_merge(current["spec"], body), request)
+    return {
+        **tool_out(await store.update(TOOLS, developer, tool_id, _tool_values(tool))),
+        "warnings": warnings,
+    }
 
 
 @router.delete("/agents/{agent_id}/tools/{tool_id}", response_model=schemas.ResourceDeleted, status_code=202)
@@ -141,15 +149,17 @@ async def _tool_or_404(store: StoreDep, developer: str, agent_id: str, tool_id: 
     return tool
 
 
-def _tool_def(body: dict[str, Any], request: Request) -> ToolDef:
+def _tool_def(body: dict[str, Any], request: Request) -> tuple[ToolDef, list[dict[str, str]]]:
+    """The tool, and the warnings for the keys it carried that Julep v1 ignored (ignored here too)."""
     try:
         tool = ToolDef.model_validate(body)
     except ValidationError as exc:
         raise _invalid_tool([Problem(format_loc(tuple(e["loc"])), e["msg"]) for e in exc.errors()]) from None
     problems = tool_timeout_problems(tool, "", request.app.state.settings.max_tool_timeout)
-    if problems:
-        raise _invalid_tool(problems)
-    return tool
+    refused, ignored = ignored_keys.api_call_keys(tool.api_call, "")
+    if problems + refused:
+        raise _invalid_tool(problems + refused)
+    return tool, [{"path": w.path, "message": w.message} for w in ignored]
 
 
 def _invalid_tool(problems: list[Problem]) -> ApiError:

@@ -12,7 +12,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.responses import StreamingResponse
 
 from api import schemas
-from api.deps import Developer, PageDep, StoreDep, checked_id
+from api.deps import Developer, PageDep, StoreDep, TransitionPageDep, checked_id
 from api.errors import ERROR_RESPONSES, not_found
 from api.executions import cancel_execution, resume_execution, start_execution
 from mint.store import EXECUTIONS, Page, Store
@@ -78,7 +78,11 @@ async def change_status(
 
 @router.get("/executions/{execution_id}/transitions", response_model=schemas.ItemList[schemas.Transition])
 async def list_transitions(
-    execution_id: str, developer: Developer, store: StoreDep, page: PageDep, scope_id: str | None = None
+    execution_id: str,
+    developer: Developer,
+    store: StoreDep,
+    page: TransitionPageDep,
+    scope_id: str | None = None,
 ) -> Any:
     execution = await execution_or_404(store, developer, execution_id)
     return {

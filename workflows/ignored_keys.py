@@ -1,0 +1,70 @@
+"""Keys a task or tool may carry that Mint does not use: ignored with a warning, as Julep v1 ignored them, or
+refused where ignoring one would hide a mistake or change what runs.
+
+Julep's models took unknown keys and dropped them, and its cookbooks rely on it: a step-level
+`response_format` beside a prompt, header-like keys (`x-return-format`, `Authorization`) beside an
+`api_call`'s fields. The models here set such keys aside (language._Lenient); this module says, with the
+path, what happened to each.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from workflows import language as lang
+from workflows.problems import Problem
+
+IGNORED = "ignored, as Julep v1 ignored it"
+# Keys that make a step a different kind, or hold the steps of one: beside another kind they mean a missing
+# `-` (two steps written as one), which would otherwise drop a step silently.
+_STEP_SHAPES = frozenset(lang.STEP_KEYS) | {"then", "else", "do", "map", "parallel", "case", "in", "reduce"}
+# api_call fields Julep v1 had that Mint does not implement: ignoring one would change the request.
+_UNIMPLEMENTED_API_CALL = {
+    "secrets": "write secrets where they go, as `secrets.NAME` in the url, headers or body",
+    "files": "send the file's content in `content` or `json`",
+    "cookies": "send them as a `Cookie` header",
+    "include_response_content": "the response's content is always included",
+}
+
+
+def step_keys(step: BaseModel, path: str) -> tuple[list[Problem], list[Problem]]:
+    """(problems, warnings) for the keys a step carried that its kind does not have."""
+    kind = lang.step_kind(step)
+    problems, warnings = [], []
+    for key in getattr(step, "ignored_keys", ()):
+        where = f"{path}.{key}"
+        if key in _STEP_SHAPES:
+            problems.append(
+                Problem(
+                    where,
+                    f"`{key}` does not belong in a `{kind}` step: each step has one kind (is a `-` missing "
+                    "before it, starting a new step?)",
+                )
+            )
+        elif key == "response_format" and kind == "prompt":
+            warnings.append(Problem(where, f"{IGNORED}: a prompt's `response_format` goes under `settings`"))
+        else:
+            warnings.append(Problem(where, f"{IGNORED}: `{kind}` steps have no `{key}`"))
+    return problems, warnings
+
+
+def api_call_keys(api_call: lang.ApiCallDef | None, path: str) -> tuple[list[Problem], list[Problem]]:
+    """(problems, warnings) for the keys beside an api_call's fields; `path` is the tool's."""
+    if api_call is None:
+        return [], []
+    problems, warnings = [], []
+    prefix = f"{path}.api_call" if path else "api_call"
+    for key in api_call.ignored_keys:
+        where = f"{prefix}.{key}"
+        if key in _UNIMPLEMENTED_API_CALL:
+            problems.append(
+                Problem(where, f"Julep v1's `{key}` is not supported: {_UNIMPLEMENTED_API_CALL[key]}")
+            )
+        else:
+            warnings.append(
+                Problem(
+                    where,
+                    f"{IGNORED}: `{key}` is not an api_call field, so it is not sent (headers go under `headers`)",
+                )
+            )
+    return problems, warnings
