@@ -122,6 +122,13 @@ class MintUp:
         }
         self.env = {**inherited, "MINT_API_PORT": str(self.api_port), "MINT_API_KEY": key, **env}
         self.process: subprocess.Popen | None = None
+        # Everything it and its worker print goes to a file, never to a pipe: a pipe nobody reads fills up
+        # (64 KB of warnings under load), and then every write blocks, stalling the worker mid-flight.
+        self.log_path = data_dir.with_name(data_dir.name + ".log")
+
+    def output(self) -> str:
+        """Everything `mint up` (and its worker) printed so far."""
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def start(self, healthy_within: float = 120) -> MintUp:
         import time
@@ -130,13 +137,12 @@ class MintUp:
 
         command = [sys.executable, "-m", "mint.cli", "up", "--data-dir", str(self.data_dir)]
         command += ["--temporal-port", str(self.temporal_port), "--ui-port", str(self.ui_port)]
-        self.process = subprocess.Popen(
-            command, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(command, env=self.env, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + healthy_within
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise AssertionError(f"mint up exited: {self.process.stdout.read()}")  # type: ignore[union-attr]
+                raise AssertionError(f"mint up exited: {self.output()}")
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
                     return self
@@ -150,8 +156,8 @@ class MintUp:
         exit `within` seconds."""
         assert self.process is not None
         self.process.send_signal(signal_number)
-        output, _ = self.process.communicate(timeout=within)
-        return self.process.returncode, output
+        self.process.wait(timeout=within)
+        return self.process.returncode, self.output()
 
     def leftovers(self) -> str:
         """Processes still running from this data dir (Postgres, Temporal): empty once all is stopped."""
@@ -164,8 +170,6 @@ class MintUp:
             if self.process.poll() is None:
                 self.process.kill()
                 self.process.wait()
-            if self.process.stdout:
-                self.process.stdout.close()
         subprocess.run(["pkill", "-9", "-f", str(self.data_dir)], check=False)
 
 
