@@ -1,4 +1,5 @@
-"""The Mint worker: runs TaskExecutionWorkflow and the activities it calls (`mint worker`)."""
+"""The Mint worker, assembled: every workflow and activity with the clients they need (`mint worker` and
+`mint up` run it; mint/stack.py)."""
 
 from __future__ import annotations
 
@@ -17,9 +18,9 @@ from activities.http import HttpActivities
 from activities.mcp import McpActivities
 from activities.models import model_client
 from activities.sessions import SessionActivities
-from activities.system import SystemActivities, internal_app
+from activities.system import SystemActivities, system_caller
 from activities.transitions import TransitionWriter
-from api.app import create_app
+from api.app import create_internal_app
 from mint.docs import DocStore
 from mint.secrets import SecretStore
 from mint.settings import Settings
@@ -71,7 +72,7 @@ def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, se
     # httpx logs every request's URL at INFO, and a tool's URL may carry a secret (activities/secrets.py).
     logging.getLogger("httpx").setLevel(logging.WARNING)
     models = model_client(settings, secrets)
-    system = SystemActivities(internal_app(create_app(Store(pool), client, settings)))
+    system = SystemActivities(create_internal_app(Store(pool), client, settings, system_caller))
     mcp = McpActivities(settings.mcp_servers, egress)
     docs = DocActivities(DocStore(pool), settings.embedder())
     sessions = SessionActivities(Store(pool), models)
@@ -103,13 +104,3 @@ def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, se
         # On stop, running activities get this long to finish before they are cancelled (and retried).
         graceful_shutdown_timeout=timedelta(seconds=settings.shutdown_grace_seconds),
     )
-
-
-def main() -> None:
-    from mint.cli import main as cli_main
-
-    cli_main(["worker"])
-
-
-if __name__ == "__main__":
-    main()

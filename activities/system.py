@@ -14,7 +14,6 @@ import contextvars
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -25,8 +24,6 @@ from temporalio import activity
 
 from activities import errors
 from activities.heartbeat import heartbeating
-from api.deps import get_developer
-from mint.tenancy import acting_as
 from workflows.calls import CALL_SYSTEM
 from workflows.system_ops import OPERATIONS, Key, dotted, operation_key
 
@@ -37,18 +34,10 @@ _caller: contextvars.ContextVar[str] = contextvars.ContextVar("system_tool_calle
 BODY_WRAPPERS = ("data", "search_params")
 
 
-def internal_app(app: FastAPI) -> FastAPI:
-    """Turn a freshly created app into the in-process one: the caller is the execution's developer."""
-    app.dependency_overrides[get_developer] = _acting_caller
-    return app
-
-
-async def _acting_caller() -> AsyncIterator[str]:
-    """What get_developer does once a key names the developer: the request acts for it, under row-level
-    security, as any API request does."""
-    developer_id = _caller.get()
-    with acting_as(developer_id):
-        yield developer_id
+def system_caller() -> str:
+    """The developer whose execution is making the system call in progress: the in-process app acts for it
+    (api/app.py create_internal_app)."""
+    return _caller.get()
 
 
 @dataclass

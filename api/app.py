@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from fastapi import Depends, FastAPI
 from temporalio.client import Client
 
 from activities.models import model_client
+from api.deps import get_developer
 from api.errors import install_error_handlers
 from api.limits import ChatSlots, RateLimiter
 from api.request_check import check_request
@@ -17,7 +19,7 @@ from mint.docs import DocStore
 from mint.secrets import SecretStore
 from mint.settings import Settings
 from mint.store import Store
-from mint.tenancy import ActingForNoTenant
+from mint.tenancy import ActingForNoTenant, acting_as
 
 
 def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
@@ -55,4 +57,21 @@ def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
         await store.pool.fetchval("SELECT 1")
         return {"status": "ok"}
 
+    return app
+
+
+def create_internal_app(
+    store: Store, temporal: Client, settings: Settings, caller: Callable[[], str]
+) -> FastAPI:
+    """The app system tools call in process (activities/system.py): never served on a port, and every
+    request acts for `caller()`, the developer of the execution making the call, as a request with that
+    developer's key would (row-level security included)."""
+    app = create_app(store, temporal, settings)
+
+    async def acting_caller() -> AsyncIterator[str]:
+        developer_id = caller()
+        with acting_as(developer_id):
+            yield developer_id
+
+    app.dependency_overrides[get_developer] = acting_caller
     return app

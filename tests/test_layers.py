@@ -1,0 +1,140 @@
+"""The code's rooms and what each may import (README, Layout): no import cycle, and no import that runs from a
+lower layer up to a higher one. Read from the source's import statements (function-level ones included), so
+the rule holds for what runs, not only for what is imported at the top of a file."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).parent.parent
+PACKAGES = ("api", "activities", "workflows", "mint")
+# The process: the CLI, and the composition root that assembles API and worker from the layers below.
+PROCESS = frozenset(
+    {"worker", "mint.cli", "mint.stack", "mint.worker_process", "mint.runner", "mint.services"}
+)
+# What each layer may import, itself included. `workflows` is pure (no I/O, run by Temporal's sandbox);
+# persistence (the rest of `mint/`) holds the store and its plumbing and sits below the rest.
+MAY_IMPORT = {
+    "workflows": {"workflows"},
+    "persistence": {"persistence"},
+    "activities": {"activities", "workflows", "persistence"},
+    "api": {"api", "activities", "workflows", "persistence"},
+    "process": {"process", "api", "activities", "workflows", "persistence"},
+}
+# Imports that break the rule today, each to go (issue 14): chat's context rendering moves out of `mint/`
+# with the chat service, and the transition sequence rules move to the contracts module the store and the
+# workflows share. The test fails on any other, and on one of these once it is gone (so the list shrinks).
+KNOWN = {
+    ("mint.context", "workflows.expressions"),
+    ("mint.context", "workflows.safe_values"),
+    ("mint.context", "workflows.templates"),
+    ("mint.store", "workflows.transitions"),
+}
+
+
+def _modules() -> dict[str, Path]:
+    files = [ROOT / "worker.py", *(f for package in PACKAGES for f in (ROOT / package).rglob("*.py"))]
+    modules = {}
+    for path in files:
+        parts = list(path.relative_to(ROOT).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        modules[".".join(parts)] = path
+    return modules
+
+
+def _imports() -> dict[str, set[str]]:
+    """Each module's imports of the project's own modules."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                # `from workflows import language` imports the module workflows.language.
+                targets = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
+            else:
+                continue
+            for target in targets:
+                while target and target not in modules:
+                    target = target.rpartition(".")[0]
+                if target and target != name:
+                    found.add(target)
+        graph[name] = found
+    return graph
+
+
+def _layer(module: str) -> str:
+    if module in PROCESS:
+        return "process"
+    top = module.split(".")[0]
+    return "persistence" if top == "mint" else top
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles = []
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    cycles.append(sorted(component))
+    return cycles
+
+
+def test_no_import_cycle():
+    assert _cycles(_imports()) == []
+
+
+def test_the_cycle_finder_finds_one():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_import_runs_up_a_layer():
+    upward = {
+        (module, target)
+        for module, targets in _imports().items()
+        for target in targets
+        if _layer(target) not in MAY_IMPORT[_layer(module)]
+    }
+    assert upward - KNOWN == set(), "imports from a lower layer to a higher one (see README, Layout)"
+    assert KNOWN - upward == set(), "gone: take these out of KNOWN"
+
+
+def test_every_module_is_in_a_layer():
+    assert {_layer(m) for m in _imports()} <= set(MAY_IMPORT)
+    assert PROCESS <= set(_imports()), "a PROCESS module was renamed"
