@@ -18,6 +18,9 @@ IGNORED = "ignored, as Julep v1 ignored it"
 # Keys that make a step a different kind, or hold the steps of one: beside another kind they mean a missing
 # `-` (two steps written as one), which would otherwise drop a step silently.
 _STEP_SHAPES = frozenset(lang.STEP_KEYS) | {"then", "else", "do", "map", "parallel", "case", "in", "reduce"}
+# Keys that bound or retry a step that calls out or waits: on another step they would promise a limit that
+# never applies, so they are refused (Mint's own rule, stricter than Julep's).
+_CALL_SETTINGS = frozenset({"timeout", "retry"})
 # api_call fields Julep v1 had that Mint does not implement: ignoring one would change the request.
 _UNIMPLEMENTED_API_CALL = {
     "secrets": "write secrets where they go, as `secrets.NAME` in the url, headers or body",
@@ -39,6 +42,14 @@ def step_keys(step: BaseModel, path: str) -> tuple[list[Problem], list[Problem]]
                     where,
                     f"`{key}` does not belong in a `{kind}` step: each step has one kind (is a `-` missing "
                     "before it, starting a new step?)",
+                )
+            )
+        elif key in _CALL_SETTINGS:
+            problems.append(
+                Problem(
+                    where,
+                    f"`{key}` applies only to steps that call out (tool, prompt, search) or wait "
+                    f"(wait_for_input: timeout); a `{kind}` step runs at once",
                 )
             )
         elif key == "response_format" and kind == "prompt":
