@@ -8,14 +8,9 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from workflows.interpreter import (
-    MAP_CHUNK_WORKFLOW,
-    ExecutionParams,
-    Inbox,
-    Interpreter,
-    MapChunk,
-    StepFailed,
-)
+from workflows.failures import StepFailed
+from workflows.frames import ExecutionParams
+from workflows.interpreter import MAP_CHUNK_WORKFLOW, Inbox, Interpreter, MapChunk
 from workflows.transitions import plain
 
 

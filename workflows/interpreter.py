@@ -16,21 +16,16 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows import language as lang
 from workflows import prompts
-from workflows.calls import (
-    DEFAULT_MAX_TOOL_TIMEOUT_SECONDS,
-    HEARTBEAT_TIMEOUT,
-    ToolError,
-    call_options,
-    tool_activity,
-)
-from workflows.expressions import ExpressionError
+from workflows.calls import HEARTBEAT_TIMEOUT, ToolError, call_options, tool_activity
+from workflows.failures import Returned, StepFailed, failure_message
+from workflows.frames import ExecutionParams, Frame, ResumePoint, StepsView
 from workflows.reduce import fold, reduce_results
 from workflows.storable import storable_text
-from workflows.transition_log import LOG_NOTE, MARK_FAILED, WRITE_RETRY, TransitionLog, UnrecordableValue
+from workflows.transition_log import LOG_NOTE, MARK_FAILED, WRITE_RETRY, TransitionLog
 from workflows.transitions import Position, TransitionBatch, plain
 from workflows.values import ValueEvaluator
 
@@ -64,71 +59,12 @@ BLOCKING_STEPS = (
 )
 
 
-class StepFailed(Exception):
-    """A step failed in a way the user must fix (bad expression, `error` step, unavailable feature)."""
-
-
-class _Return(Exception):
-    """Unwinds a named workflow when a `return` step runs."""
-
-    def __init__(self, value: Any):
-        self.value = value
-
-
 @dataclass
 class TailCall:
     """A yield in tail position, handed up to the run of its workflow, which becomes the callee's run."""
 
     step: lang.YieldStep
     value: Any  # the yield's `_`
-
-
-@dataclass
-class ExecutionParams:
-    """Everything an execution needs, fixed when it starts (the task version included)."""
-
-    execution_id: str
-    developer_id: str
-    task: dict[str, Any]
-    dialect: str
-    input: Any
-    agent: dict[str, Any] = field(default_factory=dict)
-    task_info: dict[str, Any] = field(default_factory=dict)
-    execution_info: dict[str, Any] = field(default_factory=dict)
-    tools: list[dict[str, Any]] = field(default_factory=list)
-    max_history_events: int = 10_000
-    max_fan_out: int = 100_000  # items one foreach or map may run over (MINT_MAX_FAN_OUT)
-    max_tool_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS  # MINT_MAX_TOOL_TIMEOUT_SECONDS
-    resume: ResumePoint | None = None  # set when the execution continued as new
-
-
-@dataclass
-class Frame:
-    """One run of a named workflow, as expressions see it.
-
-    `inputs[i]` is step i's input (inputs[0] the workflow's) and step i's output is inputs[i + 1], so the
-    list holds everything (`outputs`, `steps[i]`) and inputs[-1] is always the latest value."""
-
-    name: str
-    scope_id: str
-    inputs: list[Any]
-    root: bool = False  # main's frame (or what replaced it through tail yields)
-    depth: int = 0  # how many nested (non-tail) yields deep this run is
-
-    @property
-    def outputs(self) -> list[Any]:
-        return self.inputs[1:]
-
-    def position(self) -> Position:
-        """Where the frame is now: the step about to run, or one past the last."""
-        return Position(self.name, len(self.inputs) - 1, self.scope_id)
-
-    def snapshot(self) -> dict[str, Any]:
-        return {"name": self.name, "scope_id": self.scope_id, "inputs": self.inputs}
-
-    @classmethod
-    def restore(cls, data: dict[str, Any]) -> Frame:
-        return cls(data["name"], data["scope_id"], data["inputs"], root=True)
 
 
 class Inbox:
@@ -159,38 +95,6 @@ class Inbox:
         self.answers[wait_seq] = value
         self.answered_at[wait_seq] = self.newest
         return True
-
-
-@dataclass
-class ResumePoint:
-    """Where a continued-as-new execution picks up: the root frame, its next step, and all shared state."""
-
-    frame: dict[str, Any]
-    index: int
-    seq: int
-    state: dict[str, Any]
-    labels: dict[str, Any]
-    legacy: bool = True  # the execution runs as before issue 13 (a resume point written before has no field)
-
-
-class StepsView:
-    """`steps[0].output` (this workflow's steps by index) and `steps["label"]` (any labelled step)."""
-
-    def __init__(self, frame: Frame, labels: dict[str, dict[str, Any]]):
-        self._frame = frame
-        self._labels = labels
-
-    def __getitem__(self, key: Any) -> dict[str, Any]:
-        if isinstance(key, str):
-            return self._labels[key]
-        inputs = self._frame.inputs
-        if isinstance(key, int) and key < 0:
-            key += len(inputs)
-        if not isinstance(key, int) or not 0 <= key < len(inputs):
-            raise KeyError(key)
-        if key + 1 < len(inputs):
-            return {"input": inputs[key], "output": inputs[key + 1]}
-        return {"input": inputs[key]}  # the running step: its input is known, not its output
 
 
 class Interpreter:
@@ -301,7 +205,7 @@ class Interpreter:
                     index += 1
                 else:
                     return frame.inputs[-1], frame
-        except _Return as returned:
+        except Returned as returned:
             return returned.value, frame
 
     def _tail_call(self, call: TailCall, frame: Frame) -> Frame:
@@ -378,7 +282,7 @@ class Interpreter:
                 return output
             if isinstance(output, CallResult | Logged):  # attempts, usage or log text go on the transition
                 output, metadata = output.output, {**(metadata or {}), **output.metadata()}
-        except _Return as returned:
+        except Returned as returned:
             self.log.add("step", returned.value, position, None, getattr(step, "label", None), metadata)
             raise
         label = getattr(step, "label", None)
@@ -444,7 +348,7 @@ class Interpreter:
             case lang.LogStep():
                 return self._log_step(step, value, names)
             case lang.ReturnStep():
-                raise _Return(self.values.value(step.return_, names))
+                raise Returned(self.values.value(step.return_, names))
             case lang.ErrorStep():
                 raise StepFailed(str(self.values.template(step.error, names)))
             case lang.IfElseStep():
@@ -624,7 +528,7 @@ class Interpreter:
                 self.labels.update(outcome.labels)
                 results[first : first + len(outcome.results)] = outcome.results
                 if outcome.returned:
-                    raise _Return(outcome.return_value)
+                    raise Returned(outcome.return_value)
                 if self.log.full:
                     await self.log.flush()
 
@@ -641,7 +545,7 @@ class Interpreter:
         try:
             results = await self._window(body, chunk.items, chunk.first, frame, chunk.path, chunk.parallelism)
             outcome = ChunkOutcome(results=results, transitions=[])
-        except _Return as returned:
+        except Returned as returned:
             outcome = ChunkOutcome(results=[], transitions=[], returned=True, return_value=returned.value)
         except Exception as exc:
             raise StepFailed(failure_message(exc)) from None
@@ -1068,21 +972,6 @@ class Logged:
 
     def metadata(self) -> dict[str, Any]:
         return {LOG_NOTE: self.text}
-
-
-def failure_message(exc: Exception) -> str:
-    """What the user reads in `execution.error` and the `error` transition."""
-    if isinstance(exc, StepFailed | ExpressionError | UnrecordableValue):
-        return str(exc)
-    if isinstance(exc, ChildWorkflowError) and isinstance(exc.cause, ApplicationError):
-        return exc.cause.message  # a fan-out chunk's failure, already worded for the user
-    if isinstance(exc, ApplicationError):
-        return exc.message  # a local activity's (the transition writer's), already worded for the user
-    if isinstance(exc, ActivityError):
-        cause = exc.cause
-        detail = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-        return f"{exc.activity_type or 'activity'} failed: {detail}"
-    return f"internal error in Mint: {type(exc).__name__}: {exc}"
 
 
 def _error_code(exc: Exception) -> str:
