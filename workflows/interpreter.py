@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -22,8 +21,8 @@ from workflows import language as lang
 from workflows import prompts
 from workflows.calls import HEARTBEAT_TIMEOUT, ToolError, call_options, tool_activity
 from workflows.failures import Returned, StepFailed, failure_message
+from workflows.fan_out import CHUNK_ITEMS, FanOut, gather
 from workflows.frames import ExecutionParams, Frame, ResumePoint, StepsView
-from workflows.reduce import fold, reduce_results
 from workflows.storable import storable_text
 from workflows.transition_log import LOG_NOTE, MARK_FAILED, WRITE_RETRY, TransitionLog
 from workflows.transitions import Position, TransitionBatch, plain
@@ -35,28 +34,9 @@ MAX_YIELD_DEPTH = 200
 # extends its list. An execution keeps the behaviour it started with (see Interpreter._started_legacy), so a
 # replay of one that started before the change issues the commands its history holds.
 JULEP_LOOPS_PATCH = "issue-13-log-passes-input-tail-branch-yields"
-# History events one call (a flush marker, the activity, its workflow task) adds, and the share of a history
-# a single fan-out may use (continue-as-new happens only between top-level steps).
-EVENTS_PER_CALL = 10
-MAX_FAN_OUT_EVENTS = 40_000
-# A fan-out (map or foreach) with more items than this, and calls in its body, runs in child workflows
-# of at most this many items each: no history nears Temporal's limits, and pending work stays small.
-CHUNK_ITEMS = 250
-MAX_CHUNKS = 2_000
 CALL_MODEL = "call_model"
 LIST_MCP_TOOLS = "list_mcp_tools"
 SEARCH_DOCS = "search_docs"
-MAP_CHUNK_WORKFLOW = "MapChunkWorkflow"
-
-
-BLOCKING_STEPS = (
-    lang.ToolCallStep,
-    lang.PromptStep,
-    lang.SearchStep,
-    lang.WaitForInputStep,
-    lang.SleepStep,
-    lang.YieldStep,
-)
 
 
 @dataclass
@@ -105,7 +85,7 @@ class Interpreter:
         self.task = lang.TaskSpec.model_validate(params.task)
         self.values = ValueEvaluator(params.dialect, workflow.random(), workflow.now)  # type: ignore[arg-type]
         self.log = TransitionLog(params.execution_id, params.developer_id, collect=chunk)
-        self.chunk = chunk  # running part of a fan-out in a child workflow (see run_chunk)
+        self.chunk = chunk  # running part of a fan-out in a child workflow (see FanOut.run_chunk)
         self.tools = {t["name"]: t for t in params.tools}
         self.state: dict[str, Any] = {}
         self.labels: dict[str, dict[str, Any]] = {}
@@ -113,6 +93,7 @@ class Interpreter:
         # Nested (non-tail) yields, counted here only in legacy runs; Frame.depth counts them otherwise.
         self.depth = 0
         self.legacy = True if chunk else self._started_legacy(params)  # a chunk's is its parent's (run_chunk)
+        self.fan_out = FanOut(self)  # foreach, map_reduce, parallel
         self.root: Frame  # main's frame, or what replaced it through tail yields (set by _start)
 
     @staticmethod
@@ -243,7 +224,7 @@ class Interpreter:
         )
         workflow.continue_as_new(plain(replace(self.params, resume=resume)))
 
-    async def _run_sequence(
+    async def run_sequence(
         self,
         steps: list[Any],
         value: Any,
@@ -275,7 +256,7 @@ class Interpreter:
         tail: bool = False,
     ) -> Any:
         names = self._names(value, frame)
-        self._start_budget()
+        self.start_budget()
         try:
             output = await self._execute(step, value, names, frame, position, metadata, tail)
             if isinstance(output, TailCall):  # the workflow's run goes on as the callee's: nothing to record
@@ -299,7 +280,7 @@ class Interpreter:
             self.values.budget.yielded()
         return output
 
-    def _start_budget(self) -> None:
+    def start_budget(self) -> None:
         """A fresh allowance of work for a step."""
         # The CPU guard (safe_values.STEP_CPU_SECONDS) is the one limit that is not deterministic, so it is
         # enforced only on the first run of each workflow task, never while Temporal replays history:
@@ -356,15 +337,11 @@ class Interpreter:
             case lang.SwitchStep():
                 return await self._switch(step, value, names, frame, here, tail)
             case lang.ForeachStep():
-                return await self._foreach(step, value, names, frame, here)
+                return await self.fan_out.foreach(step, value, names, frame, here)
             case lang.MapReduceStep():
-                return await self._map_reduce(step, names, frame, here)
+                return await self.fan_out.map_reduce(step, names, frame, here)
             case lang.ParallelStep():
-                branches = [
-                    self._run_sequence(b, value, frame, f"{here}.parallel[{i}]")
-                    for i, b in enumerate(step.parallel)
-                ]
-                return await _gather(branches)
+                return await self.fan_out.parallel(step, value, frame, here)
             case lang.SleepStep():
                 return await self._sleep(step, value, names)
             case lang.WaitForInputStep():
@@ -392,9 +369,9 @@ class Interpreter:
         self, step: lang.IfElseStep, value: Any, names: dict[str, Any], frame: Frame, here: str, tail: bool
     ) -> Any:
         if self.values.expression(step.if_, names):
-            return await self._run_sequence(step.then, value, frame, f"{here}.then", tail=tail)
+            return await self.run_sequence(step.then, value, frame, f"{here}.then", tail=tail)
         if step.else_:
-            return await self._run_sequence(step.else_, value, frame, f"{here}.else", tail=tail)
+            return await self.run_sequence(step.else_, value, frame, f"{here}.else", tail=tail)
         return value  # no `else`: the input passes through
 
     async def _switch(
@@ -402,158 +379,8 @@ class Interpreter:
     ) -> Any:
         for i, branch in enumerate(step.switch):
             if branch.case == "_" or self.values.expression(branch.case, names):
-                return await self._run_sequence(branch.then, value, frame, f"{here}.switch[{i}]", tail=tail)
+                return await self.run_sequence(branch.then, value, frame, f"{here}.switch[{i}]", tail=tail)
         return None
-
-    async def _foreach(
-        self, step: lang.ForeachStep, value: Any, names: dict[str, Any], frame: Frame, here: str
-    ) -> list[Any]:
-        items = self._items(step.foreach.in_, names, f"{here}.foreach.in")
-        path, body = f"{here}.foreach", step.foreach.do
-        if size := self._chunk_size(items, body, f"{here}.foreach.in"):
-            return await self._in_children(body, items, frame, path, size, parallelism=1)
-        results = []
-        for i, item in enumerate(items):
-            results.append(await self._run_sequence(body, item, frame, path, {"item": i}))
-        return results
-
-    async def _map_reduce(
-        self, step: lang.MapReduceStep, names: dict[str, Any], frame: Frame, here: str
-    ) -> Any:
-        items = self._items(step.over, names, f"{here}.over")
-        path, parallelism = f"{here}.map", step.parallelism or 100
-        if size := self._chunk_size(items, step.map, f"{here}.over"):
-            results = await self._in_children(step.map, items, frame, path, size, parallelism)
-        else:
-            results = await self._window(step.map, items, 0, frame, path, parallelism)
-        if self.legacy:  # as histories recorded before appending reduces replay
-            if step.reduce is None:
-                return results
-            initial = self.values.value(step.initial, names) if step.initial is not None else []
-            return fold(self.values, step.reduce, initial, results, names)
-        self._start_budget()  # the reduce's own allowance: the map's last step spent the one before
-        initial = self.values.value(step.initial, names) if step.initial is not None else []
-        return reduce_results(self.values, step.reduce, initial, results, names)
-
-    async def _window(
-        self, body: list[Any], items: list[Any], first: int, frame: Frame, path: str, parallelism: int
-    ) -> list[Any]:
-        """Run `body` for every item, at most `parallelism` at a time; item i is numbered first + i."""
-        window = asyncio.Semaphore(parallelism)
-
-        async def one(i: int, item: Any) -> Any:
-            async with window:  # a sliding window: a slow item holds only its own slot
-                return await self._run_sequence(body, item, frame, path, {"item": first + i})
-
-        return await _gather([one(i, item) for i, item in enumerate(items)])
-
-    def _items(self, raw: Any, names: dict[str, Any], where: str) -> list[Any]:
-        items = self.values.expression(raw, names) if isinstance(raw, str) else raw
-        if not isinstance(items, list):
-            raise StepFailed(f"{where}: expected a list to iterate over, got {type(items).__name__}")
-        if len(items) > self.params.max_fan_out:
-            raise StepFailed(
-                f"{where}: {len(items)} items is over the fan-out limit of {self.params.max_fan_out} items "
-                "(MINT_MAX_FAN_OUT); split the list across steps or executions"
-            )
-        return items
-
-    def _chunk_size(self, items: list[Any], body: list[Any], where: str) -> int | None:
-        """How many items each child workflow runs, or None when this history can hold the fan-out.
-
-        Each call, wait or timer in the body adds history events (one history holds about 51,200), so a
-        large fan-out of calls is split across child workflows; a body of pure steps adds none."""
-        steps = [s for _, s in lang.walk_steps(body, "")]
-        calls = sum(isinstance(s, BLOCKING_STEPS) for s in steps)
-        if not calls:
-            return None
-        size = max(1, min(CHUNK_ITEMS, MAX_FAN_OUT_EVENTS // (EVENTS_PER_CALL * calls)))
-        if len(items) <= size:
-            return None
-        waits = [s for s in steps if isinstance(s, lang.WaitForInputStep) or self._is_function_call(s)]
-        if waits or len(items) > size * MAX_CHUNKS:
-            fits = size if waits else size * MAX_CHUNKS
-            reason = "items that wait for input run in this execution's own history" if waits else ""
-            raise StepFailed(
-                f"{where}: {len(items)} items with {calls} call(s) each are too many for one fan-out "
-                f"(about {fits} fit{'; ' + reason if reason else ''}); split the list across steps or executions"
-            )
-        return size
-
-    def _is_function_call(self, step: Any) -> bool:
-        if not isinstance(step, lang.ToolCallStep):
-            return False
-        tool = self.tools.get(step.tool_name)
-        return tool is not None and tool["type"] == "function"
-
-    async def _in_children(
-        self, body: list[Any], items: list[Any], frame: Frame, path: str, size: int, parallelism: int
-    ) -> list[Any]:
-        """Run a large fan-out in child workflows of `size` items each, in order of item.
-
-        Up to `parallelism` lanes take the next chunk as soon as their last one ends, and the lanes share
-        the step's parallelism, so at most `parallelism` items are in flight across all children. Each
-        child returns its results and the transitions it collected, which this log adopts in order of
-        completion; the `state` keys and labels a child set are merged back here."""
-        chunks = deque(range(0, len(items), size))
-        lanes = min(len(chunks), parallelism)
-        widths = [parallelism // lanes + (1 if i < parallelism % lanes else 0) for i in range(lanes)]
-        body_spec = [lang.dump_step(step) for step in body]
-        results: list[Any] = [None] * len(items)
-        self.log.submit()  # what is pending is written while the children run
-
-        async def lane(width: int) -> None:
-            while chunks:
-                first = chunks.popleft()
-                chunk = MapChunk(
-                    params=self.params,
-                    body=body_spec,
-                    path=path,
-                    frame=frame.snapshot(),
-                    state=self.state,
-                    labels=self.labels,
-                    items=items[first : first + size],
-                    first=first,
-                    parallelism=width,
-                    legacy=self.legacy,
-                )
-                outcome: ChunkOutcome = await workflow.execute_child_workflow(
-                    MAP_CHUNK_WORKFLOW,
-                    plain(chunk),
-                    id=f"{self.params.execution_id}.chunk.{workflow.uuid4()}",
-                    result_type=ChunkOutcome,
-                )
-                self.log.adopt(outcome.transitions)
-                self.state.update(outcome.state)
-                self.labels.update(outcome.labels)
-                results[first : first + len(outcome.results)] = outcome.results
-                if outcome.returned:
-                    raise Returned(outcome.return_value)
-                if self.log.full:
-                    await self.log.flush()
-
-        await _gather([lane(width) for width in widths])
-        return results
-
-    async def run_chunk(self, chunk: MapChunk) -> ChunkOutcome:
-        """Run part of a fan-out (in a MapChunkWorkflow); the parent adopts what it returns."""
-        self.legacy = chunk.legacy
-        self.state, self.labels = dict(chunk.state), dict(chunk.labels)
-        before_state, before_labels = dict(self.state), dict(self.labels)
-        frame = Frame(chunk.frame["name"], chunk.frame["scope_id"], chunk.frame["inputs"])
-        body = lang.parse_steps(chunk.body)
-        try:
-            results = await self._window(body, chunk.items, chunk.first, frame, chunk.path, chunk.parallelism)
-            outcome = ChunkOutcome(results=results, transitions=[])
-        except Returned as returned:
-            outcome = ChunkOutcome(results=[], transitions=[], returned=True, return_value=returned.value)
-        except Exception as exc:
-            raise StepFailed(failure_message(exc)) from None
-        # Only what this child changed goes back, so children running side by side do not undo each other.
-        outcome.state = {k: v for k, v in self.state.items() if before_state.get(k) is not v}
-        outcome.labels = {k: v for k, v in self.labels.items() if before_labels.get(k) is not v}
-        outcome.transitions = self.log.take()
-        return outcome
 
     async def _sleep(self, step: lang.SleepStep, value: Any, names: dict[str, Any]) -> Any:
         if isinstance(step.sleep, lang.SleepFor):
@@ -791,7 +618,7 @@ class Interpreter:
                 *request["messages"],
                 {"role": "assistant", "content": message.get("content"), "tool_calls": calls},
             ]
-            results = await _gather(
+            results = await gather(
                 [
                     self._loop_tool(call, tools, fixed, step, position, {**turn_metadata, "call": "tool"})
                     for call in calls
@@ -919,33 +746,6 @@ class Interpreter:
 
 
 @dataclass
-class MapChunk:
-    """Part of a large fan-out, run by a child workflow: `body` for each of `items` (numbered from `first`),
-    seeing the parent's frame, state and labels as they were when the chunk started."""
-
-    params: ExecutionParams
-    body: list[dict[str, Any]]
-    path: str
-    frame: dict[str, Any]
-    state: dict[str, Any]
-    labels: dict[str, Any]
-    items: list[Any]
-    first: int
-    parallelism: int
-    legacy: bool = True  # the parent's (a chunk started by a parent from before issue 13 has no field)
-
-
-@dataclass
-class ChunkOutcome:
-    results: list[Any]
-    transitions: list[dict[str, Any]]
-    state: dict[str, Any] = field(default_factory=dict)
-    labels: dict[str, Any] = field(default_factory=dict)
-    returned: bool = False  # a `return` step ran in the body: the parent's workflow returns return_value
-    return_value: Any = None
-
-
-@dataclass
 class CallResult:
     """A call's output, how many attempts it took and, for model calls, the tokens used and their cost
     (recorded in the step transition's metadata; the writer sums usage on the execution)."""
@@ -985,14 +785,3 @@ def _number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise StepFailed(f"sleep needs a number of seconds, got {value!r}")
     return float(value)
-
-
-async def _gather(coroutines: list[Any]) -> list[Any]:
-    """Run concurrently and keep order; on the first failure cancel the rest (a failed branch fails all)."""
-    tasks = [asyncio.ensure_future(c) for c in coroutines]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        raise
