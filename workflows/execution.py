@@ -11,7 +11,8 @@ from temporalio.exceptions import ApplicationError
 from workflows.failures import StepFailed
 from workflows.fan_out import MAP_CHUNK_WORKFLOW, MapChunk
 from workflows.frames import ExecutionParams
-from workflows.interpreter import Inbox, Interpreter
+from workflows.inbox import Inbox
+from workflows.interpreter import Interpreter
 from workflows.transitions import plain
 
 

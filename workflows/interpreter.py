@@ -1,29 +1,32 @@
 """The task interpreter: runs a task's steps inside a Temporal workflow.
 
-Pure steps (evaluate, if_else, switch, set, get, log, return, error) run right here, deterministically;
-I/O goes to activities, `sleep` is a durable timer, `wait_for_input` waits for a signal, and `yield` runs
-another named workflow of the task in-process (no child workflow per step). Every state change is appended
-to a TransitionLog, which is flushed in one local activity before the workflow blocks or ends.
+Here are the run loop, frames, continue-as-new, the dispatch over step kinds (`_execute`) and the steps that
+need only the interpreter's own state: pure steps (evaluate, if_else, switch, set, get, log, return, error)
+run right here, deterministically; `sleep` is a durable timer, `wait_for_input` waits for a signal, and
+`yield` runs another named workflow of the task in-process (no child workflow per step). Steps that fan out
+(foreach, map_reduce, parallel) are run by fan_out.FanOut, steps that call out (tool calls, prompts, search)
+by call_steps.CallSteps: collaborators that receive the interpreter and share its state and log. Every state
+change is appended to a TransitionLog, which is flushed in one local activity before the workflow blocks or
+ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, replace
-from datetime import timedelta
-from typing import Any
+from typing import Any, assert_never
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows import language as lang
 from workflows.call_steps import CallResult, CallSteps
 from workflows.failures import Returned, StepFailed, failure_message
 from workflows.fan_out import CHUNK_ITEMS, FanOut
 from workflows.frames import ExecutionParams, Frame, ResumePoint, StepsView
+from workflows.inbox import Inbox
 from workflows.storable import storable_text
-from workflows.transition_log import LOG_NOTE, MARK_FAILED, WRITE_RETRY, TransitionLog
-from workflows.transitions import Position, TransitionBatch, plain
+from workflows.transition_log import LOG_NOTE, TransitionLog
+from workflows.transitions import Position, plain
 from workflows.values import ValueEvaluator
 
 MAX_YIELD_DEPTH = 200
@@ -40,36 +43,6 @@ class TailCall:
 
     step: lang.YieldStep
     value: Any  # the yield's `_`
-
-
-class Inbox:
-    """Resume inputs, each addressed to an open wait by the seq of that wait's `wait` transition."""
-
-    def __init__(self) -> None:
-        self.open: set[int] = set()
-        self.answers: dict[int, Any] = {}
-        self.answered_at: dict[int, int] = {}  # wait seq -> the newest wait seq open when it was answered
-        self.newest = 0
-
-    def opened(self, wait_seq: int) -> None:
-        self.open.add(wait_seq)
-        self.newest = max(self.newest, wait_seq)
-
-    def deliver(self, wait_seq: Any, value: Any) -> bool:
-        """Give `value` to wait `wait_seq` if it is open and unanswered.
-
-        A resume for a wait that was just answered goes to the oldest other wait that was already open
-        then (map items waiting side by side, which a client cannot tell apart); one for a question that
-        came later, or for nothing, is dropped, so a duplicate click never answers a new question."""
-        unanswered = sorted(self.open - self.answers.keys())
-        if wait_seq not in unanswered:
-            overlapping = [seq for seq in unanswered if seq <= self.answered_at.get(wait_seq, 0)]
-            if not overlapping:
-                return False
-            wait_seq = overlapping[0]
-        self.answers[wait_seq] = value
-        self.answered_at[wait_seq] = self.newest
-        return True
 
 
 class Interpreter:
@@ -118,7 +91,7 @@ class Interpreter:
         except Exception as exc:  # every failure ends the execution visibly; none leaves it stuck
             # A message may quote the very text that failed (an `error` step's); it must be storable too.
             message = storable_text(failure_message(exc))
-            await self._fail(message, self.root.position())
+            await self.log.fail(message, self.root.position())
             raise StepFailed(message) from None
 
     def _start(self) -> tuple[Frame, int]:
@@ -130,23 +103,6 @@ class Interpreter:
         self.log.seq, self.state, self.labels = resume.seq, resume.state, resume.labels
         self.root = Frame.restore(resume.frame)
         return self.root, resume.index
-
-    async def _fail(self, message: str, position: Position) -> None:
-        self.log.add("error", {"error": message}, position)
-        try:
-            await self.log.flush(status="failed", error=message)
-        except (ActivityError, ApplicationError):  # a local activity fails with the ApplicationError itself
-            # The writer refused the batch (a Mint bug): still never leave the execution looking alive.
-            await workflow.execute_local_activity(
-                MARK_FAILED,
-                plain(
-                    TransitionBatch(
-                        self.params.execution_id, self.params.developer_id, [], "failed", error=message
-                    )
-                ),
-                start_to_close_timeout=timedelta(seconds=30),
-                retry_policy=WRITE_RETRY,
-            )
 
     # Sequences and frames -------------------------------------------------------------------------------
 
@@ -304,7 +260,7 @@ class Interpreter:
 
     async def _execute(
         self,
-        step: Any,
+        step: lang.Step,
         value: Any,
         names: dict[str, Any],
         frame: Frame,
@@ -352,7 +308,9 @@ class Interpreter:
                 return await self.calls.prompt(step, names, position, metadata)
             case lang.SearchStep():
                 return await self.calls.search(step, names)
-        raise StepFailed(f"{here}: unsupported step {type(step).__name__}")
+            case _:
+                # Task validation admits no other kind; a new kind fails the type check until handled here.
+                assert_never(step)
 
     def _log_step(self, step: lang.LogStep, value: Any, names: dict[str, Any]) -> Any:
         """Julep's log: the rendered text goes to the transition's metadata and the input passes through."""
