@@ -11,8 +11,8 @@ from activities import errors
 from activities.heartbeat import heartbeating
 from mint.docs import DocStore, SearchQuery
 from mint.embeddings import Embedder
+from workflows.call_steps import SEARCH_DOCS
 from workflows.docs import INDEX_DOC, MARK_DOC_FAILED
-from workflows.interpreter import SEARCH_DOCS
 
 
 class DocActivities:

@@ -22,8 +22,8 @@ from temporalio import activity
 from activities import errors
 from activities.egress import Destination, EgressPolicy, EgressRefused
 from activities.heartbeat import heartbeating
+from workflows.call_steps import LIST_MCP_TOOLS
 from workflows.calls import CALL_MCP
-from workflows.interpreter import LIST_MCP_TOOLS
 
 CALL_TIMEOUT_SECONDS = 120.0
 CONNECT_TIMEOUT_SECONDS = 30.0

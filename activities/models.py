@@ -23,7 +23,7 @@ from activities.heartbeat import heartbeating
 from activities.recordings import Recordings
 from mint.secrets import SecretStore, SecretsUnavailable
 from mint.settings import ModelConfig, Settings
-from workflows.interpreter import CALL_MODEL
+from workflows.call_steps import CALL_MODEL
 from workflows.prompts import strip_fence
 
 # Where a streamed answer's text goes, piece by piece (session chat with `stream: true`).

@@ -15,8 +15,8 @@ from api.errors import ApiError
 from mint.settings import Settings
 from mint.store import AGENTS, EXECUTIONS, Conflict, Store
 from workflows.execution import TaskExecutionWorkflow
+from workflows.frames import ExecutionParams
 from workflows.input_schema import input_problems
-from workflows.interpreter import ExecutionParams
 from workflows.language import ToolDef
 from workflows.transitions import TERMINAL_STATUSES
 

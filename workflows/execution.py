@@ -8,14 +8,11 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from workflows.interpreter import (
-    MAP_CHUNK_WORKFLOW,
-    ExecutionParams,
-    Inbox,
-    Interpreter,
-    MapChunk,
-    StepFailed,
-)
+from workflows.failures import StepFailed
+from workflows.fan_out import MAP_CHUNK_WORKFLOW, MapChunk
+from workflows.frames import ExecutionParams
+from workflows.inbox import Inbox
+from workflows.interpreter import Interpreter
 from workflows.transitions import plain
 
 
@@ -40,11 +37,12 @@ class TaskExecutionWorkflow:
 
 @workflow.defn(name=MAP_CHUNK_WORKFLOW)
 class MapChunkWorkflow:
-    """Part of a large map or foreach, as a child of the execution's workflow (see Interpreter._in_children)."""
+    """Part of a large map or foreach, as a child of the execution's workflow (see FanOut._in_children)."""
 
     @workflow.run
     async def run(self, chunk: MapChunk) -> dict[str, Any]:  # a ChunkOutcome, as a dict (see plain)
         try:
-            return plain(await Interpreter(chunk.params, Inbox(), chunk=True).run_chunk(chunk))
+            interpreter = Interpreter(chunk.params, Inbox(), chunk=True)
+            return plain(await interpreter.fan_out.run_chunk(chunk))
         except StepFailed as exc:
             raise ApplicationError(str(exc), type="StepFailed", non_retryable=True) from None

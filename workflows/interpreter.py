@@ -1,37 +1,32 @@
 """The task interpreter: runs a task's steps inside a Temporal workflow.
 
-Pure steps (evaluate, if_else, switch, set, get, log, return, error) run right here, deterministically;
-I/O goes to activities, `sleep` is a durable timer, `wait_for_input` waits for a signal, and `yield` runs
-another named workflow of the task in-process (no child workflow per step). Every state change is appended
-to a TransitionLog, which is flushed in one local activity before the workflow blocks or ends.
+Here are the run loop, frames, continue-as-new, the dispatch over step kinds (`_execute`) and the steps that
+need only the interpreter's own state: pure steps (evaluate, if_else, switch, set, get, log, return, error)
+run right here, deterministically; `sleep` is a durable timer, `wait_for_input` waits for a signal, and
+`yield` runs another named workflow of the task in-process (no child workflow per step). Steps that fan out
+(foreach, map_reduce, parallel) are run by fan_out.FanOut, steps that call out (tool calls, prompts, search)
+by call_steps.CallSteps: collaborators that receive the interpreter and share its state and log. Every state
+change is appended to a TransitionLog, which is flushed in one local activity before the workflow blocks or
+ends.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections import deque
-from dataclasses import dataclass, field, replace
-from datetime import timedelta
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, assert_never
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
 from workflows import language as lang
-from workflows import prompts
-from workflows.calls import (
-    DEFAULT_MAX_TOOL_TIMEOUT_SECONDS,
-    HEARTBEAT_TIMEOUT,
-    ToolError,
-    call_options,
-    tool_activity,
-)
-from workflows.expressions import ExpressionError
-from workflows.reduce import fold, reduce_results
+from workflows.call_steps import CallResult, CallSteps
+from workflows.failures import Returned, StepFailed, failure_message
+from workflows.fan_out import CHUNK_ITEMS, FanOut
+from workflows.frames import ExecutionParams, Frame, ResumePoint, StepsView
+from workflows.inbox import Inbox
 from workflows.storable import storable_text
-from workflows.transition_log import LOG_NOTE, MARK_FAILED, WRITE_RETRY, TransitionLog, UnrecordableValue
-from workflows.transitions import Position, TransitionBatch, plain
+from workflows.transition_log import LOG_NOTE, TransitionLog
+from workflows.transitions import Position, plain
 from workflows.values import ValueEvaluator
 
 MAX_YIELD_DEPTH = 200
@@ -40,39 +35,6 @@ MAX_YIELD_DEPTH = 200
 # extends its list. An execution keeps the behaviour it started with (see Interpreter._started_legacy), so a
 # replay of one that started before the change issues the commands its history holds.
 JULEP_LOOPS_PATCH = "issue-13-log-passes-input-tail-branch-yields"
-# History events one call (a flush marker, the activity, its workflow task) adds, and the share of a history
-# a single fan-out may use (continue-as-new happens only between top-level steps).
-EVENTS_PER_CALL = 10
-MAX_FAN_OUT_EVENTS = 40_000
-# A fan-out (map or foreach) with more items than this, and calls in its body, runs in child workflows
-# of at most this many items each: no history nears Temporal's limits, and pending work stays small.
-CHUNK_ITEMS = 250
-MAX_CHUNKS = 2_000
-CALL_MODEL = "call_model"
-LIST_MCP_TOOLS = "list_mcp_tools"
-SEARCH_DOCS = "search_docs"
-MAP_CHUNK_WORKFLOW = "MapChunkWorkflow"
-
-
-BLOCKING_STEPS = (
-    lang.ToolCallStep,
-    lang.PromptStep,
-    lang.SearchStep,
-    lang.WaitForInputStep,
-    lang.SleepStep,
-    lang.YieldStep,
-)
-
-
-class StepFailed(Exception):
-    """A step failed in a way the user must fix (bad expression, `error` step, unavailable feature)."""
-
-
-class _Return(Exception):
-    """Unwinds a named workflow when a `return` step runs."""
-
-    def __init__(self, value: Any):
-        self.value = value
 
 
 @dataclass
@@ -83,116 +45,6 @@ class TailCall:
     value: Any  # the yield's `_`
 
 
-@dataclass
-class ExecutionParams:
-    """Everything an execution needs, fixed when it starts (the task version included)."""
-
-    execution_id: str
-    developer_id: str
-    task: dict[str, Any]
-    dialect: str
-    input: Any
-    agent: dict[str, Any] = field(default_factory=dict)
-    task_info: dict[str, Any] = field(default_factory=dict)
-    execution_info: dict[str, Any] = field(default_factory=dict)
-    tools: list[dict[str, Any]] = field(default_factory=list)
-    max_history_events: int = 10_000
-    max_fan_out: int = 100_000  # items one foreach or map may run over (MINT_MAX_FAN_OUT)
-    max_tool_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS  # MINT_MAX_TOOL_TIMEOUT_SECONDS
-    resume: ResumePoint | None = None  # set when the execution continued as new
-
-
-@dataclass
-class Frame:
-    """One run of a named workflow, as expressions see it.
-
-    `inputs[i]` is step i's input (inputs[0] the workflow's) and step i's output is inputs[i + 1], so the
-    list holds everything (`outputs`, `steps[i]`) and inputs[-1] is always the latest value."""
-
-    name: str
-    scope_id: str
-    inputs: list[Any]
-    root: bool = False  # main's frame (or what replaced it through tail yields)
-    depth: int = 0  # how many nested (non-tail) yields deep this run is
-
-    @property
-    def outputs(self) -> list[Any]:
-        return self.inputs[1:]
-
-    def position(self) -> Position:
-        """Where the frame is now: the step about to run, or one past the last."""
-        return Position(self.name, len(self.inputs) - 1, self.scope_id)
-
-    def snapshot(self) -> dict[str, Any]:
-        return {"name": self.name, "scope_id": self.scope_id, "inputs": self.inputs}
-
-    @classmethod
-    def restore(cls, data: dict[str, Any]) -> Frame:
-        return cls(data["name"], data["scope_id"], data["inputs"], root=True)
-
-
-class Inbox:
-    """Resume inputs, each addressed to an open wait by the seq of that wait's `wait` transition."""
-
-    def __init__(self) -> None:
-        self.open: set[int] = set()
-        self.answers: dict[int, Any] = {}
-        self.answered_at: dict[int, int] = {}  # wait seq -> the newest wait seq open when it was answered
-        self.newest = 0
-
-    def opened(self, wait_seq: int) -> None:
-        self.open.add(wait_seq)
-        self.newest = max(self.newest, wait_seq)
-
-    def deliver(self, wait_seq: Any, value: Any) -> bool:
-        """Give `value` to wait `wait_seq` if it is open and unanswered.
-
-        A resume for a wait that was just answered goes to the oldest other wait that was already open
-        then (map items waiting side by side, which a client cannot tell apart); one for a question that
-        came later, or for nothing, is dropped, so a duplicate click never answers a new question."""
-        unanswered = sorted(self.open - self.answers.keys())
-        if wait_seq not in unanswered:
-            overlapping = [seq for seq in unanswered if seq <= self.answered_at.get(wait_seq, 0)]
-            if not overlapping:
-                return False
-            wait_seq = overlapping[0]
-        self.answers[wait_seq] = value
-        self.answered_at[wait_seq] = self.newest
-        return True
-
-
-@dataclass
-class ResumePoint:
-    """Where a continued-as-new execution picks up: the root frame, its next step, and all shared state."""
-
-    frame: dict[str, Any]
-    index: int
-    seq: int
-    state: dict[str, Any]
-    labels: dict[str, Any]
-    legacy: bool = True  # the execution runs as before issue 13 (a resume point written before has no field)
-
-
-class StepsView:
-    """`steps[0].output` (this workflow's steps by index) and `steps["label"]` (any labelled step)."""
-
-    def __init__(self, frame: Frame, labels: dict[str, dict[str, Any]]):
-        self._frame = frame
-        self._labels = labels
-
-    def __getitem__(self, key: Any) -> dict[str, Any]:
-        if isinstance(key, str):
-            return self._labels[key]
-        inputs = self._frame.inputs
-        if isinstance(key, int) and key < 0:
-            key += len(inputs)
-        if not isinstance(key, int) or not 0 <= key < len(inputs):
-            raise KeyError(key)
-        if key + 1 < len(inputs):
-            return {"input": inputs[key], "output": inputs[key + 1]}
-        return {"input": inputs[key]}  # the running step: its input is known, not its output
-
-
 class Interpreter:
     """Runs one execution's task; `inbox` receives the resume inputs the workflow's signal delivers."""
 
@@ -201,7 +53,7 @@ class Interpreter:
         self.task = lang.TaskSpec.model_validate(params.task)
         self.values = ValueEvaluator(params.dialect, workflow.random(), workflow.now)  # type: ignore[arg-type]
         self.log = TransitionLog(params.execution_id, params.developer_id, collect=chunk)
-        self.chunk = chunk  # running part of a fan-out in a child workflow (see run_chunk)
+        self.chunk = chunk  # running part of a fan-out in a child workflow (see FanOut.run_chunk)
         self.tools = {t["name"]: t for t in params.tools}
         self.state: dict[str, Any] = {}
         self.labels: dict[str, dict[str, Any]] = {}
@@ -209,6 +61,8 @@ class Interpreter:
         # Nested (non-tail) yields, counted here only in legacy runs; Frame.depth counts them otherwise.
         self.depth = 0
         self.legacy = True if chunk else self._started_legacy(params)  # a chunk's is its parent's (run_chunk)
+        self.fan_out = FanOut(self)  # foreach, map_reduce, parallel
+        self.calls = CallSteps(self)  # tool calls, prompts, search
         self.root: Frame  # main's frame, or what replaced it through tail yields (set by _start)
 
     @staticmethod
@@ -237,7 +91,7 @@ class Interpreter:
         except Exception as exc:  # every failure ends the execution visibly; none leaves it stuck
             # A message may quote the very text that failed (an `error` step's); it must be storable too.
             message = storable_text(failure_message(exc))
-            await self._fail(message, self.root.position())
+            await self.log.fail(message, self.root.position())
             raise StepFailed(message) from None
 
     def _start(self) -> tuple[Frame, int]:
@@ -249,23 +103,6 @@ class Interpreter:
         self.log.seq, self.state, self.labels = resume.seq, resume.state, resume.labels
         self.root = Frame.restore(resume.frame)
         return self.root, resume.index
-
-    async def _fail(self, message: str, position: Position) -> None:
-        self.log.add("error", {"error": message}, position)
-        try:
-            await self.log.flush(status="failed", error=message)
-        except (ActivityError, ApplicationError):  # a local activity fails with the ApplicationError itself
-            # The writer refused the batch (a Mint bug): still never leave the execution looking alive.
-            await workflow.execute_local_activity(
-                MARK_FAILED,
-                plain(
-                    TransitionBatch(
-                        self.params.execution_id, self.params.developer_id, [], "failed", error=message
-                    )
-                ),
-                start_to_close_timeout=timedelta(seconds=30),
-                retry_policy=WRITE_RETRY,
-            )
 
     # Sequences and frames -------------------------------------------------------------------------------
 
@@ -301,7 +138,7 @@ class Interpreter:
                     index += 1
                 else:
                     return frame.inputs[-1], frame
-        except _Return as returned:
+        except Returned as returned:
             return returned.value, frame
 
     def _tail_call(self, call: TailCall, frame: Frame) -> Frame:
@@ -339,7 +176,7 @@ class Interpreter:
         )
         workflow.continue_as_new(plain(replace(self.params, resume=resume)))
 
-    async def _run_sequence(
+    async def run_sequence(
         self,
         steps: list[Any],
         value: Any,
@@ -371,14 +208,14 @@ class Interpreter:
         tail: bool = False,
     ) -> Any:
         names = self._names(value, frame)
-        self._start_budget()
+        self.start_budget()
         try:
             output = await self._execute(step, value, names, frame, position, metadata, tail)
             if isinstance(output, TailCall):  # the workflow's run goes on as the callee's: nothing to record
                 return output
             if isinstance(output, CallResult | Logged):  # attempts, usage or log text go on the transition
                 output, metadata = output.output, {**(metadata or {}), **output.metadata()}
-        except _Return as returned:
+        except Returned as returned:
             self.log.add("step", returned.value, position, None, getattr(step, "label", None), metadata)
             raise
         label = getattr(step, "label", None)
@@ -395,7 +232,7 @@ class Interpreter:
             self.values.budget.yielded()
         return output
 
-    def _start_budget(self) -> None:
+    def start_budget(self) -> None:
         """A fresh allowance of work for a step."""
         # The CPU guard (safe_values.STEP_CPU_SECONDS) is the one limit that is not deterministic, so it is
         # enforced only on the first run of each workflow task, never while Temporal replays history:
@@ -423,7 +260,7 @@ class Interpreter:
 
     async def _execute(
         self,
-        step: Any,
+        step: lang.Step,
         value: Any,
         names: dict[str, Any],
         frame: Frame,
@@ -444,7 +281,7 @@ class Interpreter:
             case lang.LogStep():
                 return self._log_step(step, value, names)
             case lang.ReturnStep():
-                raise _Return(self.values.value(step.return_, names))
+                raise Returned(self.values.value(step.return_, names))
             case lang.ErrorStep():
                 raise StepFailed(str(self.values.template(step.error, names)))
             case lang.IfElseStep():
@@ -452,30 +289,28 @@ class Interpreter:
             case lang.SwitchStep():
                 return await self._switch(step, value, names, frame, here, tail)
             case lang.ForeachStep():
-                return await self._foreach(step, value, names, frame, here)
+                return await self.fan_out.foreach(step, value, names, frame, here)
             case lang.MapReduceStep():
-                return await self._map_reduce(step, names, frame, here)
+                return await self.fan_out.map_reduce(step, names, frame, here)
             case lang.ParallelStep():
-                branches = [
-                    self._run_sequence(b, value, frame, f"{here}.parallel[{i}]")
-                    for i, b in enumerate(step.parallel)
-                ]
-                return await _gather(branches)
+                return await self.fan_out.parallel(step, value, frame, here)
             case lang.SleepStep():
                 return await self._sleep(step, value, names)
             case lang.WaitForInputStep():
                 wait = step.wait_for_input
                 info = self.values.value(wait.info, names)
-                return await self._wait({"info": info}, position, metadata, wait.timeout, wait)
+                return await self.wait({"info": info}, position, metadata, wait.timeout, wait)
             case lang.YieldStep():
                 return await self._yield(step, value, names, frame)
             case lang.ToolCallStep():
-                return await self._tool_call(step, names, position, metadata)
+                return await self.calls.tool_call(step, names, position, metadata)
             case lang.PromptStep():
-                return await self._prompt(step, names, position, metadata)
+                return await self.calls.prompt(step, names, position, metadata)
             case lang.SearchStep():
-                return await self._search(step, names)
-        raise StepFailed(f"{here}: unsupported step {type(step).__name__}")
+                return await self.calls.search(step, names)
+            case _:
+                # Task validation admits no other kind; a new kind fails the type check until handled here.
+                assert_never(step)
 
     def _log_step(self, step: lang.LogStep, value: Any, names: dict[str, Any]) -> Any:
         """Julep's log: the rendered text goes to the transition's metadata and the input passes through."""
@@ -488,9 +323,9 @@ class Interpreter:
         self, step: lang.IfElseStep, value: Any, names: dict[str, Any], frame: Frame, here: str, tail: bool
     ) -> Any:
         if self.values.expression(step.if_, names):
-            return await self._run_sequence(step.then, value, frame, f"{here}.then", tail=tail)
+            return await self.run_sequence(step.then, value, frame, f"{here}.then", tail=tail)
         if step.else_:
-            return await self._run_sequence(step.else_, value, frame, f"{here}.else", tail=tail)
+            return await self.run_sequence(step.else_, value, frame, f"{here}.else", tail=tail)
         return value  # no `else`: the input passes through
 
     async def _switch(
@@ -498,158 +333,8 @@ class Interpreter:
     ) -> Any:
         for i, branch in enumerate(step.switch):
             if branch.case == "_" or self.values.expression(branch.case, names):
-                return await self._run_sequence(branch.then, value, frame, f"{here}.switch[{i}]", tail=tail)
+                return await self.run_sequence(branch.then, value, frame, f"{here}.switch[{i}]", tail=tail)
         return None
-
-    async def _foreach(
-        self, step: lang.ForeachStep, value: Any, names: dict[str, Any], frame: Frame, here: str
-    ) -> list[Any]:
-        items = self._items(step.foreach.in_, names, f"{here}.foreach.in")
-        path, body = f"{here}.foreach", step.foreach.do
-        if size := self._chunk_size(items, body, f"{here}.foreach.in"):
-            return await self._in_children(body, items, frame, path, size, parallelism=1)
-        results = []
-        for i, item in enumerate(items):
-            results.append(await self._run_sequence(body, item, frame, path, {"item": i}))
-        return results
-
-    async def _map_reduce(
-        self, step: lang.MapReduceStep, names: dict[str, Any], frame: Frame, here: str
-    ) -> Any:
-        items = self._items(step.over, names, f"{here}.over")
-        path, parallelism = f"{here}.map", step.parallelism or 100
-        if size := self._chunk_size(items, step.map, f"{here}.over"):
-            results = await self._in_children(step.map, items, frame, path, size, parallelism)
-        else:
-            results = await self._window(step.map, items, 0, frame, path, parallelism)
-        if self.legacy:  # as histories recorded before appending reduces replay
-            if step.reduce is None:
-                return results
-            initial = self.values.value(step.initial, names) if step.initial is not None else []
-            return fold(self.values, step.reduce, initial, results, names)
-        self._start_budget()  # the reduce's own allowance: the map's last step spent the one before
-        initial = self.values.value(step.initial, names) if step.initial is not None else []
-        return reduce_results(self.values, step.reduce, initial, results, names)
-
-    async def _window(
-        self, body: list[Any], items: list[Any], first: int, frame: Frame, path: str, parallelism: int
-    ) -> list[Any]:
-        """Run `body` for every item, at most `parallelism` at a time; item i is numbered first + i."""
-        window = asyncio.Semaphore(parallelism)
-
-        async def one(i: int, item: Any) -> Any:
-            async with window:  # a sliding window: a slow item holds only its own slot
-                return await self._run_sequence(body, item, frame, path, {"item": first + i})
-
-        return await _gather([one(i, item) for i, item in enumerate(items)])
-
-    def _items(self, raw: Any, names: dict[str, Any], where: str) -> list[Any]:
-        items = self.values.expression(raw, names) if isinstance(raw, str) else raw
-        if not isinstance(items, list):
-            raise StepFailed(f"{where}: expected a list to iterate over, got {type(items).__name__}")
-        if len(items) > self.params.max_fan_out:
-            raise StepFailed(
-                f"{where}: {len(items)} items is over the fan-out limit of {self.params.max_fan_out} items "
-                "(MINT_MAX_FAN_OUT); split the list across steps or executions"
-            )
-        return items
-
-    def _chunk_size(self, items: list[Any], body: list[Any], where: str) -> int | None:
-        """How many items each child workflow runs, or None when this history can hold the fan-out.
-
-        Each call, wait or timer in the body adds history events (one history holds about 51,200), so a
-        large fan-out of calls is split across child workflows; a body of pure steps adds none."""
-        steps = [s for _, s in lang.walk_steps(body, "")]
-        calls = sum(isinstance(s, BLOCKING_STEPS) for s in steps)
-        if not calls:
-            return None
-        size = max(1, min(CHUNK_ITEMS, MAX_FAN_OUT_EVENTS // (EVENTS_PER_CALL * calls)))
-        if len(items) <= size:
-            return None
-        waits = [s for s in steps if isinstance(s, lang.WaitForInputStep) or self._is_function_call(s)]
-        if waits or len(items) > size * MAX_CHUNKS:
-            fits = size if waits else size * MAX_CHUNKS
-            reason = "items that wait for input run in this execution's own history" if waits else ""
-            raise StepFailed(
-                f"{where}: {len(items)} items with {calls} call(s) each are too many for one fan-out "
-                f"(about {fits} fit{'; ' + reason if reason else ''}); split the list across steps or executions"
-            )
-        return size
-
-    def _is_function_call(self, step: Any) -> bool:
-        if not isinstance(step, lang.ToolCallStep):
-            return False
-        tool = self.tools.get(step.tool_name)
-        return tool is not None and tool["type"] == "function"
-
-    async def _in_children(
-        self, body: list[Any], items: list[Any], frame: Frame, path: str, size: int, parallelism: int
-    ) -> list[Any]:
-        """Run a large fan-out in child workflows of `size` items each, in order of item.
-
-        Up to `parallelism` lanes take the next chunk as soon as their last one ends, and the lanes share
-        the step's parallelism, so at most `parallelism` items are in flight across all children. Each
-        child returns its results and the transitions it collected, which this log adopts in order of
-        completion; the `state` keys and labels a child set are merged back here."""
-        chunks = deque(range(0, len(items), size))
-        lanes = min(len(chunks), parallelism)
-        widths = [parallelism // lanes + (1 if i < parallelism % lanes else 0) for i in range(lanes)]
-        body_spec = [lang.dump_step(step) for step in body]
-        results: list[Any] = [None] * len(items)
-        self.log.submit()  # what is pending is written while the children run
-
-        async def lane(width: int) -> None:
-            while chunks:
-                first = chunks.popleft()
-                chunk = MapChunk(
-                    params=self.params,
-                    body=body_spec,
-                    path=path,
-                    frame=frame.snapshot(),
-                    state=self.state,
-                    labels=self.labels,
-                    items=items[first : first + size],
-                    first=first,
-                    parallelism=width,
-                    legacy=self.legacy,
-                )
-                outcome: ChunkOutcome = await workflow.execute_child_workflow(
-                    MAP_CHUNK_WORKFLOW,
-                    plain(chunk),
-                    id=f"{self.params.execution_id}.chunk.{workflow.uuid4()}",
-                    result_type=ChunkOutcome,
-                )
-                self.log.adopt(outcome.transitions)
-                self.state.update(outcome.state)
-                self.labels.update(outcome.labels)
-                results[first : first + len(outcome.results)] = outcome.results
-                if outcome.returned:
-                    raise _Return(outcome.return_value)
-                if self.log.full:
-                    await self.log.flush()
-
-        await _gather([lane(width) for width in widths])
-        return results
-
-    async def run_chunk(self, chunk: MapChunk) -> ChunkOutcome:
-        """Run part of a fan-out (in a MapChunkWorkflow); the parent adopts what it returns."""
-        self.legacy = chunk.legacy
-        self.state, self.labels = dict(chunk.state), dict(chunk.labels)
-        before_state, before_labels = dict(self.state), dict(self.labels)
-        frame = Frame(chunk.frame["name"], chunk.frame["scope_id"], chunk.frame["inputs"])
-        body = lang.parse_steps(chunk.body)
-        try:
-            results = await self._window(body, chunk.items, chunk.first, frame, chunk.path, chunk.parallelism)
-            outcome = ChunkOutcome(results=results, transitions=[])
-        except _Return as returned:
-            outcome = ChunkOutcome(results=[], transitions=[], returned=True, return_value=returned.value)
-        except Exception as exc:
-            raise StepFailed(failure_message(exc)) from None
-        # Only what this child changed goes back, so children running side by side do not undo each other.
-        outcome.state = {k: v for k, v in self.state.items() if before_state.get(k) is not v}
-        outcome.labels = {k: v for k, v in self.labels.items() if before_labels.get(k) is not v}
-        outcome.transitions = self.log.take()
-        return outcome
 
     async def _sleep(self, step: lang.SleepStep, value: Any, names: dict[str, Any]) -> Any:
         if isinstance(step.sleep, lang.SleepFor):
@@ -672,7 +357,7 @@ class Interpreter:
             await workflow.sleep(seconds)
         return value  # sleeping does not change `_`
 
-    async def _wait(
+    async def wait(
         self,
         output: dict[str, Any],
         position: Position,
@@ -741,323 +426,6 @@ class Interpreter:
         finally:
             self.depth -= 1
 
-    async def _tool_call(
-        self,
-        step: lang.ToolCallStep,
-        names: dict[str, Any],
-        position: Position,
-        metadata: dict[str, Any] | None,
-    ) -> Any:
-        tool = self.tools.get(step.tool_name)
-        if tool is None:
-            raise StepFailed(f"tool {step.tool_name!r} is not defined for this task or its agent")
-        arguments = self.values.value(step.tool_arguments, names) if step.tool_arguments is not None else {}
-        if isinstance(arguments, dict):  # partial application: fixed values fill what the step leaves out
-            arguments = {**prompts.fixed_arguments(tool, self._metadata_layers()), **arguments}
-        return await self._run_tool(tool, arguments, step, position, metadata)
-
-    async def _run_tool(
-        self,
-        tool: dict[str, Any],
-        arguments: Any,
-        step: lang._CallStep,
-        position: Position,
-        metadata: dict[str, Any] | None,
-        call_id: str | None = None,
-    ) -> Any:
-        """Call any kind of tool; function tools are answered by the client through a wait."""
-        if tool["type"] == "function":
-            call = {"type": "function", "name": tool["name"], "arguments": arguments}
-            if call_id is not None:
-                call["id"] = call_id
-            return await self._wait({"tool_call": call}, position, metadata, step.timeout)
-        try:
-            owner = {"developer_id": self.params.developer_id, "agent_id": self.params.agent.get("id")}
-            planned = tool_activity(
-                tool,
-                arguments,
-                owner,
-                self.values,
-                lambda: str(workflow.uuid4()),
-                self.params.max_tool_timeout,
-            )
-        except ToolError as exc:
-            raise StepFailed(str(exc)) from None
-        return await self._activity(planned.name, planned.request, step, planned.deadline)
-
-    async def _activity(
-        self, name: str, request: dict[str, Any], step: lang._CallStep, deadline: float | None = None
-    ) -> CallResult:
-        """A call activity with the step's timeout and retries; transitions so far are written meanwhile."""
-        timeout, retry = call_options(step, self.task.defaults, deadline)
-        self.log.submit()
-        answer = await workflow.execute_activity(
-            name,
-            request,
-            start_to_close_timeout=timeout,
-            retry_policy=retry,
-            heartbeat_timeout=HEARTBEAT_TIMEOUT,
-        )
-        return CallResult(answer["response"], answer["attempt"], answer.get("usage"), answer.get("cost"))
-
-    def _metadata_layers(self) -> list[dict[str, Any] | None]:
-        """Where `x-tool-parameters` come from in a task, lowest precedence first."""
-        return [
-            self.params.agent.get("metadata"),
-            self.params.task_info.get("metadata"),
-            self.params.execution_info.get("metadata"),
-        ]
-
-    async def _search(self, step: lang.SearchStep, names: dict[str, Any]) -> CallResult:
-        """Search the docs of the task's agent (or `agent`) and of `user`, when given."""
-        spec = step.search
-        query = self.values.value(spec.query, names)
-        if not isinstance(query, str) or not query.strip():
-            raise StepFailed(f"search query must be non-empty text, got {query!r}")
-        agent = (
-            self.values.value(spec.agent, names) if spec.agent is not None else self.params.agent.get("id")
-        )
-        user = self.values.value(spec.user, names) if spec.user is not None else None
-        owners = [str(o) for o in (agent, user) if o]
-        request = {
-            "developer_id": self.params.developer_id,
-            "owner_ids": owners,
-            "mode": spec.mode,
-            "text": query,
-            "limit": spec.limit,
-            "metadata_filter": spec.metadata_filter or {},
-            "alpha": spec.alpha,
-            "mmr_strength": spec.mmr_strength,
-            "confidence": spec.confidence,
-        }
-        return await self._activity(SEARCH_DOCS, request, step)
-
-    # Prompts ---------------------------------------------------------------------------------------------
-
-    async def _prompt(
-        self,
-        step: lang.PromptStep,
-        names: dict[str, Any],
-        position: Position,
-        metadata: dict[str, Any] | None,
-    ) -> Any:
-        """Ask the model; with `auto_run_tools`, run the tools it asks for and ask again until it answers.
-
-        Each model call and each tool call is its own activity and its own transition, so a crash mid-loop
-        resumes mid-loop. Function tools are answered by the client through a wait."""
-        here = f"{position.workflow}[{position.step}]"
-        settings = {
-            **(self.params.agent.get("default_settings") or {}),
-            **((self.task.defaults.settings if self.task.defaults else None) or {}),
-            **(step.settings or {}),
-        }
-        response_format = settings.pop("response_format", None)
-        model = settings.pop("model", None) or self.params.agent.get("model")
-        tools = await self._described(self._prompt_tools(step, here), step)
-        fixed = {name: prompts.fixed_arguments(tool, self._metadata_layers()) for name, tool in tools.items()}
-        request: dict[str, Any] = {
-            "model": model,
-            "messages": self._messages(step.prompt, names, here),
-            "settings": settings,
-            "tools": [prompts.offered_tool(tool, fixed[name]) for name, tool in tools.items()],
-            "tool_choice": step.tool_choice,
-            "response_format": response_format,
-            "at": f"{self.params.task_info.get('name', '')}:{here}",  # where recordings file it
-            "owner": {"developer_id": self.params.developer_id, "agent_id": self.params.agent.get("id")},
-        }
-        max_turns = step.max_turns or prompts.MAX_TURNS
-        turn = 0
-        while True:
-            answer = await self._activity(CALL_MODEL, request, step)
-            message = answer.output["choices"][0]["message"]
-            calls = message.get("tool_calls") or []
-            if not calls or not step.auto_run_tools:
-                break
-            turn += 1
-            if turn > max_turns:
-                raise StepFailed(
-                    f"{here}: MaxTurnsExceeded: the model still asked for tools after {max_turns} turns "
-                    "(raise the step's `max_turns` if the task needs more)"
-                )
-            turn_metadata = {**(metadata or {}), "turn": turn, "call": "model"}
-            self.log.add(
-                "step", answer.output, position, position, metadata={**turn_metadata, **answer.metadata()}
-            )
-            request["messages"] = [
-                *request["messages"],
-                {"role": "assistant", "content": message.get("content"), "tool_calls": calls},
-            ]
-            results = await _gather(
-                [
-                    self._loop_tool(call, tools, fixed, step, position, {**turn_metadata, "call": "tool"})
-                    for call in calls
-                ]
-            )
-            request["messages"] += [
-                {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
-                for call, result in zip(calls, results, strict=True)
-            ]
-        try:
-            output = prompts.step_output(answer.output, step.unwrap, response_format)
-        except ValueError:
-            raise StepFailed(f"{here}: the model's answer is not the JSON that was asked for") from None
-        return CallResult(output, answer.attempts, answer.usage, answer.cost)
-
-    async def _loop_tool(
-        self,
-        call: dict[str, Any],
-        tools: dict[str, dict[str, Any]],
-        fixed: dict[str, dict[str, Any]],
-        step: lang.PromptStep,
-        position: Position,
-        metadata: dict[str, Any],
-    ) -> dict[str, Any]:
-        """Run one tool the model asked for; any failure becomes an error result the model reads, unless
-        the tool says `on_error: fail`."""
-        name = call["function"]["name"]
-        started = workflow.time()
-        tool = tools.get(name)
-        data: Any = None
-        error: dict[str, str] | None = None
-        if tool is None:
-            error = {"code": "unknown_tool", "message": f"there is no tool named {name!r}"}
-        else:
-            try:
-                arguments = {
-                    **prompts.call_arguments(call),
-                    **fixed[name],
-                }  # fixed values are not the model's
-                outcome = await self._run_tool(tool, arguments, step, position, metadata, call_id=call["id"])
-                data = outcome.output if isinstance(outcome, CallResult) else outcome
-            except ValueError as exc:
-                error = {"code": "invalid_arguments", "message": str(exc)}
-            except (ActivityError, StepFailed) as exc:
-                if tool.get("on_error") == "fail":
-                    raise
-                error = {"code": _error_code(exc), "message": failure_message(exc)}
-        status = "error" if error else "success"
-        result = prompts.tool_result(status, started, workflow.time(), data, error)
-        record = {
-            "tool_call": {"id": call["id"], "name": name, "arguments": call["function"].get("arguments")}
-        }
-        self.log.add(
-            "step", {**record, "result": result}, position, position, metadata={**metadata, "tool": name}
-        )
-        return result
-
-    async def _described(
-        self, tools: dict[str, dict[str, Any]], step: lang.PromptStep
-    ) -> dict[str, dict[str, Any]]:
-        """MCP tools take their description and argument schema from their server (listed once per step)."""
-        described = dict(tools)
-        for name, tool in tools.items():
-            integration = tool.get("integration") or {}
-            if integration.get("provider") != "mcp" or integration.get("parameters"):
-                continue
-            timeout, retry = call_options(step, self.task.defaults)
-            listed = await workflow.execute_activity(
-                LIST_MCP_TOOLS, integration, start_to_close_timeout=timeout, retry_policy=retry
-            )
-            method = integration.get("method") or name
-            found = next((t for t in listed if t["name"] == method), None)
-            if found is None:
-                raise StepFailed(f"MCP server of tool {name!r} has no tool {method!r}")
-            described[name] = {
-                **tool,
-                "description": tool.get("description") or found["description"],
-                "parameters": found["parameters"],
-            }
-        return described
-
-    def _prompt_tools(self, step: lang.PromptStep, here: str) -> dict[str, dict[str, Any]]:
-        """The tools a prompt step offers: `all` of the task's, or the ones it names."""
-        if step.tools == "all":
-            return dict(self.tools)
-        chosen: dict[str, dict[str, Any]] = {}
-        for ref in step.tools or []:
-            name = ref if isinstance(ref, str) else ref.get("name") if isinstance(ref, dict) else None
-            if not isinstance(name, str) or name not in self.tools:
-                raise StepFailed(f"{here}: tool {name!r} is not defined for this task or its agent")
-            chosen[name] = self.tools[name]
-        return chosen
-
-    def _messages(
-        self, prompt: str | list[lang.Message], names: dict[str, Any], here: str
-    ) -> list[dict[str, Any]]:
-        """The prompt as chat messages: a string is one user message; each content is a template (or, with
-        `$ `, an expression) over the step's names plus the agent and the task's tools."""
-        scope = {**names, "tools": list(self.tools.values())}
-        if isinstance(prompt, str):
-            return [{"role": "user", "content": self._content(prompt, scope, here)}]
-        messages = []
-        for message in prompt:
-            rendered: dict[str, Any] = {
-                "role": message.role,
-                "content": self._content(message.content, scope, here),
-            }
-            if message.name:
-                rendered["name"] = message.name
-            messages.append(rendered)
-        return messages
-
-    def _content(self, content: Any, scope: dict[str, Any], here: str) -> Any:
-        if isinstance(content, str):
-            value = self.values.template(content, scope)
-            return value if isinstance(value, str | list) else json.dumps(value)
-        if isinstance(content, list):  # content parts: the text of each part is a template
-            return [
-                {**part, "text": self.values.template(part["text"], scope)}
-                if isinstance(part, dict) and isinstance(part.get("text"), str)
-                else part
-                for part in content
-            ]
-        raise StepFailed(f"{here}: message content must be text or a list of content parts")
-
-
-@dataclass
-class MapChunk:
-    """Part of a large fan-out, run by a child workflow: `body` for each of `items` (numbered from `first`),
-    seeing the parent's frame, state and labels as they were when the chunk started."""
-
-    params: ExecutionParams
-    body: list[dict[str, Any]]
-    path: str
-    frame: dict[str, Any]
-    state: dict[str, Any]
-    labels: dict[str, Any]
-    items: list[Any]
-    first: int
-    parallelism: int
-    legacy: bool = True  # the parent's (a chunk started by a parent from before issue 13 has no field)
-
-
-@dataclass
-class ChunkOutcome:
-    results: list[Any]
-    transitions: list[dict[str, Any]]
-    state: dict[str, Any] = field(default_factory=dict)
-    labels: dict[str, Any] = field(default_factory=dict)
-    returned: bool = False  # a `return` step ran in the body: the parent's workflow returns return_value
-    return_value: Any = None
-
-
-@dataclass
-class CallResult:
-    """A call's output, how many attempts it took and, for model calls, the tokens used and their cost
-    (recorded in the step transition's metadata; the writer sums usage on the execution)."""
-
-    output: Any
-    attempts: int
-    usage: dict[str, Any] | None = None
-    cost: float | None = None
-
-    def metadata(self) -> dict[str, Any]:
-        extra: dict[str, Any] = {"attempts": self.attempts}
-        if self.usage is not None:
-            extra["usage"] = self.usage
-            extra["cost"] = self.cost
-        return extra
-
 
 @dataclass
 class Logged:
@@ -1070,40 +438,7 @@ class Logged:
         return {LOG_NOTE: self.text}
 
 
-def failure_message(exc: Exception) -> str:
-    """What the user reads in `execution.error` and the `error` transition."""
-    if isinstance(exc, StepFailed | ExpressionError | UnrecordableValue):
-        return str(exc)
-    if isinstance(exc, ChildWorkflowError) and isinstance(exc.cause, ApplicationError):
-        return exc.cause.message  # a fan-out chunk's failure, already worded for the user
-    if isinstance(exc, ApplicationError):
-        return exc.message  # a local activity's (the transition writer's), already worded for the user
-    if isinstance(exc, ActivityError):
-        cause = exc.cause
-        detail = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-        return f"{exc.activity_type or 'activity'} failed: {detail}"
-    return f"internal error in Mint: {type(exc).__name__}: {exc}"
-
-
-def _error_code(exc: Exception) -> str:
-    cause = exc.cause if isinstance(exc, ActivityError) else None
-    if isinstance(cause, ApplicationError) and cause.type:
-        return cause.type
-    return "step_failed" if isinstance(exc, StepFailed) else "tool_failed"
-
-
 def _number(value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise StepFailed(f"sleep needs a number of seconds, got {value!r}")
     return float(value)
-
-
-async def _gather(coroutines: list[Any]) -> list[Any]:
-    """Run concurrently and keep order; on the first failure cancel the rest (a failed branch fails all)."""
-    tasks = [asyncio.ensure_future(c) for c in coroutines]
-    try:
-        return list(await asyncio.gather(*tasks))
-    except BaseException:
-        for task in tasks:
-            task.cancel()
-        raise

@@ -13,6 +13,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from workflows.storable import SURROGATE, find_unstorable, format_path
 from workflows.transitions import Position, TransitionBatch, plain
@@ -160,6 +161,20 @@ class TransitionLog:
             if isinstance(outcome, Exception):
                 raise outcome
         await self._drain(status, output, error)
+
+    async def fail(self, message: str, where: Position) -> None:
+        """Write the `error` transition and the `failed` status with it."""
+        self.add("error", {"error": message}, where)
+        try:
+            await self.flush(status="failed", error=message)
+        except (ActivityError, ApplicationError):  # a local activity fails with the ApplicationError itself
+            # The writer refused the batch (a Mint bug): still never leave the execution looking alive.
+            await workflow.execute_local_activity(
+                MARK_FAILED,
+                plain(TransitionBatch(self.execution_id, self.developer_id, [], "failed", error=message)),
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=WRITE_RETRY,
+            )
 
     async def _drain(
         self, status: str | None, output: Any, error: str | None, once: bool = False, background: bool = False

@@ -1,0 +1,352 @@
+"""The steps that call out of the workflow: tool calls, prompts (with their tool-running loop) and doc search.
+
+Each call is an activity with the step's timeout and retries, and comes back as a CallResult whose
+attempts, usage and cost go on the step's transition; a `function` tool is answered by the client through
+the interpreter's wait. How a call is shaped (timeouts, retries, api_call requests) is calls.py's business
+and what a prompt sends and returns prompts.py's; this module runs the steps. CallSteps is a collaborator of
+one Interpreter and shares its values and log.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio import workflow
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from workflows import language as lang
+from workflows import prompts
+from workflows.calls import HEARTBEAT_TIMEOUT, ToolError, call_options, tool_activity
+from workflows.failures import StepFailed, failure_message
+from workflows.fan_out import gather
+from workflows.step_runner import StepRunner
+from workflows.transitions import Position
+
+# Activity names (the activities in activities/ register under these).
+CALL_MODEL = "call_model"
+LIST_MCP_TOOLS = "list_mcp_tools"
+SEARCH_DOCS = "search_docs"
+
+
+@dataclass
+class CallResult:
+    """A call's output, how many attempts it took and, for model calls, the tokens used and their cost
+    (recorded in the step transition's metadata; the writer sums usage on the execution)."""
+
+    output: Any
+    attempts: int
+    usage: dict[str, Any] | None = None
+    cost: float | None = None
+
+    def metadata(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {"attempts": self.attempts}
+        if self.usage is not None:
+            extra["usage"] = self.usage
+            extra["cost"] = self.cost
+        return extra
+
+
+class CallSteps:
+    """Runs one interpreter's tool call, prompt and search steps."""
+
+    def __init__(self, interpreter: StepRunner):
+        self.interpreter = interpreter
+
+    # Tool calls ------------------------------------------------------------------------------------------
+
+    async def tool_call(
+        self,
+        step: lang.ToolCallStep,
+        names: dict[str, Any],
+        position: Position,
+        metadata: dict[str, Any] | None,
+    ) -> Any:
+        """Call the step's tool with its arguments."""
+        values = self.interpreter.values
+        tool = self.interpreter.tools.get(step.tool_name)
+        if tool is None:
+            raise StepFailed(f"tool {step.tool_name!r} is not defined for this task or its agent")
+        arguments = values.value(step.tool_arguments, names) if step.tool_arguments is not None else {}
+        if isinstance(arguments, dict):  # partial application: fixed values fill what the step leaves out
+            arguments = {**prompts.fixed_arguments(tool, self._metadata_layers()), **arguments}
+        return await self._run_tool(tool, arguments, step, position, metadata)
+
+    async def _run_tool(
+        self,
+        tool: dict[str, Any],
+        arguments: Any,
+        step: lang._CallStep,
+        position: Position,
+        metadata: dict[str, Any] | None,
+        call_id: str | None = None,
+    ) -> Any:
+        """Call any kind of tool; function tools are answered by the client through a wait."""
+        params = self.interpreter.params
+        if tool["type"] == "function":
+            call = {"type": "function", "name": tool["name"], "arguments": arguments}
+            if call_id is not None:
+                call["id"] = call_id
+            return await self.interpreter.wait({"tool_call": call}, position, metadata, step.timeout)
+        try:
+            owner = {"developer_id": params.developer_id, "agent_id": params.agent.get("id")}
+            planned = tool_activity(
+                tool,
+                arguments,
+                owner,
+                self.interpreter.values,
+                lambda: str(workflow.uuid4()),
+                params.max_tool_timeout,
+            )
+        except ToolError as exc:
+            raise StepFailed(str(exc)) from None
+        return await self._activity(planned.name, planned.request, step, planned.deadline)
+
+    async def _activity(
+        self, name: str, request: dict[str, Any], step: lang._CallStep, deadline: float | None = None
+    ) -> CallResult:
+        """A call activity with the step's timeout and retries; transitions so far are written meanwhile."""
+        timeout, retry = call_options(step, self.interpreter.task.defaults, deadline)
+        self.interpreter.log.submit()
+        answer = await workflow.execute_activity(
+            name,
+            request,
+            start_to_close_timeout=timeout,
+            retry_policy=retry,
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
+        )
+        return CallResult(answer["response"], answer["attempt"], answer.get("usage"), answer.get("cost"))
+
+    def _metadata_layers(self) -> list[dict[str, Any] | None]:
+        """Where `x-tool-parameters` come from in a task, lowest precedence first."""
+        params = self.interpreter.params
+        return [
+            params.agent.get("metadata"),
+            params.task_info.get("metadata"),
+            params.execution_info.get("metadata"),
+        ]
+
+    # Search ----------------------------------------------------------------------------------------------
+
+    async def search(self, step: lang.SearchStep, names: dict[str, Any]) -> CallResult:
+        """Search the docs of the task's agent (or `agent`) and of `user`, when given."""
+        spec, values, params = step.search, self.interpreter.values, self.interpreter.params
+        query = values.value(spec.query, names)
+        if not isinstance(query, str) or not query.strip():
+            raise StepFailed(f"search query must be non-empty text, got {query!r}")
+        agent = values.value(spec.agent, names) if spec.agent is not None else params.agent.get("id")
+        user = values.value(spec.user, names) if spec.user is not None else None
+        owners = [str(o) for o in (agent, user) if o]
+        request = {
+            "developer_id": params.developer_id,
+            "owner_ids": owners,
+            "mode": spec.mode,
+            "text": query,
+            "limit": spec.limit,
+            "metadata_filter": spec.metadata_filter or {},
+            "alpha": spec.alpha,
+            "mmr_strength": spec.mmr_strength,
+            "confidence": spec.confidence,
+        }
+        return await self._activity(SEARCH_DOCS, request, step)
+
+    # Prompts ---------------------------------------------------------------------------------------------
+
+    async def prompt(
+        self,
+        step: lang.PromptStep,
+        names: dict[str, Any],
+        position: Position,
+        metadata: dict[str, Any] | None,
+    ) -> CallResult:
+        """Ask the model; with `auto_run_tools`, run the tools it asks for and ask again until it answers.
+
+        Each model call and each tool call is its own activity and its own transition, so a crash mid-loop
+        resumes mid-loop. Function tools are answered by the client through a wait."""
+        here = f"{position.workflow}[{position.step}]"
+        request, tools, fixed = await self._prompt_request(step, names, here)
+        max_turns = step.max_turns or prompts.MAX_TURNS
+        turn = 0
+        while True:
+            answer = await self._activity(CALL_MODEL, request, step)
+            message = answer.output["choices"][0]["message"]
+            calls = message.get("tool_calls") or []
+            if not calls or not step.auto_run_tools:
+                break
+            turn += 1
+            if turn > max_turns:
+                raise StepFailed(
+                    f"{here}: MaxTurnsExceeded: the model still asked for tools after {max_turns} turns "
+                    "(raise the step's `max_turns` if the task needs more)"
+                )
+            turn_metadata = {**(metadata or {}), "turn": turn, "call": "model"}
+            self.interpreter.log.add(
+                "step", answer.output, position, position, metadata={**turn_metadata, **answer.metadata()}
+            )
+            request["messages"] = [
+                *request["messages"],
+                {"role": "assistant", "content": message.get("content"), "tool_calls": calls},
+            ]
+            results = await gather(
+                [
+                    self._loop_tool(call, tools, fixed, step, position, {**turn_metadata, "call": "tool"})
+                    for call in calls
+                ]
+            )
+            request["messages"] += [
+                {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
+                for call, result in zip(calls, results, strict=True)
+            ]
+        try:
+            output = prompts.step_output(answer.output, step.unwrap, request["response_format"])
+        except ValueError:
+            raise StepFailed(f"{here}: the model's answer is not the JSON that was asked for") from None
+        return CallResult(output, answer.attempts, answer.usage, answer.cost)
+
+    async def _prompt_request(
+        self, step: lang.PromptStep, names: dict[str, Any], here: str
+    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+        """The call_model request for a prompt step, the tools it offers, and their fixed arguments."""
+        params, task = self.interpreter.params, self.interpreter.task
+        settings = {
+            **(params.agent.get("default_settings") or {}),
+            **((task.defaults.settings if task.defaults else None) or {}),
+            **(step.settings or {}),
+        }
+        response_format = settings.pop("response_format", None)
+        model = settings.pop("model", None) or params.agent.get("model")
+        tools = await self._described(self._prompt_tools(step, here), step)
+        fixed = {name: prompts.fixed_arguments(tool, self._metadata_layers()) for name, tool in tools.items()}
+        request: dict[str, Any] = {
+            "model": model,
+            "messages": self._messages(step.prompt, names, here),
+            "settings": settings,
+            "tools": [prompts.offered_tool(tool, fixed[name]) for name, tool in tools.items()],
+            "tool_choice": step.tool_choice,
+            "response_format": response_format,
+            "at": f"{params.task_info.get('name', '')}:{here}",  # where recordings file it
+            "owner": {"developer_id": params.developer_id, "agent_id": params.agent.get("id")},
+        }
+        return request, tools, fixed
+
+    async def _loop_tool(
+        self,
+        call: dict[str, Any],
+        tools: dict[str, dict[str, Any]],
+        fixed: dict[str, dict[str, Any]],
+        step: lang.PromptStep,
+        position: Position,
+        metadata: dict[str, Any],
+    ) -> dict[str, Any]:
+        """Run one tool the model asked for; any failure becomes an error result the model reads, unless
+        the tool says `on_error: fail`."""
+        name = call["function"]["name"]
+        started = workflow.time()
+        tool = tools.get(name)
+        data: Any = None
+        error: dict[str, str] | None = None
+        if tool is None:
+            error = {"code": "unknown_tool", "message": f"there is no tool named {name!r}"}
+        else:
+            try:
+                arguments = {
+                    **prompts.call_arguments(call),
+                    **fixed[name],
+                }  # fixed values are not the model's
+                outcome = await self._run_tool(tool, arguments, step, position, metadata, call_id=call["id"])
+                data = outcome.output if isinstance(outcome, CallResult) else outcome
+            except ValueError as exc:
+                error = {"code": "invalid_arguments", "message": str(exc)}
+            except (ActivityError, StepFailed) as exc:
+                if tool.get("on_error") == "fail":
+                    raise
+                error = {"code": _error_code(exc), "message": failure_message(exc)}
+        status = "error" if error else "success"
+        result = prompts.tool_result(status, started, workflow.time(), data, error)
+        record = {
+            "tool_call": {"id": call["id"], "name": name, "arguments": call["function"].get("arguments")}
+        }
+        self.interpreter.log.add(
+            "step", {**record, "result": result}, position, position, metadata={**metadata, "tool": name}
+        )
+        return result
+
+    async def _described(
+        self, tools: dict[str, dict[str, Any]], step: lang.PromptStep
+    ) -> dict[str, dict[str, Any]]:
+        """MCP tools take their description and argument schema from their server (listed once per step)."""
+        described = dict(tools)
+        for name, tool in tools.items():
+            integration = tool.get("integration") or {}
+            if integration.get("provider") != "mcp" or integration.get("parameters"):
+                continue
+            timeout, retry = call_options(step, self.interpreter.task.defaults)
+            listed = await workflow.execute_activity(
+                LIST_MCP_TOOLS, integration, start_to_close_timeout=timeout, retry_policy=retry
+            )
+            method = integration.get("method") or name
+            found = next((t for t in listed if t["name"] == method), None)
+            if found is None:
+                raise StepFailed(f"MCP server of tool {name!r} has no tool {method!r}")
+            described[name] = {
+                **tool,
+                "description": tool.get("description") or found["description"],
+                "parameters": found["parameters"],
+            }
+        return described
+
+    def _prompt_tools(self, step: lang.PromptStep, here: str) -> dict[str, dict[str, Any]]:
+        """The tools a prompt step offers: `all` of the task's, or the ones it names."""
+        tools = self.interpreter.tools
+        if step.tools == "all":
+            return dict(tools)
+        chosen: dict[str, dict[str, Any]] = {}
+        for ref in step.tools or []:
+            name = ref if isinstance(ref, str) else ref.get("name") if isinstance(ref, dict) else None
+            if not isinstance(name, str) or name not in tools:
+                raise StepFailed(f"{here}: tool {name!r} is not defined for this task or its agent")
+            chosen[name] = tools[name]
+        return chosen
+
+    def _messages(
+        self, prompt: str | list[lang.Message], names: dict[str, Any], here: str
+    ) -> list[dict[str, Any]]:
+        """The prompt as chat messages: a string is one user message; each content is a template (or, with
+        `$ `, an expression) over the step's names plus the agent and the task's tools."""
+        scope = {**names, "tools": list(self.interpreter.tools.values())}
+        if isinstance(prompt, str):
+            return [{"role": "user", "content": self._content(prompt, scope, here)}]
+        messages = []
+        for message in prompt:
+            rendered: dict[str, Any] = {
+                "role": message.role,
+                "content": self._content(message.content, scope, here),
+            }
+            if message.name:
+                rendered["name"] = message.name
+            messages.append(rendered)
+        return messages
+
+    def _content(self, content: Any, scope: dict[str, Any], here: str) -> Any:
+        """A message's content rendered: text, or content parts whose text is rendered."""
+        template = self.interpreter.values.template
+        if isinstance(content, str):
+            value = template(content, scope)
+            return value if isinstance(value, str | list) else json.dumps(value)
+        if isinstance(content, list):  # content parts: the text of each part is a template
+            return [
+                {**part, "text": template(part["text"], scope)}
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+                else part
+                for part in content
+            ]
+        raise StepFailed(f"{here}: message content must be text or a list of content parts")
+
+
+def _error_code(exc: Exception) -> str:
+    """The code of a tool's error result: the failure's type, when the activity named one."""
+    cause = exc.cause if isinstance(exc, ActivityError) else None
+    if isinstance(cause, ApplicationError) and cause.type:
+        return cause.type
+    return "step_failed" if isinstance(exc, StepFailed) else "tool_failed"

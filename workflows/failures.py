@@ -1,0 +1,40 @@
+"""How a step stops early, and what the user reads when an execution fails.
+
+StepFailed ends the execution with a message the user can act on; Returned carries a `return` step's
+value up to the run of its workflow. Shared by the interpreter and the modules it delegates to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+
+from workflows.expressions import ExpressionError
+from workflows.transition_log import UnrecordableValue
+
+
+class StepFailed(Exception):
+    """A step failed in a way the user must fix (bad expression, `error` step, unavailable feature)."""
+
+
+class Returned(Exception):
+    """Unwinds a named workflow when a `return` step runs."""
+
+    def __init__(self, value: Any):
+        self.value = value
+
+
+def failure_message(exc: Exception) -> str:
+    """What the user reads in `execution.error` and the `error` transition."""
+    if isinstance(exc, StepFailed | ExpressionError | UnrecordableValue):
+        return str(exc)
+    if isinstance(exc, ChildWorkflowError) and isinstance(exc.cause, ApplicationError):
+        return exc.cause.message  # a fan-out chunk's failure, already worded for the user
+    if isinstance(exc, ApplicationError):
+        return exc.message  # a local activity's (the transition writer's), already worded for the user
+    if isinstance(exc, ActivityError):
+        cause = exc.cause
+        detail = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
+        return f"{exc.activity_type or 'activity'} failed: {detail}"
+    return f"internal error in Mint: {type(exc).__name__}: {exc}"

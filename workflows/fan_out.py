@@ -1,0 +1,255 @@
+"""Fan-out steps: foreach, map_reduce and parallel, and the child workflows a large fan-out runs in.
+
+A fan-out runs a body of steps once per item (or branch) through the interpreter's run_sequence; what it
+adds is how: in order, in a sliding window, or, once a body of calls over many items would outgrow one
+history, in MapChunkWorkflow children of at most CHUNK_ITEMS items each, whose transitions, `state` and
+labels the parent adopts. FanOut is a collaborator of one Interpreter and shares its state and log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from temporalio import workflow
+
+from workflows import language as lang
+from workflows.failures import Returned, StepFailed, failure_message
+from workflows.frames import ExecutionParams, Frame
+from workflows.reduce import fold, reduce_results
+from workflows.step_runner import StepRunner
+from workflows.transitions import plain
+
+# History events one call (a flush marker, the activity, its workflow task) adds, and the share of a history
+# a single fan-out may use (continue-as-new happens only between top-level steps).
+EVENTS_PER_CALL = 10
+MAX_FAN_OUT_EVENTS = 40_000
+# A fan-out (map or foreach) with more items than this, and calls in its body, runs in child workflows
+# of at most this many items each: no history nears Temporal's limits, and pending work stays small.
+CHUNK_ITEMS = 250
+MAX_CHUNKS = 2_000
+MAP_CHUNK_WORKFLOW = "MapChunkWorkflow"
+
+# Steps that add history events (calls, waits, timers, and a yield, whose workflow may hold any of them):
+# a body with them may need chunking.
+BLOCKING_STEPS = (
+    lang.ToolCallStep,
+    lang.PromptStep,
+    lang.SearchStep,
+    lang.WaitForInputStep,
+    lang.SleepStep,
+    lang.YieldStep,
+)
+
+
+@dataclass
+class MapChunk:
+    """Part of a large fan-out, run by a child workflow: `body` for each of `items` (numbered from `first`),
+    seeing the parent's frame, state and labels as they were when the chunk started."""
+
+    params: ExecutionParams
+    body: list[dict[str, Any]]
+    path: str
+    frame: dict[str, Any]
+    state: dict[str, Any]
+    labels: dict[str, Any]
+    items: list[Any]
+    first: int
+    parallelism: int
+    legacy: bool = True  # the parent's (a chunk started by a parent from before issue 13 has no field)
+
+
+@dataclass
+class ChunkOutcome:
+    results: list[Any]
+    transitions: list[dict[str, Any]]
+    state: dict[str, Any] = field(default_factory=dict)
+    labels: dict[str, Any] = field(default_factory=dict)
+    returned: bool = False  # a `return` step ran in the body: the parent's workflow returns return_value
+    return_value: Any = None
+
+
+class FanOut:
+    """Runs one interpreter's fan-out steps, and its part of a fan-out when it runs in a child workflow."""
+
+    def __init__(self, interpreter: StepRunner):
+        self.interpreter = interpreter
+
+    async def foreach(
+        self, step: lang.ForeachStep, value: Any, names: dict[str, Any], frame: Frame, here: str
+    ) -> list[Any]:
+        """Run `do` for each item, one after another."""
+        items = self._items(step.foreach.in_, names, f"{here}.foreach.in")
+        path, body = f"{here}.foreach", step.foreach.do
+        if size := self._chunk_size(items, body, f"{here}.foreach.in"):
+            return await self._in_children(body, items, frame, path, size, parallelism=1)
+        results = []
+        for i, item in enumerate(items):
+            results.append(await self.interpreter.run_sequence(body, item, frame, path, {"item": i}))
+        return results
+
+    async def map_reduce(
+        self, step: lang.MapReduceStep, names: dict[str, Any], frame: Frame, here: str
+    ) -> Any:
+        """Run `map` for each item, `parallelism` at a time, then fold the results with `reduce`."""
+        interpreter = self.interpreter
+        items = self._items(step.over, names, f"{here}.over")
+        path, parallelism = f"{here}.map", step.parallelism or 100
+        if size := self._chunk_size(items, step.map, f"{here}.over"):
+            results = await self._in_children(step.map, items, frame, path, size, parallelism)
+        else:
+            results = await self.window(step.map, items, 0, frame, path, parallelism)
+        values = interpreter.values
+        if interpreter.legacy:  # as histories recorded before appending reduces replay
+            if step.reduce is None:
+                return results
+            initial = values.value(step.initial, names) if step.initial is not None else []
+            return fold(values, step.reduce, initial, results, names)
+        interpreter.start_budget()  # the reduce's own allowance: the map's last step spent the one before
+        initial = values.value(step.initial, names) if step.initial is not None else []
+        return reduce_results(values, step.reduce, initial, results, names)
+
+    async def parallel(self, step: lang.ParallelStep, value: Any, frame: Frame, here: str) -> list[Any]:
+        """Run every branch on the same input, side by side."""
+        branches = [
+            self.interpreter.run_sequence(b, value, frame, f"{here}.parallel[{i}]")
+            for i, b in enumerate(step.parallel)
+        ]
+        return await gather(branches)
+
+    async def window(
+        self, body: list[Any], items: list[Any], first: int, frame: Frame, path: str, parallelism: int
+    ) -> list[Any]:
+        """Run `body` for every item, at most `parallelism` at a time; item i is numbered first + i."""
+        window = asyncio.Semaphore(parallelism)
+
+        async def one(i: int, item: Any) -> Any:
+            async with window:  # a sliding window: a slow item holds only its own slot
+                return await self.interpreter.run_sequence(body, item, frame, path, {"item": first + i})
+
+        return await gather([one(i, item) for i, item in enumerate(items)])
+
+    def _items(self, raw: Any, names: dict[str, Any], where: str) -> list[Any]:
+        items = self.interpreter.values.expression(raw, names) if isinstance(raw, str) else raw
+        if not isinstance(items, list):
+            raise StepFailed(f"{where}: expected a list to iterate over, got {type(items).__name__}")
+        max_fan_out = self.interpreter.params.max_fan_out
+        if len(items) > max_fan_out:
+            raise StepFailed(
+                f"{where}: {len(items)} items is over the fan-out limit of {max_fan_out} items "
+                "(MINT_MAX_FAN_OUT); split the list across steps or executions"
+            )
+        return items
+
+    def _chunk_size(self, items: list[Any], body: list[Any], where: str) -> int | None:
+        """How many items each child workflow runs, or None when this history can hold the fan-out.
+
+        Each call, wait or timer in the body adds history events (one history holds about 51,200), so a
+        large fan-out of calls is split across child workflows; a body of pure steps adds none."""
+        steps = [s for _, s in lang.walk_steps(body, "")]
+        calls = sum(isinstance(s, BLOCKING_STEPS) for s in steps)
+        if not calls:
+            return None
+        size = max(1, min(CHUNK_ITEMS, MAX_FAN_OUT_EVENTS // (EVENTS_PER_CALL * calls)))
+        if len(items) <= size:
+            return None
+        waits = [s for s in steps if isinstance(s, lang.WaitForInputStep) or self._is_function_call(s)]
+        if waits or len(items) > size * MAX_CHUNKS:
+            fits = size if waits else size * MAX_CHUNKS
+            reason = "items that wait for input run in this execution's own history" if waits else ""
+            raise StepFailed(
+                f"{where}: {len(items)} items with {calls} call(s) each are too many for one fan-out "
+                f"(about {fits} fit{'; ' + reason if reason else ''}); split the list across steps or executions"
+            )
+        return size
+
+    def _is_function_call(self, step: Any) -> bool:
+        """A call of a `function` tool, which the client answers through a wait."""
+        if not isinstance(step, lang.ToolCallStep):
+            return False
+        tool = self.interpreter.tools.get(step.tool_name)
+        return tool is not None and tool["type"] == "function"
+
+    async def _in_children(
+        self, body: list[Any], items: list[Any], frame: Frame, path: str, size: int, parallelism: int
+    ) -> list[Any]:
+        """Run a large fan-out in child workflows of `size` items each, in order of item.
+
+        Up to `parallelism` lanes take the next chunk as soon as their last one ends, and the lanes share
+        the step's parallelism, so at most `parallelism` items are in flight across all children. Each
+        child returns its results and the transitions it collected, which this log adopts in order of
+        completion; the `state` keys and labels a child set are merged back here."""
+        interpreter, log = self.interpreter, self.interpreter.log
+        chunks = deque(range(0, len(items), size))
+        lanes = min(len(chunks), parallelism)
+        widths = [parallelism // lanes + (1 if i < parallelism % lanes else 0) for i in range(lanes)]
+        body_spec = [lang.dump_step(step) for step in body]
+        results: list[Any] = [None] * len(items)
+        log.submit()  # what is pending is written while the children run
+
+        async def lane(width: int) -> None:
+            while chunks:
+                first = chunks.popleft()
+                chunk = MapChunk(
+                    params=interpreter.params,
+                    body=body_spec,
+                    path=path,
+                    frame=frame.snapshot(),
+                    state=interpreter.state,
+                    labels=interpreter.labels,
+                    items=items[first : first + size],
+                    first=first,
+                    parallelism=width,
+                    legacy=interpreter.legacy,
+                )
+                outcome: ChunkOutcome = await workflow.execute_child_workflow(
+                    MAP_CHUNK_WORKFLOW,
+                    plain(chunk),
+                    id=f"{interpreter.params.execution_id}.chunk.{workflow.uuid4()}",
+                    result_type=ChunkOutcome,
+                )
+                log.adopt(outcome.transitions)
+                interpreter.state.update(outcome.state)
+                interpreter.labels.update(outcome.labels)
+                results[first : first + len(outcome.results)] = outcome.results
+                if outcome.returned:
+                    raise Returned(outcome.return_value)
+                if log.full:
+                    await log.flush()
+
+        await gather([lane(width) for width in widths])
+        return results
+
+    async def run_chunk(self, chunk: MapChunk) -> ChunkOutcome:
+        """Run part of a fan-out (in a MapChunkWorkflow); the parent adopts what it returns."""
+        interpreter = self.interpreter
+        interpreter.legacy = chunk.legacy
+        interpreter.state, interpreter.labels = dict(chunk.state), dict(chunk.labels)
+        before_state, before_labels = dict(interpreter.state), dict(interpreter.labels)
+        frame = Frame(chunk.frame["name"], chunk.frame["scope_id"], chunk.frame["inputs"])
+        body = lang.parse_steps(chunk.body)
+        try:
+            results = await self.window(body, chunk.items, chunk.first, frame, chunk.path, chunk.parallelism)
+            outcome = ChunkOutcome(results=results, transitions=[])
+        except Returned as returned:
+            outcome = ChunkOutcome(results=[], transitions=[], returned=True, return_value=returned.value)
+        except Exception as exc:
+            raise StepFailed(failure_message(exc)) from None
+        # Only what this child changed goes back, so children running side by side do not undo each other.
+        outcome.state = {k: v for k, v in interpreter.state.items() if before_state.get(k) is not v}
+        outcome.labels = {k: v for k, v in interpreter.labels.items() if before_labels.get(k) is not v}
+        outcome.transitions = interpreter.log.take()
+        return outcome
+
+
+async def gather(coroutines: list[Any]) -> list[Any]:
+    """Run concurrently and keep order; on the first failure cancel the rest (a failed branch fails all)."""
+    tasks = [asyncio.ensure_future(c) for c in coroutines]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        raise

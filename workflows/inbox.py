@@ -1,0 +1,39 @@
+"""Where resume inputs wait for the `wait_for_input` step (or function tool call) they answer.
+
+The workflow's `resume` signal delivers into an Inbox and Interpreter.wait takes from it; each input is
+addressed to an open wait by the seq of that wait's `wait` transition.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class Inbox:
+    """Resume inputs, each addressed to an open wait by the seq of that wait's `wait` transition."""
+
+    def __init__(self) -> None:
+        self.open: set[int] = set()
+        self.answers: dict[int, Any] = {}
+        self.answered_at: dict[int, int] = {}  # wait seq -> the newest wait seq open when it was answered
+        self.newest = 0
+
+    def opened(self, wait_seq: int) -> None:
+        self.open.add(wait_seq)
+        self.newest = max(self.newest, wait_seq)
+
+    def deliver(self, wait_seq: Any, value: Any) -> bool:
+        """Give `value` to wait `wait_seq` if it is open and unanswered.
+
+        A resume for a wait that was just answered goes to the oldest other wait that was already open
+        then (map items waiting side by side, which a client cannot tell apart); one for a question that
+        came later, or for nothing, is dropped, so a duplicate click never answers a new question."""
+        unanswered = sorted(self.open - self.answers.keys())
+        if wait_seq not in unanswered:
+            overlapping = [seq for seq in unanswered if seq <= self.answered_at.get(wait_seq, 0)]
+            if not overlapping:
+                return False
+            wait_seq = overlapping[0]
+        self.answers[wait_seq] = value
+        self.answered_at[wait_seq] = self.newest
+        return True

@@ -1,0 +1,47 @@
+"""What the interpreter offers the modules it delegates steps to (fan_out.py, call_steps.py): a Protocol, so
+they depend on this small surface and not on interpreter.py, which imports them (no import cycle)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from workflows import language as lang
+from workflows.frames import ExecutionParams, Frame
+from workflows.transition_log import TransitionLog
+from workflows.transitions import Position
+from workflows.values import ValueEvaluator
+
+
+class StepRunner(Protocol):
+    params: ExecutionParams
+    task: lang.TaskSpec
+    values: ValueEvaluator
+    log: TransitionLog
+    tools: dict[str, dict[str, Any]]
+    state: dict[str, Any]
+    labels: dict[str, dict[str, Any]]
+    legacy: bool  # the execution runs as before issue 13 (see Interpreter._started_legacy)
+
+    async def run_sequence(
+        self,
+        steps: list[Any],
+        value: Any,
+        frame: Frame,
+        path: str,
+        metadata: dict[str, Any] | None = None,
+        tail: bool = False,
+    ) -> Any:
+        """Run nested steps; each step's output is the next one's `_`."""
+
+    def start_budget(self) -> None:
+        """A fresh allowance of work for a step."""
+
+    async def wait(
+        self,
+        output: dict[str, Any],
+        position: Position,
+        metadata: dict[str, Any] | None,
+        timeout: float | None = None,
+        on_timeout: lang.WaitInfo | None = None,
+    ) -> Any:
+        """Write a `wait` transition and return the resume input addressed to it."""
