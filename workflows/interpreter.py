@@ -62,7 +62,7 @@ class Interpreter:
         self.depth = 0
         self.legacy = True if chunk else self._started_legacy(params)  # a chunk's is its parent's (run_chunk)
         self.fan_out = FanOut(self)  # foreach, map_reduce, parallel
-        self.calls = CallSteps(self)  # tool calls, prompts, search
+        self.call_steps = CallSteps(self)  # tool calls, prompts, search
         self.root: Frame  # main's frame, or what replaced it through tail yields (set by _start)
 
     @staticmethod
@@ -303,11 +303,11 @@ class Interpreter:
             case lang.YieldStep():
                 return await self._yield(step, value, names, frame)
             case lang.ToolCallStep():
-                return await self.calls.tool_call(step, names, position, metadata)
+                return await self.call_steps.tool_call(step, names, position, metadata)
             case lang.PromptStep():
-                return await self.calls.prompt(step, names, position, metadata)
+                return await self.call_steps.prompt(step, names, position, metadata)
             case lang.SearchStep():
-                return await self.calls.search(step, names)
+                return await self.call_steps.search(step, names)
             case _:
                 # Task validation admits no other kind; a new kind fails the type check until handled here.
                 assert_never(step)
