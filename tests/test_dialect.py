@@ -336,3 +336,15 @@ async def test_an_executions_transitions_list_takes_julep_limits(api):
         assert response.status_code == 200 and len(response.json()["items"]) == 3, response.text
     response = await api.get(f"/executions/{done['id']}/transitions", params={"limit": 10_001})
     assert response.status_code == 422 and "limit" in response.text
+
+
+async def test_thousands_of_ignored_keys_get_a_short_answer(api):
+    """What a crowd or an attacker sends: the answer lists the first warnings and counts the rest, and quotes
+    a huge key by its start."""
+    agent = await create_agent(api)
+    step = {"evaluate": {"x": "$ 1"}, "y" * 100_000: 1, **{f"k{i}": i for i in range(5000)}}
+    task = await create_task(api, agent["id"], {"name": "t", "main": [step]})
+    assert len(task["warnings"]) == 101
+    assert task["warnings"][-1]["message"] == "and 4901 more warnings like these, not listed"
+    assert task["warnings"][0]["path"] == "main[0]." + "y" * 80 + "..."
+    assert all(len(w["path"]) + len(w["message"]) < 500 for w in task["warnings"])

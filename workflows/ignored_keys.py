@@ -14,6 +14,13 @@ from pydantic import BaseModel
 from workflows import language as lang
 from workflows.problems import Problem
 
+SHOWN_KEY_LENGTH = 80  # a key longer than this is quoted by its start in paths and messages
+
+
+def _shown(key: str) -> str:
+    return key if len(key) <= SHOWN_KEY_LENGTH else key[:SHOWN_KEY_LENGTH] + "..."
+
+
 IGNORED = "ignored, as Julep v1 ignored it"
 # Keys that make a step a different kind, or hold the steps of one: beside another kind they mean a missing
 # `-` (two steps written as one), which would otherwise drop a step silently.
@@ -34,7 +41,7 @@ def step_keys(step: BaseModel, path: str) -> tuple[list[Problem], list[Problem]]
     """(problems, warnings) for the keys a step carried that its kind does not have."""
     kind = lang.step_kind(step)
     problems, warnings = [], []
-    for key in getattr(step, "ignored_keys", ()):
+    for key in map(_shown, getattr(step, "ignored_keys", ())):
         where = f"{path}.{key}"
         if key in _STEP_SHAPES:
             problems.append(
@@ -65,7 +72,7 @@ def api_call_keys(api_call: lang.ApiCallDef | None, path: str) -> tuple[list[Pro
         return [], []
     problems, warnings = [], []
     prefix = f"{path}.api_call" if path else "api_call"
-    for key in api_call.ignored_keys:
+    for key in map(_shown, api_call.ignored_keys):
         where = f"{prefix}.{key}"
         if key in _UNIMPLEMENTED_API_CALL:
             problems.append(

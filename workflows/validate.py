@@ -13,7 +13,7 @@ from workflows.calls import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS, bounded_timeout
 from workflows.dialect import Dialect, read_value
 from workflows.expressions import MAX_EXPRESSION_LENGTH
 from workflows.input_schema import schema_problems
-from workflows.problems import Problem
+from workflows.problems import Problem, capped_warnings
 from workflows.values import check_value, detect_dialect, iter_step_fields, reading_warnings
 
 
@@ -75,7 +75,9 @@ def validate_task(
             problems, warnings = problems + refused, warnings + ignored
     if problems:
         raise TaskInvalid(problems)
-    return ValidTask(spec, dialect, spec.to_document(), warnings + task_warnings(spec, dialect))
+    return ValidTask(
+        spec, dialect, spec.to_document(), capped_warnings(warnings + task_warnings(spec, dialect))
+    )
 
 
 def task_warnings(spec: lang.TaskSpec, dialect: Dialect) -> list[Problem]:

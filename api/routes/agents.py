@@ -16,6 +16,7 @@ from mint.docs import DocStore
 from mint.store import AGENTS, TOOLS
 from workflows import ignored_keys
 from workflows.language import ToolDef
+from workflows.problems import capped_warnings
 from workflows.validate import Problem, format_loc, tool_timeout_problems
 
 router = APIRouter(tags=["agents"], responses=ERROR_RESPONSES)
@@ -159,7 +160,7 @@ def _tool_def(body: dict[str, Any], request: Request) -> tuple[ToolDef, list[dic
     refused, ignored = ignored_keys.api_call_keys(tool.api_call, "")
     if problems + refused:
         raise _invalid_tool(problems + refused)
-    return tool, [{"path": w.path, "message": w.message} for w in ignored]
+    return tool, [{"path": w.path, "message": w.message} for w in capped_warnings(ignored)]
 
 
 def _invalid_tool(problems: list[Problem]) -> ApiError:
