@@ -14,7 +14,7 @@ from fastapi import Request
 
 from api.errors import ApiError
 from workflows.problems import Problem
-from workflows.safe_values import MAX_DEPTH
+from workflows.sandbox.data import MAX_DEPTH
 from workflows.storable import (
     Loc,
     Unstorable,

@@ -13,9 +13,9 @@ from typing import Any
 
 import tiktoken
 
-from workflows.expressions import ExpressionError
-from workflows.safe_values import Budget
-from workflows.templates import render_template
+from workflows.sandbox.budget import Budget
+from workflows.sandbox.expressions import ExpressionError
+from workflows.sandbox.templates import render_template
 
 # The seed's default system template, with its slips fixed: "About you" shows the agent's `about` (the seed
 # repeats its name), no double space before "and their name", and tools of every type are listed (the seed

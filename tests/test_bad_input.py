@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
-from workflows.safe_values import MAX_DEPTH
+from workflows.sandbox.data import MAX_DEPTH
 
 STUCK = {"queued", "starting"}
 JSON = {"Content-Type": "application/json"}

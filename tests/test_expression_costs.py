@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from workflows.expressions import ExpressionError
+from workflows.sandbox.expressions import ExpressionError
 from workflows.values import ValueEvaluator
 
 

@@ -9,8 +9,8 @@ import ast
 
 import pytest
 
-from workflows import fstrings
-from workflows.expressions import ExpressionError, check_expression
+from workflows.sandbox import fstrings
+from workflows.sandbox.expressions import ExpressionError, check_expression
 from workflows.values import ValueEvaluator
 
 NAMES = {

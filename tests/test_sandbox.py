@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from workflows.expressions import ExpressionError
-from workflows.safe_values import step_clock
+from workflows.sandbox.budget import step_clock
+from workflows.sandbox.expressions import ExpressionError
 from workflows.values import ValueEvaluator
 
 NAMES = {
@@ -418,7 +418,7 @@ def _peak_memory(attack: Callable[[], object]) -> int:
     tracemalloc sees every allocation Python's allocators make (objects, string and list buffers) and
     measures each case on its own; the process's maximum resident size only ever rises, so once one case
     has pushed it up it says nothing about the next. RE2's C++ allocations are invisible to tracemalloc:
-    those are bounded by safe_regex.MAX_MEM per program instead. Run apart from the CPU measurement, which
+    those are bounded by regex.MAX_MEM per program instead. Run apart from the CPU measurement, which
     tracing would slow down."""
     tracemalloc.start()
     try:

@@ -16,13 +16,16 @@ import pytest
 import re2
 from markupsafe import Markup
 
-from workflows import safe_csv, safe_regex, safe_values
-from workflows.expressions import Evaluator, ExpressionError
-from workflows.safe_functions import CONSTANT_COST, build_functions, is_charged
-from workflows.safe_methods import DATA_ATTRIBUTES, METHODS, Method, constant
-from workflows.safe_values import CLOCK_EVERY, Budget, LimitExceeded, OrderedSet, charging
-from workflows.shims import SafeNamespace, build_modules
-from workflows.template_filters import (
+from workflows.sandbox import budget as budget_module
+from workflows.sandbox import csv_rows, regex
+from workflows.sandbox.budget import CLOCK_EVERY, Budget, LimitExceeded, charging
+from workflows.sandbox.data import OrderedSet
+from workflows.sandbox.evaluator import Evaluator
+from workflows.sandbox.expressions import ExpressionError
+from workflows.sandbox.functions import CONSTANT_COST, build_functions, is_charged
+from workflows.sandbox.methods import DATA_ATTRIBUTES, METHODS, Method, constant
+from workflows.sandbox.shims import SafeNamespace, build_modules
+from workflows.sandbox.template_filters import (
     BOUNDED_FILTERS,
     CHECKED_FILTERS,
     COMPARING_FILTERS,
@@ -35,7 +38,7 @@ from workflows.template_filters import (
     TEXT_FILTERS,
     TEXT_TESTS,
 )
-from workflows.templates import ENVIRONMENT
+from workflows.sandbox.templates import ENVIRONMENT
 from workflows.values import ValueEvaluator
 
 # Methods whose rule is `constant` (their work does not grow with the object): reviewed one by one. A method
@@ -92,8 +95,8 @@ def _samples() -> list:
         modules["json"],
         modules["json"].get("dumps"),
         Markup("<b>"),
-        safe_csv.Writer(""),
-        safe_csv.DictWriter("", ["a"]),
+        csv_rows.Writer(""),
+        csv_rows.DictWriter("", ["a"]),
     ]
 
 
@@ -254,7 +257,7 @@ def test_a_regex_compiles_within_its_caps_and_is_charged_once_per_step():
     spent = []
     for warm in (False, True):
         if not warm:
-            safe_regex.CACHE = safe_regex._Cache()
+            regex.CACHE = regex._Cache()
         evaluator = ValueEvaluator("dollar")
         evaluator.value("$ [re.search('\\\\p{L}{4}', w) for w in ['abcd'] * 50]", {})
         spent.append(evaluator.budget.since_yield)
@@ -266,7 +269,7 @@ def test_a_regex_compiles_within_its_caps_and_is_charged_once_per_step():
 
 
 def test_the_regex_cache_is_bounded_by_memory():
-    cache = safe_regex._Cache(limit=10 * safe_regex.MAX_MEM)
+    cache = regex._Cache(limit=10 * regex.MAX_MEM)
     for i in range(40):
         cache.get(f"a{i}+b")
     assert len(cache) <= 10 and cache.used <= cache.limit
@@ -297,17 +300,17 @@ def test_the_cpu_guard_leaves_out_garbage_collection(monkeypatch):
     # A full collection of a worker's heap runs on whichever thread allocates, and may take most of a second:
     # the process's work, which must not fail whichever step happened to trigger it. The thread's clock is
     # faked, so the test is arithmetic, not timing; the collector's own runs are held off meanwhile.
-    assert safe_values._time_collections in gc.callbacks
+    assert budget_module._time_collections in gc.callbacks
     clock = {"now": 0.0}
-    monkeypatch.setattr(safe_values, "time", SimpleNamespace(thread_time=lambda: clock["now"]))
+    monkeypatch.setattr(budget_module, "time", SimpleNamespace(thread_time=lambda: clock["now"]))
     budget = Budget(cpu_seconds=0.5)
     gc.disable()
     try:
         with charging(budget):
             clock["now"] += 0.1  # the step's own work
-            safe_values._time_collections("start", {})
+            budget_module._time_collections("start", {})
             clock["now"] += 0.9  # a collection that this step's allocation triggered
-            safe_values._time_collections("stop", {})
+            budget_module._time_collections("stop", {})
             budget.charge(CLOCK_EVERY * 2)  # the guard reads the clock
         assert budget.cpu_used == pytest.approx(0.1)
         budget.start_step()

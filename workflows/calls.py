@@ -11,7 +11,7 @@ from typing import Any
 from temporalio.common import RetryPolicy
 
 from workflows import language as lang
-from workflows.expressions import ExpressionError
+from workflows.sandbox.expressions import ExpressionError
 from workflows.secret_refs import SecretRefs
 from workflows.values import ValueEvaluator
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
-from workflows.expressions import ExpressionError
+from workflows.sandbox.expressions import ExpressionError
 from workflows.transition_log import UnrecordableValue
 
 

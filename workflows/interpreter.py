@@ -234,7 +234,7 @@ class Interpreter:
 
     def start_budget(self) -> None:
         """A fresh allowance of work for a step."""
-        # The CPU guard (safe_values.STEP_CPU_SECONDS) is the one limit that is not deterministic, so it is
+        # The CPU guard (STEP_CPU_SECONDS in sandbox/budget.py) is the one limit that is not deterministic, so it is
         # enforced only on the first run of each workflow task, never while Temporal replays history:
         # - a step the guard stopped failed the execution (a failed expression is never caught and
         #   retried), so its history is closed; replaying it (a query, a replay test) skips the guard, at

@@ -15,8 +15,9 @@ import functools
 from typing import Any
 
 from workflows.dialect import python_source
-from workflows.expressions import ExpressionError, parse_expression
-from workflows.safe_values import LimitExceeded, check_length
+from workflows.sandbox.budget import LimitExceeded
+from workflows.sandbox.data import check_length
+from workflows.sandbox.expressions import ExpressionError, parse_expression
 from workflows.values import ValueEvaluator, to_data
 
 DEFAULT_REDUCE = "results + [_]"  # Julep's, when a map_reduce has no `reduce`

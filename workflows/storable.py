@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from workflows.safe_values import MAX_DEPTH
+from workflows.sandbox.data import MAX_DEPTH
 
 Loc = tuple[Any, ...]
 

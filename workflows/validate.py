@@ -11,9 +11,9 @@ from workflows import ignored_keys
 from workflows import language as lang
 from workflows.calls import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS, bounded_timeout
 from workflows.dialect import Dialect, read_value
-from workflows.expressions import MAX_EXPRESSION_LENGTH
 from workflows.input_schema import schema_problems
 from workflows.problems import Problem, capped_warnings
+from workflows.sandbox.expressions import MAX_EXPRESSION_LENGTH
 from workflows.values import check_value, detect_dialect, iter_step_fields, reading_warnings
 
 

@@ -24,27 +24,20 @@ from workflows.dialect import (
     read_template,
     read_value,
 )
-from workflows.expressions import (
-    MAX_EXPRESSION_LENGTH,
-    Evaluator,
-    ExpressionError,
-    check_expression,
-    reads_data,
-)
-from workflows.safe_methods import MATCH
-from workflows.safe_values import (
+from workflows.sandbox.budget import (
     CHARS_PER_UNIT,
     COPIES_PER_UNIT,
     MAX_ELEMENTS,
-    NESTING_SCANS_PER_UNIT,
     Budget,
     LimitExceeded,
-    OrderedSet,
     charging,
-    nests_deeper,
-    safe_str,
 )
-from workflows.templates import check_template, is_template, render_template
+from workflows.sandbox.data import NESTING_SCANS_PER_UNIT, OrderedSet, nests_deeper
+from workflows.sandbox.evaluator import Evaluator
+from workflows.sandbox.expressions import MAX_EXPRESSION_LENGTH, ExpressionError, check_expression, reads_data
+from workflows.sandbox.methods import MATCH
+from workflows.sandbox.operators import safe_str
+from workflows.sandbox.templates import check_template, is_template, render_template
 
 
 class ValueEvaluator:

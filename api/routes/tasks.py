@@ -14,7 +14,7 @@ from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
 from api.request_check import reject, reject_unstorable, too_deep_error
 from api.routes.agents import agent_or_404
-from workflows.safe_values import bounded_size
+from workflows.sandbox.data import bounded_size
 from workflows.storable import too_deep, yaml_depth_loc
 from workflows.validate import TaskInvalid, TaskLimits, validate_task
 

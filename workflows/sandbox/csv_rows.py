@@ -13,15 +13,9 @@ import csv
 import io
 from typing import Any
 
-from workflows.safe_values import (
-    CHARS_PER_UNIT,
-    MAX_ELEMENTS,
-    LimitExceeded,
-    charge,
-    check_length,
-    check_text,
-    safe_str,
-)
+from workflows.sandbox.budget import CHARS_PER_UNIT, MAX_ELEMENTS, LimitExceeded, charge
+from workflows.sandbox.data import check_length, check_text
+from workflows.sandbox.operators import safe_str
 
 DIALECTS = ("excel", "excel-tab", "unix")
 FIELDS_PER_UNIT = 4  # a str object per field, built by the C reader
@@ -81,7 +75,7 @@ def dict_reader(
 
 
 class Writer:
-    """csv.writer over a string (methods are reached through safe_methods, each call charged there)."""
+    """csv.writer over a string (methods are reached through methods.py, each call charged there)."""
 
     def __init__(self, data: str = "", dialect: str = "excel", **kwargs: Any):
         self._buffer = io.StringIO()

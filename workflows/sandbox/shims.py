@@ -18,8 +18,10 @@ from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
 from typing import Any, Literal
 
-from workflows import safe_csv, safe_regex
-from workflows.safe_functions import (
+from workflows.sandbox import csv_rows, regex
+from workflows.sandbox.budget import MAX_FORMAT_WIDTH, Budget, LimitExceeded, big_ints_units, int_units
+from workflows.sandbox.data import charge_keys, check_length, check_text
+from workflows.sandbox.functions import (
     C_SPEED,
     STATISTICS_PER_VALUE,
     charged,
@@ -29,17 +31,7 @@ from workflows.safe_functions import (
     load_yaml,
     random_functions,
 )
-from workflows.safe_values import (
-    MAX_FORMAT_WIDTH,
-    Budget,
-    LimitExceeded,
-    big_ints_units,
-    charge_keys,
-    check_length,
-    check_text,
-    int_units,
-    safe_str,
-)
+from workflows.sandbox.operators import safe_str
 
 
 class SafeNamespace:
@@ -166,7 +158,7 @@ def build_modules(
     rng: _random.Random, now: Callable[[], datetime], budget: Budget
 ) -> dict[str, SafeNamespace]:
     """The shims by name, bound to this execution's clock, randomness and work budget. Every callable
-    member charges for its work (constants are data); see safe_functions.charged."""
+    member charges for its work (constants are data); see functions.charged."""
 
     def utcnow() -> datetime:
         budget.charge(CLOCK_UNITS)  # time zone arithmetic in Python code
@@ -242,7 +234,7 @@ def build_modules(
             load=c(load_yaml, 0),
             safe_load=c(load_yaml, 0),
         ),
-        "re": SafeNamespace("re", **{name: c(func, 0) for name, func in safe_regex.FUNCTIONS.items()}),
+        "re": SafeNamespace("re", **{name: c(func, 0) for name, func in regex.FUNCTIONS.items()}),
         "math": SafeNamespace(
             "math",
             **{name: c(func) for name, func in math.items()},  # float arithmetic: a call's worth
@@ -296,19 +288,19 @@ def build_modules(
 
 
 def _csv_module(c: Callable[..., Callable[..., Any]]) -> SafeNamespace:
-    """Julep's csv (see safe_csv): readers and writers over strings, dialects by name."""
+    """Julep's csv (see csv_rows.py): readers and writers over strings, dialects by name."""
     return SafeNamespace(
         "csv",
-        reader=c(safe_csv.reader, 0),  # these charge by what they read and write
-        DictReader=c(safe_csv.dict_reader, 0),
-        writer=c(safe_csv.Writer, 0),
-        DictWriter=c(safe_csv.DictWriter, 0),
-        get_dialect=c(safe_csv.get_dialect, 0),
-        list_dialects=c(lambda: list(safe_csv.DIALECTS), 0),
-        field_size_limit=c(safe_csv.field_size_limit, 0),
+        reader=c(csv_rows.reader, 0),  # these charge by what they read and write
+        DictReader=c(csv_rows.dict_reader, 0),
+        writer=c(csv_rows.Writer, 0),
+        DictWriter=c(csv_rows.DictWriter, 0),
+        get_dialect=c(csv_rows.get_dialect, 0),
+        list_dialects=c(lambda: list(csv_rows.DIALECTS), 0),
+        field_size_limit=c(csv_rows.field_size_limit, 0),
         excel="excel",
         excel_tab="excel-tab",
         unix_dialect="unix",
-        **safe_csv.QUOTING,
-        **safe_csv.QUOTING_312,
+        **csv_rows.QUOTING,
+        **csv_rows.QUOTING_312,
     )

@@ -9,7 +9,8 @@ from typing import Any
 
 import re2
 
-from workflows.safe_values import CHARS_PER_UNIT, charge, check_text
+from workflows.sandbox.budget import CHARS_PER_UNIT, charge
+from workflows.sandbox.data import check_text
 
 JSON_LOAD_PER_CHAR = 1 / 32  # json's C parser (as load_json)
 SQUARE_BITS = 1 << 18

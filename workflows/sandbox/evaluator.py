@@ -1,14 +1,10 @@
-"""Sandboxed Python expressions for the task language, evaluated with simpleeval.
-
-Expressions run inside Temporal workflow code, so they must be deterministic (randomness and time come
-from the caller: `workflow.random()` / `workflow.now()`), bounded in work (a shared Budget counts every
-operation), and unable to reach anything but plain data and the allow-listed functions.
-"""
+"""The evaluator of sandboxed expressions: simpleeval, with every operator, call, attribute and subscript
+charged to the work budget and checked for size, and only plain data in and out (parsing and the static checks
+a task gets when it is created are in `expressions.py`)."""
 
 from __future__ import annotations
 
 import ast
-import functools
 import random as _random
 from collections.abc import Callable
 from datetime import datetime
@@ -16,72 +12,30 @@ from typing import Any
 
 import simpleeval
 
-from workflows import fstrings
-from workflows.safe_functions import build_functions
-from workflows.safe_methods import MATCH, MISSING, attribute, charge_subscript
-from workflows.safe_values import (
+from workflows.sandbox.budget import (
     CHARS_PER_UNIT,
-    COMPARISONS,
     MAX_STRING_LENGTH,
     Budget,
-    OrderedSet,
-    charge_key,
-    charge_keys,
     charge_length,
     charging,
-    check_format_spec,
-    int_arithmetic,
-    safe_add,
-    safe_lshift,
-    safe_mod,
-    safe_mult,
-    safe_power,
-    safe_str,
-    sized_operator,
 )
-from workflows.shims import SafeNamespace, build_modules
-from workflows.unavailable import unavailable
+from workflows.sandbox.data import OrderedSet, charge_key, charge_keys
+from workflows.sandbox.expressions import (
+    CONSTANTS,
+    DATA_ROOTS,
+    LIVE_ROOTS,
+    OPERATORS,
+    ExpressionError,
+    parse_expression,
+)
+from workflows.sandbox.functions import build_functions
+from workflows.sandbox.methods import MATCH, MISSING, attribute, charge_subscript
+from workflows.sandbox.operators import (
+    check_format_spec,
+    safe_str,
+)
+from workflows.sandbox.shims import SafeNamespace, build_modules
 
-# Characters one expression may have: the default of MINT_MAX_EXPRESSION_LENGTH (checked when a task is
-# created), and the ceiling any expression is parsed under (the task size limit keeps tasks well below it).
-MAX_EXPRESSION_LENGTH = 10_000
-PARSE_CEILING = 1_000_000
-
-# Names every expression may use besides functions and modules.
-CONTEXT_NAMES = frozenset({"_", "inputs", "outputs", "steps", "state", "agent", "task", "execution"})
-CONSTANTS = {
-    "True": True,
-    "False": False,
-    "None": None,
-    "true": True,
-    "false": False,
-    "null": None,
-    "NEWLINE": "\n",
-}
-OPERATORS = {
-    **simpleeval.DEFAULT_OPERATORS,
-    ast.Add: safe_add,
-    ast.Mult: safe_mult,
-    ast.Pow: safe_power,
-    ast.Mod: safe_mod,
-    ast.LShift: safe_lshift,
-    ast.FloorDiv: int_arithmetic(simpleeval.DEFAULT_OPERATORS[ast.FloorDiv], product=True),
-    ast.Div: int_arithmetic(simpleeval.DEFAULT_OPERATORS[ast.Div], product=True),
-    ast.RShift: int_arithmetic(simpleeval.DEFAULT_OPERATORS[ast.RShift], product=False),
-    # Comparisons and set operations look at every element of a string or collection: charged by size.
-    **{
-        op: sized_operator(simpleeval.DEFAULT_OPERATORS[op])
-        for op in (ast.Sub, ast.BitOr, ast.BitAnd, ast.BitXor)
-    },
-    ast.Eq: COMPARISONS["eq"],
-    ast.NotEq: COMPARISONS["ne"],
-    ast.Lt: COMPARISONS["lt"],
-    ast.LtE: COMPARISONS["lteq"],
-    ast.Gt: COMPARISONS["gt"],
-    ast.GtE: COMPARISONS["gteq"],
-    ast.In: COMPARISONS["in"],
-    ast.NotIn: COMPARISONS["notin"],
-}
 _NAME, _CONSTANT, _BINOP, _COMPARE = ast.Name, ast.Constant, ast.BinOp, ast.Compare
 # Operators that cannot make a number much larger than its operands, and comparisons of numbers: for
 # floats and word-sized integers these cost nothing beyond their node.
@@ -95,103 +49,7 @@ _NUMBER_OPERATORS = {
 # does setting up a comprehension or a set.
 CALL_UNITS = 4
 SETUP_UNITS = 8
-
-
-class ExpressionError(Exception):
-    """An expression failed to parse or evaluate; the message says why, for the user."""
-
-
-@functools.lru_cache(maxsize=20_000)
-def parse_expression(source: str) -> ast.AST:
-    """Parse one expression (cached: the same task text is evaluated many times)."""
-    if len(source) > PARSE_CEILING:
-        raise ExpressionError(f"expression is {len(source)} characters long; the limit is {PARSE_CEILING}")
-    text = source.strip()
-    if not text:
-        raise ExpressionError("empty expression")
-    try:
-        return fstrings.parse(text)  # Python's own parser, and Python 3.12's f-strings on any Python
-    except SyntaxError as exc:
-        raise ExpressionError(f"syntax error in expression {source!r}: {exc.msg}") from None
-    except (RecursionError, MemoryError):
-        raise ExpressionError(f"expression nests too deeply: {source[:100]!r}") from None
-
-
-# Names whose values are plain data already (the interpreter keeps only converted values): an expression
-# that just reads one of them or a part of one (`_`, `steps[0].output.items`) gives its value as is instead
-# of a copy. A live container the interpreter keeps adding to (`inputs`, `state`) is copied even so, or a
-# step's output could come to contain itself. The Evaluator tracks the same thing as it runs (its `shared`),
-# so a result that holds such parts (`{'items': _.json.items}`) is not copied either.
-_DATA_ROOTS = frozenset({"_", "outputs", "agent", "task", "execution"})
-_LIVE_ROOTS = frozenset({"inputs", "state", "steps"})
 _CONTAINERS = frozenset({list, dict})
-
-
-@functools.lru_cache(maxsize=20_000)
-def reads_data(source: str) -> bool:
-    """Whether `source` only reads a context name or a part of it (see _DATA_ROOTS)."""
-    node, depth = parse_expression(source), 0
-    while isinstance(node, ast.Subscript | ast.Attribute):
-        node, depth = node.value, depth + 1
-    return isinstance(node, ast.Name) and (node.id in _DATA_ROOTS or (node.id in _LIVE_ROOTS and depth > 0))
-
-
-def check_expression(
-    source: str, extra_names: frozenset[str] = frozenset(), max_length: int = MAX_EXPRESSION_LENGTH
-) -> list[str]:
-    """Return the problems with an expression (length, syntax, unsupported syntax, unknown names); [] if none."""
-    if len(source) > max_length:
-        return [
-            f"expression is {len(source)} characters long; the expression length limit is {max_length} "
-            "(MINT_MAX_EXPRESSION_LENGTH)"
-        ]
-    try:
-        tree = parse_expression(source)
-    except ExpressionError as exc:
-        return [str(exc)]
-    known = CONTEXT_NAMES | extra_names | KNOWN_NAMES
-    bound = _comprehension_targets(tree)
-    problems = []
-    for node in ast.walk(tree):
-        kind = type(node)
-        if kind not in SUPPORTED_NODES:
-            problems.append(f"{kind.__name__} is not supported in expressions")
-        elif isinstance(node, ast.Name) and node.id not in known and node.id not in bound:
-            problems.append(unavailable(node.id) or f"unknown name {node.id!r}")
-        elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
-            problems.append(f"attribute {node.attr!r} is not allowed")
-        elif isinstance(node, ast.Attribute) and (missing := _missing_member(node, known - bound)):
-            problems.append(missing)
-    return sorted(set(problems))
-
-
-def _missing_member(node: ast.Attribute, modules: frozenset[str]) -> str | None:
-    """The problem with `module.member` (`csv.Sniffer`, `math.foo`) if the module shim has no such member."""
-    path: list[str] = []
-    value: ast.expr = node
-    while isinstance(value, ast.Attribute):
-        path.insert(0, value.attr)
-        value = value.value
-    if not isinstance(value, ast.Name) or value.id not in _MODULES or value.id not in modules:
-        return None
-    member: Any = _MODULES[value.id]
-    for depth, name in enumerate(path):
-        if not isinstance(member, SafeNamespace):
-            return None  # a value's attribute (`datetime.now().year`), checked when it runs
-        try:
-            member = member.get(name)
-        except AttributeError:
-            dotted = ".".join([value.id, *path[: depth + 1]])
-            return unavailable(dotted) or f"{dotted} is not available"
-    return None
-
-
-def _comprehension_targets(tree: ast.AST) -> set[str]:
-    names: set[str] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.comprehension):
-            names.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
-    return names
 
 
 class Evaluator(simpleeval.EvalWithCompoundTypes):
@@ -231,18 +89,18 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):
             raise ExpressionError(f"{type(exc).__name__}: {exc} (in {source!r})") from None
 
     def _track(self, names: dict[str, Any]) -> None:
-        """Start noting which lists and dicts are data the execution already holds (see _DATA_ROOTS).
+        """Start noting which lists and dicts are data the execution already holds (see DATA_ROOTS).
 
         `shared` maps their ids to them: the reference keeps each alive, so no new value of this evaluation
         can take its id. `_holders` adds the live roots, whose members are data although they are not."""
         self.shared: dict[int, Any] = {}
         self._holders: dict[int, Any] = {}
-        for name in _DATA_ROOTS | _LIVE_ROOTS:
+        for name in DATA_ROOTS | LIVE_ROOTS:
             value = names.get(name)
             if value is None:
                 continue
             self._holders[id(value)] = value
-            if name in _DATA_ROOTS and value.__class__ in _CONTAINERS:
+            if name in DATA_ROOTS and value.__class__ in _CONTAINERS:
                 self.shared[id(value)] = value
 
     def _share(self, holder: Any, item: Any) -> Any:
@@ -507,21 +365,3 @@ def _describe(value: Any) -> str:
     if isinstance(value, list | tuple | str):
         return f"{type(value).__name__} of length {len(value)}"
     return type(value).__name__
-
-
-SUPPORTED_NODES = frozenset({
-    ast.Name, ast.Constant, ast.UnaryOp, ast.BinOp, ast.BoolOp, ast.Compare, ast.IfExp, ast.Call,
-    ast.keyword, ast.Subscript, ast.Attribute, ast.Slice, ast.JoinedStr, ast.FormattedValue,
-    ast.Dict, ast.Tuple, ast.List, ast.Set, ast.ListComp, ast.GeneratorExp, ast.DictComp,
-    ast.comprehension, ast.Starred, ast.Load, ast.Store,
-    # operators
-    ast.Add, ast.Sub, ast.Mult, ast.Div, ast.FloorDiv, ast.Mod, ast.Pow, ast.LShift, ast.RShift,
-    ast.BitOr, ast.BitXor, ast.BitAnd, ast.Invert, ast.Not, ast.UAdd, ast.USub, ast.And, ast.Or,
-    ast.Eq, ast.NotEq, ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In, ast.NotIn, ast.Is, ast.IsNot,
-})  # fmt: skip
-
-_PROBE = Budget()
-_MODULES = build_modules(_random.Random(), datetime.now, _PROBE)
-KNOWN_NAMES = (
-    frozenset(CONSTANTS) | frozenset(build_functions(_random.Random(), _PROBE)) | frozenset(_MODULES)
-)

@@ -3,7 +3,7 @@
 Every function takes and returns plain data, charges the execution's work budget by the size of its input,
 and checks the size of what it would build before building it; a function passed as a value (to map,
 sorted, filter) charges on every call. Randomness comes from the workflow. Regular expressions use RE2
-(see safe_regex). The methods values offer are in safe_methods.
+(see regex.py). The methods values offer are in methods.py.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml as _yaml
 
-from workflows import safe_regex, safe_text
-from workflows.safe_values import (
+from workflows.sandbox import regex, text_helpers
+from workflows.sandbox.budget import (
     CHARS_PER_UNIT,
     COPIES_PER_UNIT,
     ELEMENTS_PER_UNIT,
@@ -27,26 +27,18 @@ from workflows.safe_values import (
     SCANS_PER_UNIT,
     Budget,
     LimitExceeded,
-    OrderedSet,
     big_ints_units,
-    bounded_size,
     charge,
-    charge_keys,
-    check_length,
-    check_text,
     int_units,
-    safe_divmod,
-    safe_int,
-    safe_power,
-    safe_round,
-    safe_str,
 )
+from workflows.sandbox.data import OrderedSet, bounded_size, charge_keys, check_length, check_text
+from workflows.sandbox.operators import safe_divmod, safe_int, safe_power, safe_round, safe_str
 
 MAX_INDENT = 16
 _YAML_LOADER = getattr(_yaml, "CSafeLoader", _yaml.SafeLoader)
 _YAML_DUMPER = getattr(_yaml, "CSafeDumper", _yaml.SafeDumper)
 # Units per item (a character of a string argument, an element of a collection) of functions whose work
-# grows with their input, measured against the budget's unit (see safe_values). YAML is built by Python code.
+# grows with their input, measured against the budget's unit (see budget.py). YAML is built by Python code.
 C_SPEED = 1 / SCANS_PER_UNIT
 JSON_LOAD_PER_CHAR = 1 / 32
 YAML_LOAD_PER_CHAR = 6
@@ -132,7 +124,7 @@ def _depth(value: Any) -> int:
 
 
 def load_json(text: str) -> Any:
-    return safe_text.parse_json(text)
+    return text_helpers.parse_json(text)
 
 
 def dump_yaml(value: Any) -> str:
@@ -338,10 +330,10 @@ def build_functions(rng: _random.Random, budget: Budget) -> dict[str, Any]:
         "dump_json": c(dump_json, 0),
         "load_yaml": c(load_yaml, 0),
         "dump_yaml": c(dump_yaml, 0),
-        "search_regex": c(safe_regex.search, 0),
-        "match_regex": c(safe_regex.matches, 0),
-        "extract_json": c(safe_text.extract_json, 0),  # these two charge by the text they read
-        "chunk_doc": c(safe_text.chunk_doc, 0),
+        "search_regex": c(regex.search, 0),
+        "match_regex": c(regex.matches, 0),
+        "extract_json": c(text_helpers.extract_json, 0),  # these two charge by the text they read
+        "chunk_doc": c(text_helpers.chunk_doc, 0),
         "reduce": c(functools.reduce, PAIRS_PER_ELEMENT),  # the function charges for each of its calls
         "random": c(rng.random, 0),
         "choice": c(rng.choice, 0),

@@ -15,8 +15,7 @@ from typing import Any
 import jinja2
 from jinja2.filters import make_attrgetter
 
-from workflows.safe_functions import dump_json, safe_replace, safe_sum
-from workflows.safe_values import (
+from workflows.sandbox.budget import (
     CHARS_PER_UNIT,
     ELEMENTS_PER_UNIT,
     MAX_FORMAT_WIDTH,
@@ -24,16 +23,12 @@ from workflows.safe_values import (
     SCANS_PER_UNIT,
     SQUARE_BITS,
     LimitExceeded,
-    OrderedSet,
-    bounded_size,
     charge,
-    charge_keys,
-    check_length,
     int_units,
-    safe_mod,
-    safe_round,
-    safe_str,
 )
+from workflows.sandbox.data import OrderedSet, bounded_size, charge_keys, check_length
+from workflows.sandbox.functions import dump_json, safe_replace, safe_sum
+from workflows.sandbox.operators import safe_mod, safe_round, safe_str
 
 FILTER_UNITS = 3
 CASE_GROWTH = 3  # a Unicode case mapping turns a character into at most three

@@ -3,7 +3,7 @@
 Jinja's own sandbox stops attribute escapes but not resource attacks, so on top of it: no constant folding
 at compile time (the API compiles tenants' templates); every loop iteration charges the execution's Budget
 for the body it runs, and calls, comparisons, `~` and the arithmetic operators charge for the sizes they
-handle; a template reads only the attributes an expression may (safe_methods: data, or methods charged on
+handle; a template reads only the attributes an expression may (methods.py: data, or methods charged on
 every call) and Jinja's loop, group and block objects; every filter and test is charged and size-checked
 (template_filters); every printed value is plain data of bounded size, and rendering stops once the output
 passes the limit.
@@ -26,22 +26,22 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.visitor import NodeTransformer
 from markupsafe import Markup
 
-from workflows.expressions import CONTEXT_NAMES, ExpressionError
-from workflows.safe_functions import build_functions, safe_dict
-from workflows.safe_methods import MISSING, Method, attribute, charge_subscript, constant
-from workflows.safe_values import (
+from workflows.sandbox.budget import (
     CHARS_PER_UNIT,
-    COMPARISONS,
     MAX_STRING_LENGTH,
     Budget,
     LimitExceeded,
-    bounded_size,
     charge,
-    charge_keys,
     charge_length,
     charging,
-    check_length,
     int_arithmetic,
+)
+from workflows.sandbox.data import bounded_size, charge_keys, check_length
+from workflows.sandbox.expressions import CONTEXT_NAMES, ExpressionError
+from workflows.sandbox.functions import build_functions, safe_dict
+from workflows.sandbox.methods import MISSING, Method, attribute, charge_subscript, constant
+from workflows.sandbox.operators import (
+    COMPARISONS,
     safe_add,
     safe_mod,
     safe_mult,
@@ -49,8 +49,8 @@ from workflows.safe_values import (
     safe_str,
     sized_operator,
 )
-from workflows.shims import SafeNamespace, build_modules
-from workflows.template_filters import (
+from workflows.sandbox.shims import SafeNamespace, build_modules
+from workflows.sandbox.template_filters import (
     REMOVED_FILTERS,
     REPLACED_FILTERS,
     charged_filter,
@@ -131,7 +131,7 @@ _READ_AS = {Markup: str}
 
 
 def template_attribute(obj: Any, name: str) -> Any:
-    """`obj.name` in a template: what expressions may read (safe_methods), plus Jinja's runtime objects;
+    """`obj.name` in a template: what expressions may read (methods.py), plus Jinja's runtime objects;
     MISSING if not allowed."""
     value = attribute(obj, name, _READ_AS.get(type(obj)))
     if value is not MISSING:

@@ -24,14 +24,8 @@ from typing import Any
 
 import re2
 
-from workflows.safe_values import (
-    CHARS_PER_UNIT,
-    LimitExceeded,
-    charge,
-    charge_once,
-    check_length,
-    check_text,
-)
+from workflows.sandbox.budget import CHARS_PER_UNIT, LimitExceeded, charge, charge_once
+from workflows.sandbox.data import check_length, check_text
 
 MAX_PATTERN_LENGTH = 10_000
 MAX_MEM = 1 << 20  # RE2's memory for one program and its DFAs; past about 48,000 instructions it refuses

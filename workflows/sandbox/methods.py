@@ -15,21 +15,18 @@ from typing import Any
 
 import re2
 
-from workflows import safe_csv
-from workflows.safe_functions import safe_join, safe_replace
-from workflows.safe_regex import group_chars
-from workflows.safe_values import (
+from workflows.sandbox import csv_rows
+from workflows.sandbox.budget import (
     CHARS_PER_UNIT,
     COPIES_PER_UNIT,
     ELEMENTS_PER_UNIT,
     MAX_FORMAT_WIDTH,
     LimitExceeded,
-    bounded_size,
     charge,
-    charge_key,
-    check_length,
-    value_units,
 )
+from workflows.sandbox.data import bounded_size, charge_key, check_length, value_units
+from workflows.sandbox.functions import safe_join, safe_replace
+from workflows.sandbox.regex import group_chars
 
 # What a call may do before it runs: charge the active budget and refuse what would build too much.
 Rule = Callable[[Any, tuple[Any, ...], dict[str, Any]], None]
@@ -182,9 +179,9 @@ def _datetime_methods(cls: type[date] | type[dtime]) -> dict[str, tuple[Callable
     return {**_bound(cls, constant, names), "strftime": (cls.strftime, strftime_format)}
 
 
-def _writer_methods(cls: type[safe_csv.Writer]) -> dict[str, tuple[Callable[..., Any], Rule]]:
+def _writer_methods(cls: type[csv_rows.Writer]) -> dict[str, tuple[Callable[..., Any], Rule]]:
     """csv writers: each method checks and charges what it writes itself."""
-    names = "writerow writerows getvalue" + (" writeheader" if cls is safe_csv.DictWriter else "")
+    names = "writerow writerows getvalue" + (" writeheader" if cls is csv_rows.DictWriter else "")
     return _bound(cls, builds_own, names)
 
 
@@ -201,8 +198,8 @@ METHODS: dict[type, dict[str, tuple[Callable[..., Any], Rule]]] = {
     datetime: _datetime_methods(datetime),
     date: _datetime_methods(date),
     dtime: _datetime_methods(dtime),
-    safe_csv.Writer: _writer_methods(safe_csv.Writer),
-    safe_csv.DictWriter: _writer_methods(safe_csv.DictWriter),
+    csv_rows.Writer: _writer_methods(csv_rows.Writer),
+    csv_rows.DictWriter: _writer_methods(csv_rows.DictWriter),
     timedelta: _bound(timedelta, constant, "total_seconds"),
     MATCH: {
         **_bound(MATCH, match_group, "group"),
@@ -217,7 +214,7 @@ DATA_ATTRIBUTES: dict[type, frozenset[str]] = {
     dtime: frozenset("hour minute second microsecond tzinfo".split()),
     timedelta: frozenset("days seconds".split()),
     timezone: frozenset({"utc"}),  # Julep's `datetime.timezone.utc.utc`
-    safe_csv.DictWriter: frozenset({"fieldnames"}),
+    csv_rows.DictWriter: frozenset({"fieldnames"}),
 }
 MISSING = object()
 
