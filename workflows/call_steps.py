@@ -77,7 +77,7 @@ class CallSteps:
         self,
         tool: dict[str, Any],
         arguments: Any,
-        step: lang._CallStep,
+        step: lang.CallStep,
         position: Position,
         metadata: dict[str, Any] | None,
         call_id: str | None = None,
@@ -104,7 +104,7 @@ class CallSteps:
         return await self._activity(planned.name, planned.request, step, planned.deadline)
 
     async def _activity(
-        self, name: str, request: dict[str, Any], step: lang._CallStep, deadline: float | None = None
+        self, name: str, request: dict[str, Any], step: lang.CallStep, deadline: float | None = None
     ) -> CallResult:
         """A call activity with the step's timeout and retries; transitions so far are written meanwhile."""
         timeout, retry = call_options(step, self.interpreter.task.defaults, deadline)

@@ -33,7 +33,7 @@ WHOLE_TEMPLATE = re.compile(r"^\{\{((?:(?!\}\}|\{\{).)*)\}\}$", re.DOTALL)
 
 
 def call_options(
-    step: lang._CallStep, defaults: lang.StepDefaults | None, deadline: float | None = None
+    step: lang.CallStep, defaults: lang.StepDefaults | None, deadline: float | None = None
 ) -> tuple[timedelta, RetryPolicy]:
     """The start-to-close timeout of one attempt and the retry policy for `step`; `deadline` is the call's
     own bounded timeout, when it has one (api_call), which the attempt follows.

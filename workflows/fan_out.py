@@ -32,17 +32,6 @@ CHUNK_ITEMS = 250
 MAX_CHUNKS = 2_000
 MAP_CHUNK_WORKFLOW = "MapChunkWorkflow"
 
-# Steps that add history events (calls, waits, timers, and a yield, whose workflow may hold any of them):
-# a body with them may need chunking.
-BLOCKING_STEPS = (
-    lang.ToolCallStep,
-    lang.PromptStep,
-    lang.SearchStep,
-    lang.WaitForInputStep,
-    lang.SleepStep,
-    lang.YieldStep,
-)
-
 
 @dataclass
 class MapChunk:
@@ -149,7 +138,7 @@ class FanOut:
         Each call, wait or timer in the body adds history events (one history holds about 51,200), so a
         large fan-out of calls is split across child workflows; a body of pure steps adds none."""
         steps = [s for _, s in lang.walk_steps(body, "")]
-        calls = sum(isinstance(s, BLOCKING_STEPS) for s in steps)
+        calls = sum(s.ADDS_HISTORY for s in steps)
         if not calls:
             return None
         size = max(1, min(CHUNK_ITEMS, MAX_FAN_OUT_EVENTS // (EVENTS_PER_CALL * calls)))

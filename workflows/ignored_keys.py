@@ -9,8 +9,6 @@ path, what happened to each.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
-
 from workflows import language as lang
 from workflows.problems import Problem
 
@@ -37,11 +35,11 @@ _UNIMPLEMENTED_API_CALL = {
 }
 
 
-def step_keys(step: BaseModel, path: str) -> tuple[list[Problem], list[Problem]]:
+def step_keys(step: lang.StepModel, path: str) -> tuple[list[Problem], list[Problem]]:
     """(problems, warnings) for the keys a step carried that its kind does not have."""
     kind = lang.step_kind(step)
     problems, warnings = [], []
-    for key in map(_shown, getattr(step, "ignored_keys", ())):
+    for key in map(_shown, step.ignored_keys):
         where = f"{path}.{key}"
         if key in _STEP_SHAPES:
             problems.append(

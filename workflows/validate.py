@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from workflows import ignored_keys
 from workflows import language as lang
@@ -14,7 +14,7 @@ from workflows.dialect import Dialect, read_value
 from workflows.input_schema import schema_problems
 from workflows.problems import Problem, capped_warnings
 from workflows.sandbox.expressions import MAX_EXPRESSION_LENGTH
-from workflows.values import check_value, detect_dialect, iter_step_fields, reading_warnings
+from workflows.values import check_value, detect_dialect, reading_warnings
 
 
 class TaskInvalid(Exception):
@@ -86,7 +86,7 @@ def task_warnings(spec: lang.TaskSpec, dialect: Dialect) -> list[Problem]:
     warnings = []
     for name, steps in spec.workflows.items():
         for path, step in lang.walk_steps(steps, name):
-            for field_path, raw, field_kind in iter_step_fields(step, path):
+            for field_path, raw, field_kind in step.evaluable_fields(path):
                 warnings += [Problem(*w) for w in reading_warnings(raw, field_path, field_kind, dialect)]
     return warnings
 
@@ -128,7 +128,7 @@ def _check_step_count(spec: lang.TaskSpec, limit: int) -> None:
 
 
 def _check_step(
-    step: BaseModel,
+    step: lang.StepModel,
     path: str,
     dialect: Dialect,
     tools: set[str],
@@ -137,7 +137,7 @@ def _check_step(
     max_length: int,
 ) -> list[Problem]:
     problems = []
-    for field_path, raw, kind in iter_step_fields(step, path):
+    for field_path, raw, kind in step.evaluable_fields(path):
         if kind == "reduce":
             found = check_value(raw, "expression", dialect, frozenset({"results"}), max_length)
         else:
@@ -148,22 +148,11 @@ def _check_step(
         if label in labels:
             problems.append(Problem(f"{path}.label", f"label {label!r} is already used at {labels[label]}"))
         labels[label] = path
-    if isinstance(step, lang.ToolCallStep) and step.tool_name not in tools:
-        known = ", ".join(sorted(tools)) or "none"
-        problems.append(Problem(f"{path}.tool", f"unknown tool {step.tool_name!r} (tools: {known})"))
-    if isinstance(step, lang.PromptStep) and isinstance(step.tools, list):
-        for i, ref in enumerate(step.tools):
-            name = ref if isinstance(ref, str) else ref.get("name") if isinstance(ref, dict) else None
-            if name not in tools:
-                known = ", ".join(sorted(tools)) or "none"
-                problems.append(Problem(f"{path}.tools[{i}]", f"unknown tool {name!r} (tools: {known})"))
-    if isinstance(step, lang.YieldStep) and step.workflow not in workflows:
-        problems.append(
-            Problem(
-                f"{path}.workflow",
-                f"unknown workflow {step.workflow!r} (workflows: {', '.join(sorted(workflows))})",
-            )
-        )
+    known = {"tool": tools, "workflow": workflows}
+    for where, what, name in step.references(path):
+        if name not in known[what]:
+            names = ", ".join(sorted(known[what])) or "none"
+            problems.append(Problem(where, f"unknown {what} {name!r} ({what}s: {names})"))
     return problems
 
 
@@ -179,7 +168,7 @@ def tool_timeout_problems(tool: lang.ToolDef, path: str, limit: float) -> list[P
 
 
 def _argument_timeout_problems(
-    step: BaseModel, path: str, dialect: Dialect, api_calls: set[str], limit: float
+    step: lang.StepModel, path: str, dialect: Dialect, api_calls: set[str], limit: float
 ) -> list[Problem]:
     """The `arguments.timeout` of a step calling one of the task's api_call tools, when it is written as a
     literal (a computed one, or one for an agent's tool, is checked when the step runs)."""
@@ -194,8 +183,7 @@ def _argument_timeout_problems(
     try:
         bounded_timeout(raw, limit)
     except ValueError as exc:
-        where = "tool.arguments" if isinstance(step.tool, lang.ToolRef) else "arguments"
-        return [Problem(f"{path}.{where}.timeout", str(exc))]
+        return [Problem(f"{path}.{step.arguments_path}.timeout", str(exc))]
     return []
 
 

@@ -8,12 +8,10 @@ bare expressions in a task with no `$ `). Template fields (prompts, `log`, `erro
 from __future__ import annotations
 
 import random as _random
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from datetime import time as dtime
 from typing import Any
-
-from pydantic import BaseModel
 
 from workflows import language as lang
 from workflows.dialect import (
@@ -175,11 +173,11 @@ def _to_data(value: Any, budget: Budget | None, shared: Mapping[int, Any]) -> An
 # Static checks, used when a task is created ----------------------------------------------------------------
 
 
-def detect_dialect(workflows: Mapping[str, Sequence[BaseModel]]) -> Dialect:
+def detect_dialect(workflows: Mapping[str, Sequence[lang.StepModel]]) -> Dialect:
     """`dollar` if any string in any step's fields, nested steps included, is a `$ expr`, else `seed`."""
     for name, steps in workflows.items():
         for path, step in lang.walk_steps(steps, name):
-            if any(has_dollar(raw) for _, raw, _ in iter_step_fields(step, path)):
+            if any(has_dollar(raw) for _, raw, _ in step.evaluable_fields(path)):
                 return "dollar"
     return "seed"
 
@@ -227,63 +225,3 @@ def reading_warnings(raw: Any, path: str, kind: str, dialect: Dialect) -> list[t
         if reading.note:
             warnings.append((where, reading.note))
     return warnings
-
-
-def iter_step_fields(step: BaseModel, path: str) -> Iterator[tuple[str, Any, str]]:
-    """Yield (path, raw, kind) for the evaluable fields of one step (not its nested steps)."""
-    match step:
-        case lang.EvaluateStep() | lang.SetStep():
-            mapping = step.evaluate if isinstance(step, lang.EvaluateStep) else step.set
-            field = "evaluate" if isinstance(step, lang.EvaluateStep) else "set"
-            for key, raw in mapping.items():
-                yield f"{path}.{field}.{key}", raw, "value"
-        case lang.PromptStep():
-            if isinstance(step.prompt, str):
-                yield f"{path}.prompt", step.prompt, "template"
-            else:
-                for i, message in enumerate(step.prompt):
-                    if isinstance(message.content, str):
-                        yield f"{path}.prompt[{i}].content", message.content, "template"
-        case lang.ToolCallStep():
-            where = "tool.arguments" if isinstance(step.tool, lang.ToolRef) else "arguments"
-            yield f"{path}.{where}", step.tool_arguments, "value"
-        case lang.IfElseStep():
-            yield f"{path}.if", step.if_, "expression"
-        case lang.SwitchStep():
-            for i, case in enumerate(step.switch):
-                if case.case != "_":
-                    yield f"{path}.switch[{i}].case", case.case, "expression"
-        case lang.ForeachStep():
-            yield f"{path}.foreach.in", step.foreach.in_, "expression"
-        case lang.MapReduceStep():
-            yield f"{path}.over", step.over, "expression"
-            if step.reduce is not None:
-                yield f"{path}.reduce", step.reduce, "reduce"
-            yield f"{path}.initial", step.initial, "value"
-        case lang.SleepStep():
-            if isinstance(step.sleep, lang.SleepFor):
-                for unit in ("seconds", "minutes", "hours", "days"):
-                    yield f"{path}.sleep.{unit}", getattr(step.sleep, unit), "value"
-            else:
-                yield f"{path}.sleep", step.sleep, "value"
-        case lang.WaitForInputStep():
-            yield f"{path}.wait_for_input.info", step.wait_for_input.info, "value"
-        case lang.YieldStep():
-            yield f"{path}.arguments", step.arguments, "value"
-        case lang.ReturnStep():
-            if isinstance(step.return_, dict):
-                for key, raw in step.return_.items():
-                    yield f"{path}.return.{key}", raw, "value"
-            else:
-                yield f"{path}.return", step.return_, "value"
-        case lang.ErrorStep():
-            yield f"{path}.error", step.error, "template"
-        case lang.LogStep():
-            yield f"{path}.log", step.log, "template"
-        case lang.SearchStep():
-            yield f"{path}.search.query", step.search.query, "value"
-            for name in ("agent", "user"):
-                if getattr(step.search, name) is not None:
-                    yield f"{path}.search.{name}", getattr(step.search, name), "value"
-        case _:
-            return

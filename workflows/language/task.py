@@ -1,0 +1,68 @@
+"""A whole task: its tools, defaults and named workflows of steps."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from workflows.language.steps import Step, StepDefaults, dump_step
+from workflows.language.tools import ToolDef
+
+TASK_FIELDS = frozenset(
+    {"name", "description", "input_schema", "tools", "inherit_tools", "metadata", "defaults", "main"}
+)
+IGNORED_TASK_FIELDS = frozenset(
+    {
+        "id",
+        "created_at",
+        "updated_at",
+        "agent_id",
+        "canonical_name",
+        "version",
+        "developer_id",
+        "jobs",
+        "warnings",
+    }
+)
+
+
+class TaskSpec(BaseModel):
+    """A whole task: `main` plus any other named workflows (every unknown top-level key is one)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: Annotated[str, Field(min_length=1, max_length=255)]
+    description: str = ""
+    input_schema: dict[str, Any] | None = None
+    tools: list[ToolDef] = Field(default_factory=list)
+    inherit_tools: bool = True
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    defaults: StepDefaults | None = None
+    workflows: dict[str, Annotated[list[Step], Field(min_length=1)]]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_workflows(cls, raw: Any) -> Any:
+        if not isinstance(raw, dict):
+            return raw
+        fields = {k: v for k, v in raw.items() if k in TASK_FIELDS and k != "main"}
+        workflows = {k: v for k, v in raw.items() if k not in TASK_FIELDS and k not in IGNORED_TASK_FIELDS}
+        if "main" in raw:
+            workflows = {"main": raw["main"], **workflows}
+        if "workflows" in raw and isinstance(raw["workflows"], dict):
+            workflows = {**raw["workflows"], **{k: v for k, v in workflows.items() if k != "workflows"}}
+        return {**fields, "workflows": workflows}
+
+    @field_validator("workflows")
+    @classmethod
+    def _main_required(cls, workflows: dict[str, Any]) -> dict[str, Any]:
+        if "main" not in workflows:
+            raise ValueError("a task needs a `main` workflow (a list of steps)")
+        return workflows
+
+    def to_document(self) -> dict[str, Any]:
+        """The task as users write it (named workflows at the top level), JSON-ready."""
+        body = self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"workflows"})
+        for name, steps in self.workflows.items():
+            body[name] = [dump_step(s) for s in steps]
+        return body

@@ -1,0 +1,82 @@
+"""Tools as a task or an agent declares them (Julep v1's shapes, and the seed's `function:` form)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+
+from workflows.language.common import NAME_PATTERN, Lenient
+from workflows.system_ops import operation_key
+
+TOOL_TYPES = ("function", "api_call", "system", "integration")
+
+
+class FunctionDef(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    name: str | None = None
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+
+
+class ApiCallDef(Lenient):
+    model_config = ConfigDict(extra="allow")
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] = "GET"
+    url: str
+    headers: dict[str, str] | None = None
+    params: dict[str, Any] | None = None
+    json_: Any = Field(default=None, alias="json")
+    content: str | None = None
+    data: dict[str, Any] | None = None
+    follow_redirects: bool = False
+    # The whole call's deadline; its upper bound is configured (MINT_MAX_TOOL_TIMEOUT_SECONDS, workflows/validate.py).
+    timeout: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
+    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
+    params_schema: dict[str, Any] | None = None
+
+
+class ToolDef(BaseModel):
+    """A tool as written in a task or attached to an agent (Julep v1 shape, or the seed's `function:` form)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    name: Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
+    type: Literal["function", "api_call", "system", "integration"]
+    description: str | None = None
+    function: FunctionDef | None = None
+    api_call: ApiCallDef | None = Field(default=None, validate_default=True)
+    system: dict[str, Any] | None = Field(default=None, validate_default=True)
+    integration: dict[str, Any] | None = None
+    # In a prompt's tool loop, a failed call goes back to the model as an error result ("report"), or
+    # fails the step ("fail").
+    on_error: Literal["report", "fail"] | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _infer_type(cls, raw: Any) -> Any:
+        # The seed writes `- function:\n  name: send_email`, which YAML reads as {function: None, name: ...}.
+        if isinstance(raw, dict) and "type" not in raw:
+            present = [t for t in TOOL_TYPES if t in raw]
+            if len(present) == 1:
+                raw = {**raw, "type": present[0]}
+        if isinstance(raw, dict) and isinstance(raw.get("function"), dict) and "name" not in raw:
+            raw = {**raw, "name": raw["function"].get("name")}
+        return raw
+
+    @field_validator("system")
+    @classmethod
+    def _known_system_operation(
+        cls, value: dict[str, Any] | None, info: ValidationInfo
+    ) -> dict[str, Any] | None:
+        # Refused when the task is created, not when the step first runs.
+        if value is None and info.data.get("type") == "system":
+            raise ValueError("a system tool needs a `system` spec: {resource, subresource, operation}")
+        if value is not None:
+            operation_key(value)
+        return value
+
+    @field_validator("api_call")
+    @classmethod
+    def _api_call_present(cls, value: ApiCallDef | None, info: ValidationInfo) -> ApiCallDef | None:
+        if value is None and info.data.get("type") == "api_call":
+            raise ValueError("an api_call tool needs an `api_call` spec with at least `url`")
+        return value
