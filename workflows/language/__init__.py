@@ -1,12 +1,14 @@
 """The task language: pydantic models for tasks, tools and every step kind, shared by the API and the
 workflow. Import it as `from workflows import language as lang`; the modules inside are its parts:
-`steps.py` (each step kind, declared once on its model), `tools.py`, `task.py` and `common.py`.
+`steps.py` (each step kind, declared once on its model), `parts.py` (what steps are built of), `tools.py`,
+`task.py` and `common.py`.
 
 Both dialects parse into the same models; expression fields keep their raw text (`Any`) and are evaluated
 by `workflows.values` according to the task's dialect.
 """
 
 from workflows.language.common import NAME_PATTERN, Lenient, Seconds
+from workflows.language.parts import Message, RetrySpec, SearchSpec, SleepFor, StepDefaults, ToolRef, WaitInfo
 from workflows.language.steps import (
     STEP_KEYS,
     STEP_KINDS,
@@ -24,26 +26,19 @@ from workflows.language.steps import (
     IfElseStep,
     LogStep,
     MapReduceStep,
-    Message,
     ParallelStep,
     PromptStep,
     Reference,
-    RetrySpec,
     ReturnStep,
-    SearchSpec,
     SearchStep,
     SetStep,
-    SleepFor,
     SleepStep,
     Step,
-    StepDefaults,
     StepModel,
     Steps,
     SwitchStep,
     ToolCallStep,
-    ToolRef,
     WaitForInputStep,
-    WaitInfo,
     YieldStep,
     dump_step,
     parse_steps,

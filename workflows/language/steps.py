@@ -27,6 +27,14 @@ from pydantic import (
 )
 
 from workflows.language.common import NAME_PATTERN, Lenient, Seconds
+from workflows.language.parts import (
+    Message,
+    RetrySpec,
+    SearchSpec,
+    SleepFor,
+    ToolRef,
+    WaitInfo,
+)
 
 # How a field is read: `value` string by string by the dialect, `template` as Jinja, `expression` as
 # Python, `reduce` as a map_reduce's reduce expression (which also sees `results`).
@@ -66,26 +74,6 @@ def _each_key(mapping: dict[str, Any], path: str) -> Iterator[EvaluableField]:
         yield f"{path}.{key}", raw, "value"
 
 
-class RetrySpec(BaseModel):
-    """How a step that calls out is retried (Temporal's retry policy, in seconds)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    max_attempts: Annotated[int, Field(ge=1, le=100)] | None = None
-    initial_interval: Seconds | None = None
-    backoff: Annotated[float, Field(ge=1, le=10)] | None = None
-    max_interval: Seconds | None = None
-    non_retryable: list[str] | None = None
-
-
-class StepDefaults(BaseModel):
-    """A task's defaults for the steps that call out."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    timeout: Seconds | None = None
-    retry: RetrySpec | None = None
-    settings: dict[str, Any] | None = None  # model settings for every prompt step (the step's own win)
-
-
 class CallStep(StepModel):
     """A step that calls out (tool, prompt, search): each attempt is bounded by `timeout` and retried by `retry`."""
 
@@ -100,13 +88,6 @@ class EvaluateStep(StepModel):
 
     def evaluable_fields(self, path: str) -> Iterator[EvaluableField]:
         return _each_key(self.evaluate, f"{path}.evaluate")
-
-
-class Message(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    role: Literal["system", "user", "assistant", "tool", "developer"]
-    content: Any
-    name: str | None = None
 
 
 class PromptStep(CallStep):
@@ -131,12 +112,6 @@ class PromptStep(CallStep):
         for i, ref in enumerate(self.tools if isinstance(self.tools, list) else []):
             name = ref if isinstance(ref, str) else ref.get("name") if isinstance(ref, dict) else None
             yield f"{path}.tools[{i}]", "tool", name
-
-
-class ToolRef(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    name: str
-    arguments: Any = None
 
 
 class ToolCallStep(CallStep):
@@ -248,14 +223,6 @@ class ParallelStep(StepModel):
         return [(f"{path}.parallel[{i}]", branch) for i, branch in enumerate(self.parallel)]
 
 
-class SleepFor(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    seconds: Any = 0
-    minutes: Any = 0
-    hours: Any = 0
-    days: Any = 0
-
-
 class SleepStep(StepModel):
     KEY, KIND, ADDS_HISTORY = "sleep", "sleep", True
     sleep: SleepFor | Any
@@ -277,17 +244,6 @@ class SleepStep(StepModel):
             return
         for unit in ("seconds", "minutes", "hours", "days"):
             yield f"{path}.sleep.{unit}", getattr(self.sleep, unit), "value"
-
-
-class WaitInfo(BaseModel):
-    """`timeout` bounds the wait; when it passes, `on_timeout: fail` fails the step and `continue` goes on
-    with `default` as the step's output."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    info: Any = None
-    timeout: Seconds | None = None
-    on_timeout: Literal["fail", "continue"] = "fail"
-    default: Any = None
 
 
 class WaitForInputStep(StepModel):
@@ -348,21 +304,6 @@ class SetStep(StepModel):
 class GetStep(StepModel):
     KEY, KIND = "get", "get"
     get: str
-
-
-class SearchSpec(BaseModel):
-    """Search the docs of the task's agent (or `agent`) and of `user`, when given; both are expressions."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    query: Any
-    mode: Literal["text", "vector", "hybrid"] = "hybrid"
-    limit: Annotated[int, Field(ge=1, le=100)] = 10
-    metadata_filter: dict[str, Any] | None = None
-    agent: Any = None
-    user: Any = None
-    alpha: Annotated[float, Field(ge=0, le=1)] = 0.5
-    mmr_strength: Annotated[float, Field(ge=0, lt=1)] = 0.0
-    confidence: Annotated[float, Field(ge=-1, le=1)] = 0.0
 
 
 class SearchStep(CallStep):

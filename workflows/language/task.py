@@ -6,7 +6,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from workflows.language.steps import Step, StepDefaults, dump_step
+from workflows.language.parts import StepDefaults
+from workflows.language.steps import Step, dump_step
 from workflows.language.tools import ToolDef
 
 TASK_FIELDS = frozenset(
