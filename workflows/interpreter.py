@@ -258,7 +258,7 @@ class Interpreter:
 
     # Steps -----------------------------------------------------------------------------------------------
 
-    async def _execute(
+    async def _execute(  # noqa: C901 (one case per step kind; assert_never keeps it exhaustive)
         self,
         step: lang.Step,
         value: Any,

@@ -103,71 +103,84 @@ def to_data(value: Any, budget: Budget | None = None, shared: Mapping[int, Any] 
     is converted element by element. Lists and dicts in `shared` (by id: data the execution already holds,
     see Evaluator.shared) are kept as they are, neither copied nor charged."""
     try:
-        return _to_data(value, budget, shared or {})
+        return _ToData(budget, shared or {}).convert(value)
     except RecursionError:
         raise ExpressionError(f"result is nested more than {MAX_RESULT_DEPTH} levels deep") from None
 
 
-def _to_data(value: Any, budget: Budget | None, shared: Mapping[int, Any]) -> Any:
-    left = [MAX_ELEMENTS]
+class _ToData:
+    """One result's conversion: the elements it may still hold, and the budget it charges."""
 
-    def pay(elements: int, units: int) -> None:
-        left[0] -= elements
-        if left[0] < 0:
+    def __init__(self, budget: Budget | None, shared: Mapping[int, Any]):
+        self.left = MAX_ELEMENTS
+        self.budget = budget
+        self.shared = shared
+
+    def pay(self, elements: int, units: int) -> None:
+        self.left -= elements
+        if self.left < 0:
             raise ExpressionError(f"result is too large (over {MAX_ELEMENTS} elements)")
-        if budget is not None:
+        if self.budget is not None:
             try:
-                budget.charge(units)
+                self.budget.charge(units)
             except LimitExceeded as exc:
                 raise ExpressionError(f"LimitExceeded: {exc}") from None
 
-    def convert(item: Any, depth: int = 0) -> Any:
+    def convert(self, item: Any, depth: int = 0) -> Any:
         kind = type(item)
         if kind in _SCALARS:
             return item
         if depth > MAX_RESULT_DEPTH:
             raise ExpressionError(f"result is nested more than {MAX_RESULT_DEPTH} levels deep")
-        if id(item) in shared:
-            if depth:  # placed in a new list or dict, so its own nesting counts from here
-                deeper, scanned = nests_deeper(item, MAX_RESULT_DEPTH - depth + 1)
-                pay(0, scanned // NESTING_SCANS_PER_UNIT)
-                if deeper:
-                    raise ExpressionError(f"result is nested more than {MAX_RESULT_DEPTH} levels deep")
-            return item
+        if id(item) in self.shared:
+            return self._shared(item, depth)
         if kind is float:
             return item if item == item and item not in (float("inf"), float("-inf")) else str(item)
         if kind is list or kind is tuple or kind is OrderedSet:
-            if kind is OrderedSet:
-                pay(0, SLOW_UNITS)  # its iteration is Python code
-            if set(map(type, item)) <= _SCALARS:
-                pay(len(item) + 1, len(item) // COPIES_PER_UNIT)
-                return list(item)
-            pay(1, len(item) * SLOW_UNITS)
-            return [convert(v, depth + 1) for v in item]
+            return self._sequence(item, kind, depth)
         if isinstance(item, dict):
-            if set(map(type, item)) <= {str} and set(map(type, item.values())) <= _SCALARS:
-                pay(2 * len(item) + 1, len(item) // COPIES_PER_UNIT)
-                return dict(item)
-            pay(len(item) + 1, len(item) * SLOW_UNITS)
-            return {k if isinstance(k, str) else safe_str(k): convert(v, depth + 1) for k, v in item.items()}
-        if isinstance(item, list | tuple):
-            return convert(list(item), depth)
+            return self._mapping(item, depth)
+        return self._other(item, depth)
+
+    def _shared(self, item: Any, depth: int) -> Any:
+        if depth:  # placed in a new list or dict, so its own nesting counts from here
+            deeper, scanned = nests_deeper(item, MAX_RESULT_DEPTH - depth + 1)
+            self.pay(0, scanned // NESTING_SCANS_PER_UNIT)
+            if deeper:
+                raise ExpressionError(f"result is nested more than {MAX_RESULT_DEPTH} levels deep")
+        return item
+
+    def _sequence(self, item: Any, kind: type, depth: int) -> list[Any]:
+        if kind is OrderedSet:
+            self.pay(0, SLOW_UNITS)  # its iteration is Python code
+        if set(map(type, item)) <= _SCALARS:
+            self.pay(len(item) + 1, len(item) // COPIES_PER_UNIT)
+            return list(item)
+        self.pay(1, len(item) * SLOW_UNITS)
+        return [self.convert(v, depth + 1) for v in item]
+
+    def _mapping(self, item: dict[Any, Any], depth: int) -> dict[str, Any]:
+        if set(map(type, item)) <= {str} and set(map(type, item.values())) <= _SCALARS:
+            self.pay(2 * len(item) + 1, len(item) // COPIES_PER_UNIT)
+            return dict(item)
+        self.pay(len(item) + 1, len(item) * SLOW_UNITS)
+        return {k if isinstance(k, str) else safe_str(k): self.convert(v, depth + 1) for k, v in item.items()}
+
+    def _other(self, item: Any, depth: int) -> Any:
+        if isinstance(item, list | tuple | range):
+            return self.convert(list(item), depth)
         if isinstance(item, datetime | date | dtime):
             return item.isoformat()
         if isinstance(item, timedelta):
             return item.total_seconds()
-        if isinstance(item, range):
-            return convert(list(item), depth)
-        if kind is MATCH:  # a regex match: the text it matched, copied out
+        if type(item) is MATCH:  # a regex match: the text it matched, copied out
             start, end = item.span()
-            pay(1, (end - start) // CHARS_PER_UNIT)
+            self.pay(1, (end - start) // CHARS_PER_UNIT)
             return item.group(0)
         for plain in (str, int):  # subclasses (an enum, Jinja's Markup) as the plain value
             if isinstance(item, plain):
                 return plain(item)
         raise ExpressionError(f"an expression returned a {type(item).__name__}, which is not data")
-
-    return convert(value)
 
 
 # Static checks, used when a task is created ----------------------------------------------------------------

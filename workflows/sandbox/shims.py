@@ -159,49 +159,152 @@ def build_modules(
 ) -> dict[str, SafeNamespace]:
     """The shims by name, bound to this execution's clock, randomness and work budget. Every callable
     member charges for its work (constants are data); see functions.charged."""
+    shims = _Shims(rng, now, budget)
+    c = shims.charged
+    return {
+        # These charge by what they read or write.
+        "json": SafeNamespace("json", dumps=c(dump_json, 0), loads=c(load_json, 0)),
+        "yaml": SafeNamespace(
+            "yaml",
+            dump=c(dump_yaml, 0),
+            safe_dump=c(dump_yaml, 0),
+            load=c(load_yaml, 0),
+            safe_load=c(load_yaml, 0),
+        ),
+        "re": SafeNamespace("re", **{name: c(func, 0) for name, func in regex.FUNCTIONS.items()}),
+        "math": shims.math(),
+        "statistics": shims.statistics(),
+        "datetime": shims.datetime(),
+        "string": SafeNamespace(
+            "string",
+            **_pick(
+                _string,
+                "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits punctuation printable "
+                "whitespace",
+            ),
+            capwords=c(_capwords, 1 / 8),
+        ),
+        "base64": SafeNamespace("base64", b64encode=c(_b64encode, 1 / 64), b64decode=c(_b64decode, 1 / 64)),
+        "urllib": SafeNamespace("urllib", parse=_url_parse(c)),
+        "csv": _csv_module(c),
+        "time": SafeNamespace(
+            "time",
+            time=c(lambda: now().timestamp(), 0),
+            strftime=c(lambda form, moment=None: _strftime(form, moment or now().utctimetuple()), 1 / 2),
+        ),
+        "random": shims.random(),
+    }
 
-    def utcnow() -> datetime:
-        budget.charge(CLOCK_UNITS)  # time zone arithmetic in Python code
-        return now().astimezone(UTC)
 
-    def c(func: Callable[..., Any], per_item: float = C_SPEED) -> Callable[..., Any]:
-        return charged(budget, func, per_item)
+class _Shims:
+    """The shims that need the execution's clock, randomness or budget, one method per module."""
 
-    def exact(func: Callable[..., Any]) -> Callable[..., Any]:
+    def __init__(self, rng: _random.Random, now: Callable[[], datetime], budget: Budget):
+        self.rng = rng
+        self.now = now
+        self.budget = budget
+
+    def charged(self, func: Callable[..., Any], per_item: float = C_SPEED) -> Callable[..., Any]:
+        return charged(self.budget, func, per_item)
+
+    def utcnow(self) -> datetime:
+        self.budget.charge(CLOCK_UNITS)  # time zone arithmetic in Python code
+        return self.now().astimezone(UTC)
+
+    def datetime(self) -> SafeNamespace:
+        c = self.charged
+        now = c(self.utcnow, 0)
+        date_class = CallableNamespace(
+            "date",
+            c(date, 0),
+            today=c(lambda: self.utcnow().date(), 0),
+            fromisoformat=c(_iso(date.fromisoformat), 0),
+        )
+        datetime_members = {
+            "now": now,
+            "utcnow": now,
+            "fromisoformat": c(_iso(datetime.fromisoformat), 0),
+            "fromtimestamp": c(lambda ts: datetime.fromtimestamp(ts, UTC), 0),
+        }
+        # Julep's `datetime.datetime` held now, and the classes: `datetime.datetime.datetime(2024, 5, 6)`.
+        datetime_class = SafeNamespace(
+            "datetime.datetime",
+            **datetime_members,
+            datetime=CallableNamespace("datetime", c(datetime, 0), **datetime_members),
+            date=date_class,
+            time=c(dtime, 0),
+            timedelta=c(timedelta, 0),
+        )
+        return SafeNamespace(
+            "datetime",
+            now=now,
+            utcnow=now,
+            fromisoformat=c(_iso(datetime.fromisoformat), 0),
+            datetime=datetime_class,
+            timedelta=c(timedelta, 0),
+            timezone=SafeNamespace("timezone", utc=UTC),
+            date=date_class,
+            time=c(dtime, 0),
+        )
+
+    def math(self) -> SafeNamespace:
+        functions = _pick(
+            _math,
+            "sqrt floor ceil log log2 log10 exp sin cos tan asin acos atan atan2 fabs isclose isfinite isinf isnan "
+            "trunc hypot pow",  # math.pow is float arithmetic, as Python's (pow() is the exact one)
+        )
+        return SafeNamespace(
+            "math",
+            **{
+                name: self.charged(func) for name, func in functions.items()
+            },  # float arithmetic: a call's worth
+            pi=_math.pi,
+            e=_math.e,
+            inf=_math.inf,
+            nan=_math.nan,
+            gcd=self.charged(self.gcd, 0),
+        )
+
+    def gcd(self, *numbers: int) -> int:
+        # Lehmer's: quadratic, but quick
+        self.budget.charge(sum(int_units(n, n, product=True) for n in numbers) // 16)
+        return _math.gcd(*numbers)
+
+    def statistics(self) -> SafeNamespace:
+        """Python code, exact fractions included."""
+        functions = _pick(
+            _statistics,
+            "mean median median_low median_high mode stdev pstdev variance pvariance fmean multimode geometric_mean",
+        )
+        functions["quantiles"] = _quantiles
+        return SafeNamespace(
+            "statistics",
+            **{k: self.charged(self.exact(v), STATISTICS_PER_VALUE) for k, v in functions.items()},
+        )
+
+    def exact(self, func: Callable[..., Any]) -> Callable[..., Any]:
         def call(data: Any, *args: Any, **kwargs: Any) -> Any:
-            budget.charge(big_ints_units(data, product=True))  # fractions of big integers
+            self.budget.charge(big_ints_units(data, product=True))  # fractions of big integers
             charge_keys(data)  # mode and multimode count values in a dict
             return func(data, *args, **kwargs)
 
         return call
 
-    def gcd(*numbers: int) -> int:
-        budget.charge(
-            sum(int_units(n, n, product=True) for n in numbers) // 16
-        )  # Lehmer's: quadratic, but quick
-        return _math.gcd(*numbers)
+    def random(self) -> SafeNamespace:
+        c, rng = self.charged, self.rng
+        randoms = random_functions(rng)
+        return SafeNamespace(
+            "random",
+            random=c(rng.random, 0),
+            randint=c(randoms["randint"], 0),
+            choice=c(rng.choice, 0),
+            sample=c(randoms["sample"], 0),
+            uniform=c(rng.uniform, 0),
+        )
 
-    now_ = c(utcnow, 0)
-    randoms = random_functions(rng)
-    date_class = CallableNamespace(
-        "date", c(date, 0), today=c(lambda: utcnow().date(), 0), fromisoformat=c(_iso(date.fromisoformat), 0)
-    )
-    datetime_members = {
-        "now": now_,
-        "utcnow": now_,
-        "fromisoformat": c(_iso(datetime.fromisoformat), 0),
-        "fromtimestamp": c(lambda ts: datetime.fromtimestamp(ts, UTC), 0),
-    }
-    # Julep's `datetime.datetime` held now, and the classes: `datetime.datetime.datetime(2024, 5, 6)`.
-    datetime_class = SafeNamespace(
-        "datetime.datetime",
-        **datetime_members,
-        datetime=CallableNamespace("datetime", c(datetime, 0), **datetime_members),
-        date=date_class,
-        time=c(dtime, 0),
-        timedelta=c(timedelta, 0),
-    )
-    url_parse = SafeNamespace(
+
+def _url_parse(c: Callable[..., Callable[..., Any]]) -> SafeNamespace:
+    return SafeNamespace(
         "urllib.parse",
         quote=c(_quoting(_urlparse.quote), 1 / 8),
         quote_plus=c(_quoting(_urlparse.quote_plus), 1 / 8),
@@ -214,77 +317,6 @@ def build_modules(
         urlparse=c(lambda url: _urlparse.urlparse(check_text(url))._asdict(), 1 / 16),
         urlsplit=c(_urlsplit, 1 / 16),
     )
-    statistics = _pick(
-        _statistics,
-        "mean median median_low median_high mode stdev pstdev variance pvariance fmean multimode geometric_mean",
-    )
-    statistics["quantiles"] = _quantiles
-    math = _pick(
-        _math,
-        "sqrt floor ceil log log2 log10 exp sin cos tan asin acos atan atan2 fabs isclose isfinite isinf isnan "
-        "trunc hypot pow",  # math.pow is float arithmetic, as Python's (pow() is the exact one)
-    )
-    return {
-        # These charge by what they read or write.
-        "json": SafeNamespace("json", dumps=c(dump_json, 0), loads=c(load_json, 0)),
-        "yaml": SafeNamespace(
-            "yaml",
-            dump=c(dump_yaml, 0),
-            safe_dump=c(dump_yaml, 0),
-            load=c(load_yaml, 0),
-            safe_load=c(load_yaml, 0),
-        ),
-        "re": SafeNamespace("re", **{name: c(func, 0) for name, func in regex.FUNCTIONS.items()}),
-        "math": SafeNamespace(
-            "math",
-            **{name: c(func) for name, func in math.items()},  # float arithmetic: a call's worth
-            pi=_math.pi,
-            e=_math.e,
-            inf=_math.inf,
-            nan=_math.nan,
-            gcd=c(gcd, 0),
-        ),
-        # Python code, exact fractions included.
-        "statistics": SafeNamespace(
-            "statistics", **{k: c(exact(v), STATISTICS_PER_VALUE) for k, v in statistics.items()}
-        ),
-        "datetime": SafeNamespace(
-            "datetime",
-            now=now_,
-            utcnow=now_,
-            fromisoformat=c(_iso(datetime.fromisoformat), 0),
-            datetime=datetime_class,
-            timedelta=c(timedelta, 0),
-            timezone=SafeNamespace("timezone", utc=UTC),
-            date=date_class,
-            time=c(dtime, 0),
-        ),
-        "string": SafeNamespace(
-            "string",
-            **_pick(
-                _string,
-                "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits punctuation printable "
-                "whitespace",
-            ),
-            capwords=c(_capwords, 1 / 8),
-        ),
-        "base64": SafeNamespace("base64", b64encode=c(_b64encode, 1 / 64), b64decode=c(_b64decode, 1 / 64)),
-        "urllib": SafeNamespace("urllib", parse=url_parse),
-        "csv": _csv_module(c),
-        "time": SafeNamespace(
-            "time",
-            time=c(lambda: now().timestamp(), 0),
-            strftime=c(lambda form, moment=None: _strftime(form, moment or now().utctimetuple()), 1 / 2),
-        ),
-        "random": SafeNamespace(
-            "random",
-            random=c(rng.random, 0),
-            randint=c(randoms["randint"], 0),
-            choice=c(rng.choice, 0),
-            sample=c(randoms["sample"], 0),
-            uniform=c(rng.uniform, 0),
-        ),
-    }
 
 
 def _csv_module(c: Callable[..., Callable[..., Any]]) -> SafeNamespace:
