@@ -88,7 +88,7 @@ class CallSteps:
             call = {"type": "function", "name": tool["name"], "arguments": arguments}
             if call_id is not None:
                 call["id"] = call_id
-            return await self.interpreter.wait({"tool_call": call}, position, metadata, step.timeout)
+            return await self.interpreter.waits.wait({"tool_call": call}, position, metadata, step.timeout)
         try:
             owner = {"developer_id": params.developer_id, "agent_id": params.agent.get("id")}
             planned = tool_activity(

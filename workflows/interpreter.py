@@ -2,7 +2,7 @@
 
 Here are the run loop, frames, continue-as-new, the dispatch over step kinds (`_execute`) and the steps that
 need only the interpreter's own state: pure steps (evaluate, if_else, switch, set, get, log, return, error)
-run right here, deterministically; `sleep` is a durable timer, `wait_for_input` waits for a signal, and
+run right here, deterministically; `sleep` and `wait_for_input` block in waits.Waits, and
 `yield` runs another named workflow of the task in-process (no child workflow per step). Steps that fan out
 (foreach, map_reduce, parallel) are run by fan_out.FanOut, steps that call out (tool calls, prompts, search)
 by call_steps.CallSteps: collaborators that receive the interpreter and share its state and log. Every state
@@ -28,6 +28,7 @@ from workflows.storable import storable_text
 from workflows.transition_log import LOG_NOTE, TransitionLog
 from workflows.transitions import Position, plain
 from workflows.values import ValueEvaluator
+from workflows.waits import Waits
 
 MAX_YIELD_DEPTH = 200
 # Issue 13 changed what some steps do: a log step passes its input through, a yield at the end of an
@@ -57,11 +58,13 @@ class Interpreter:
         self.tools = {t["name"]: t for t in params.tools}
         self.state: dict[str, Any] = {}
         self.labels: dict[str, dict[str, Any]] = {}
-        self.inbox = inbox
         # Nested (non-tail) yields, counted here only in legacy runs; Frame.depth counts them otherwise.
         self.depth = 0
         self.legacy = True if chunk else self._started_legacy(params)  # a chunk's is its parent's (run_chunk)
         self.fan_out = FanOut(self)  # foreach, map_reduce, parallel
+        self.waits = Waits(
+            self.log, inbox, self.values, CHUNK_ITEMS if chunk else None
+        )  # sleep, wait_for_input
         self.call_steps = CallSteps(self)  # tool calls, prompts, search
         self.root: Frame  # main's frame, or what replaced it through tail yields (set by _start)
 
@@ -295,11 +298,11 @@ class Interpreter:
             case lang.ParallelStep():
                 return await self.fan_out.parallel(step, value, frame, here)
             case lang.SleepStep():
-                return await self._sleep(step, value, names)
+                return await self.waits.sleep(step, value, names)
             case lang.WaitForInputStep():
                 wait = step.wait_for_input
                 info = self.values.value(wait.info, names)
-                return await self.wait({"info": info}, position, metadata, wait.timeout, wait)
+                return await self.waits.wait({"info": info}, position, metadata, wait.timeout, wait)
             case lang.YieldStep():
                 return await self._yield(step, value, names, frame)
             case lang.ToolCallStep():
@@ -335,65 +338,6 @@ class Interpreter:
             if branch.case == "_" or self.values.expression(branch.case, names):
                 return await self.run_sequence(branch.then, value, frame, f"{here}.switch[{i}]", tail=tail)
         return None
-
-    async def _sleep(self, step: lang.SleepStep, value: Any, names: dict[str, Any]) -> Any:
-        if isinstance(step.sleep, lang.SleepFor):
-            parts = {
-                unit: self.values.value(getattr(step.sleep, unit), names)
-                for unit in ("seconds", "minutes", "hours", "days")
-            }
-            seconds = (
-                _number(parts["seconds"])
-                + 60 * _number(parts["minutes"])
-                + 3600 * _number(parts["hours"])
-                + 86400 * _number(parts["days"])
-            )
-        else:
-            seconds = _number(self.values.value(step.sleep, names))
-        if seconds < 0:
-            raise StepFailed(f"sleep must not be negative (got {seconds} seconds)")
-        await self.log.flush()
-        if seconds:
-            await workflow.sleep(seconds)
-        return value  # sleeping does not change `_`
-
-    async def wait(
-        self,
-        output: dict[str, Any],
-        position: Position,
-        metadata: dict[str, Any] | None,
-        timeout: float | None = None,
-        on_timeout: lang.WaitInfo | None = None,
-    ) -> Any:
-        """Park the execution in `awaiting_input` until PUT /executions/{id} resumes it (or `timeout` passes).
-
-        The resume names this wait by the seq of its `wait` transition, so a duplicate or late resume can
-        never answer a different question; several waits may be open at once (map items, branches)."""
-        if self.chunk:  # resumes reach the execution's own workflow, not the child running this item
-            raise StepFailed(
-                f"{position.workflow}[{position.step}]: cannot wait for input inside a fan-out of more than "
-                f"{CHUNK_ITEMS} items; split the list so each part has at most {CHUNK_ITEMS}"
-            )
-        self.log.open_waits += 1
-        self.log.add("wait", output, position, metadata=metadata)
-        wait_seq = self.log.seq
-        self.inbox.opened(wait_seq)
-        await self.log.flush()
-        try:
-            await workflow.wait_condition(lambda: wait_seq in self.inbox.answers, timeout=timeout)
-            received = self.inbox.answers.pop(wait_seq)
-        except TimeoutError:
-            if on_timeout is None or on_timeout.on_timeout == "fail":
-                raise StepFailed(
-                    f"{position.workflow}[{position.step}]: no input within {timeout} seconds"
-                ) from None
-            received = on_timeout.default
-            metadata = {**(metadata or {}), "timed_out": True}
-        finally:
-            self.log.open_waits -= 1
-            self.inbox.open.discard(wait_seq)
-        self.log.add("resume", received, position, metadata={**(metadata or {}), "wait_seq": wait_seq})
-        return received
 
     async def _yield(self, step: lang.YieldStep, value: Any, names: dict[str, Any], frame: Frame) -> Any:
         """A nested (non-tail) yield: run the workflow, then carry on with its output."""
@@ -436,9 +380,3 @@ class Logged:
 
     def metadata(self) -> dict[str, Any]:
         return {LOG_NOTE: self.text}
-
-
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise StepFailed(f"sleep needs a number of seconds, got {value!r}")
-    return float(value)

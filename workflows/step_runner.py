@@ -8,8 +8,8 @@ from typing import Any, Protocol
 from workflows import language as lang
 from workflows.frames import ExecutionParams, Frame
 from workflows.transition_log import TransitionLog
-from workflows.transitions import Position
 from workflows.values import ValueEvaluator
+from workflows.waits import Waits
 
 
 class StepRunner(Protocol):
@@ -20,6 +20,7 @@ class StepRunner(Protocol):
     tools: dict[str, dict[str, Any]]
     state: dict[str, Any]
     labels: dict[str, dict[str, Any]]
+    waits: Waits
     legacy: bool  # the execution runs as before issue 13 (see Interpreter._started_legacy)
 
     async def run_sequence(
@@ -35,13 +36,3 @@ class StepRunner(Protocol):
 
     def start_budget(self) -> None:
         """A fresh allowance of work for a step."""
-
-    async def wait(
-        self,
-        output: dict[str, Any],
-        position: Position,
-        metadata: dict[str, Any] | None,
-        timeout: float | None = None,
-        on_timeout: lang.WaitInfo | None = None,
-    ) -> Any:
-        """Write a `wait` transition and return the resume input addressed to it."""

@@ -1,0 +1,91 @@
+"""The steps that block on time or on a person: `sleep`, a durable timer, and `wait_for_input`, which parks
+the execution until a resume input addressed to it arrives (also used by a prompt's function tool call)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+
+from workflows import language as lang
+from workflows.failures import StepFailed
+from workflows.inbox import Inbox
+from workflows.transition_log import TransitionLog
+from workflows.transitions import Position
+from workflows.values import ValueEvaluator
+
+
+class Waits:
+    def __init__(self, log: TransitionLog, inbox: Inbox, values: ValueEvaluator, chunk_items: int | None):
+        self.log = log
+        self.inbox = inbox
+        self.values = values
+        # Set when running part of a large fan-out (chunks of up to this many items) in a child workflow,
+        # which no resume can reach.
+        self.chunk_items = chunk_items
+
+    async def sleep(self, step: lang.SleepStep, value: Any, names: dict[str, Any]) -> Any:
+        if isinstance(step.sleep, lang.SleepFor):
+            parts = {
+                unit: self.values.value(getattr(step.sleep, unit), names)
+                for unit in ("seconds", "minutes", "hours", "days")
+            }
+            seconds = (
+                _number(parts["seconds"])
+                + 60 * _number(parts["minutes"])
+                + 3600 * _number(parts["hours"])
+                + 86400 * _number(parts["days"])
+            )
+        else:
+            seconds = _number(self.values.value(step.sleep, names))
+        if seconds < 0:
+            raise StepFailed(f"sleep must not be negative (got {seconds} seconds)")
+        await self.log.flush()
+        if seconds:
+            await workflow.sleep(seconds)
+        return value  # sleeping does not change `_`
+
+    async def wait(
+        self,
+        output: dict[str, Any],
+        position: Position,
+        metadata: dict[str, Any] | None,
+        timeout: float | None = None,
+        on_timeout: lang.WaitInfo | None = None,
+    ) -> Any:
+        """Park the execution in `awaiting_input` until PUT /executions/{id} resumes it (or `timeout` passes).
+
+        The resume names this wait by the seq of its `wait` transition, so a duplicate or late resume can
+        never answer a different question; several waits may be open at once (map items, branches)."""
+        # Resumes reach the execution's own workflow, not the child running this item.
+        if self.chunk_items is not None:
+            raise StepFailed(
+                f"{position.workflow}[{position.step}]: cannot wait for input inside a fan-out of more than "
+                f"{self.chunk_items} items; split the list so each part has at most {self.chunk_items}"
+            )
+        self.log.open_waits += 1
+        self.log.add("wait", output, position, metadata=metadata)
+        wait_seq = self.log.seq
+        self.inbox.opened(wait_seq)
+        await self.log.flush()
+        try:
+            await workflow.wait_condition(lambda: wait_seq in self.inbox.answers, timeout=timeout)
+            received = self.inbox.answers.pop(wait_seq)
+        except TimeoutError:
+            if on_timeout is None or on_timeout.on_timeout == "fail":
+                raise StepFailed(
+                    f"{position.workflow}[{position.step}]: no input within {timeout} seconds"
+                ) from None
+            received = on_timeout.default
+            metadata = {**(metadata or {}), "timed_out": True}
+        finally:
+            self.log.open_waits -= 1
+            self.inbox.open.discard(wait_seq)
+        self.log.add("resume", received, position, metadata={**(metadata or {}), "wait_seq": wait_seq})
+        return received
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise StepFailed(f"sleep needs a number of seconds, got {value!r}")
+    return float(value)
