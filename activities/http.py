@@ -130,7 +130,9 @@ class HttpActivities:
             raise errors.permanent(detail, "BadToolCall") from None
 
 
-def _pinned(url: str, destination: Destination, headers: dict[str, str]) -> tuple[str, dict[str, str], dict]:
+def _pinned(
+    url: str, destination: Destination, headers: dict[str, str]
+) -> tuple[str, dict[str, str], dict[str, Any]]:
     """`url` aimed at the checked address, with the original host in Host (and in TLS, for https)."""
     parts = urlsplit(url)
     address = f"[{destination.address}]" if ":" in destination.address else destination.address

@@ -180,7 +180,8 @@ class ModelActivities:
         client = self._client(provider, key)
         if on_text is None:
             completion = await client.chat.completions.create(**arguments)
-            return completion.model_dump(mode="json", exclude_unset=True)
+            answer: dict[str, Any] = completion.model_dump(mode="json", exclude_unset=True)
+            return answer
         stream = await client.chat.completions.create(
             **arguments, stream=True, stream_options={"include_usage": True}
         )

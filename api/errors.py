@@ -15,8 +15,9 @@ from mint.db import DatabaseBusy
 from mint.db_errors import explain
 from mint.secrets import SecretsUnavailable
 from mint.store import Conflict
+from workflows.problems import Problem
 from workflows.storable import format_path, json_depth_loc, too_deep
-from workflows.validate import Problem, format_loc
+from workflows.validate import format_loc
 
 # Declared on every router: the JSON every 4xx carries (the handlers below), instead of FastAPI's default
 # 422 `HTTPValidationError`, which this app never sends.

@@ -43,6 +43,7 @@ class MapChunkWorkflow:
     async def run(self, chunk: MapChunk) -> dict[str, Any]:  # a ChunkOutcome, as a dict (see plain)
         try:
             interpreter = Interpreter(chunk.params, Inbox(), chunk=True)
-            return plain(await interpreter.fan_out.run_chunk(chunk))
+            outcome: dict[str, Any] = plain(await interpreter.fan_out.run_chunk(chunk))
+            return outcome
         except StepFailed as exc:
             raise ApplicationError(str(exc), type="StepFailed", non_retryable=True) from None

@@ -163,7 +163,7 @@ def json_depth_loc(text: str | bytes, limit: int = MAX_DEPTH) -> Loc | None:
 
 def _key(token: str) -> str:
     try:
-        return json.loads(token)
+        return str(json.loads(token))
     except ValueError:
         return token
 

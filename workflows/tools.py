@@ -30,7 +30,7 @@ class RunToolWorkflow:
     async def run(self, request: dict[str, Any]) -> Any:
         """{owner: {developer_id, agent_id}, tool, arguments, max_tool_timeout?} -> the tool's output."""
         tool = request["tool"]
-        values = ValueEvaluator("dollar", workflow.random(), workflow.now)  # type: ignore[arg-type]
+        values = ValueEvaluator("dollar", workflow.random(), workflow.now)
         limit = request.get("max_tool_timeout") or DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
         try:
             planned = tool_activity(

@@ -16,8 +16,8 @@ from mint.docs import DocStore
 from mint.store import AGENTS, TOOLS
 from workflows import ignored_keys
 from workflows.language import ToolDef
-from workflows.problems import capped_warnings
-from workflows.validate import Problem, format_loc, tool_timeout_problems
+from workflows.problems import Problem, capped_warnings
+from workflows.validate import format_loc, tool_timeout_problems
 
 router = APIRouter(tags=["agents"], responses=ERROR_RESPONSES)
 

@@ -52,7 +52,7 @@ SETUP_UNITS = 8
 _CONTAINERS = frozenset({list, dict})
 
 
-class Evaluator(simpleeval.EvalWithCompoundTypes):
+class Evaluator(simpleeval.EvalWithCompoundTypes):  # type: ignore[misc]  # simpleeval has no types
     """One evaluator per workflow run; `evaluate` is called once per expression."""
 
     def __init__(
@@ -354,7 +354,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _preview_keys(obj: dict) -> str:
+def _preview_keys(obj: dict[Any, Any]) -> str:
     keys = [repr(k) for k in list(obj)[:10]]
     return ", ".join(keys) + (", ..." if len(obj) > 10 else "") if keys else "none"
 

@@ -13,7 +13,7 @@ import statistics as _statistics
 import string as _string
 import time as _time
 import urllib.parse as _urlparse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
 from typing import Any, Literal
@@ -46,7 +46,7 @@ class SafeNamespace:
             raise AttributeError(f"{self._name}.{attr} is not available")
         return self._members[attr]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self._members)
 
     def __repr__(self) -> str:

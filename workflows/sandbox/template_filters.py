@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, cast
 
 import jinja2
 from jinja2.filters import make_attrgetter
@@ -132,7 +132,7 @@ CHECKED_FILTERS = {"urlencode": _urlencode, "xmlattr": _xmlattr, "int": _int}
 def _center(text: Any, width: int = 80) -> str:
     if width > MAX_FORMAT_WIDTH:
         raise LimitExceeded(f"center width {width} is over {MAX_FORMAT_WIDTH}")
-    return _text(text).center(width)
+    return cast(str, _text(text).center(width))  # Markup stays Markup
 
 
 def _indent(text: Any, width: int | str = 4, first: bool = False, blank: bool = False) -> str:

@@ -341,7 +341,7 @@ def render_template(source: str, scope: dict[str, Any], budget: Budget) -> str:
             return _render_bounded(template, scope)
     except jinja2.UndefinedError as exc:
         raise ExpressionError(f"template error: {exc.message}") from None
-    except jinja2.sandbox.SecurityError as exc:
+    except jinja2.exceptions.SecurityError as exc:
         raise ExpressionError(f"template blocked by the sandbox: {exc}") from None
     except Exception as exc:  # user templates: any failure is the user's error
         raise ExpressionError(f"template error: {type(exc).__name__}: {exc}") from None
