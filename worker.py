@@ -16,15 +16,15 @@ from activities.docs import DocActivities
 from activities.egress import EgressPolicy
 from activities.http import HttpActivities
 from activities.mcp import McpActivities
-from activities.models import model_client
 from activities.sessions import SessionActivities
 from activities.system import SystemActivities, system_caller
 from activities.transitions import TransitionWriter
 from api.app import create_internal_app
-from mint.docs import DocStore
-from mint.secrets import SecretStore
+from mint.models.client import model_client
 from mint.settings import Settings
 from mint.store import Store
+from mint.store.docs import DocStore
+from mint.store.secrets import SecretStore
 from workflows.docs import IndexDocWorkflow
 from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
 from workflows.sessions import CompressSessionWorkflow

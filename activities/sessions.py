@@ -8,7 +8,7 @@ from typing import Any
 from temporalio import activity
 
 from activities.heartbeat import heartbeating
-from activities.models import ModelActivities
+from mint.models.client import ModelActivities
 from mint.store import AGENTS, SESSIONS, Store
 from workflows.sessions import COMPRESS_SESSION
 

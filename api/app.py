@@ -8,18 +8,18 @@ from typing import Any
 from fastapi import Depends, FastAPI
 from temporalio.client import Client
 
-from activities.models import model_client
 from api.deps import get_developer
 from api.errors import install_error_handlers
 from api.limits import ChatSlots, RateLimiter
 from api.request_check import check_request
 from api.routes import agents, codec, docs, executions, secrets, sessions, tasks, users
 from api.sessions import Chatter
-from mint.docs import DocStore
-from mint.secrets import SecretStore
+from mint.models.client import model_client
 from mint.settings import Settings
 from mint.store import Store
-from mint.tenancy import ActingForNoTenant, acting_as
+from mint.store.docs import DocStore
+from mint.store.secrets import SecretStore
+from mint.store.tenancy import ActingForNoTenant, acting_as
 
 
 def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:

@@ -12,7 +12,7 @@ from fastapi import Depends, Query, Request
 from api.errors import ApiError
 from api.request_check import reject_unstorable, too_deep_error
 from mint.store import Page, Store
-from mint.tenancy import acting_as
+from mint.store.tenancy import acting_as
 
 
 def get_store(request: Request) -> Store:
@@ -28,7 +28,7 @@ async def get_developer(request: Request) -> AsyncIterator[str]:
     )
     if not key:
         raise ApiError(401, "missing API key: send `Authorization: Bearer YOUR_KEY`")
-    # Acting for no tenant yet (mint.tenancy.ActingForNoTenant): api_keys is not readable as a tenant.
+    # Acting for no tenant yet (mint.store.tenancy.ActingForNoTenant): api_keys is not readable as a tenant.
     developer_id = await request.app.state.store.developer_for_key(key)
     if developer_id is None:
         raise ApiError(401, "invalid or revoked API key")

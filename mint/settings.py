@@ -7,10 +7,10 @@ import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mint.crypto import MIN_KEY_CHARS, parse_keys
+from mint.store.crypto import MIN_KEY_CHARS, parse_keys
 
 if TYPE_CHECKING:
-    from mint.embeddings import Embedder
+    from mint.models.embeddings import Embedder
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ class Settings:
         )
 
     def embedder(self) -> Embedder:
-        from mint.embeddings import embedder_for  # (the SDKs it needs load only here)
+        from mint.models.embeddings import embedder_for  # (the SDKs it needs load only here)
 
         return embedder_for(self.embedding_model, self.openai_api_key, self.openai_base_url)
 

@@ -11,7 +11,14 @@ ROOT = Path(__file__).parent.parent
 PACKAGES = ("api", "activities", "workflows", "mint")
 # The process: the CLI, and the composition root that assembles API and worker from the layers below.
 PROCESS = frozenset(
-    {"worker", "mint.cli", "mint.stack", "mint.worker_process", "mint.runner", "mint.services"}
+    {
+        "worker",
+        "mint.process.cli",
+        "mint.process.stack",
+        "mint.process.worker_process",
+        "mint.process.runner",
+        "mint.process.local_services",
+    }
 )
 # What each layer may import, itself included. `workflows` is pure (no I/O, run by Temporal's sandbox);
 # persistence (the rest of `mint/`) holds the store and its plumbing and sits below the rest.

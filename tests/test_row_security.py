@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from mint.store import AGENTS, Store
-from mint.tenancy import acting_as
+from mint.store.tenancy import acting_as
 from tests.helpers import run_task
 
 UNFILTERED_READS = [

@@ -8,12 +8,12 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
-from activities.models import available_models
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
-from mint.docs import DocStore
+from mint.models.client import available_models
 from mint.store import AGENTS, TOOLS
+from mint.store.docs import DocStore
 from workflows import ignored_keys
 from workflows.language import ToolDef
 from workflows.problems import capped_warnings

@@ -2,6 +2,11 @@
 
 Routes never write SQL; they call these. A forgotten filter in a route therefore cannot leak another
 tenant's rows: there is no unscoped read here, and ids from another tenant behave like missing ids.
+
+The package holds everything kept in Postgres. This module is the Store (resources, developers and keys,
+executions and transitions); beside it: the pool and migrations (db, migrations/), row-level security
+(tenancy), why Postgres refused a value (db_errors), secrets and their encryption (secrets, crypto), docs
+and their search (docs), and a session's chat turn (chat_turns).
 """
 
 from __future__ import annotations

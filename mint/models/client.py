@@ -18,11 +18,11 @@ import jsonschema
 import openai
 from temporalio import activity
 
-from activities import errors
 from activities.heartbeat import heartbeating
-from activities.recordings import Recordings
-from mint.secrets import SecretStore, SecretsUnavailable
+from mint.models.recordings import Recordings
 from mint.settings import ModelConfig, Settings
+from mint.store.secrets import SecretStore, SecretsUnavailable
+from mint.temporal import errors
 from workflows.call_steps import CALL_MODEL
 from workflows.prompts import strip_fence
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncpg
 
-from mint.tenancy import TenantConnection, scope_connection
+from mint.store.tenancy import TenantConnection, scope_connection
 
 # Serializes migrations when the API and a worker start at the same moment.
 MIGRATION_LOCK = 7_100_001
@@ -95,7 +95,7 @@ async def connect_pool(
 
 
 def _migration_files() -> list[tuple[str, str]]:
-    folder = resources.files("mint") / "migrations"
+    folder = resources.files("mint.store") / "migrations"
     files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
     return [(f.name.removesuffix(".sql"), f.read_text()) for f in files]
 

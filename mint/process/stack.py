@@ -12,11 +12,11 @@ import httpx
 import uvicorn
 
 from api.app import create_app
-from mint.db import connect_pool, migrate
-from mint.reconciler import Reconciler, ReconcilerSettings
 from mint.settings import Settings
 from mint.store import Store
-from mint.temporal import connect_from_settings
+from mint.store.db import connect_pool, migrate
+from mint.temporal.client import connect_from_settings
+from mint.temporal.reconciler import Reconciler, ReconcilerSettings
 
 
 class _Server(uvicorn.Server):
