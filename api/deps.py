@@ -11,7 +11,7 @@ from fastapi import Depends, Query, Request
 
 from api.errors import ApiError
 from api.request_check import reject_unstorable, too_deep_error
-from mint.store import Page, Store
+from mint.store.tables import Page, Store
 from mint.store.tenancy import acting_as
 
 

@@ -11,10 +11,10 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.schemas import ErrorOut
-from mint.store import Conflict
 from mint.store.db import DatabaseBusy
 from mint.store.db_errors import explain
 from mint.store.secrets import SecretsUnavailable
+from mint.store.tables import Conflict
 from workflows.storable import format_path, json_depth_loc, too_deep
 from workflows.validate import Problem, format_loc
 

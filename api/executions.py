@@ -13,7 +13,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from api.errors import ApiError
 from mint.settings import Settings
-from mint.store import AGENTS, EXECUTIONS, Conflict, Store
+from mint.store.tables import AGENTS, EXECUTIONS, Conflict, Store
 from workflows.execution import TaskExecutionWorkflow
 from workflows.frames import ExecutionParams
 from workflows.input_schema import input_problems

@@ -22,8 +22,8 @@ from api.limits import ChatSlots
 from api.sessions import Chatter
 from mint.context import count_tokens
 from mint.process import local_services
-from mint.store import AGENTS, SESSIONS, USERS, Store
 from mint.store.db import connect_pool, migrate
+from mint.store.tables import AGENTS, SESSIONS, USERS, Store
 
 RUNS, HISTORY = 200, 200
 

@@ -19,9 +19,9 @@ import uuid
 from pathlib import Path
 
 from mint.process import local_services
-from mint.store import Store
 from mint.store.db import connect_pool, migrate
 from mint.store.docs import DIMENSIONS, DocStore, SearchQuery, vector_literal
+from mint.store.tables import Store
 
 TOPICS, QUERIES, BATCH = 200, 200, 5_000
 INDEX_SQL = (

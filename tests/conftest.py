@@ -20,8 +20,8 @@ import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
 from mint.process import local_services
-from mint.store import Store
 from mint.store.db import connect_pool, migrate
+from mint.store.tables import Store
 from tests.model_server import Call, ModelServer, Reply
 from tests.stack import BackgroundStack
 

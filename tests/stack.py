@@ -194,8 +194,8 @@ class LocalMint:
         from temporalio.testing import WorkflowEnvironment
 
         from mint.process import local_services
-        from mint.store import Store
         from mint.store.db import connect_pool, migrate
+        from mint.store.tables import Store
 
         self._postgres = local_services.start_postgres(Path(tempfile.mkdtemp(prefix="mint-local-")))
         self.database_url = local_services.postgres_url(self._postgres)

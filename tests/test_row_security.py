@@ -8,7 +8,7 @@ import uuid
 import asyncpg
 import pytest
 
-from mint.store import AGENTS, Store
+from mint.store.tables import AGENTS, Store
 from mint.store.tenancy import acting_as
 from tests.helpers import run_task
 

@@ -11,9 +11,9 @@ from pydantic import ValidationError
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
-from mint.models.client import available_models
-from mint.store import AGENTS, TOOLS
+from mint.models.catalog import available_models
 from mint.store.docs import DocStore
+from mint.store.tables import AGENTS, TOOLS
 from workflows import ignored_keys
 from workflows.language import ToolDef
 from workflows.problems import capped_warnings

@@ -136,8 +136,8 @@ def worker(data_dir: Path | None) -> None:
 def _with_store(data_dir: Path, work: Any) -> Any:
     """Run `work(store)` against MINT_DATABASE_URL, or the embedded Postgres under data_dir."""
     from mint.process import local_services
-    from mint.store import Store
     from mint.store.db import connect_pool, migrate
+    from mint.store.tables import Store
 
     settings = Settings.from_env()
     url = settings.database_url or local_services.postgres_url(

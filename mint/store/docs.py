@@ -16,8 +16,8 @@ from typing import Any
 
 import asyncpg
 
-from mint.store import Page, new_id, record
 from mint.store.db import HNSW_EF_SEARCH
+from mint.store.tables import Page, new_id, record
 
 DIMENSIONS = 384
 CHUNK_WORDS = 120  # all-MiniLM-L6-v2 reads 256 word pieces; 120 words stay inside that
