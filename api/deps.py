@@ -21,7 +21,7 @@ def get_store(request: Request) -> Store:
 
 async def get_developer(request: Request) -> AsyncIterator[str]:
     """The developer id for `Authorization: Bearer KEY` (or `X-Auth-Key: KEY`); the rest of the request
-    acts for that developer, under row-level security (mint/tenancy.py)."""
+    acts for that developer, under row-level security (mint/store/tenancy.py)."""
     header = request.headers.get("authorization", "")
     key = (
         header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-auth-key", "")

@@ -79,7 +79,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return _response(422, f"invalid value: a value in this request {explain(exc)}")
 
     @app.exception_handler(DatabaseBusy)
-    @app.exception_handler(asyncpg.exceptions.LockNotAvailableError)  # lock_timeout (mint/db.py)
+    @app.exception_handler(asyncpg.exceptions.LockNotAvailableError)  # lock_timeout (mint/store/db.py)
     async def database_busy(_: Request, exc: Exception) -> JSONResponse:
         # Every connection is in use, or a row stayed locked: nothing is lost, the client should retry.
         message = str(exc) if isinstance(exc, DatabaseBusy) else "a row stayed locked by other work"

@@ -20,7 +20,7 @@ from workflows.input_schema import input_problems
 from workflows.language import ToolDef
 from workflows.transitions import TERMINAL_STATUSES
 
-# Large inputs cross Temporal by reference (mint/claim_check.py); this bounds what a request may carry.
+# Large inputs cross Temporal by reference (mint/temporal/claim_check.py); this bounds what a request may carry.
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 
 

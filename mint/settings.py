@@ -31,7 +31,7 @@ class Settings:
     # The reconciler: how often it runs, and how long an execution must be quiet before it is checked.
     reconcile_interval: float = 30.0
     reconcile_quiet: float = 120.0
-    # Models (activities/models.py): OpenAI and Anthropic as their SDKs read them, named OpenAI-compatible
+    # Models (mint/models/client.py): OpenAI and Anthropic as their SDKs read them, named OpenAI-compatible
     # endpoints, the model used when neither step, task nor agent names one, and recordings.
     openai_api_key: str | None = None
     openai_base_url: str | None = None
@@ -69,7 +69,7 @@ class Settings:
     embedding_model: str = "all-MiniLM-L6-v2"
     # MCP servers integration tools may start over stdio: {"name": {"command": ..., "args": [...], "env": {}}}.
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # Secrets at rest and Temporal payloads are encrypted with these keys (mint/crypto.py; the first one
+    # Secrets at rest and Temporal payloads are encrypted with these keys (mint/store/crypto.py; the first one
     # encrypts). Without a key, secrets are unavailable and payloads travel in the clear.
     encryption_keys: tuple[str, ...] = field(default_factory=tuple)
     # The operator's credential for the codec server (/codec/decode, api/operator_auth.py): sent as a bearer

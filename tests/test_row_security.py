@@ -1,5 +1,5 @@
 """Row-level security: while acting for a developer, a query without any tenant filter still sees, and may
-write, only that developer's rows (migration 0012, mint/tenancy.py)."""
+write, only that developer's rows (migration 0012, mint/store/tenancy.py)."""
 
 from __future__ import annotations
 

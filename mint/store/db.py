@@ -66,7 +66,7 @@ async def connect_pool(
     statement_timeout: float | None = None,
 ) -> asyncpg.Pool:
     """A pool whose connections read and write json/jsonb as Python values, with doc search's HNSW settings
-    (mint/docs.py) set once per connection rather than per query, and the guards above."""
+    (mint/store/docs.py) set once per connection rather than per query, and the guards above."""
     settings = {
         "hnsw.ef_search": str(HNSW_EF_SEARCH),
         "hnsw.iterative_scan": "relaxed_order",
