@@ -290,7 +290,7 @@ class DocStore:
         self, developer_id: str, owner_ids: list[str], query: SearchQuery, want: int
     ) -> list[Hit]:
         async with self.pool.acquire() as conn:
-            if want <= HNSW_EF_SEARCH:  # ef_search (mint/store/db.py) covers it: one trip
+            if want <= HNSW_EF_SEARCH:  # the connection's ef_search (db.py) covers it: one round trip
                 return await self._vector_query(conn, developer_id, owner_ids, query, want)
             async with conn.transaction():
                 await conn.execute(f"SET LOCAL hnsw.ef_search = {want}")
