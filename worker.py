@@ -1,30 +1,24 @@
-"""The Mint worker, assembled: every workflow and activity with the clients they need (`mint worker` and
-`mint up` run it; mint/stack.py)."""
+"""The Mint worker: the workflows and activities it runs, and how (the sandbox, concurrency, stopping). The
+activities come built, their clients injected, from the composition root (mint/process/stack.py), which
+`mint worker` and `mint up` run."""
 
 from __future__ import annotations
 
-import logging
+from dataclasses import dataclass
 from datetime import timedelta
 
-import asyncpg
-import httpx
 from temporalio.client import Client
 from temporalio.worker import Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.docs import DocActivities
-from activities.egress import EgressPolicy
 from activities.http import HttpActivities
 from activities.mcp import McpActivities
-from activities.models import model_client
+from activities.models import ModelActivities
 from activities.sessions import SessionActivities
-from activities.system import SystemActivities, system_caller
+from activities.system import SystemActivities
 from activities.transitions import TransitionWriter
-from api.app import create_internal_app
-from mint.docs import DocStore
-from mint.secrets import SecretStore
 from mint.settings import Settings
-from mint.store import Store
 from workflows.docs import IndexDocWorkflow
 from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
 from workflows.sessions import CompressSessionWorkflow
@@ -56,19 +50,22 @@ def workflow_runner() -> SandboxedWorkflowRunner:
     )
 
 
-def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, settings: Settings) -> Worker:
-    """A worker with every workflow and activity registered, its clients passed in."""
-    writer = TransitionWriter(pool)
-    egress = EgressPolicy(settings.egress_allow)
-    secrets = SecretStore(pool, settings.encryption_keys)
-    tools = HttpActivities(http, egress, secrets, settings.max_tool_timeout)
-    # httpx logs every request's URL at INFO, and a tool's URL may carry a secret (activities/secrets.py).
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    models = model_client(settings, secrets)
-    system = SystemActivities(create_internal_app(Store(pool), client, settings, system_caller))
-    mcp = McpActivities(settings.mcp_servers, egress)
-    docs = DocActivities(DocStore(pool), settings.embedder())
-    sessions = SessionActivities(Store(pool), models)
+@dataclass(frozen=True)
+class WorkerActivities:
+    """The worker's activity objects, each built with its clients by the composition root."""
+
+    writer: TransitionWriter
+    tools: HttpActivities
+    models: ModelActivities
+    system: SystemActivities
+    mcp: McpActivities
+    docs: DocActivities
+    sessions: SessionActivities
+
+
+def build_worker(client: Client, activities: WorkerActivities, settings: Settings) -> Worker:
+    """A worker with every workflow and activity registered."""
+    a = activities
     return Worker(
         client,
         task_queue=settings.task_queue,
@@ -80,17 +77,17 @@ def build_worker(client: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, se
             RunToolWorkflow,
         ],
         activities=[
-            docs.index_doc,
-            sessions.compress_session,
-            docs.mark_doc_failed,
-            docs.search_docs,
-            writer.write_transitions,
-            writer.mark_failed,
-            tools.call_api,
-            models.call_model,
-            system.call_system,
-            mcp.call_mcp,
-            mcp.list_mcp_tools,
+            a.docs.index_doc,
+            a.sessions.compress_session,
+            a.docs.mark_doc_failed,
+            a.docs.search_docs,
+            a.writer.write_transitions,
+            a.writer.mark_failed,
+            a.tools.call_api,
+            a.models.call_model,
+            a.system.call_system,
+            a.mcp.call_mcp,
+            a.mcp.list_mcp_tools,
         ],
         workflow_runner=workflow_runner(),
         max_concurrent_activities=200,

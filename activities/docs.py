@@ -7,10 +7,10 @@ from typing import Any
 
 from temporalio import activity
 
-from activities import errors
 from activities.heartbeat import heartbeating
-from mint.docs import DocStore, SearchQuery
-from mint.embeddings import Embedder
+from mint.models.embeddings import Embedder
+from mint.store.docs import DocStore, SearchQuery
+from mint.temporal import errors
 from workflows.call_steps import SEARCH_DOCS
 from workflows.docs import INDEX_DOC, MARK_DOC_FAILED
 

@@ -15,11 +15,11 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 from temporalio import activity
 
-from activities import errors
 from activities.egress import Destination, EgressPolicy, EgressRefused
 from activities.heartbeat import heartbeating
 from activities.secrets import reveal
-from mint.secrets import SecretStore
+from mint.store.secrets import SecretStore
+from mint.temporal import errors
 from workflows.calls import CALL_API, DEFAULT_MAX_TOOL_TIMEOUT_SECONDS, bounded_timeout
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024

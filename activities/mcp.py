@@ -19,9 +19,9 @@ import mcp
 from mcp.client.streamable_http import streamable_http_client
 from temporalio import activity
 
-from activities import errors
 from activities.egress import Destination, EgressPolicy, EgressRefused
 from activities.heartbeat import heartbeating
+from mint.temporal import errors
 from workflows.call_steps import LIST_MCP_TOOLS
 from workflows.calls import CALL_MCP
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from activities import errors
 from activities.redaction import Redactor
-from mint.crypto import DecryptionError
-from mint.secrets import SecretStore, SecretsUnavailable
+from mint.store.crypto import DecryptionError
+from mint.store.secrets import SecretStore, SecretsUnavailable
+from mint.temporal import errors
 from workflows.secret_refs import names_in, substitute
 
 

@@ -8,8 +8,8 @@ from typing import Any
 from temporalio import activity
 
 from activities.heartbeat import heartbeating
-from activities.models import ModelActivities
-from mint.store import AGENTS, SESSIONS, Store
+from mint.models.client import ModelClient
+from mint.store.tables import AGENTS, SESSIONS, Store
 from workflows.sessions import COMPRESS_SESSION
 
 KEEP_RECENT = 4  # the newest messages always stay as they are
@@ -21,7 +21,7 @@ COMPRESS_INSTRUCTIONS = (
 
 
 class SessionActivities:
-    def __init__(self, store: Store, models: ModelActivities):
+    def __init__(self, store: Store, models: ModelClient):
         self.store = store
         self.models = models
 

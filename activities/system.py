@@ -22,8 +22,8 @@ import httpx
 from fastapi import FastAPI
 from temporalio import activity
 
-from activities import errors
 from activities.heartbeat import heartbeating
+from mint.temporal import errors
 from workflows.calls import CALL_SYSTEM
 from workflows.system_ops import OPERATIONS, Key, dotted, operation_key
 

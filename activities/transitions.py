@@ -10,7 +10,7 @@ import asyncpg
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from mint.db_errors import PERMANENT, explain
+from mint.store.db_errors import PERMANENT, explain
 from workflows.transition_log import MARK_FAILED, WRITE_TRANSITIONS
 from workflows.transitions import TERMINAL_STATUSES, InvalidTransition, TransitionBatch, check_sequence
 

@@ -3,26 +3,40 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Depends, FastAPI
 from temporalio.client import Client
 
-from activities.models import model_client
 from api.deps import get_developer
 from api.errors import install_error_handlers
 from api.limits import ChatSlots, RateLimiter
 from api.request_check import check_request
 from api.routes import agents, codec, docs, executions, secrets, sessions, tasks, users
 from api.sessions import Chatter
-from mint.docs import DocStore
-from mint.secrets import SecretStore
+from mint.models.client import ModelClient
+from mint.models.embeddings import Embedder
 from mint.settings import Settings
-from mint.store import Store
-from mint.tenancy import ActingForNoTenant, acting_as
+from mint.store.docs import DocStore
+from mint.store.secrets import SecretStore
+from mint.store.tables import Store
+from mint.store.tenancy import ActingForNoTenant, acting_as
 
 
-def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
+@dataclass(frozen=True)
+class AppClients:
+    """What the routes share, built by the composition root (mint/process/stack.py) and passed in."""
+
+    store: Store
+    temporal: Client
+    docs: DocStore
+    secrets: SecretStore
+    embedder: Embedder
+    models: ModelClient
+
+
+def create_app(clients: AppClients, settings: Settings) -> FastAPI:
     app = FastAPI(
         title="Mint",
         version="0.1.0",
@@ -30,19 +44,20 @@ def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
         max_body_size=settings.max_body_bytes,
         dependencies=[Depends(check_request)],  # every request's values, checked in one place
     )
+    store = clients.store
     app.state.store = store
-    app.state.temporal = temporal
+    app.state.temporal = clients.temporal
     app.state.settings = settings
     app.state.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
-    app.state.docs = DocStore(store.pool)
-    app.state.secrets = SecretStore(store.pool, settings.encryption_keys)
-    app.state.embedder = settings.embedder()
+    app.state.docs = clients.docs
+    app.state.secrets = clients.secrets
+    app.state.embedder = clients.embedder
     app.state.chatter = Chatter(
         store,
-        app.state.docs,
-        app.state.embedder,
-        model_client(settings, app.state.secrets),
-        temporal,
+        clients.docs,
+        clients.embedder,
+        clients.models,
+        clients.temporal,
         settings.task_queue,
         ChatSlots(settings.max_chats_per_developer),
         settings.max_tool_timeout,
@@ -60,13 +75,11 @@ def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
     return app
 
 
-def create_internal_app(
-    store: Store, temporal: Client, settings: Settings, caller: Callable[[], str]
-) -> FastAPI:
+def create_internal_app(clients: AppClients, settings: Settings, caller: Callable[[], str]) -> FastAPI:
     """The app system tools call in process (activities/system.py): never served on a port, and every
     request acts for `caller()`, the developer of the execution making the call, as a request with that
     developer's key would (row-level security included)."""
-    app = create_app(store, temporal, settings)
+    app = create_app(clients, settings)
 
     async def acting_caller() -> AsyncIterator[str]:
         developer_id = caller()

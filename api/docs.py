@@ -11,8 +11,8 @@ from temporalio.common import WorkflowIDReusePolicy
 
 from api import schemas
 from api.errors import ApiError
-from mint.docs import DIMENSIONS, DocStore, SearchQuery
-from mint.embeddings import Embedder
+from mint.models.embeddings import Embedder
+from mint.store.docs import DIMENSIONS, DocStore, SearchQuery
 from workflows.docs import INDEX_WORKFLOW
 
 # A create waits this long for its embeddings, so a doc is usually searchable by meaning as soon as the

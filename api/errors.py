@@ -11,10 +11,10 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.schemas import ErrorOut
-from mint.db import DatabaseBusy
-from mint.db_errors import explain
-from mint.secrets import SecretsUnavailable
-from mint.store import Conflict
+from mint.store.db import DatabaseBusy
+from mint.store.db_errors import explain
+from mint.store.secrets import SecretsUnavailable
+from mint.store.tables import Conflict
 from workflows.problems import Problem
 from workflows.storable import format_path, json_depth_loc, too_deep
 from workflows.validate import format_loc
@@ -80,7 +80,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return _response(422, f"invalid value: a value in this request {explain(exc)}")
 
     @app.exception_handler(DatabaseBusy)
-    @app.exception_handler(asyncpg.exceptions.LockNotAvailableError)  # lock_timeout (mint/db.py)
+    @app.exception_handler(asyncpg.exceptions.LockNotAvailableError)  # lock_timeout (mint/store/db.py)
     async def database_busy(_: Request, exc: Exception) -> JSONResponse:
         # Every connection is in use, or a row stayed locked: nothing is lost, the client should retry.
         message = str(exc) if isinstance(exc, DatabaseBusy) else "a row stayed locked by other work"

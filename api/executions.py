@@ -13,14 +13,14 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from api.errors import ApiError
 from mint.settings import Settings
-from mint.store import AGENTS, EXECUTIONS, Conflict, Store
+from mint.store.tables import AGENTS, EXECUTIONS, Conflict, Store
 from workflows.execution import TaskExecutionWorkflow
 from workflows.frames import ExecutionParams
 from workflows.input_schema import input_problems
 from workflows.language import ToolDef
 from workflows.transitions import TERMINAL_STATUSES
 
-# Large inputs cross Temporal by reference (mint/claim_check.py); this bounds what a request may carry.
+# Large inputs cross Temporal by reference (mint/temporal/claim_check.py); this bounds what a request may carry.
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 
 

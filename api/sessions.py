@@ -17,15 +17,15 @@ from temporalio.client import Client, WorkflowFailureError
 from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
 
-from activities.models import ModelActivities, OnText
 from api import schemas
 from api.errors import ApiError, not_found
 from api.limits import ChatSlots
-from mint.chat_turns import ChatTurns, SessionBusy
 from mint.context import Context, ContextTooLarge, count_tokens, fit, metadata_layers, render_system
-from mint.docs import DocStore, SearchQuery
-from mint.embeddings import Embedder
-from mint.store import AGENTS, USERS, Store
+from mint.models.client import ModelClient, OnText
+from mint.models.embeddings import Embedder
+from mint.store.chat_turns import ChatTurns, SessionBusy
+from mint.store.docs import DocStore, SearchQuery
+from mint.store.tables import AGENTS, USERS, Store
 from workflows import prompts
 from workflows.language import ToolDef
 from workflows.sessions import COMPRESS_WORKFLOW
@@ -78,7 +78,7 @@ class Chatter:
         store: Store,
         docs: DocStore,
         embedder: Embedder,
-        models: ModelActivities,
+        models: ModelClient,
         temporal: Client,
         task_queue: str,
         slots: ChatSlots,

@@ -20,10 +20,10 @@ from typing import Any
 from api import schemas
 from api.limits import ChatSlots
 from api.sessions import Chatter
-from mint import services
 from mint.context import count_tokens
-from mint.db import connect_pool, migrate
-from mint.store import AGENTS, SESSIONS, USERS, Store
+from mint.process import local_services
+from mint.store.db import connect_pool, migrate
+from mint.store.tables import AGENTS, SESSIONS, USERS, Store
 
 RUNS, HISTORY = 200, 200
 
@@ -43,8 +43,8 @@ async def _timed(make: Any) -> list[float]:
 
 
 async def main() -> None:
-    server = services.start_postgres(Path(tempfile.mkdtemp(prefix="mint-bench-chat-")))
-    pool = await connect_pool(services.postgres_url(server), max_size=4)
+    server = local_services.start_postgres(Path(tempfile.mkdtemp(prefix="mint-bench-chat-")))
+    pool = await connect_pool(local_services.postgres_url(server), max_size=4)
     try:
         await migrate(pool)
         store = Store(pool)

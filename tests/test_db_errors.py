@@ -11,7 +11,7 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from activities.transitions import TransitionWriter
-from mint.db_errors import PERMANENT, explain
+from mint.store.db_errors import PERMANENT, explain
 from tests.helpers import create_agent, create_task, start, wait_for_status
 from workflows.transitions import TransitionBatch
 

@@ -11,9 +11,9 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from mint.cli import cli
-from mint.docs import DIMENSIONS
-from mint.embeddings import MAX_BATCH, embedder_for
+from mint.models.embeddings import MAX_BATCH, embedder_for
+from mint.process.cli import cli
+from mint.store.docs import DIMENSIONS
 from tests.conftest import OPENAI_KEY, temporal_address
 from tests.helpers import create_agent, run_task, wait_indexed
 from tests.stack import BackgroundStack

@@ -9,8 +9,8 @@ from google.protobuf.message import Message
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
 
-from mint.claim_check import THRESHOLD_BYTES, ClaimCheckCodec
-from mint.payload_codec import ENCRYPTED, WORKFLOW_ID, EncryptionCodec
+from mint.temporal.claim_check import THRESHOLD_BYTES, ClaimCheckCodec
+from mint.temporal.payload_codec import ENCRYPTED, WORKFLOW_ID, EncryptionCodec
 from tests.helpers import run_task, transitions
 from tests.stack import TEST_ENCRYPTION_KEY
 from workflows.interpreter import JULEP_LOOPS_PATCH

@@ -42,7 +42,7 @@ def test_mint_up_serves_and_stops_cleanly(tmp_path):
 
 def _worker_pids(up: MintUp) -> list[int]:
     found = subprocess.run(
-        ["pgrep", "-f", f"mint.cli worker --data-dir {up.data_dir}"], capture_output=True, text=True
+        ["pgrep", "-f", f"mint.process.cli worker --data-dir {up.data_dir}"], capture_output=True, text=True
     )
     return [int(p) for p in found.stdout.split()]
 

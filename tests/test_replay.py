@@ -11,7 +11,7 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from mint.payload_codec import data_converter
+from mint.temporal.payload_codec import data_converter
 from tests.helpers import create_agent, create_task, start, wait_for_status
 from tests.stack import TEST_ENCRYPTION_KEY
 from worker import workflow_runner

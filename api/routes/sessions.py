@@ -16,7 +16,7 @@ from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
 from api.sessions import Chatter, participants
-from mint.store import AGENTS, SESSIONS, Store
+from mint.store.tables import AGENTS, SESSIONS, Store
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["sessions"], responses=ERROR_RESPONSES)

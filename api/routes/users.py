@@ -10,8 +10,8 @@ from fastapi import APIRouter
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, not_found
-from mint.docs import DocStore
-from mint.store import USERS
+from mint.store.docs import DocStore
+from mint.store.tables import USERS
 
 router = APIRouter(tags=["users"], responses=ERROR_RESPONSES)
 

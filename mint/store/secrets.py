@@ -12,8 +12,8 @@ from typing import Any
 
 import asyncpg
 
-from mint.crypto import Cipher
-from mint.store import Conflict, Page, new_id, record
+from mint.store.crypto import Cipher
+from mint.store.tables import Conflict, Page, new_id, record
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 MASK = "********"

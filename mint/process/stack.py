@@ -1,22 +1,40 @@
-"""Run Mint's long-lived parts (API and/or worker) against a Postgres URL and a Temporal address."""
+"""The composition root: the one place that builds Mint's parts (pools, Store, Temporal client, model
+client, the activities and the API) and runs them (API and/or worker) against a Postgres URL and a
+Temporal address. Every layer below gets what it needs as arguments."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import asyncpg
 import httpx
 import uvicorn
+from fastapi import FastAPI
+from temporalio.client import Client
+from temporalio.worker import Worker
 
-from api.app import create_app
-from mint.db import connect_pool, migrate
-from mint.reconciler import Reconciler, ReconcilerSettings
+from activities.docs import DocActivities
+from activities.egress import EgressPolicy
+from activities.http import HttpActivities
+from activities.mcp import McpActivities
+from activities.models import ModelActivities
+from activities.sessions import SessionActivities
+from activities.system import SystemActivities, system_caller
+from activities.transitions import TransitionWriter
+from api.app import AppClients, create_app, create_internal_app
+from mint.models.client import model_client
 from mint.settings import Settings
-from mint.store import Store
-from mint.temporal import connect_from_settings
+from mint.store.db import connect_pool, migrate
+from mint.store.docs import DocStore
+from mint.store.secrets import SecretStore
+from mint.store.tables import Store
+from mint.temporal.client import connect_from_settings
+from mint.temporal.reconciler import Reconciler, ReconcilerSettings
+from worker import WorkerActivities, build_worker
 
 
 class _Server(uvicorn.Server):
@@ -81,6 +99,37 @@ async def _close(pool: asyncpg.Pool | None, grace: float) -> None:
         pool.terminate()
 
 
+def app_clients(pool: asyncpg.Pool, temporal: Client, settings: Settings) -> AppClients:
+    """The clients an API app uses, on `pool`: the served API's, or the worker's in-process one."""
+    secrets = SecretStore(pool, settings.encryption_keys)
+    models = model_client(settings, secrets)  # with secrets: developers' own provider keys are used
+    return AppClients(Store(pool), temporal, DocStore(pool), secrets, settings.embedder(), models)
+
+
+def api_app(pool: asyncpg.Pool, temporal: Client, settings: Settings) -> FastAPI:
+    """The API that `mint api` and `mint up` serve."""
+    return create_app(app_clients(pool, temporal, settings), settings)
+
+
+def worker_for(temporal: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, settings: Settings) -> Worker:
+    """The worker, its activities built with their clients. The model client, secrets and stores are the
+    same ones the in-process API (which system tools call) uses."""
+    clients = app_clients(pool, temporal, settings)
+    egress = EgressPolicy(settings.egress_allow)
+    # httpx logs every request's URL at INFO, and a tool's URL may carry a secret (activities/secrets.py).
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    activities = WorkerActivities(
+        writer=TransitionWriter(pool),
+        tools=HttpActivities(http, egress, clients.secrets, settings.max_tool_timeout),
+        models=ModelActivities(clients.models),
+        system=SystemActivities(create_internal_app(clients, settings, system_caller)),
+        mcp=McpActivities(settings.mcp_servers, egress),
+        docs=DocActivities(clients.docs, clients.embedder),
+        sessions=SessionActivities(clients.store, clients.models),
+    )
+    return build_worker(temporal, activities, settings)
+
+
 async def run_stack(
     settings: Settings,
     options: StackOptions,
@@ -90,8 +139,6 @@ async def run_stack(
     """Serve until `stop` is set (or the task is cancelled); set `started` once requests can be served.
     Stopping takes a bounded time: requests and activities get `settings.shutdown_grace_seconds` to finish,
     then they are cut off."""
-    from worker import build_worker
-
     worker_pool = api_pool = None
     http = httpx.AsyncClient(trust_env=False)  # no proxies from the environment: egress is checked here
     try:
@@ -104,7 +151,7 @@ async def run_stack(
         temporal = await connect_from_settings(settings, main_pool, options.temporal_address)
         async with contextlib.AsyncExitStack() as parts:
             if worker_pool is not None:
-                worker = build_worker(temporal, worker_pool, http, settings)
+                worker = worker_for(temporal, worker_pool, http, settings)
                 await parts.enter_async_context(worker)
                 reconciler = Reconciler(
                     Store(worker_pool),
@@ -115,7 +162,7 @@ async def run_stack(
             server = None
             if api_pool is not None:
                 config = uvicorn.Config(
-                    create_app(Store(api_pool), temporal, settings),
+                    api_app(api_pool, temporal, settings),
                     host=settings.api_host,
                     port=settings.api_port,
                     log_level="warning",

@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from activities import errors
+from mint.temporal import errors
 
 
 def request_digest(request: dict[str, Any]) -> str:

@@ -40,7 +40,7 @@ class WorkerProcess:
     """`mint worker` for `mint up`'s data dir, configured by `env` (database, Temporal, encryption key)."""
 
     def __init__(self, data_dir: Path, env: dict[str, str], stop_within: float):
-        self.command = [sys.executable, "-m", "mint.cli", "worker", "--data-dir", str(data_dir)]
+        self.command = [sys.executable, "-m", "mint.process.cli", "worker", "--data-dir", str(data_dir)]
         self.env = {**os.environ, **env, "MINT_PARENT_PID": str(os.getpid())}
         self.stop_within = stop_within
         self.process: subprocess.Popen | None = None

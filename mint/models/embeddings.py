@@ -1,6 +1,6 @@
 """Text embeddings: all-MiniLM-L6-v2 on the CPU, offline (the default), or OpenAI when configured.
 
-Every embedder returns unit vectors of mint.docs.DIMENSIONS (384) numbers, so one pgvector column and one
+Every embedder returns unit vectors of mint.store.docs.DIMENSIONS (384) numbers, so one pgvector column and one
 HNSW index serve every doc; OpenAI's text-embedding-3 models are asked for 384 dimensions.
 """
 
@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import openai
 
-from mint.docs import DIMENSIONS
+from mint.store.docs import DIMENSIONS
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 MAX_BATCH = 64

@@ -16,8 +16,8 @@ from typing import Any
 
 import asyncpg
 
-from mint.db import HNSW_EF_SEARCH
-from mint.store import Page, new_id, record
+from mint.store.db import HNSW_EF_SEARCH
+from mint.store.tables import Page, new_id, record
 
 DIMENSIONS = 384
 CHUNK_WORDS = 120  # all-MiniLM-L6-v2 reads 256 word pieces; 120 words stay inside that
@@ -290,7 +290,7 @@ class DocStore:
         self, developer_id: str, owner_ids: list[str], query: SearchQuery, want: int
     ) -> list[Hit]:
         async with self.pool.acquire() as conn:
-            if want <= HNSW_EF_SEARCH:  # the connection's ef_search (mint/db.py) covers it: one round trip
+            if want <= HNSW_EF_SEARCH:  # the connection's ef_search (db.py) covers it: one round trip
                 return await self._vector_query(conn, developer_id, owner_ids, query, want)
             async with conn.transaction():
                 await conn.execute(f"SET LOCAL hnsw.ef_search = {want}")

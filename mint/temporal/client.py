@@ -5,9 +5,9 @@ from __future__ import annotations
 import asyncpg
 from temporalio.client import Client
 
-from mint.claim_check import THRESHOLD_BYTES
-from mint.payload_codec import data_converter
 from mint.settings import Settings
+from mint.temporal.claim_check import THRESHOLD_BYTES
+from mint.temporal.payload_codec import data_converter
 
 
 async def connect_temporal(

@@ -17,7 +17,7 @@ from typing import Any
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from mint.store import Store
+from mint.store.tables import Store
 
 log = logging.getLogger("mint.reconciler")
 

@@ -33,9 +33,9 @@ def cli() -> None:
 @click.option("--ui-port", default=8233, show_default=True, help="The Temporal web UI's port.")
 def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
     """Start Postgres, Temporal (with its UI), a worker and the API on this machine. Ctrl-C stops all."""
-    from mint import services
-    from mint.stack import StackOptions
-    from mint.worker_process import WorkerProcess
+    from mint.process import local_services
+    from mint.process.stack import StackOptions
+    from mint.process.worker_process import WorkerProcess
 
     settings = Settings.from_env()
     data_dir = data_dir.resolve()
@@ -55,10 +55,12 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
     )
     postgres = temporal = worker = None
     try:
-        postgres = None if settings.database_url else services.start_postgres(data_dir)
-        database_url = settings.database_url or services.postgres_url(postgres)
+        postgres = None if settings.database_url else local_services.start_postgres(data_dir)
+        database_url = settings.database_url or local_services.postgres_url(postgres)
         temporal = (
-            None if settings.temporal_address else services.start_temporal(data_dir, temporal_port, ui_port)
+            None
+            if settings.temporal_address
+            else local_services.start_temporal(data_dir, temporal_port, ui_port)
         )
         address = settings.temporal_address or f"127.0.0.1:{temporal_port}"
         api_url = f"http://{settings.api_host}:{settings.api_port}"
@@ -85,7 +87,7 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
         if worker:
             worker.stop()
         if temporal:
-            services.stop_process(temporal)
+            local_services.stop_process(temporal)
         if postgres:
             postgres.cleanup()
         click.echo("Mint stopped.")
@@ -94,7 +96,7 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
 @cli.command()
 def api() -> None:
     """Run only the API (needs MINT_DATABASE_URL and TEMPORAL_ADDRESS)."""
-    from mint.stack import StackOptions
+    from mint.process.stack import StackOptions
 
     settings = _external_settings()
     assert settings.database_url and settings.temporal_address
@@ -118,8 +120,8 @@ def api() -> None:
 )
 def worker(data_dir: Path | None) -> None:
     """Run only a worker (needs MINT_DATABASE_URL and TEMPORAL_ADDRESS)."""
-    from mint.stack import StackOptions
-    from mint.worker_process import die_with_parent
+    from mint.process.stack import StackOptions
+    from mint.process.worker_process import die_with_parent
 
     die_with_parent()
     settings = _external_settings()
@@ -133,12 +135,14 @@ def worker(data_dir: Path | None) -> None:
 
 def _with_store(data_dir: Path, work: Any) -> Any:
     """Run `work(store)` against MINT_DATABASE_URL, or the embedded Postgres under data_dir."""
-    from mint import services
-    from mint.db import connect_pool, migrate
-    from mint.store import Store
+    from mint.process import local_services
+    from mint.store.db import connect_pool, migrate
+    from mint.store.tables import Store
 
     settings = Settings.from_env()
-    url = settings.database_url or services.postgres_url(services.start_postgres(data_dir.resolve()))
+    url = settings.database_url or local_services.postgres_url(
+        local_services.start_postgres(data_dir.resolve())
+    )
 
     async def run() -> Any:
         pool = await connect_pool(url, max_size=2)
@@ -199,7 +203,7 @@ def docs() -> None:
 @DATA_DIR
 def docs_reembed(data_dir: Path) -> None:
     """Embed again every doc whose embeddings come from another model than MINT_EMBEDDING_MODEL."""
-    from mint.docs import DocStore
+    from mint.store.docs import DocStore
 
     embedder = Settings.from_env().embedder()
 
@@ -232,7 +236,7 @@ def docs_reembed(data_dir: Path) -> None:
 )
 def run_file(file: Path, input_json: str | None, agent_name: str, url: str | None, data_dir: Path) -> None:
     """Create or update the task in FILE, run it, and show its progress."""
-    from mint.runner import run_task_file
+    from mint.process.runner import run_task_file
 
     settings = Settings.from_env()
     key = settings.api_key or _stored_key(data_dir.resolve(), create=False)
@@ -306,7 +310,7 @@ def _serve(
     """Run the stack (and `beside()`, if given) until SIGINT or SIGTERM. Stopping is bounded: the stack
     gives work in flight `shutdown_grace_seconds`, and past a deadline (or at a second signal) it is
     cancelled outright."""
-    from mint.stack import run_stack
+    from mint.process.stack import run_stack
 
     async def main() -> None:
         stop = asyncio.Event()

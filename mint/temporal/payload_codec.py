@@ -28,8 +28,8 @@ from temporalio.converter import (
 )
 from temporalio.exceptions import ApplicationError
 
-from mint.claim_check import THRESHOLD_BYTES, ClaimCheckCodec
-from mint.crypto import Cipher, DecryptionError, UnknownKeyError
+from mint.store.crypto import Cipher, DecryptionError, UnknownKeyError
+from mint.temporal.claim_check import THRESHOLD_BYTES, ClaimCheckCodec
 
 ENCRYPTED = b"binary/encrypted"
 REFUSED = b"mint/refused"

@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncpg
 
-from mint.tenancy import TenantConnection, scope_connection
+from mint.store.tenancy import TenantConnection, scope_connection
 
 # Serializes migrations when the API and a worker start at the same moment.
 MIGRATION_LOCK = 7_100_001
@@ -66,7 +66,7 @@ async def connect_pool(
     statement_timeout: float | None = None,
 ) -> asyncpg.Pool:
     """A pool whose connections read and write json/jsonb as Python values, with doc search's HNSW settings
-    (mint/docs.py) set once per connection rather than per query, and the guards above."""
+    (mint/store/docs.py) set once per connection rather than per query, and the guards above."""
     settings = {
         "hnsw.ef_search": str(HNSW_EF_SEARCH),
         "hnsw.iterative_scan": "relaxed_order",
@@ -95,7 +95,7 @@ async def connect_pool(
 
 
 def _migration_files() -> list[tuple[str, str]]:
-    folder = resources.files("mint") / "migrations"
+    folder = resources.files("mint.store") / "migrations"
     files = sorted((f for f in folder.iterdir() if f.name.endswith(".sql")), key=lambda f: f.name)
     return [(f.name.removesuffix(".sql"), f.read_text()) for f in files]
 
