@@ -21,9 +21,11 @@ from temporalio import activity
 from activities import errors
 from activities.heartbeat import heartbeating
 from activities.recordings import Recordings
+from contracts.calls import ModelAnswer, ModelRequest
+from contracts.temporal import CALL_MODEL
+from contracts.wire import plain
 from mint.secrets import SecretStore, SecretsUnavailable
 from mint.settings import ModelConfig, Settings
-from workflows.call_steps import CALL_MODEL
 from workflows.prompts import strip_fence
 
 # Where a streamed answer's text goes, piece by piece (session chat with `stream: true`).
@@ -58,14 +60,12 @@ class ModelActivities:
         self._clients: dict[tuple[str, str | None], Any] = {}
 
     @activity.defn(name=CALL_MODEL)
-    async def call_model(self, request: dict[str, Any]) -> dict[str, Any]:
-        """One chat completion: {response (OpenAI chat completion shape), usage, cost, attempt}.
-
-        `request` has model, messages, settings, tools, tool_choice, response_format, `at` (the step, for
-        recordings) and `owner` ({developer_id, agent_id}: whose secrets may hold the provider's key). A
-        JSON answer that does not match the requested schema is retried like a 5xx."""
+    async def call_model(self, request: ModelRequest) -> ModelAnswer:
+        """One chat completion (OpenAI's chat completion shape), with its usage and cost. A JSON answer
+        that does not match the requested schema is retried like a 5xx."""
         async with heartbeating():
-            return {**await self.complete(request), "attempt": activity.info().attempt}
+            answer = await self.complete(plain(request))
+            return ModelAnswer(**answer, attempt=activity.info().attempt)
 
     async def complete(self, request: dict[str, Any], on_text: OnText | None = None) -> dict[str, Any]:
         """The same, outside an activity (session chat calls the model from the API). With `on_text`, the

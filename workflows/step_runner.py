@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from contracts.executions import ExecutionParams
+from contracts.transitions import Position
 from workflows import language as lang
-from workflows.frames import ExecutionParams, Frame
+from workflows.frames import Frame
 from workflows.transition_log import TransitionLog
-from workflows.transitions import Position
 from workflows.values import ValueEvaluator
 
 
