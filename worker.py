@@ -38,8 +38,8 @@ PASSTHROUGH_MODULES = (
     "workflows.sandbox",
     "re2",
     "workflows.values",
-    "workflows.transitions",
     "workflows.prompts",
+    "contracts",  # the payload types: shared, so a payload decoded outside the sandbox is the class inside
 )
 
 

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import Any
-
 from temporalio import activity
 
 from activities.heartbeat import heartbeating
+from contracts.background import DocFailure, DocRef, IndexedDoc
+from contracts.calls import CallAnswer, SearchRequest
+from contracts.temporal import INDEX_DOC, MARK_DOC_FAILED, SEARCH_DOCS
 from mint.models.embeddings import Embedder
 from mint.store.docs import DocStore, SearchQuery
 from mint.temporal import errors
-from workflows.call_steps import SEARCH_DOCS
-from workflows.docs import INDEX_DOC, MARK_DOC_FAILED
 
 
 class DocActivities:
@@ -21,10 +19,10 @@ class DocActivities:
         self.embedder = embedder
 
     @activity.defn(name=INDEX_DOC)
-    async def index_doc(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def index_doc(self, request: DocRef) -> IndexedDoc:
         """Embed the doc's chunks that have no embedding yet (so a retry redoes only what is missing)."""
         async with heartbeating():
-            developer_id, doc_id = request["developer_id"], request["doc_id"]
+            developer_id, doc_id = request.developer_id, request.doc_id
             instruction, chunks = await self.docs.unembedded(developer_id, doc_id)
             if chunks:
                 vectors = await self.embedder.embed([text for _, text in chunks], instruction)
@@ -34,23 +32,29 @@ class DocActivities:
                     self.embedder.model,
                     list(zip([i for i, _ in chunks], vectors, strict=True)),
                 )
-            return {"chunks": len(chunks), "model": self.embedder.model}
+            return IndexedDoc(chunks=len(chunks), model=self.embedder.model)
 
     @activity.defn(name=MARK_DOC_FAILED)
-    async def mark_doc_failed(self, request: dict[str, Any]) -> None:
-        await self.docs.mark_failed(request["developer_id"], request["doc_id"], request["error"])
+    async def mark_doc_failed(self, request: DocFailure) -> None:
+        await self.docs.mark_failed(request.developer_id, request.doc_id, request.error)
 
     @activity.defn(name=SEARCH_DOCS)
-    async def search_docs(self, request: dict[str, Any]) -> dict[str, Any]:
-        """{developer_id, owner_ids, mode, text, ...SearchQuery fields} -> {response: {docs}, attempt}."""
+    async def search_docs(self, request: SearchRequest) -> CallAnswer:
+        """The search step's query -> {docs}."""
         async with heartbeating():
-            known = {f.name for f in fields(SearchQuery)}
-            query = SearchQuery(**{k: v for k, v in request.items() if k in known})
-            if request.get("mode", "hybrid") != "text":
+            query = SearchQuery(
+                text=request.text,
+                limit=request.limit,
+                metadata_filter=request.metadata_filter,
+                confidence=request.confidence,
+                alpha=request.alpha,
+                mmr_strength=request.mmr_strength,
+            )
+            if request.mode != "text":
                 if not query.text:
                     raise errors.permanent("a vector or hybrid search needs a text query", "BadSearch")
                 (query.vector,) = await self.embedder.embed([query.text])
-                if request.get("mode") == "vector":
+                if request.mode == "vector":
                     query.text = None
-            docs = await self.docs.search(request["developer_id"], request["owner_ids"], query)
-            return {"response": {"docs": docs}, "attempt": activity.info().attempt}
+            docs = await self.docs.search(request.developer_id, request.owner_ids, query)
+            return CallAnswer(response={"docs": docs}, attempt=activity.info().attempt)

@@ -18,9 +18,12 @@ from temporalio import activity
 from activities.egress import Destination, EgressPolicy, EgressRefused
 from activities.heartbeat import heartbeating
 from activities.secrets import reveal
+from contracts.calls import ApiCallRequest, CallAnswer
+from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
+from contracts.temporal import CALL_API
 from mint.store.secrets import SecretStore
 from mint.temporal import errors
-from workflows.calls import CALL_API, DEFAULT_MAX_TOOL_TIMEOUT_SECONDS, bounded_timeout
+from workflows.calls import bounded_timeout
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 MAX_REDIRECTS = 5
@@ -47,17 +50,18 @@ class HttpActivities:
         self.max_timeout = max_timeout
 
     @activity.defn(name=CALL_API)
-    async def call_api(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Returns {response: {status_code, headers, content, json}, attempt}; network errors, timeouts and
-        5xx/429 retry via Temporal. Secrets the request refers to are filled in here, and masked in the
-        answer and in errors (a server may echo them)."""
+    async def call_api(self, request: ApiCallRequest) -> CallAnswer:
+        """The response as {status_code, headers, content, json}; network errors, timeouts and 5xx/429
+        retry via Temporal. Secrets the request refers to are filled in here, and masked in the answer and
+        in errors (a server may echo them)."""
         async with heartbeating():
-            request, redactor = await reveal(self.secrets, request)
+            # From here on the request is plain data for httpx (its keys checked when the tool was made).
+            filled, redactor = await reveal(self.secrets, dict(request))
             try:
-                response = await self._call(request, carries_secrets=bool(redactor))
+                response = await self._call(filled, carries_secrets=bool(redactor))
             except Exception as exc:
                 raise redactor.error(exc) from None
-            return {"response": redactor.value(response), "attempt": activity.info().attempt}
+            return CallAnswer(response=redactor.value(response), attempt=activity.info().attempt)
 
     async def _call(self, request: dict[str, Any], carries_secrets: bool) -> dict[str, Any]:
         try:

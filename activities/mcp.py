@@ -21,9 +21,9 @@ from temporalio import activity
 
 from activities.egress import Destination, EgressPolicy, EgressRefused
 from activities.heartbeat import heartbeating
+from contracts.calls import CallAnswer, McpCallRequest, McpIntegration, McpTool
+from contracts.temporal import CALL_MCP, LIST_MCP_TOOLS
 from mint.temporal import errors
-from workflows.call_steps import LIST_MCP_TOOLS
-from workflows.calls import CALL_MCP
 
 CALL_TIMEOUT_SECONDS = 120.0
 CONNECT_TIMEOUT_SECONDS = 30.0
@@ -35,35 +35,32 @@ class McpActivities:
         self.egress = egress
 
     @activity.defn(name=LIST_MCP_TOOLS)
-    async def list_mcp_tools(self, integration: dict[str, Any]) -> list[dict[str, Any]]:
-        """The server's tools as {name, description, parameters}."""
+    async def list_mcp_tools(self, integration: McpIntegration) -> list[McpTool]:
+        """The server's tools."""
         async with heartbeating(), self._connect(integration) as client:
             listed = await client.list_tools()
-        return [
-            {"name": t.name, "description": t.description or "", "parameters": t.input_schema or {}}
-            for t in listed.tools
-        ]
+        return [McpTool(t.name, t.description or "", t.input_schema or {}) for t in listed.tools]
 
     @activity.defn(name=CALL_MCP)
-    async def call_mcp(self, request: dict[str, Any]) -> dict[str, Any]:
-        """{integration, tool, arguments} -> {response, attempt}; a tool's own error is not retried."""
-        async with heartbeating(), self._connect(request["integration"]) as client:
-            result = await client.call_tool(request["tool"], request.get("arguments") or {})
+    async def call_mcp(self, request: McpCallRequest) -> CallAnswer:
+        """The tool's answer; a tool's own error is not retried."""
+        async with heartbeating(), self._connect(request.integration) as client:
+            result = await client.call_tool(request.tool, request.arguments or {})
         text = "\n".join(
             getattr(block, "text", "") for block in result.content if getattr(block, "text", None)
         )
         if result.is_error:
-            raise errors.permanent(f"MCP tool {request['tool']!r} failed: {text[:500]}", "McpToolError")
+            raise errors.permanent(f"MCP tool {request.tool!r} failed: {text[:500]}", "McpToolError")
         # The text content is the tool's own answer (JSON when it returned data); structured content wraps
         # plain values as {"result": ...}, so it is only the fallback.
         try:
             value: Any = json.loads(text)
         except ValueError:
             value = result.structured_content if result.structured_content is not None else text
-        return {"response": value, "attempt": activity.info().attempt}
+        return CallAnswer(response=value, attempt=activity.info().attempt)
 
     @asynccontextmanager
-    async def _connect(self, integration: dict[str, Any]) -> AsyncIterator[mcp.Client]:
+    async def _connect(self, integration: McpIntegration) -> AsyncIterator[mcp.Client]:
         setup = integration.get("setup") or {}
         async with AsyncExitStack() as stack:
             if setup.get("server"):

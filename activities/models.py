@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from temporalio import activity
 
 from activities.heartbeat import heartbeating
+from contracts.calls import ModelAnswer, ModelRequest
+from contracts.temporal import CALL_MODEL
+from contracts.wire import plain
 from mint.models.client import ModelClient
-from workflows.call_steps import CALL_MODEL
 
 
 class ModelActivities:
@@ -17,11 +17,9 @@ class ModelActivities:
         self.client = client
 
     @activity.defn(name=CALL_MODEL)
-    async def call_model(self, request: dict[str, Any]) -> dict[str, Any]:
-        """One chat completion: {response (OpenAI chat completion shape), usage, cost, attempt}.
-
-        `request` has model, messages, settings, tools, tool_choice, response_format, `at` (the step, for
-        recordings) and `owner` ({developer_id, agent_id}: whose secrets may hold the provider's key). A
-        JSON answer that does not match the requested schema is retried like a 5xx."""
+    async def call_model(self, request: ModelRequest) -> ModelAnswer:
+        """One chat completion (OpenAI's chat completion shape), with its usage and cost. A JSON answer
+        that does not match the requested schema is retried like a 5xx."""
         async with heartbeating():
-            return {**await self.client.complete(request), "attempt": activity.info().attempt}
+            answer = await self.client.complete(plain(request))
+            return ModelAnswer(**answer, attempt=activity.info().attempt)

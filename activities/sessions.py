@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from temporalio import activity
 
 from activities.heartbeat import heartbeating
+from contracts.background import Compressed, SessionRef
+from contracts.temporal import COMPRESS_SESSION
 from mint.models.client import ModelClient
 from mint.store.tables import AGENTS, SESSIONS, Store
-from workflows.sessions import COMPRESS_SESSION
 
 KEEP_RECENT = 4  # the newest messages always stay as they are
 COMPRESS_INSTRUCTIONS = (
@@ -26,14 +26,14 @@ class SessionActivities:
         self.models = models
 
     @activity.defn(name=COMPRESS_SESSION)
-    async def compress_session(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def compress_session(self, request: SessionRef) -> Compressed:
         """Fold every message but the newest few into the summary, in one transaction at the end (a retry
         after a crash starts over from the same messages)."""
         async with heartbeating():
-            developer, session_id = request["developer_id"], request["session_id"]
+            developer, session_id = request.developer_id, request.session_id
             session = await self.store.get(SESSIONS, developer, session_id)
             if session is None:
-                return {"folded": 0}
+                return Compressed(folded=0)
             rows = await self.store.pool.fetch(
                 "SELECT id, role, name, content FROM entries WHERE developer_id = $1 AND session_id = $2 "
                 "AND NOT summarized ORDER BY seq",
@@ -42,7 +42,7 @@ class SessionActivities:
             )
             older = rows[:-KEEP_RECENT]
             if not older:
-                return {"folded": 0}
+                return Compressed(folded=0)
             agent = await self.store.get(AGENTS, developer, session["agents"][0]) or {}
             conversation = "\n".join(
                 f"{r['role']}{' (' + r['name'] + ')' if r['name'] else ''}: "
@@ -76,4 +76,4 @@ class SessionActivities:
                     developer,
                     [r["id"] for r in older],
                 )
-            return {"folded": len(older)}
+            return Compressed(folded=len(older))

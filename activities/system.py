@@ -23,8 +23,9 @@ from fastapi import FastAPI
 from temporalio import activity
 
 from activities.heartbeat import heartbeating
+from contracts.calls import CallAnswer, SystemCallRequest
+from contracts.temporal import CALL_SYSTEM
 from mint.temporal import errors
-from workflows.calls import CALL_SYSTEM
 from workflows.system_ops import OPERATIONS, Key, dotted, operation_key
 
 _caller: contextvars.ContextVar[str] = contextvars.ContextVar("system_tool_caller")
@@ -142,19 +143,19 @@ class SystemActivities:
         )
 
     @activity.defn(name=CALL_SYSTEM)
-    async def call_system(self, request: dict[str, Any]) -> dict[str, Any]:
-        """{developer_id, system: spec, arguments} -> {response, attempt}; a 4xx is not retried."""
+    async def call_system(self, request: SystemCallRequest) -> CallAnswer:
+        """The operation's answer, shaped as Julep's; a 4xx is not retried."""
         async with heartbeating():
             return await self._call(request)
 
-    async def _call(self, request: dict[str, Any]) -> dict[str, Any]:
-        spec = request["system"]
+    async def _call(self, request: SystemCallRequest) -> CallAnswer:
+        spec = request.system
         try:
             key = operation_key(spec)
         except ValueError as exc:
             raise errors.permanent(str(exc), "UnknownSystemOperation") from None
-        call = plan(key, spec, request.get("arguments") or {})
-        token = _caller.set(request["developer_id"])
+        call = plan(key, spec, request.arguments or {})
+        token = _caller.set(request.developer_id)
         try:
             response = await self.client.request(call.method, call.path, params=call.params, json=call.body)
         finally:
@@ -168,7 +169,7 @@ class SystemActivities:
                 f"{dotted(key)} ({call.method} {call.path}) answered {response.status_code}: {detail or body}",
                 "SystemCallRefused",
             )
-        return {"response": shaped(key, body), "attempt": activity.info().attempt}
+        return CallAnswer(response=shaped(key, body), attempt=activity.info().attempt)
 
     async def close(self) -> None:
         await self.client.aclose()

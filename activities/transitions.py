@@ -4,18 +4,23 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
 
 import asyncpg
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from contracts.temporal import MARK_FAILED, WRITE_TRANSITIONS
+from contracts.transitions import (
+    TERMINAL_STATUSES,
+    InvalidTransition,
+    TransitionBatch,
+    TransitionRow,
+    check_sequence,
+)
 from mint.store.db_errors import PERMANENT, explain
-from workflows.transition_log import MARK_FAILED, WRITE_TRANSITIONS
-from workflows.transitions import TERMINAL_STATUSES, InvalidTransition, TransitionBatch, check_sequence
 
 
-def _usage(transitions: list[dict[str, Any]]) -> tuple[int, int, float]:
+def _usage(transitions: list[TransitionRow]) -> tuple[int, int, float]:
     """Model tokens and cost in these transitions (each model call records its own, exactly once)."""
     prompt = completion = 0
     cost = 0.0

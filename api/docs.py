@@ -11,9 +11,10 @@ from temporalio.common import WorkflowIDReusePolicy
 
 from api import schemas
 from api.errors import ApiError
+from contracts.background import DocRef, IndexedDoc
+from contracts.temporal import INDEX_DOC_WORKFLOW
 from mint.models.embeddings import Embedder
 from mint.store.docs import DIMENSIONS, DocStore, SearchQuery
-from workflows.docs import INDEX_WORKFLOW
 
 # A create waits this long for its embeddings, so a doc is usually searchable by meaning as soon as the
 # create returns; a slower one answers `pending` and finishes in the background.
@@ -75,8 +76,9 @@ async def index(
 ) -> None:
     try:
         handle = await temporal.start_workflow(
-            INDEX_WORKFLOW,
-            {"developer_id": developer, "doc_id": doc_id},
+            INDEX_DOC_WORKFLOW,
+            DocRef(developer_id=developer, doc_id=doc_id),
+            result_type=IndexedDoc,
             id=f"index-doc-{doc_id}",
             task_queue=task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,

@@ -12,13 +12,13 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from api.errors import ApiError
+from contracts.executions import ExecutionParams, ResumeInput
+from contracts.temporal import RESUME_SIGNAL, TASK_EXECUTION_WORKFLOW
+from contracts.transitions import TERMINAL_STATUSES
 from mint.settings import Settings
 from mint.store.tables import AGENTS, EXECUTIONS, Conflict, Store
-from workflows.execution import TaskExecutionWorkflow
-from workflows.frames import ExecutionParams
 from workflows.input_schema import input_problems
 from workflows.language import ToolDef
-from workflows.transitions import TERMINAL_STATUSES
 
 # Large inputs cross Temporal by reference (mint/temporal/claim_check.py); this bounds what a request may carry.
 MAX_INPUT_BYTES = 32 * 1024 * 1024
@@ -144,7 +144,7 @@ async def _launch(
     )
     try:
         await temporal.start_workflow(
-            TaskExecutionWorkflow.run,
+            TASK_EXECUTION_WORKFLOW,
             params,
             id=execution["id"],
             task_queue=settings.task_queue,
@@ -173,9 +173,7 @@ async def resume_execution(
     if wait_seq is None:
         raise ApiError(409, f"execution {execution['id']} is not waiting for input")
     try:
-        await _handle(temporal, execution).signal(
-            TaskExecutionWorkflow.resume, {"wait_seq": wait_seq, "input": value}
-        )
+        await _handle(temporal, execution).signal(RESUME_SIGNAL, ResumeInput(wait_seq=wait_seq, input=value))
     except RPCError as exc:
         raise ApiError(409, f"execution {execution['id']} cannot be resumed: {exc.message}") from None
 

@@ -20,6 +20,9 @@ from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlrea
 from api import schemas
 from api.errors import ApiError, not_found
 from api.limits import ChatSlots
+from contracts.background import RunToolRequest, SessionRef
+from contracts.calls import Owner
+from contracts.temporal import COMPRESS_SESSION_WORKFLOW, RUN_TOOL_WORKFLOW
 from mint.context import Context, ContextTooLarge, count_tokens, fit, metadata_layers, render_system
 from mint.models.client import ModelClient, OnText
 from mint.models.embeddings import Embedder
@@ -28,9 +31,7 @@ from mint.store.docs import DocStore, SearchQuery
 from mint.store.tables import AGENTS, USERS, Store
 from workflows import prompts
 from workflows.language import ToolDef
-from workflows.sessions import COMPRESS_WORKFLOW
 from workflows.storable import find_unstorable, format_path
-from workflows.tools import RUN_TOOL_WORKFLOW
 
 # Chats in one session are serialised: a second waits up to this long for the first, then gets a 409.
 CHAT_TURN_WAIT_SECONDS = 30.0
@@ -106,8 +107,8 @@ class Chatter:
             return
         with contextlib.suppress(WorkflowAlreadyStartedError):
             await self.temporal.start_workflow(
-                COMPRESS_WORKFLOW,
-                {"developer_id": developer, "session_id": session["id"]},
+                COMPRESS_SESSION_WORKFLOW,
+                SessionRef(developer_id=developer, session_id=session["id"]),
                 id=f"compress-session-{developer}-{session['id']}",
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
@@ -340,12 +341,12 @@ class Chatter:
         try:
             data = await self.temporal.execute_workflow(
                 RUN_TOOL_WORKFLOW,
-                {
-                    "owner": {"developer_id": developer, "agent_id": agent_id},
-                    "tool": spec,
-                    "arguments": prompts.call_arguments(call),
-                    "max_tool_timeout": self.max_tool_timeout,
-                },
+                RunToolRequest(
+                    owner=Owner(developer_id=developer, agent_id=agent_id),
+                    tool=spec,
+                    arguments=prompts.call_arguments(call),
+                    max_tool_timeout=self.max_tool_timeout,
+                ),
                 id=f"chat-tool-{uuid.uuid4()}",
                 task_queue=self.task_queue,
             )

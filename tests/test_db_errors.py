@@ -11,9 +11,9 @@ import pytest
 from temporalio.exceptions import ApplicationError
 
 from activities.transitions import TransitionWriter
+from contracts.transitions import TransitionBatch
 from mint.store.db_errors import PERMANENT, explain
 from tests.helpers import create_agent, create_task, start, wait_for_status
-from workflows.transitions import TransitionBatch
 
 INTERNALS = ("DETAIL", "$1", "query argument", "invalid input", "SELECT", "jsonb")
 

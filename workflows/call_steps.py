@@ -16,18 +16,18 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from contracts.calls import CallAnswer, McpTool, ModelAnswer, ModelRequest, Owner, SearchRequest
+from contracts.temporal import CALL_MODEL, LIST_MCP_TOOLS, SEARCH_DOCS
+from contracts.transitions import Position
 from workflows import language as lang
 from workflows import prompts
-from workflows.calls import HEARTBEAT_TIMEOUT, ToolError, call_options, tool_activity
+from workflows.calls import HEARTBEAT_TIMEOUT, ToolCallRequest, ToolError, call_options, tool_activity
 from workflows.failures import StepFailed, failure_message
 from workflows.fan_out import gather
 from workflows.step_runner import StepRunner
-from workflows.transitions import Position
 
-# Activity names (the activities in activities/ register under these).
-CALL_MODEL = "call_model"
-LIST_MCP_TOOLS = "list_mcp_tools"
-SEARCH_DOCS = "search_docs"
+# The input of any activity a step calls (contracts.temporal.ACTIVITIES has which is whose).
+CallRequest = ModelRequest | SearchRequest | ToolCallRequest
 
 
 @dataclass
@@ -90,11 +90,10 @@ class CallSteps:
                 call["id"] = call_id
             return await self.interpreter.waits.wait({"tool_call": call}, position, metadata, step.timeout)
         try:
-            owner = {"developer_id": params.developer_id, "agent_id": params.agent.get("id")}
             planned = tool_activity(
                 tool,
                 arguments,
-                owner,
+                self._owner(),
                 self.interpreter.values,
                 lambda: str(workflow.uuid4()),
                 params.max_tool_timeout,
@@ -104,7 +103,7 @@ class CallSteps:
         return await self._activity(planned.name, planned.request, step, planned.deadline)
 
     async def _activity(
-        self, name: str, request: dict[str, Any], step: lang.CallStep, deadline: float | None = None
+        self, name: str, request: CallRequest, step: lang.CallStep, deadline: float | None = None
     ) -> CallResult:
         """A call activity with the step's timeout and retries; transitions so far are written meanwhile."""
         timeout, retry = call_options(step, self.interpreter.task.defaults, deadline)
@@ -112,11 +111,19 @@ class CallSteps:
         answer = await workflow.execute_activity(
             name,
             request,
+            result_type=ModelAnswer if name == CALL_MODEL else CallAnswer,
             start_to_close_timeout=timeout,
             retry_policy=retry,
             heartbeat_timeout=HEARTBEAT_TIMEOUT,
         )
-        return CallResult(answer["response"], answer["attempt"], answer.get("usage"), answer.get("cost"))
+        if isinstance(answer, ModelAnswer):
+            return CallResult(answer.response, answer.attempt, answer.usage, answer.cost)
+        return CallResult(answer.response, answer.attempt)
+
+    def _owner(self) -> Owner:
+        """Whose calls this execution makes: its developer's, for its agent."""
+        params = self.interpreter.params
+        return Owner(params.developer_id, params.agent.get("id"))
 
     def _metadata_layers(self) -> list[dict[str, Any] | None]:
         """Where `x-tool-parameters` come from in a task, lowest precedence first."""
@@ -138,17 +145,17 @@ class CallSteps:
         agent = values.value(spec.agent, names) if spec.agent is not None else params.agent.get("id")
         user = values.value(spec.user, names) if spec.user is not None else None
         owners = [str(o) for o in (agent, user) if o]
-        request = {
-            "developer_id": params.developer_id,
-            "owner_ids": owners,
-            "mode": spec.mode,
-            "text": query,
-            "limit": spec.limit,
-            "metadata_filter": spec.metadata_filter or {},
-            "alpha": spec.alpha,
-            "mmr_strength": spec.mmr_strength,
-            "confidence": spec.confidence,
-        }
+        request = SearchRequest(
+            developer_id=params.developer_id,
+            owner_ids=owners,
+            mode=spec.mode,
+            text=query,
+            limit=spec.limit,
+            metadata_filter=spec.metadata_filter or {},
+            alpha=spec.alpha,
+            mmr_strength=spec.mmr_strength,
+            confidence=spec.confidence,
+        )
         return await self._activity(SEARCH_DOCS, request, step)
 
     # Prompts ---------------------------------------------------------------------------------------------
@@ -184,8 +191,8 @@ class CallSteps:
             self.interpreter.log.add(
                 "step", answer.output, position, position, metadata={**turn_metadata, **answer.metadata()}
             )
-            request["messages"] = [
-                *request["messages"],
+            request.messages = [
+                *request.messages,
                 {"role": "assistant", "content": message.get("content"), "tool_calls": calls},
             ]
             results = await gather(
@@ -194,19 +201,19 @@ class CallSteps:
                     for call in calls
                 ]
             )
-            request["messages"] += [
+            request.messages += [
                 {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
                 for call, result in zip(calls, results, strict=True)
             ]
         try:
-            output = prompts.step_output(answer.output, step.unwrap, request["response_format"])
+            output = prompts.step_output(answer.output, step.unwrap, request.response_format)
         except ValueError:
             raise StepFailed(f"{here}: the model's answer is not the JSON that was asked for") from None
         return CallResult(output, answer.attempts, answer.usage, answer.cost)
 
     async def _prompt_request(
         self, step: lang.PromptStep, names: dict[str, Any], here: str
-    ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    ) -> tuple[ModelRequest, dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
         """The call_model request for a prompt step, the tools it offers, and their fixed arguments."""
         params, task = self.interpreter.params, self.interpreter.task
         settings = {
@@ -218,16 +225,16 @@ class CallSteps:
         model = settings.pop("model", None) or params.agent.get("model")
         tools = await self._described(self._prompt_tools(step, here), step)
         fixed = {name: prompts.fixed_arguments(tool, self._metadata_layers()) for name, tool in tools.items()}
-        request: dict[str, Any] = {
-            "model": model,
-            "messages": self._messages(step.prompt, names, here),
-            "settings": settings,
-            "tools": [prompts.offered_tool(tool, fixed[name]) for name, tool in tools.items()],
-            "tool_choice": step.tool_choice,
-            "response_format": response_format,
-            "at": f"{params.task_info.get('name', '')}:{here}",  # where recordings file it
-            "owner": {"developer_id": params.developer_id, "agent_id": params.agent.get("id")},
-        }
+        request = ModelRequest(
+            model=model,
+            messages=self._messages(step.prompt, names, here),
+            settings=settings,
+            tools=[prompts.offered_tool(tool, fixed[name]) for name, tool in tools.items()],
+            tool_choice=step.tool_choice,
+            response_format=response_format,
+            at=f"{params.task_info.get('name', '')}:{here}",  # where recordings file it
+            owner=self._owner(),
+        )
         return request, tools, fixed
 
     async def _loop_tool(
@@ -283,16 +290,20 @@ class CallSteps:
                 continue
             timeout, retry = call_options(step, self.interpreter.task.defaults)
             listed = await workflow.execute_activity(
-                LIST_MCP_TOOLS, integration, start_to_close_timeout=timeout, retry_policy=retry
+                LIST_MCP_TOOLS,
+                integration,
+                result_type=list[McpTool],
+                start_to_close_timeout=timeout,
+                retry_policy=retry,
             )
             method = integration.get("method") or name
-            found = next((t for t in listed if t["name"] == method), None)
+            found = next((t for t in listed if t.name == method), None)
             if found is None:
                 raise StepFailed(f"MCP server of tool {name!r} has no tool {method!r}")
             described[name] = {
                 **tool,
-                "description": tool.get("description") or found["description"],
-                "parameters": found["parameters"],
+                "description": tool.get("description") or found.description,
+                "parameters": found.parameters,
             }
         return described
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -10,6 +11,9 @@ from typing import Any
 
 from temporalio.common import RetryPolicy
 
+from contracts.calls import ApiCallRequest, McpCallRequest, McpIntegration, Owner, SystemCallRequest
+from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
+from contracts.temporal import CALL_API, CALL_MCP, CALL_SYSTEM
 from workflows import language as lang
 from workflows.sandbox.expressions import ExpressionError
 from workflows.secret_refs import SecretRefs
@@ -18,17 +22,12 @@ from workflows.values import ValueEvaluator
 # Built-in defaults; a task's `defaults` and a step's own `timeout`/`retry` override them, field by field.
 DEFAULT_TIMEOUT_SECONDS = 60.0
 # An api_call's `timeout` is the deadline of the whole call (every redirect hop, the whole body); it may not
-# exceed MINT_MAX_TOOL_TIMEOUT_SECONDS. The attempt's start-to-close timeout is that deadline plus a little,
-# so that the call's own, clearer error wins the race.
-DEFAULT_MAX_TOOL_TIMEOUT_SECONDS = 300.0
+# exceed MINT_MAX_TOOL_TIMEOUT_SECONDS (DEFAULT_MAX_TOOL_TIMEOUT_SECONDS unless set). The attempt's
+# start-to-close timeout is that deadline plus a little, so that the call's own, clearer error wins the race.
 DEADLINE_SLACK_SECONDS = 5.0
 DEFAULT_RETRY = lang.RetrySpec(max_attempts=5, initial_interval=1.0, backoff=2.0, max_interval=60.0)
 # Activities heartbeat every 2 s: a worker that dies mid-call is noticed after this long, and the call retried.
 HEARTBEAT_TIMEOUT = timedelta(seconds=10)
-# The activities that run server-side tools (activities/http.py, system.py, mcp.py).
-CALL_API = "call_api"
-CALL_SYSTEM = "call_system"
-CALL_MCP = "call_mcp"
 WHOLE_TEMPLATE = re.compile(r"^\{\{((?:(?!\}\}|\{\{).)*)\}\}$", re.DOTALL)
 
 
@@ -88,27 +87,31 @@ class ToolError(ValueError):
     """A tool that cannot be called as written (bad arguments, an unknown provider)."""
 
 
+# The input of the activity that runs a server-side tool (call_api, call_system, call_mcp).
+ToolCallRequest = ApiCallRequest | SystemCallRequest | McpCallRequest
+
+
 @dataclass
 class ToolActivity:
     """How to run one server-side tool call: the activity, its input, and the call's own deadline (seconds),
     when it has one."""
 
-    name: str
-    request: dict[str, Any]
+    name: str  # CALL_API, CALL_SYSTEM or CALL_MCP
+    request: ToolCallRequest
     deadline: float | None = None
 
 
 def tool_activity(
     tool: dict[str, Any],
     arguments: Any,
-    owner: dict[str, Any],
+    owner: Owner,
     values: ValueEvaluator,
     new_key: Callable[[], str],
     max_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS,
 ) -> ToolActivity:
     """The activity call for an api_call, system or MCP integration tool (function tools go to the client).
 
-    `owner` is {developer_id, agent_id}: whose tools these are, and so whose secrets they may use. `new_key`
+    `owner` is whose tools these are, and so whose secrets they may use. `new_key`
     makes the api_call's Idempotency-Key: the same on every attempt (retries reuse the activity's input), so
     the server can drop repeats. An api_call's timeout may not exceed `max_timeout` seconds."""
     if not isinstance(arguments, dict):
@@ -123,7 +126,11 @@ def tool_activity(
                 "function call): a secret can only be inserted as it is, e.g. `Bearer {{ secrets.KEY }}`"
             )
         if secrets.lookups:
-            request["secrets"] = {**owner, "nonce": nonce}
+            request["secrets"] = {
+                "developer_id": owner.developer_id,
+                "agent_id": owner.agent_id,
+                "nonce": nonce,
+            }
         try:
             deadline = bounded_timeout(request.get("timeout"), max_timeout)
         except ValueError as exc:
@@ -134,14 +141,12 @@ def tool_activity(
             request["headers"] = {**headers, "Idempotency-Key": new_key()}
         return ToolActivity(CALL_API, request, deadline)
     if tool["type"] == "system":
-        return ToolActivity(
-            CALL_SYSTEM,
-            {"developer_id": owner["developer_id"], "system": tool["system"], "arguments": arguments},
-        )
-    integration = tool.get("integration") or {}
+        return ToolActivity(CALL_SYSTEM, SystemCallRequest(owner.developer_id, tool["system"], arguments))
+    # A tool as stored (ToolSpec) is JSON; its `integration` has McpIntegration's keys (checked at creation).
+    integration = typing.cast(McpIntegration, tool.get("integration") or {})
     if tool["type"] == "integration" and integration.get("provider") == "mcp":
         method = integration.get("method") or tool["name"]
-        return ToolActivity(CALL_MCP, {"integration": integration, "tool": method, "arguments": arguments})
+        return ToolActivity(CALL_MCP, McpCallRequest(integration, method, arguments))
     raise ToolError(
         f"{tool['type']} tool {tool['name']!r}: provider {integration.get('provider')!r} is not available "
         "(Mint ships the `mcp` provider)"
@@ -150,7 +155,7 @@ def tool_activity(
 
 def api_request(
     spec: dict[str, Any], arguments: dict[str, Any], values: ValueEvaluator, secrets: SecretRefs
-) -> dict[str, Any]:
+) -> ApiCallRequest:
     """The HTTP request for an api_call tool: the spec's strings are templates over `arguments` and
     `secrets` (which give references, not values), and the step's arguments (url, method, headers, params,
     json, content, data) override or extend the spec."""
@@ -166,7 +171,9 @@ def api_request(
             request[key] = arguments[key]
     for key in ("schema", "params_schema"):
         request.pop(key, None)
-    return request
+    # The spec's keys and the arguments' are httpx's request keys (ApiCallRequest), checked when the tool
+    # was created; what reaches the activity is this dict as it is.
+    return typing.cast(ApiCallRequest, request)
 
 
 def _render(value: Any, scope: dict[str, Any], values: ValueEvaluator) -> Any:

@@ -8,23 +8,22 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
+from contracts.executions import ChunkOutcome, ExecutionParams, MapChunk, ResumeInput
+from contracts.temporal import MAP_CHUNK_WORKFLOW, RESUME_SIGNAL, TASK_EXECUTION_WORKFLOW
 from workflows.failures import StepFailed
-from workflows.fan_out import MAP_CHUNK_WORKFLOW, MapChunk
-from workflows.frames import ExecutionParams
 from workflows.inbox import Inbox
 from workflows.interpreter import Interpreter
-from workflows.transitions import plain
 
 
-@workflow.defn(name="TaskExecutionWorkflow")
+@workflow.defn(name=TASK_EXECUTION_WORKFLOW)
 class TaskExecutionWorkflow:
     def __init__(self) -> None:
         self._inbox = Inbox()
 
-    @workflow.signal
-    def resume(self, payload: dict[str, Any]) -> None:
+    @workflow.signal(name=RESUME_SIGNAL)
+    def resume(self, payload: ResumeInput) -> None:
         """PUT /executions/{id} with status `running`: `input` becomes the output of wait `wait_seq`."""
-        self._inbox.deliver(payload.get("wait_seq"), payload.get("input"))
+        self._inbox.deliver(payload.wait_seq, payload.input)
 
     @workflow.run
     async def run(self, params: ExecutionParams) -> Any:
@@ -40,10 +39,9 @@ class MapChunkWorkflow:
     """Part of a large map or foreach, as a child of the execution's workflow (see FanOut._in_children)."""
 
     @workflow.run
-    async def run(self, chunk: MapChunk) -> dict[str, Any]:  # a ChunkOutcome, as a dict (see plain)
+    async def run(self, chunk: MapChunk) -> ChunkOutcome:
         try:
             interpreter = Interpreter(chunk.params, Inbox(), chunk=True)
-            outcome: dict[str, Any] = plain(await interpreter.fan_out.run_chunk(chunk))
-            return outcome
+            return await interpreter.fan_out.run_chunk(chunk)
         except StepFailed as exc:
             raise ApplicationError(str(exc), type="StepFailed", non_retryable=True) from None

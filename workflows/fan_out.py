@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 from temporalio import workflow
 
+from contracts.executions import ChunkOutcome, MapChunk
+from contracts.temporal import MAP_CHUNK_WORKFLOW
 from workflows import language as lang
 from workflows.failures import Returned, StepFailed, failure_message
-from workflows.frames import ExecutionParams, Frame
+from workflows.frames import Frame
 from workflows.reduce import fold, reduce_results
 from workflows.step_runner import StepRunner
-from workflows.transitions import plain
 
 # History events one call (a flush marker, the activity, its workflow task) adds, and the share of a history
 # a single fan-out may use (continue-as-new happens only between top-level steps).
@@ -30,34 +30,6 @@ MAX_FAN_OUT_EVENTS = 40_000
 # of at most this many items each: no history nears Temporal's limits, and pending work stays small.
 CHUNK_ITEMS = 250
 MAX_CHUNKS = 2_000
-MAP_CHUNK_WORKFLOW = "MapChunkWorkflow"
-
-
-@dataclass
-class MapChunk:
-    """Part of a large fan-out, run by a child workflow: `body` for each of `items` (numbered from `first`),
-    seeing the parent's frame, state and labels as they were when the chunk started."""
-
-    params: ExecutionParams
-    body: list[dict[str, Any]]
-    path: str
-    frame: dict[str, Any]
-    state: dict[str, Any]
-    labels: dict[str, Any]
-    items: list[Any]
-    first: int
-    parallelism: int
-    legacy: bool = True  # the parent's (a chunk started by a parent from before issue 13 has no field)
-
-
-@dataclass
-class ChunkOutcome:
-    results: list[Any]
-    transitions: list[dict[str, Any]]
-    state: dict[str, Any] = field(default_factory=dict)
-    labels: dict[str, Any] = field(default_factory=dict)
-    returned: bool = False  # a `return` step ran in the body: the parent's workflow returns return_value
-    return_value: Any = None
 
 
 class FanOut:
@@ -193,9 +165,9 @@ class FanOut:
                     parallelism=width,
                     legacy=interpreter.legacy,
                 )
-                outcome: ChunkOutcome = await workflow.execute_child_workflow(
+                outcome = await workflow.execute_child_workflow(
                     MAP_CHUNK_WORKFLOW,
-                    plain(chunk),
+                    chunk,
                     id=f"{interpreter.params.execution_id}.chunk.{workflow.uuid4()}",
                     result_type=ChunkOutcome,
                 )

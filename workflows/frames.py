@@ -1,36 +1,16 @@
-"""What an execution runs with: its fixed parameters, a frame per run of a named workflow, the view of
-`steps` that expressions read, and the point a continued-as-new run resumes from.
+"""A frame per run of a named workflow, and the view of `steps` that expressions read.
 
-Plain data, shared by the interpreter and the modules it delegates to (fan_out, call_steps); the
-dataclasses travel through Temporal as workflow arguments, so their field names are part of histories.
+Plain data, shared by the interpreter and the modules it delegates to (fan_out, call_steps). What an execution
+runs with (ExecutionParams) and the point a continued-as-new run resumes from (ResumePoint) travel through
+Temporal, so they are contracts (contracts/executions.py); a frame travels only as its snapshot().
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from workflows.calls import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
-from workflows.transitions import Position
-
-
-@dataclass
-class ExecutionParams:
-    """Everything an execution needs, fixed when it starts (the task version included)."""
-
-    execution_id: str
-    developer_id: str
-    task: dict[str, Any]
-    dialect: str
-    input: Any
-    agent: dict[str, Any] = field(default_factory=dict)
-    task_info: dict[str, Any] = field(default_factory=dict)
-    execution_info: dict[str, Any] = field(default_factory=dict)
-    tools: list[dict[str, Any]] = field(default_factory=list)
-    max_history_events: int = 10_000
-    max_fan_out: int = 100_000  # items one foreach or map may run over (MINT_MAX_FAN_OUT)
-    max_tool_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS  # MINT_MAX_TOOL_TIMEOUT_SECONDS
-    resume: ResumePoint | None = None  # set when the execution continued as new
+from contracts.transitions import Position
 
 
 @dataclass
@@ -60,18 +40,6 @@ class Frame:
     @classmethod
     def restore(cls, data: dict[str, Any]) -> Frame:
         return cls(data["name"], data["scope_id"], data["inputs"], root=True)
-
-
-@dataclass
-class ResumePoint:
-    """Where a continued-as-new execution picks up: the root frame, its next step, and all shared state."""
-
-    frame: dict[str, Any]
-    index: int
-    seq: int
-    state: dict[str, Any]
-    labels: dict[str, Any]
-    legacy: bool = True  # the execution runs as before issue 13 (a resume point written before has no field)
 
 
 class StepsView:

@@ -18,15 +18,16 @@ from typing import Any, assert_never
 
 from temporalio import workflow
 
+from contracts.executions import ExecutionParams, ResumePoint
+from contracts.transitions import Position
 from workflows import language as lang
 from workflows.call_steps import CallResult, CallSteps
 from workflows.failures import Returned, StepFailed, failure_message
 from workflows.fan_out import CHUNK_ITEMS, FanOut
-from workflows.frames import ExecutionParams, Frame, ResumePoint, StepsView
+from workflows.frames import Frame, StepsView
 from workflows.inbox import Inbox
 from workflows.storable import storable_text
 from workflows.transition_log import LOG_NOTE, TransitionLog
-from workflows.transitions import Position, plain
 from workflows.values import ValueEvaluator
 from workflows.waits import Waits
 
@@ -177,7 +178,7 @@ class Interpreter:
             labels=self.labels,
             legacy=self.legacy,
         )
-        workflow.continue_as_new(plain(replace(self.params, resume=resume)))
+        workflow.continue_as_new(replace(self.params, resume=resume))
 
     async def run_sequence(
         self,

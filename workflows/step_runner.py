@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from contracts.executions import ExecutionParams
 from workflows import language as lang
-from workflows.frames import ExecutionParams, Frame
+from workflows.frames import Frame
 from workflows.transition_log import TransitionLog
 from workflows.values import ValueEvaluator
 from workflows.waits import Waits

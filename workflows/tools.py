@@ -11,9 +11,12 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
+from contracts.background import RunToolRequest
+from contracts.calls import CallAnswer
+from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
+from contracts.temporal import RUN_TOOL_WORKFLOW
 from workflows import language as lang
 from workflows.calls import (
-    DEFAULT_MAX_TOOL_TIMEOUT_SECONDS,
     HEARTBEAT_TIMEOUT,
     ToolError,
     call_options,
@@ -21,20 +24,18 @@ from workflows.calls import (
 )
 from workflows.values import ValueEvaluator
 
-RUN_TOOL_WORKFLOW = "RunToolWorkflow"
-
 
 @workflow.defn(name=RUN_TOOL_WORKFLOW)
 class RunToolWorkflow:
     @workflow.run
-    async def run(self, request: dict[str, Any]) -> Any:
-        """{owner: {developer_id, agent_id}, tool, arguments, max_tool_timeout?} -> the tool's output."""
-        tool = request["tool"]
+    async def run(self, request: RunToolRequest) -> Any:
+        """The tool's output."""
+        tool = request.tool
         values = ValueEvaluator("dollar", workflow.random(), workflow.now)
-        limit = request.get("max_tool_timeout") or DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
+        limit = request.max_tool_timeout or DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
         try:
             planned = tool_activity(
-                tool, request["arguments"], request["owner"], values, lambda: str(workflow.uuid4()), limit
+                tool, request.arguments, request.owner, values, lambda: str(workflow.uuid4()), limit
             )
         except ToolError as exc:
             raise ApplicationError(str(exc), type="BadToolCall", non_retryable=True) from None
@@ -42,8 +43,9 @@ class RunToolWorkflow:
         answer = await workflow.execute_activity(
             planned.name,
             planned.request,
+            result_type=CallAnswer,
             start_to_close_timeout=timeout,
             retry_policy=retry,
             heartbeat_timeout=HEARTBEAT_TIMEOUT,
         )
-        return answer["response"]
+        return answer.response

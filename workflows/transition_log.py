@@ -15,11 +15,10 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from contracts.temporal import MARK_FAILED, WRITE_TRANSITIONS
+from contracts.transitions import Position, TransitionBatch, TransitionRow
 from workflows.storable import SURROGATE, find_unstorable, format_path
-from workflows.transitions import Position, TransitionBatch, plain
 
-WRITE_TRANSITIONS = "write_transitions"
-MARK_FAILED = "mark_failed"
 # Writes retry until Postgres answers: losing a transition is never an option.
 WRITE_RETRY = RetryPolicy(
     initial_interval=timedelta(milliseconds=200), maximum_interval=timedelta(seconds=10)
@@ -85,7 +84,7 @@ class TransitionLog:
         # A child workflow running part of a fan-out collects its transitions instead of writing them; the
         # parent adopts them (with its own sequence numbers) when the child returns.
         self.collect = collect
-        self.pending: list[dict[str, Any]] = []
+        self.pending: list[TransitionRow] = []
         self.pending_bytes = 0
         self.seq = 0
         self.open_waits = 0
@@ -124,12 +123,12 @@ class TransitionLog:
             }
         )
 
-    def take(self) -> list[dict[str, Any]]:
+    def take(self) -> list[TransitionRow]:
         """Hand over the collected transitions (a child workflow's, for its parent to adopt)."""
         taken, self.pending, self.pending_bytes = self.pending, [], 0
         return taken
 
-    def adopt(self, transitions: list[dict[str, Any]]) -> None:
+    def adopt(self, transitions: list[TransitionRow]) -> None:
         """Append transitions a child workflow collected, numbered in this log's sequence."""
         for transition in transitions:
             self.seq += 1
@@ -171,7 +170,7 @@ class TransitionLog:
             # The writer refused the batch (a Mint bug): still never leave the execution looking alive.
             await workflow.execute_local_activity(
                 MARK_FAILED,
-                plain(TransitionBatch(self.execution_id, self.developer_id, [], "failed", error=message)),
+                TransitionBatch(self.execution_id, self.developer_id, [], "failed", error=message),
                 start_to_close_timeout=timedelta(seconds=30),
                 retry_policy=WRITE_RETRY,
             )
@@ -191,7 +190,7 @@ class TransitionLog:
 
     async def _write(
         self,
-        batch: list[dict[str, Any]],
+        batch: list[TransitionRow],
         status: str,
         output: Any,
         error: str | None,
@@ -199,7 +198,7 @@ class TransitionLog:
     ) -> None:
         """One batch, in one activity: local when the workflow waits for it anyway, regular in the
         background, so that it runs beside the call that follows instead of holding its workflow task."""
-        arguments = plain(TransitionBatch(self.execution_id, self.developer_id, batch, status, output, error))
+        arguments = TransitionBatch(self.execution_id, self.developer_id, batch, status, output, error)
         run = workflow.execute_activity if background else workflow.execute_local_activity
         try:
             await run(

@@ -7,9 +7,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
 from workflows import ignored_keys
 from workflows import language as lang
-from workflows.calls import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS, bounded_timeout
+from workflows.calls import bounded_timeout
 from workflows.dialect import Dialect, read_value
 from workflows.input_schema import schema_problems
 from workflows.problems import Problem, capped_warnings

@@ -7,11 +7,11 @@ from typing import Any
 
 from temporalio import workflow
 
+from contracts.transitions import Position
 from workflows import language as lang
 from workflows.failures import StepFailed
 from workflows.inbox import Inbox
 from workflows.transition_log import TransitionLog
-from workflows.transitions import Position
 from workflows.values import ValueEvaluator
 
 

@@ -15,8 +15,8 @@ from api import schemas
 from api.deps import Developer, PageDep, StoreDep, TransitionPageDep, checked_id
 from api.errors import ERROR_RESPONSES, not_found
 from api.executions import cancel_execution, resume_execution, start_execution
+from contracts.transitions import TERMINAL_STATUSES, TERMINAL_TYPES
 from mint.store.tables import EXECUTIONS, Page, Store
-from workflows.transitions import TERMINAL_STATUSES, TERMINAL_TYPES
 
 router = APIRouter(tags=["executions"], responses=ERROR_RESPONSES)
 POLL_SECONDS = 0.2

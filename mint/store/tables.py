@@ -14,7 +14,7 @@ from typing import Any
 
 import asyncpg
 
-from workflows.transitions import TERMINAL_STATUSES, check_sequence
+from contracts.transitions import TERMINAL_STATUSES, check_sequence
 
 
 class Conflict(Exception):

@@ -22,6 +22,7 @@ from temporalio.converter import (
     CompositePayloadConverter,
     DefaultPayloadConverter,
     EncodingPayloadConverter,
+    JSONPlainPayloadConverter,
     PayloadCodec,
     SerializationContext,
     WithSerializationContext,
@@ -30,6 +31,7 @@ from temporalio.exceptions import ApplicationError
 
 from mint.store.crypto import Cipher, DecryptionError, UnknownKeyError
 from mint.temporal.claim_check import THRESHOLD_BYTES, ClaimCheckCodec
+from mint.temporal.payload_json import json_converter
 
 ENCRYPTED = b"binary/encrypted"
 REFUSED = b"mint/refused"
@@ -146,10 +148,13 @@ class RefusedPayloadConverter(EncodingPayloadConverter):
 
 
 class MintPayloadConverter(CompositePayloadConverter):
-    """The SDK's default conversions, and refusals."""
+    """The SDK's default conversions (JSON without its copies: mint/temporal/payload_json.py), and refusals."""
 
     def __init__(self) -> None:
-        converters = DefaultPayloadConverter.default_encoding_payload_converters
+        converters = [
+            json_converter() if isinstance(c, JSONPlainPayloadConverter) else c
+            for c in DefaultPayloadConverter.default_encoding_payload_converters
+        ]
         super().__init__(*converters, RefusedPayloadConverter())
 
 

@@ -1,10 +1,13 @@
-"""Transition types, the statuses they lead to, and the one place that decides which sequences are allowed."""
+"""Transition types, the statuses they lead to, the one place that decides which sequences are allowed, and
+the shape of a transition as the workflow hands it to the writer.
+
+The store (mint/store.py) and the writer (activities/transitions.py) enforce the rules; the interpreter
+(workflows/) produces the transitions. All of them import this module, so the rules live once."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 TERMINAL_TYPES = frozenset({"finish", "error", "cancelled"})
 TERMINAL_STATUSES = frozenset({"succeeded", "failed", "cancelled"})
@@ -34,32 +37,50 @@ def check_sequence(previous: str | None, types: list[str]) -> None:
         previous = kind
 
 
-@dataclass
-class Position:
+class PositionRow(TypedDict):
+    """A Position as a transition row stores it (`current`, `next`)."""
+
     workflow: str
     step: int
     scope_id: str
 
-    def to_dict(self) -> dict[str, Any]:
+
+@dataclass
+class Position:
+    """Where in a task a transition happened: a named workflow (or a nested path), a step, a run's scope."""
+
+    workflow: str
+    step: int
+    scope_id: str
+
+    def to_dict(self) -> PositionRow:
         return {"workflow": self.workflow, "step": self.step, "scope_id": self.scope_id}
+
+
+class TransitionRow(TypedDict):
+    """One transition as it travels to the writer: a dict, not a dataclass, because batches of hundreds
+    cross Temporal and building an object per row on arrival costs more than the row's write (see
+    contracts/temporal.py). `output` is already JSON text (measured once, stored as it is)."""
+
+    id: str
+    seq: int
+    type: str
+    output: str
+    current: PositionRow
+    next: PositionRow | None
+    step_label: str | None
+    metadata: dict[str, Any]
+    created_at: str  # ISO 8601, from workflow.now()
 
 
 @dataclass
 class TransitionBatch:
-    """Transitions to append in one write, with the execution's status after them."""
+    """write_transitions' and mark_failed's input: transitions to append in one write, with the execution's
+    status after them."""
 
     execution_id: str
     developer_id: str
-    transitions: list[dict[str, Any]]
+    transitions: list[TransitionRow]
     status: str
     output: Any = None
     error: str | None = None
-
-
-def plain(value: Any) -> Any:
-    """A dataclass as a dict, recursing only into dataclasses: Temporal's JSON converter turns a dataclass
-    into a dict with `dataclasses.asdict`, which deep-copies every value inside (whole transition batches,
-    map items); handing it a dict skips that copy. The receiving side still gets the dataclass back."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    return value

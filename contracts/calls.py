@@ -1,0 +1,126 @@
+"""The payloads of the activities a step calls out through: the model, server-side tools, doc search.
+
+Each activity takes one request object and returns one answer object (as pydantic-ai's Temporal integration
+does), so that a new field is a default here rather than a key to remember in two places. Field names are
+part of recorded histories: add fields only with defaults, never rename one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+
+@dataclass
+class Owner:
+    """Whose call this is: the developer, and the agent whose tools and secrets it may use."""
+
+    developer_id: str
+    agent_id: str | None = None
+
+
+@dataclass
+class CallAnswer:
+    """What call_api, call_system, call_mcp and search_docs return: the answer and the attempt that gave it
+    (recorded on the step's transition)."""
+
+    response: Any
+    attempt: int
+
+
+@dataclass
+class ModelRequest:
+    """call_model's input, provider-neutral (OpenAI's chat format; activities/models.py translates)."""
+
+    model: str | None
+    messages: list[dict[str, Any]]
+    settings: dict[str, Any]
+    tools: list[dict[str, Any]]
+    tool_choice: Any
+    response_format: dict[str, Any] | None
+    at: str  # the step (`task name:main[2]`), where recordings file the call
+    owner: Owner  # whose secrets may hold the provider's key
+
+
+@dataclass
+class ModelAnswer:
+    """call_model's result: an OpenAI chat completion, its token usage and cost (None for an unpriced model)."""
+
+    response: dict[str, Any]
+    usage: dict[str, Any]
+    cost: float | None
+    attempt: int
+
+
+class SecretScope(TypedDict):
+    """Whose secrets an api_call's `{{ secrets.NAME }}` references name, and the nonce that marks them."""
+
+    developer_id: str
+    agent_id: str | None
+    nonce: str
+
+
+class ApiCallRequest(TypedDict, total=False):
+    """call_api's input: one HTTP request. A TypedDict, not a dataclass: it holds only the keys the tool's
+    spec and the step's arguments set (httpx's names), and a dataclass would add the rest as nulls."""
+
+    method: str
+    url: str
+    headers: dict[str, Any]
+    params: dict[str, Any] | None
+    json: Any
+    content: Any
+    data: Any
+    timeout: float
+    follow_redirects: bool
+    secrets: SecretScope
+
+
+@dataclass
+class SystemCallRequest:
+    """call_system's input: one of Mint's own operations, as the execution's developer."""
+
+    developer_id: str
+    system: dict[str, Any]  # the tool's `system` spec: resource, subresource, operation
+    arguments: Any
+
+
+class McpIntegration(TypedDict, total=False):
+    """An MCP tool's `integration`, list_mcp_tools' input: `setup` names the server (`server` or `url`)."""
+
+    provider: str
+    method: str
+    setup: dict[str, Any]
+    parameters: dict[str, Any]
+
+
+@dataclass
+class McpCallRequest:
+    """call_mcp's input: call `tool` on the integration's server."""
+
+    integration: McpIntegration
+    tool: str
+    arguments: Any
+
+
+@dataclass
+class McpTool:
+    """One tool list_mcp_tools found on a server."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass
+class SearchRequest:
+    """search_docs' input: the search step's query over the docs of `owner_ids` (agent, user)."""
+
+    developer_id: str
+    owner_ids: list[str]
+    mode: str  # text, vector or hybrid
+    text: str
+    limit: int
+    metadata_filter: dict[str, Any]
+    alpha: float
+    mmr_strength: float
+    confidence: float

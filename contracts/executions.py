@@ -1,0 +1,90 @@
+"""The payloads of an execution's workflows: TaskExecutionWorkflow's input and resume signal, and the
+MapChunkWorkflow children a large fan-out runs in.
+
+Their field names are part of every recorded history: add a field only with a default (a history written
+before it has no such key), and never rename one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from contracts.transitions import TransitionRow
+
+# An api_call's `timeout` (the deadline of the whole call) may not exceed this (MINT_MAX_TOOL_TIMEOUT_SECONDS).
+DEFAULT_MAX_TOOL_TIMEOUT_SECONDS = 300.0
+
+# A task as the API stores it (its `document`), and a tool as the API stores it (ToolDef dumped by alias).
+# They cross as JSON documents, not as parsed models: the interpreter parses the task once per run, and a
+# model dumped back would not be the same JSON (defaults, aliases), which would change what histories hold.
+TaskDocument = dict[str, Any]
+ToolSpec = dict[str, Any]
+
+
+@dataclass
+class ResumePoint:
+    """Where a continued-as-new execution picks up: the root frame, its next step, and all shared state."""
+
+    frame: dict[str, Any]  # workflows.frames.Frame.snapshot()
+    index: int
+    seq: int
+    state: dict[str, Any]
+    labels: dict[str, Any]
+    legacy: bool = True  # the execution runs as before issue 13 (a resume point written before has no field)
+
+
+@dataclass
+class ExecutionParams:
+    """TaskExecutionWorkflow's input: everything an execution needs, fixed when it starts (the task version
+    included)."""
+
+    execution_id: str
+    developer_id: str
+    task: TaskDocument
+    dialect: str
+    input: Any
+    agent: dict[str, Any] = field(default_factory=dict)
+    task_info: dict[str, Any] = field(default_factory=dict)
+    execution_info: dict[str, Any] = field(default_factory=dict)
+    tools: list[ToolSpec] = field(default_factory=list)
+    max_history_events: int = 10_000
+    max_fan_out: int = 100_000  # items one foreach or map may run over (MINT_MAX_FAN_OUT)
+    max_tool_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS  # MINT_MAX_TOOL_TIMEOUT_SECONDS
+    resume: ResumePoint | None = None  # set when the execution continued as new
+
+
+@dataclass
+class ResumeInput:
+    """The `resume` signal (PUT /executions/{id} with status `running`): `input` answers wait `wait_seq`."""
+
+    wait_seq: int | None = None
+    input: Any = None
+
+
+@dataclass
+class MapChunk:
+    """MapChunkWorkflow's input: part of a large fan-out, `body` for each of `items` (numbered from `first`),
+    seeing the parent's frame, state and labels as they were when the chunk started."""
+
+    params: ExecutionParams
+    body: list[dict[str, Any]]  # the steps, dumped (workflows.language.dump_step)
+    path: str
+    frame: dict[str, Any]  # workflows.frames.Frame.snapshot()
+    state: dict[str, Any]
+    labels: dict[str, Any]
+    items: list[Any]
+    first: int
+    parallelism: int
+    legacy: bool = True  # the parent's (a chunk started by a parent from before issue 13 has no field)
+
+
+@dataclass
+class ChunkOutcome:
+    """MapChunkWorkflow's result: the items' results and the transitions the parent adopts."""
+
+    results: list[Any]
+    transitions: list[TransitionRow]
+    state: dict[str, Any] = field(default_factory=dict)
+    labels: dict[str, Any] = field(default_factory=dict)
+    returned: bool = False  # a `return` step ran in the body: the parent's workflow returns return_value
+    return_value: Any = None

@@ -1,0 +1,71 @@
+"""Every name Mint registers with Temporal, and which payload type each takes and returns.
+
+Workflows call activities by name (they cannot import activities/: Temporal's sandbox runs them, and the
+layers forbid it), and the API starts workflows by name; both sides take the names and types from here.
+ACTIVITIES and WORKFLOWS are the table tests/test_contracts.py checks the registered functions against, so
+a signature that drifts from its contract fails a test instead of a running execution."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from contracts.background import Compressed, DocFailure, DocRef, IndexedDoc, RunToolRequest, SessionRef
+from contracts.calls import (
+    ApiCallRequest,
+    CallAnswer,
+    McpCallRequest,
+    McpIntegration,
+    McpTool,
+    ModelAnswer,
+    ModelRequest,
+    SearchRequest,
+    SystemCallRequest,
+)
+from contracts.executions import ChunkOutcome, ExecutionParams, MapChunk, ResumeInput
+from contracts.transitions import TransitionBatch
+
+# Workflows.
+TASK_EXECUTION_WORKFLOW = "TaskExecutionWorkflow"
+MAP_CHUNK_WORKFLOW = "MapChunkWorkflow"
+INDEX_DOC_WORKFLOW = "IndexDocWorkflow"
+COMPRESS_SESSION_WORKFLOW = "CompressSessionWorkflow"
+RUN_TOOL_WORKFLOW = "RunToolWorkflow"
+
+# TaskExecutionWorkflow's signal (the method's name, which Temporal uses when none is given).
+RESUME_SIGNAL = "resume"
+
+# Activities.
+WRITE_TRANSITIONS = "write_transitions"
+MARK_FAILED = "mark_failed"
+CALL_MODEL = "call_model"
+CALL_API = "call_api"
+CALL_SYSTEM = "call_system"
+CALL_MCP = "call_mcp"
+LIST_MCP_TOOLS = "list_mcp_tools"
+SEARCH_DOCS = "search_docs"
+INDEX_DOC = "index_doc"
+MARK_DOC_FAILED = "mark_doc_failed"
+COMPRESS_SESSION = "compress_session"
+
+# name -> (input type, result type).
+ACTIVITIES: dict[str, tuple[Any, Any]] = {
+    WRITE_TRANSITIONS: (TransitionBatch, None),
+    MARK_FAILED: (TransitionBatch, None),
+    CALL_MODEL: (ModelRequest, ModelAnswer),
+    CALL_API: (ApiCallRequest, CallAnswer),
+    CALL_SYSTEM: (SystemCallRequest, CallAnswer),
+    CALL_MCP: (McpCallRequest, CallAnswer),
+    LIST_MCP_TOOLS: (McpIntegration, list[McpTool]),
+    SEARCH_DOCS: (SearchRequest, CallAnswer),
+    INDEX_DOC: (DocRef, IndexedDoc),
+    MARK_DOC_FAILED: (DocFailure, None),
+    COMPRESS_SESSION: (SessionRef, Compressed),
+}
+WORKFLOWS: dict[str, tuple[Any, Any]] = {
+    TASK_EXECUTION_WORKFLOW: (ExecutionParams, Any),  # the task's output
+    MAP_CHUNK_WORKFLOW: (MapChunk, ChunkOutcome),
+    INDEX_DOC_WORKFLOW: (DocRef, IndexedDoc),
+    COMPRESS_SESSION_WORKFLOW: (SessionRef, Compressed),
+    RUN_TOOL_WORKFLOW: (RunToolRequest, Any),  # the tool's output
+}
+SIGNALS: dict[str, Any] = {RESUME_SIGNAL: ResumeInput}
