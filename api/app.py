@@ -11,15 +11,16 @@ from temporalio.client import Client
 from activities.models import model_client
 from api.deps import get_developer
 from api.errors import install_error_handlers
-from api.limits import ChatSlots, RateLimiter
+from api.limits import RateLimiter
 from api.request_check import check_request
 from api.routes import agents, codec, docs, executions, secrets, sessions, tasks, users
-from api.sessions import Chatter
 from mint.docs import DocStore
 from mint.secrets import SecretStore
 from mint.settings import Settings
 from mint.store import Store
 from mint.tenancy import ActingForNoTenant, acting_as
+from services.chat.chatter import Chatter
+from services.chat.slots import ChatSlots
 
 
 def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
@@ -54,7 +55,7 @@ def create_app(store: Store, temporal: Client, settings: Settings) -> FastAPI:
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, Any]:
-        await store.pool.fetchval("SELECT 1")
+        await store.ping()
         return {"status": "ok"}
 
     return app
