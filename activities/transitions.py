@@ -78,50 +78,8 @@ class TransitionWriter:
                 check_sequence(execution["last_transition_type"], [t["type"] for t in fresh])
             except InvalidTransition as exc:
                 raise ApplicationError(str(exc), type="InvalidTransition", non_retryable=True) from None
-            await conn.execute(
-                """
-                INSERT INTO transitions (id, execution_id, developer_id, seq, type, output, current, next,
-                                         step_label, metadata, created_at)
-                SELECT u.id, $1, $2, u.seq, u.type, u.output::jsonb, u.current::jsonb, u.next::jsonb,
-                       u.step_label, u.metadata::jsonb, u.created_at
-                FROM unnest($3::uuid[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-                            $10::text[], $11::timestamptz[])
-                     AS u(id, seq, type, output, current, next, step_label, metadata, created_at)
-                ON CONFLICT (execution_id, seq) DO NOTHING
-                """,
-                batch.execution_id,
-                batch.developer_id,
-                [t["id"] for t in fresh],
-                [t["seq"] for t in fresh],
-                [t["type"] for t in fresh],
-                [t["output"] for t in fresh],
-                [json.dumps(t["current"]) for t in fresh],
-                [json.dumps(t["next"]) if t["next"] else None for t in fresh],
-                [t["step_label"] for t in fresh],
-                [json.dumps(t["metadata"]) for t in fresh],
-                [datetime.fromisoformat(t["created_at"]) for t in fresh],
-            )
-            prompt_tokens, completion_tokens, cost = _usage(fresh)
-            await conn.execute(
-                """
-                UPDATE executions SET status = $3, last_seq = $4, last_transition_type = $5,
-                       transition_count = transition_count + $6, output = COALESCE($7::jsonb, output),
-                       error = COALESCE($8, error), prompt_tokens = prompt_tokens + $9,
-                       completion_tokens = completion_tokens + $10, cost = cost + $11, updated_at = now()
-                WHERE id = $1 AND developer_id = $2
-                """,
-                batch.execution_id,
-                batch.developer_id,
-                batch.status,
-                fresh[-1]["seq"],
-                fresh[-1]["type"],
-                len(fresh),
-                batch.output if batch.status == "succeeded" else None,
-                batch.error,
-                prompt_tokens,
-                completion_tokens,
-                cost,
-            )
+            await _insert_rows(conn, batch, fresh)
+            await _update_execution(conn, batch, fresh)
 
     @activity.defn(name=MARK_FAILED)
     async def mark_failed(self, batch: TransitionBatch) -> None:
@@ -133,3 +91,57 @@ class TransitionWriter:
             batch.developer_id,
             batch.error,
         )
+
+
+async def _insert_rows(conn: asyncpg.Connection, batch: TransitionBatch, fresh: list[TransitionRow]) -> None:
+    """The batch's new rows, in one statement (one a retry already wrote is skipped)."""
+    await conn.execute(
+        """
+        INSERT INTO transitions (id, execution_id, developer_id, seq, type, output, current, next,
+                                 step_label, metadata, created_at)
+        SELECT u.id, $1, $2, u.seq, u.type, u.output::jsonb, u.current::jsonb, u.next::jsonb,
+               u.step_label, u.metadata::jsonb, u.created_at
+        FROM unnest($3::uuid[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+                    $10::text[], $11::timestamptz[])
+             AS u(id, seq, type, output, current, next, step_label, metadata, created_at)
+        ON CONFLICT (execution_id, seq) DO NOTHING
+        """,
+        batch.execution_id,
+        batch.developer_id,
+        [t["id"] for t in fresh],
+        [t["seq"] for t in fresh],
+        [t["type"] for t in fresh],
+        [t["output"] for t in fresh],
+        [json.dumps(t["current"]) for t in fresh],
+        [json.dumps(t["next"]) if t["next"] else None for t in fresh],
+        [t["step_label"] for t in fresh],
+        [json.dumps(t["metadata"]) for t in fresh],
+        [datetime.fromisoformat(t["created_at"]) for t in fresh],
+    )
+
+
+async def _update_execution(
+    conn: asyncpg.Connection, batch: TransitionBatch, fresh: list[TransitionRow]
+) -> None:
+    """The execution row follows its newest transition: status, position, counts, usage and outcome."""
+    prompt_tokens, completion_tokens, cost = _usage(fresh)
+    await conn.execute(
+        """
+        UPDATE executions SET status = $3, last_seq = $4, last_transition_type = $5,
+               transition_count = transition_count + $6, output = COALESCE($7::jsonb, output),
+               error = COALESCE($8, error), prompt_tokens = prompt_tokens + $9,
+               completion_tokens = completion_tokens + $10, cost = cost + $11, updated_at = now()
+        WHERE id = $1 AND developer_id = $2
+        """,
+        batch.execution_id,
+        batch.developer_id,
+        batch.status,
+        fresh[-1]["seq"],
+        fresh[-1]["type"],
+        len(fresh),
+        batch.output if batch.status == "succeeded" else None,
+        batch.error,
+        prompt_tokens,
+        completion_tokens,
+        cost,
+    )

@@ -11,10 +11,9 @@ from temporalio.client import Client
 
 from api.deps import get_developer
 from api.errors import install_error_handlers
-from api.limits import ChatSlots, RateLimiter
+from api.limits import RateLimiter
 from api.request_check import check_request
 from api.routes import agents, codec, docs, executions, secrets, sessions, tasks, users
-from api.sessions import Chatter
 from mint.models.client import ModelClient
 from mint.models.embeddings import Embedder
 from mint.settings import Settings
@@ -22,6 +21,8 @@ from mint.store.docs import DocStore
 from mint.store.secrets import SecretStore
 from mint.store.tables import Store
 from mint.store.tenancy import ActingForNoTenant, acting_as
+from services.chat.chatter import Chatter
+from services.chat.slots import ChatSlots
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def create_app(clients: AppClients, settings: Settings) -> FastAPI:
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, Any]:
-        await store.pool.fetchval("SELECT 1")
+        await store.ping()
         return {"status": "ok"}
 
     return app

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import asyncpg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -12,9 +11,10 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.schemas import ErrorOut
 from mint.store.db import DatabaseBusy
-from mint.store.db_errors import explain
+from mint.store.db_errors import LOCKED, PERMANENT, UNREACHABLE, explain
 from mint.store.secrets import SecretsUnavailable
 from mint.store.tables import Conflict
+from services import errors as service
 from workflows.problems import Problem
 from workflows.storable import format_path, json_depth_loc, too_deep
 from workflows.validate import format_loc
@@ -45,6 +45,19 @@ def not_found(kind: str, id_: str) -> ApiError:
     return ApiError(404, f"{kind} {id_} not found")
 
 
+# The HTTP status of each kind of service failure (services/errors.py).
+SERVICE_STATUS: dict[type[service.ServiceError], int] = {
+    service.NotFound: 404,
+    service.Invalid: 422,
+    service.TooLarge: 413,
+    service.Busy: 409,
+    service.TooMany: 429,
+    service.ModelRefused: 400,
+    service.ModelFailed: 502,
+    service.ServiceError: 500,  # a kind not listed above: listed kinds come first, so this is the last resort
+}
+
+
 def _body(message: str, problems: list[Problem]) -> dict[str, Any]:
     body: dict[str, Any] = {"error": message, "detail": message}
     if problems:
@@ -66,41 +79,21 @@ def install_error_handlers(app: FastAPI) -> None:
         response.headers.update(exc.headers)
         return response
 
+    @app.exception_handler(service.ServiceError)
+    async def service_error(_: Request, exc: service.ServiceError) -> JSONResponse:
+        status = next(code for kind, code in SERVICE_STATUS.items() if isinstance(exc, kind))
+        response = _response(status, exc.message)
+        if exc.retry_after is not None:
+            response.headers["Retry-After"] = str(exc.retry_after)
+        return response
+
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
         problems = [Problem(format_loc(tuple(e["loc"])), e["msg"]) for e in exc.errors()]
         summary = "; ".join(f"{p.path}: {p.message}" for p in problems[:5])
         return _response(422, f"invalid request: {summary}", problems)
 
-    @app.exception_handler(asyncpg.DataError)
-    @app.exception_handler(asyncpg.ProgramLimitExceededError)  # too large to index, say
-    async def invalid_value(_: Request, exc: asyncpg.PostgresError) -> JSONResponse:
-        # Postgres refused a value the request checks let through (a number out of range, say): the
-        # caller's input. Said in words: the database's own message quotes SQL and its arguments.
-        return _response(422, f"invalid value: a value in this request {explain(exc)}")
-
-    @app.exception_handler(DatabaseBusy)
-    @app.exception_handler(asyncpg.exceptions.LockNotAvailableError)  # lock_timeout (mint/store/db.py)
-    async def database_busy(_: Request, exc: Exception) -> JSONResponse:
-        # Every connection is in use, or a row stayed locked: nothing is lost, the client should retry.
-        message = str(exc) if isinstance(exc, DatabaseBusy) else "a row stayed locked by other work"
-        response = _response(503, f"the database is busy right now, retry shortly: {message}")
-        response.headers["Retry-After"] = "1"
-        del response.headers["x-should-retry"]
-        return response
-
-    @app.exception_handler(asyncpg.PostgresConnectionError)
-    @app.exception_handler(asyncpg.exceptions.OperatorInterventionError)  # shutting down, cannot connect now
-    @app.exception_handler(asyncpg.InterfaceError)
-    @app.exception_handler(OSError)  # the socket is gone
-    async def database_down(_: Request, exc: Exception) -> JSONResponse:
-        # Postgres is restarting or unreachable: nothing is lost, the client should retry.
-        response = _response(
-            503, f"the database is unavailable right now, retry shortly ({type(exc).__name__})"
-        )
-        response.headers["Retry-After"] = "2"
-        del response.headers["x-should-retry"]
-        return response
+    _install_database_handlers(app)
 
     @app.exception_handler(Conflict)
     async def conflict(_: Request, exc: Conflict) -> JSONResponse:
@@ -122,3 +115,37 @@ async def _too_deep(request: Request) -> JSONResponse:
     found = too_deep(("body", *(json_depth_loc(await request.body()) or ())))
     path = format_path(found.loc)
     return _response(422, f"invalid request: {path}: {found.message}", [Problem(path, found.message)])
+
+
+def _install_database_handlers(app: FastAPI) -> None:
+    """Postgres refused a value, is busy, or is out of reach: each said in words, never in its own."""
+
+    async def invalid_value(_: Request, exc: Exception) -> JSONResponse:
+        # Postgres refused a value the request checks let through (a number out of range, say): the
+        # caller's input. Said in words: the database's own message quotes SQL and its arguments.
+        return _response(422, f"invalid value: a value in this request {explain(exc)}")
+
+    @app.exception_handler(DatabaseBusy)
+    async def database_busy(_: Request, exc: Exception) -> JSONResponse:
+        # Every connection is in use, or a row stayed locked: nothing is lost, the client should retry.
+        message = str(exc) if isinstance(exc, DatabaseBusy) else "a row stayed locked by other work"
+        response = _response(503, f"the database is busy right now, retry shortly: {message}")
+        response.headers["Retry-After"] = "1"
+        del response.headers["x-should-retry"]
+        return response
+
+    @app.exception_handler(OSError)  # the socket is gone
+    async def database_down(_: Request, exc: Exception) -> JSONResponse:
+        # Postgres is restarting or unreachable: nothing is lost, the client should retry.
+        response = _response(
+            503, f"the database is unavailable right now, retry shortly ({type(exc).__name__})"
+        )
+        response.headers["Retry-After"] = "2"
+        del response.headers["x-should-retry"]
+        return response
+
+    # The driver's errors, named in mint/db_errors.py: a value refused (a number out of range, too large to
+    # index), a row locked too long, the database out of reach.
+    for types, handler in ((PERMANENT, invalid_value), (LOCKED, database_busy), (UNREACHABLE, database_down)):
+        for exc_type in types:
+            app.add_exception_handler(exc_type, handler)

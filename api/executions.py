@@ -42,11 +42,7 @@ async def start_execution(
         existing = await store.execution_by_key(developer, task["id"], idempotency_key)
         if existing is not None:
             return await _replayed(store, temporal, settings, developer, task, existing, body_input)
-    in_flight = await store.pool.fetchval(
-        "SELECT count(*) FROM executions WHERE developer_id = $1 "
-        "AND status IN ('queued', 'starting', 'running', 'awaiting_input')",
-        developer,
-    )
+    in_flight = await store.executions_in_flight(developer)
     if in_flight >= settings.max_executions_in_flight:
         raise ApiError(
             429,

@@ -1,13 +1,10 @@
-"""Per-process limits: request rates per API key (a token bucket), and chats in flight per developer."""
+"""Per-process limits: request rates per API key (a token bucket). Chats in flight per developer are the chat
+service's (services/chat/slots.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-
-from api.errors import ApiError
 
 
 @dataclass
@@ -30,32 +27,3 @@ class RateLimiter:
             return (1 - tokens) * 60 / self.per_minute
         self._buckets[key] = (tokens - 1, now)
         return 0.0
-
-
-@dataclass
-class ChatSlots:
-    """At most `per_developer` chats at once per developer in this API process, waiting for a session's turn
-    included; 0 turns it off. A chat holds no database connection while it runs (mint/store/chat_turns.py), but it
-    holds model calls and tool runs on the worker: this keeps one tenant's flood of chats from taking them
-    all. Per process, like the rate limit: N API processes allow N times as many."""
-
-    per_developer: int
-    _in_use: dict[str, int] = field(default_factory=dict)
-
-    @contextlib.contextmanager
-    def slot(self, developer: str) -> Iterator[None]:
-        in_use = self._in_use.get(developer, 0)
-        if 0 < self.per_developer <= in_use:
-            raise ApiError(
-                429,
-                f"too many chats at once: a developer may run {self.per_developer} at a time "
-                "(MINT_MAX_CHATS_PER_DEVELOPER); retry when one ends",
-                headers={"Retry-After": "1"},
-            )
-        self._in_use[developer] = in_use + 1
-        try:
-            yield
-        finally:
-            self._in_use[developer] -= 1
-            if not self._in_use[developer]:
-                del self._in_use[developer]

@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from api import schemas
-from api.limits import ChatSlots
-from api.sessions import Chatter
-from mint.context import count_tokens
 from mint.process import local_services
 from mint.store.db import connect_pool, migrate
 from mint.store.tables import AGENTS, SESSIONS, USERS, Store
+from services.chat.chatter import Chatter
+from services.chat.context import count_tokens
+from services.chat.slots import ChatSlots
 
 RUNS, HISTORY = 200, 200
 

@@ -49,7 +49,7 @@ class Settings:
     max_body_bytes: int = 48 * 1024 * 1024
     rate_limit_per_minute: int = 1200
     max_executions_in_flight: int = 1000
-    # Chats in flight per developer, per API process (0: no limit): api/limits.py.
+    # Chats in flight per developer, per API process (0: no limit): services/chat/slots.py.
     max_chats_per_developer: int = 20
     # Database connections: the API's pool and the worker's are separate, so neither can starve the other;
     # waiting longer than db_acquire_timeout for a free connection is an error (a 503 from the API), never a

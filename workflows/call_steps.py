@@ -10,6 +10,7 @@ one Interpreter and shares its values and log.
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,8 +24,8 @@ from workflows import language as lang
 from workflows import prompts
 from workflows.calls import HEARTBEAT_TIMEOUT, ToolCallRequest, ToolError, call_options, tool_activity
 from workflows.failures import StepFailed, failure_message
-from workflows.fan_out import gather
 from workflows.step_runner import StepRunner
+from workflows.tool_loop import MaxTurnsExceeded, ToolLoop
 
 # The input of any activity a step calls (contracts.temporal.ACTIVITIES has which is whose).
 CallRequest = ModelRequest | SearchRequest | ToolCallRequest
@@ -173,38 +174,37 @@ class CallSteps:
         resumes mid-loop. Function tools are answered by the client through a wait."""
         here = f"{position.workflow}[{position.step}]"
         request, tools, fixed = await self._prompt_request(step, names, here)
-        max_turns = step.max_turns or prompts.MAX_TURNS
-        turn = 0
-        while True:
-            answer = await self._activity(CALL_MODEL, request, step)
-            message = answer.output["choices"][0]["message"]
-            calls = message.get("tool_calls") or []
-            if not calls or not step.auto_run_tools:
-                break
-            turn += 1
-            if turn > max_turns:
-                raise StepFailed(
-                    f"{here}: MaxTurnsExceeded: the model still asked for tools after {max_turns} turns "
-                    "(raise the step's `max_turns` if the task needs more)"
-                )
+
+        async def ask(messages: list[dict[str, Any]]) -> CallResult:
+            request.messages = messages
+            return await self._activity(CALL_MODEL, request, step)
+
+        def record_model_turn(turn: int, answer: CallResult) -> None:
             turn_metadata = {**(metadata or {}), "turn": turn, "call": "model"}
             self.interpreter.log.add(
                 "step", answer.output, position, position, metadata={**turn_metadata, **answer.metadata()}
             )
-            request.messages = [
-                *request.messages,
-                {"role": "assistant", "content": message.get("content"), "tool_calls": calls},
-            ]
-            results = await gather(
-                [
-                    self._loop_tool(call, tools, fixed, step, position, {**turn_metadata, "call": "tool"})
-                    for call in calls
-                ]
-            )
-            request.messages += [
-                {"role": "tool", "tool_call_id": call["id"], "content": json.dumps(result)}
-                for call, result in zip(calls, results, strict=True)
-            ]
+
+        def run_tool(call: dict[str, Any], turn: int) -> Awaitable[dict[str, Any]]:
+            tool_metadata = {**(metadata or {}), "turn": turn, "call": "tool"}
+            return self._loop_tool(call, tools, fixed, step, position, tool_metadata)
+
+        max_turns = step.max_turns or prompts.MAX_TURNS
+        loop = ToolLoop(
+            ask=ask,
+            message_of=lambda answer: answer.output["choices"][0]["message"],
+            runs_here=lambda calls: bool(step.auto_run_tools),
+            run_tool=run_tool,
+            max_turns=max_turns,
+            on_round=record_model_turn,
+        )
+        try:
+            answer = (await loop.run(request.messages)).answer
+        except MaxTurnsExceeded:
+            raise StepFailed(
+                f"{here}: MaxTurnsExceeded: the model still asked for tools after {max_turns} turns "
+                "(raise the step's `max_turns` if the task needs more)"
+            ) from None
         try:
             output = prompts.step_output(answer.output, step.unwrap, request.response_format)
         except ValueError:

@@ -15,8 +15,11 @@ from fastapi.responses import StreamingResponse
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
-from api.sessions import Chatter, participants
+from mint.store.session_history import SessionHistory
 from mint.store.tables import AGENTS, SESSIONS, Store
+from services.chat.chatter import Chatter
+from services.errors import ServiceError
+from services.sessions import participants
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["sessions"], responses=ERROR_RESPONSES)
@@ -40,13 +43,26 @@ def _values(
     return values
 
 
+def _named(body: schemas.SessionCreate) -> tuple[list[str], list[str]]:
+    """The agents and the users a body names, in `agent` and `agents`, `user` and `users`."""
+    agents = ([body.agent] if body.agent else []) + (body.agents or [])
+    users = ([body.user] if body.user else []) + (body.users or [])
+    return agents, users
+
+
 def _chatter(request: Request) -> Chatter:
     return request.app.state.chatter
 
 
+def _history(store: Store) -> SessionHistory:
+    return SessionHistory(store.pool)
+
+
 @router.post("/sessions", status_code=201, response_model=schemas.Session)
 async def create_session(body: schemas.SessionCreate, developer: Developer, store: StoreDep) -> Any:
-    return await store.insert(SESSIONS, developer, _values(body, await participants(store, developer, body)))
+    return await store.insert(
+        SESSIONS, developer, _values(body, await participants(store, developer, *_named(body)))
+    )
 
 
 @router.get("/sessions", response_model=schemas.ItemList[schemas.Session])
@@ -64,7 +80,7 @@ async def create_or_update_session(
     session_id: str, body: schemas.SessionCreate, developer: Developer, store: StoreDep
 ) -> Any:
     session_id = checked_id(session_id, "session")
-    values = _values(body, await participants(store, developer, body))
+    values = _values(body, await participants(store, developer, *_named(body)))
     updated = await store.update(SESSIONS, developer, session_id, values)
     return updated or await store.insert(SESSIONS, developer, values, id_=session_id)
 
@@ -75,7 +91,7 @@ async def reset_session(
 ) -> Any:
     session = await session_or_404(store, developer, session_id)
     return await store.update(
-        SESSIONS, developer, session["id"], _values(body, await participants(store, developer, body))
+        SESSIONS, developer, session["id"], _values(body, await participants(store, developer, *_named(body)))
     )
 
 
@@ -87,10 +103,8 @@ async def patch_session(
     who = None
     if body.agent or body.agents or body.user or body.users:
         # A patch that names only users (or only agents) keeps the other side as it was.
-        agents = ([body.agent] if body.agent else []) + (body.agents or []) or session["agents"]
-        users = ([body.user] if body.user else []) + (body.users or []) or session["users"]
-        checked = schemas.SessionCreate(agents=agents, users=users)
-        who = await participants(store, developer, checked)
+        agents, users = _named(body)
+        who = await participants(store, developer, agents or session["agents"], users or session["users"])
     values = _values(body, who)
     if "metadata" in values:
         values["metadata"] = {**session["metadata"], **values["metadata"]}
@@ -107,13 +121,10 @@ async def delete_session(session_id: str, developer: Developer, store: StoreDep)
 @router.get("/sessions/{session_id}/history")
 async def get_history(session_id: str, developer: Developer, store: StoreDep) -> Any:
     session = await session_or_404(store, developer, session_id)
-    rows = await store.pool.fetch(
-        "SELECT id, role, name, content, tool_calls, tool_call_id, token_count, source, created_at FROM entries "
-        "WHERE developer_id = $1 AND session_id = $2 ORDER BY seq",
-        developer,
-        session["id"],
-    )
-    entries = [{**dict(r), "id": str(r["id"]), "tokenizer": "cl100k_base"} for r in rows]
+    # Token counts are cl100k_base's (services/chat/context.py).
+    entries = [
+        {**e, "tokenizer": "cl100k_base"} for e in await _history(store).entries(developer, session["id"])
+    ]
     return {
         "session_id": session["id"],
         "entries": entries,
@@ -125,9 +136,7 @@ async def get_history(session_id: str, developer: Developer, store: StoreDep) ->
 @router.delete("/sessions/{session_id}/history", status_code=202, response_model=schemas.ResourceDeleted)
 async def delete_history(session_id: str, developer: Developer, store: StoreDep) -> Any:
     session = await session_or_404(store, developer, session_id)
-    await store.pool.execute(
-        "DELETE FROM entries WHERE developer_id = $1 AND session_id = $2", developer, session["id"]
-    )
+    await _history(store).clear(developer, session["id"])
     await store.update(SESSIONS, developer, session["id"], {"summary": None})
     return {"id": session["id"], "deleted_at": datetime.now(UTC)}
 
@@ -194,9 +203,10 @@ async def _as_events(
             streamed.add(index)
             yield _event({"choices": [{"index": index, "delta": {"content": text}, "finish_reason": None}]})
         elif kind == "error":
-            if not isinstance(value, ApiError):
+            known = isinstance(value, ApiError | ServiceError)  # a failure worded for the caller
+            if not known:
                 log.error("a streamed chat failed", exc_info=value)
-            yield _event({"error": value.message if isinstance(value, ApiError) else "the chat failed"})
+            yield _event({"error": value.message if known else "the chat failed"})
             return
         else:
             for choice in value["choices"]:

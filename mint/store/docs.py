@@ -248,6 +248,14 @@ class DocStore:
 
     # Search ----------------------------------------------------------------------------------------------
 
+    async def any_owned_by(self, developer_id: str, owner_ids: list[str]) -> bool:
+        """Whether any of these owners has a doc (chat skips recall, and its embedding, when none has)."""
+        return await self.pool.fetchval(
+            "SELECT EXISTS (SELECT 1 FROM docs WHERE developer_id = $1 AND owner_id = ANY($2::uuid[]))",
+            developer_id,
+            owner_ids,
+        )
+
     async def search(
         self, developer_id: str, owner_ids: list[str], query: SearchQuery
     ) -> list[dict[str, Any]]:

@@ -104,6 +104,10 @@ class Store:
     def __init__(self, pool: asyncpg.Pool):
         self.pool = pool
 
+    async def ping(self) -> None:
+        """One round trip to the database (the health check)."""
+        await self.pool.fetchval("SELECT 1")
+
     # Generic resources ---------------------------------------------------------------------------------
 
     async def insert(
@@ -336,6 +340,14 @@ class Store:
             list(only_from),
         )
         return result != "UPDATE 0"
+
+    async def executions_in_flight(self, developer_id: str) -> int:
+        """How many of the developer's executions have not ended (the API caps them per developer)."""
+        return await self.pool.fetchval(
+            "SELECT count(*) FROM executions WHERE developer_id = $1 "
+            "AND status IN ('queued', 'starting', 'running', 'awaiting_input')",
+            developer_id,
+        )
 
     async def open_wait(self, developer_id: str, execution_id: str) -> int | None:
         """The seq of the oldest `wait` transition that no `resume` answered yet."""

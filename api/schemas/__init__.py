@@ -1,0 +1,75 @@
+"""Request and response bodies of the HTTP API (Julep v1 shapes, so the `julep` SDK works unchanged), one
+module per resource; routes use them as `schemas.Name`."""
+
+from __future__ import annotations
+
+from api.schemas.agents import Agent, AgentCreate, AgentPatch, Task, Tool
+from api.schemas.common import (
+    ErrorOut,
+    ItemList,
+    Metadata,
+    Name,
+    ProblemOut,
+    RequestBody,
+    ResourceDeleted,
+    event_stream,
+)
+from api.schemas.docs import Doc, DocCreate, DocsDelete, DocSearch, DocsImport, Embed
+from api.schemas.executions import Execution, ExecutionChange, ExecutionCreate, Position, Transition, Usage
+from api.schemas.secrets import Secret, SecretCreate, SecretName
+from api.schemas.sessions import Session, SessionCreate, SessionPatch
+from api.schemas.users import User, UserCreate
+from services.chat.request import (
+    Chat,
+    ChatMessage,
+    ContentPart,
+    FunctionCall,
+    ImagePart,
+    ImageUrl,
+    TextPart,
+    ToolCall,
+)
+
+__all__ = [
+    "Agent",
+    "AgentCreate",
+    "AgentPatch",
+    "Chat",
+    "ChatMessage",
+    "ContentPart",
+    "Doc",
+    "DocCreate",
+    "DocSearch",
+    "DocsDelete",
+    "DocsImport",
+    "Embed",
+    "ErrorOut",
+    "Execution",
+    "ExecutionChange",
+    "ExecutionCreate",
+    "FunctionCall",
+    "ImagePart",
+    "ImageUrl",
+    "ItemList",
+    "Metadata",
+    "Name",
+    "Position",
+    "ProblemOut",
+    "RequestBody",
+    "ResourceDeleted",
+    "Secret",
+    "SecretCreate",
+    "SecretName",
+    "Session",
+    "SessionCreate",
+    "SessionPatch",
+    "Task",
+    "TextPart",
+    "Tool",
+    "ToolCall",
+    "Transition",
+    "Usage",
+    "User",
+    "UserCreate",
+    "event_stream",
+]

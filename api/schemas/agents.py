@@ -1,0 +1,80 @@
+"""Agents, their tools and their tasks."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.schemas.common import Metadata, Name, ProblemOut, RequestBody
+
+
+class AgentCreate(RequestBody):
+    name: Name
+    about: str | None = None
+    model: str | None = None
+    instructions: str | list[str] | None = None
+    default_settings: dict[str, Any] | None = None
+    default_system_template: str | None = None
+    canonical_name: str | None = None
+    project: str | None = None
+    metadata: Metadata | None = None
+
+
+class AgentPatch(AgentCreate):
+    name: Name | None = None  # type: ignore[assignment]
+
+
+class Agent(BaseModel):
+    id: str
+    name: str
+    about: str | None = None
+    model: str | None = None
+    instructions: str | list[str] | None = None
+    default_settings: dict[str, Any] | None = None
+    default_system_template: str | None = None
+    canonical_name: str | None = None
+    project: str | None = None
+    metadata: Metadata = {}
+    created_at: datetime
+    updated_at: datetime
+
+
+class Tool(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    id: str
+    name: str
+    type: str
+    description: str | None = None
+    created_at: datetime
+    updated_at: datetime
+    warnings: list[ProblemOut] | None = Field(
+        default=None,
+        description="In the answer to a create or update only: each key ignored as Julep v1 ignored it, with its path.",
+    )
+
+
+class Task(BaseModel):
+    """A task as written, plus server fields; named workflows besides `main` appear as extra keys."""
+
+    model_config = ConfigDict(extra="allow")
+    id: str
+    agent_id: str
+    name: str
+    description: str = ""
+    main: list[Any]
+    input_schema: dict[str, Any] | None = None
+    tools: list[Any] = []
+    inherit_tools: bool = True
+    metadata: Metadata = {}
+    version: int
+    created_at: datetime
+    updated_at: datetime
+    warnings: list[ProblemOut] | None = Field(
+        default=None,
+        description=(
+            "In the answer to a create or update only: how each string that could be read either way was "
+            "read (Python or text), and each key ignored as Julep v1 ignored it, with its path."
+        ),
+    )

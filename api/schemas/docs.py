@@ -1,0 +1,71 @@
+"""Docs, their search and embeddings."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.schemas.common import Metadata, RequestBody
+
+
+class DocCreate(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # Julep's SDK may send fields Mint has no use for
+    title: Annotated[str, Field(min_length=1, max_length=800)]
+    content: (
+        Annotated[str, Field(max_length=1_000_000)]
+        | Annotated[list[str], Field(min_length=1, max_length=10_000)]
+    )
+    metadata: Metadata | None = None
+    embed_instruction: str | None = None
+
+
+class DocsImport(RequestBody):
+    docs: Annotated[list[DocCreate], Field(min_length=1, max_length=1000)]
+
+
+class Doc(BaseModel):
+    id: str
+    title: str
+    content: str | list[str]
+    metadata: Metadata = {}
+    embed_instruction: str | None = None
+    embedding_model: str | None = None
+    embedding_dimensions: int | None = None
+    embeddings: list[list[float]] | None = None
+    status: str
+    error: str | None = None
+    created_at: datetime
+    updated_at: datetime
+
+
+class DocsDelete(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    metadata_filter: Metadata | None = None
+    delete_all: bool = False
+
+
+class DocSearch(BaseModel):
+    """Julep's text, vector and hybrid search bodies in one; `mode` lets Mint embed `text` itself."""
+
+    model_config = ConfigDict(extra="ignore")
+    text: Annotated[str, Field(max_length=10_000)] | None = None
+    vector: list[float] | None = None
+    mode: Literal["text", "vector", "hybrid"] | None = None
+    limit: Annotated[int, Field(ge=1, le=100)] = 10
+    metadata_filter: Metadata | None = None
+    confidence: Annotated[float, Field(ge=-1, le=1)] = 0.0
+    alpha: Annotated[float, Field(ge=0, le=1)] = 0.5
+    fusion: Literal["rrf", "dbsf"] = "rrf"
+    mmr_strength: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    k_multiplier: Annotated[int, Field(ge=1, le=10)] = 4
+    include_embeddings: bool = False
+
+
+class Embed(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    text: (
+        Annotated[str, Field(max_length=100_000)] | Annotated[list[str], Field(min_length=1, max_length=256)]
+    )
+    embed_instruction: str | None = None

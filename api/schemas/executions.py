@@ -1,0 +1,88 @@
+"""Executions and their transitions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from api.schemas.common import Metadata, RequestBody
+
+
+class ExecutionCreate(RequestBody):
+    input: Any = Field(default_factory=dict, json_schema_extra={"not": {"type": "null"}})
+    metadata: Metadata | None = None
+    # The SDK's create params include these server-owned fields; they are accepted and ignored.
+    output: Any = None
+    error: str | None = None
+    transition_count: int | None = None
+
+    @field_validator("input")
+    @classmethod
+    def _not_null(cls, value: Any) -> Any:
+        if value is None:
+            raise ValueError("must not be null: send {} to a task that takes no input")
+        return value
+
+
+class ExecutionChange(RequestBody):
+    status: Literal["running", "cancelled"]
+    input: Any = None
+    reason: str | None = None
+
+
+class Usage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost: float
+
+
+class Execution(BaseModel):
+    id: str
+    task_id: str
+    task_version: int
+    status: str
+    input: Any
+    output: Any = None
+    error: str | None = None
+    metadata: Metadata = {}
+    transition_count: int = 0
+    usage: Usage | None = None
+    created_at: datetime
+    updated_at: datetime
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_usage(cls, row: Any) -> Any:
+        """The execution row's summed model usage, as one object."""
+        if isinstance(row, Mapping) and "prompt_tokens" in row:
+            prompt, completion = row["prompt_tokens"], row["completion_tokens"]
+            usage = {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
+            return {**row, "usage": {**usage, "cost": row["cost"]}}
+        return row
+
+
+class Position(BaseModel):
+    workflow: str
+    step: int
+    scope_id: str
+
+
+class Transition(BaseModel):
+    id: str
+    execution_id: str
+    type: str
+    output: Any = None
+    current: Position
+    next: Position | None = None
+    step_label: str | None = None
+    metadata: Metadata = {}
+    created_at: datetime
+    updated_at: datetime

@@ -1,0 +1,56 @@
+"""Sessions; what a chat is asked is the chat service's (services/chat/request.py)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from api.schemas.common import Metadata
+
+
+class SessionCreate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    agent: str | None = None
+    agents: Annotated[list[str], Field(max_length=20)] | None = None
+    user: str | None = None
+    users: Annotated[list[str], Field(max_length=20)] | None = None
+    situation: Annotated[str, Field(max_length=100_000)] | None = None
+    system_template: Annotated[str, Field(max_length=100_000)] | None = None
+    token_budget: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
+    context_overflow: Literal["truncate", "adaptive"] | None = None
+    render_templates: bool = True
+    recall_options: dict[str, Any] | None = None
+    auto_run_tools: bool = False
+    forward_tool_calls: bool = False
+    metadata: Metadata | None = None
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    schema.pop("default", None)
+
+
+class SessionPatch(SessionCreate):
+    # Left out means unchanged; null is no value for these (their columns are NOT NULL).
+    render_templates: bool = Field(None, json_schema_extra=_no_default)  # type: ignore[assignment]
+    auto_run_tools: bool = Field(None, json_schema_extra=_no_default)  # type: ignore[assignment]
+    forward_tool_calls: bool = Field(None, json_schema_extra=_no_default)  # type: ignore[assignment]
+
+
+class Session(BaseModel):
+    id: str
+    agents: list[str]
+    users: list[str] = []
+    situation: str | None = None
+    system_template: str | None = None
+    token_budget: int | None = None
+    context_overflow: str | None = None
+    render_templates: bool = True
+    recall_options: dict[str, Any] | None = None
+    auto_run_tools: bool = False
+    forward_tool_calls: bool = False
+    summary: str | None = None
+    metadata: Metadata = {}
+    created_at: datetime
+    updated_at: datetime

@@ -1,0 +1,94 @@
+"""What one agent's turn sends the model: the system message from the session's template, the history, the
+new messages, fitted to the token budget; and the docs recalled for it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mint.models.embeddings import Embedder
+from mint.store.docs import DocStore, SearchQuery
+from mint.store.session_history import SessionHistory
+from services.chat.cast import Cast
+from services.chat.context import Context, ContextTooLarge, fit, metadata_layers, render_system
+from services.chat.request import Chat
+from services.errors import Invalid, TooLarge
+
+DEFAULT_RECALL = {"mode": "hybrid", "limit": 3}
+
+
+class ContextAssembler:
+    def __init__(self, history: SessionHistory, docs: DocStore, embedder: Embedder):
+        self.history = history
+        self.docs = docs
+        self.embedder = embedder
+
+    async def assemble(
+        self, developer: str, session: dict[str, Any], body: Chat, cast: Cast
+    ) -> tuple[Context, list[dict[str, Any]]]:
+        """The context to send (its messages, and how many history messages it left out) and the docs
+        recalled."""
+        new = [m.model_dump(exclude_none=True) for m in body.messages]
+        docs = await self._recall(developer, session, cast, new) if body.recall else []
+        summary, history = await self.history.unsummarized(developer, session["id"])
+        system_text = self._system_text(session, cast, summary, docs)
+        system = {"role": "system", "content": system_text} if system_text else None
+        try:
+            context = fit(system, history, new, session["token_budget"], session["context_overflow"])
+        except ContextTooLarge as exc:
+            raise TooLarge(str(exc)) from None
+        return context, docs
+
+    def _system_text(
+        self, session: dict[str, Any], cast: Cast, summary: str | None, docs: list[dict[str, Any]]
+    ) -> str:
+        """The session's system template rendered over who takes part (or, with render_templates off, the
+        template or situation as written)."""
+        if not session["render_templates"]:
+            return session["system_template"] or session["situation"] or ""
+        agent, users, tools = cast.agent, cast.users, cast.agent_tools
+        scope = {
+            "agent": agent,
+            "user": users[0] if users else None,
+            "users": users,
+            "session": session,
+            "situation": session["situation"],
+            "summary": summary,
+            "tools": [{"name": t["name"], "type": t["type"], "description": t["description"]} for t in tools],
+            "docs": [{"title": d["title"], "content": d["snippet"]["content"]} for d in docs],
+            "metadata": metadata_layers(
+                agent.get("metadata"), *(u.get("metadata") for u in users), session.get("metadata")
+            ),
+        }
+        try:
+            return render_system(session["system_template"], scope)
+        except ValueError as exc:
+            raise Invalid(str(exc)) from None
+
+    async def _recall(
+        self, developer: str, session: dict[str, Any], cast: Cast, new: list[dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """The docs of the agent and the session's users that match the last user message, by the session's
+        recall options (none, and no embedding, when they have no docs)."""
+        owners = [cast.agent["id"], *(u["id"] for u in cast.users)]
+        text = next(
+            (
+                m["content"]
+                for m in reversed(new)
+                if m["role"] == "user" and isinstance(m.get("content"), str)
+            ),
+            "",
+        )
+        if not text or not await self.docs.any_owned_by(developer, owners):
+            return []
+        options = {**DEFAULT_RECALL, **(session["recall_options"] or {})}
+        query = SearchQuery(
+            text=text if options["mode"] != "vector" else None,
+            limit=int(options.get("limit", 3)),
+            metadata_filter=options.get("metadata_filter") or {},
+            confidence=float(options.get("confidence", 0.0)),
+            alpha=float(options.get("alpha", 0.5)),
+            mmr_strength=float(options.get("mmr_strength", 0.0)),
+        )
+        if options["mode"] != "text":
+            (query.vector,) = await self.embedder.embed([text])
+        return await self.docs.search(developer, owners, query)

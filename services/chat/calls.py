@@ -1,0 +1,89 @@
+"""What a chat calls out to: the model (in this process, through the model client) and server-side tools
+(each on the worker, as a RunToolWorkflow: workflows/tools.py)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from temporalio.client import Client, WorkflowFailureError
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from contracts.background import RunToolRequest
+from contracts.calls import Owner
+from contracts.temporal import RUN_TOOL_WORKFLOW
+from mint.models.client import ModelClient, OnText
+from services.chat.request import Chat
+from services.errors import ModelFailed, ModelRefused
+from workflows import prompts
+
+# The request's settings that override the agent's default_settings.
+SETTING_KEYS = ("temperature", "max_tokens", "top_p", "stop", "seed", "frequency_penalty", "presence_penalty")
+
+
+class ChatCalls:
+    def __init__(
+        self, models: ModelClient, temporal: Client, task_queue: str, max_tool_timeout: float | None
+    ):
+        self.models = models
+        self.temporal = temporal
+        self.task_queue = task_queue
+        self.max_tool_timeout = max_tool_timeout  # MINT_MAX_TOOL_TIMEOUT_SECONDS
+
+    async def complete(
+        self,
+        body: Chat,
+        agent: dict[str, Any],
+        messages: list[dict[str, Any]],
+        session_id: str,
+        tools: list[dict[str, Any]],
+        on_text: OnText | None = None,
+    ) -> dict[str, Any]:
+        """One model call with the agent's settings, overridden by the request's."""
+        settings = {**(agent.get("default_settings") or {})}
+        for key in SETTING_KEYS:
+            if getattr(body, key) is not None:
+                settings[key] = getattr(body, key)
+        request = {
+            "model": body.model or settings.pop("model", None) or agent.get("model"),
+            "messages": messages,
+            "settings": settings,
+            "response_format": body.response_format,
+            "tools": tools,
+            "at": f"session:{session_id}",
+            "owner": {"developer_id": agent["developer_id"], "agent_id": agent["id"]},
+        }
+        try:
+            return await self.models.complete(request, on_text)
+        except ApplicationError as exc:
+            if exc.type in ("ModelUnavailable", "InvalidModelOutput"):
+                raise ModelFailed(exc.message) from None
+            raise ModelRefused(exc.message) from None
+
+    async def run_tool(
+        self, developer: str, agent_id: str, spec: dict[str, Any], call: dict[str, Any]
+    ) -> dict[str, Any]:
+        """One server-side tool call, on the worker; a failure is a result the model reads, as in a task's
+        tool loop."""
+        started = time.monotonic()
+        try:
+            data = await self.temporal.execute_workflow(
+                RUN_TOOL_WORKFLOW,
+                RunToolRequest(
+                    owner=Owner(developer_id=developer, agent_id=agent_id),
+                    tool=spec,
+                    arguments=prompts.call_arguments(call),
+                    max_tool_timeout=self.max_tool_timeout,
+                ),
+                id=f"chat-tool-{uuid.uuid4()}",
+                task_queue=self.task_queue,
+            )
+        except WorkflowFailureError as exc:
+            cause = exc.cause.cause if isinstance(exc.cause, ActivityError) else exc.cause
+            code = cause.type if isinstance(cause, ApplicationError) and cause.type else "tool_failed"
+            message = cause.message if isinstance(cause, ApplicationError) else str(cause)
+            return prompts.tool_result(
+                "error", started, time.monotonic(), error={"code": code, "message": message}
+            )
+        return prompts.tool_result("success", started, time.monotonic(), data)

@@ -1,0 +1,256 @@
+"""A chat: each agent of the session answers in turn (or just the one named), running the server-side tools
+it asks for, and the exchange goes into the session's history.
+
+One chat at a time per session (mint/chat_turns.py), at most so many per developer (slots.py). The
+model-tool loop is the one prompt steps run (workflows/tool_loop.py); here its model calls and tool runs
+are ChatCalls' (calls.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio.client import Client
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from contracts.background import SessionRef
+from contracts.temporal import COMPRESS_SESSION_WORKFLOW
+from mint.models.client import ModelClient
+from mint.models.embeddings import Embedder
+from mint.store.chat_turns import ChatTurns, SessionBusy
+from mint.store.docs import DocStore
+from mint.store.session_history import SessionHistory
+from mint.store.tables import AGENTS, Store
+from services.chat.assemble import ContextAssembler
+from services.chat.calls import ChatCalls
+from services.chat.cast import Cast, cast
+from services.chat.context import Context, count_tokens
+from services.chat.request import Chat, ChatMessage
+from services.chat.slots import ChatSlots
+from services.errors import Busy, Invalid, ModelFailed, NotFound
+from services.sessions import owned_row
+from workflows import prompts
+from workflows.storable import find_unstorable, format_path
+from workflows.tool_loop import LoopEnd, MaxTurnsExceeded, ToolLoop
+
+# Chats in one session are serialised: a second waits up to this long for the first, then is refused (Busy).
+CHAT_TURN_WAIT_SECONDS = 30.0
+ADAPTIVE_START = 0.6  # adaptive sessions compress once the context passes this share of the budget
+
+OnChoiceText = Callable[[int, str], Awaitable[None]]
+
+
+def _message(answer: dict[str, Any]) -> dict[str, Any]:
+    """The assistant message of a model answer (its first choice's)."""
+    return answer["response"]["choices"][0]["message"]
+
+
+@dataclass
+class Reply:
+    """What a chat answers, gathered agent by agent. `answered` holds the messages the agents added (tool
+    exchanges, then each answer): what the next agent reads after the request's, and what is saved."""
+
+    choices: list[dict[str, Any]] = field(default_factory=list)
+    usage: dict[str, int] = field(
+        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    )
+    recalled: list[dict[str, Any]] = field(default_factory=list)
+    answered: list[dict[str, Any]] = field(default_factory=list)
+
+    def count(self, answer: dict[str, Any]) -> None:
+        """Add one model call's tokens to the usage."""
+        for key in self.usage:
+            self.usage[key] += int((answer["usage"] or {}).get(key) or 0)
+
+    def recall(self, docs: list[dict[str, Any]]) -> None:
+        """Add the docs one agent's turn recalled, each once."""
+        self.recalled += [d for d in docs if d["id"] not in {r["id"] for r in self.recalled}]
+
+    def add(self, end: LoopEnd[dict[str, Any]], agent: dict[str, Any], named: bool) -> None:
+        """One agent's tool exchanges and answer; with several agents, each answer is named by its agent."""
+        self.answered += end.exchange
+        choice = end.answer["response"]["choices"][0]
+        self.answered.append(
+            {k: v for k, v in choice["message"].items() if k in ("role", "content", "tool_calls") and v}
+        )
+        if named:
+            self.answered[-1]["name"] = agent.get("name")
+        self.choices.append({**choice, "index": len(self.choices)})
+
+    def response(self) -> dict[str, Any]:
+        return {
+            "id": str(uuid.uuid4()),
+            "created_at": datetime.now(UTC),
+            "choices": self.choices,
+            "usage": self.usage,
+            "docs": self.recalled,
+            "jobs": [],
+        }
+
+
+class Chatter:
+    """What a chat needs: the store, the docs for recall, the embedder, the model client and Temporal."""
+
+    def __init__(
+        self,
+        store: Store,
+        docs: DocStore,
+        embedder: Embedder,
+        models: ModelClient,
+        temporal: Client,
+        task_queue: str,
+        slots: ChatSlots,
+        max_tool_timeout: float | None = None,
+    ):
+        self.store = store
+        self.slots = slots
+        self.turns = ChatTurns(store.pool)
+        self.history = SessionHistory(store.pool)
+        self.assembler = ContextAssembler(self.history, docs, embedder)
+        self.calls = ChatCalls(models, temporal, task_queue, max_tool_timeout)
+        self.temporal = temporal
+        self.task_queue = task_queue
+
+    async def cast(self, developer: str, session: dict[str, Any], agent: dict[str, Any], body: Chat) -> Cast:
+        """Who takes part in one agent's turn and with which tools."""
+        return await cast(self.store, developer, session, agent, body)
+
+    async def prepare(
+        self, developer: str, session: dict[str, Any], body: Chat, cast: Cast
+    ) -> tuple[Context, list[dict[str, Any]]]:
+        """The context one agent's turn sends, and the docs recalled (also what `/render` shows)."""
+        return await self.assembler.assemble(developer, session, body, cast)
+
+    async def chat(
+        self, developer: str, session: dict[str, Any], body: Chat, on_text: OnChoiceText | None = None
+    ) -> dict[str, Any]:
+        """Each agent of the session answers in turn (or just the one named), each seeing the answers before.
+        With `on_text`, models stream, and each piece of text goes to `on_text(choice index, text)`."""
+        agent_ids = [body.agent] if body.agent else session["agents"]
+        if body.agent and body.agent not in session["agents"]:
+            raise Invalid(f"agent {body.agent} is not part of session {session['id']}")
+        async with self._turn(developer, session["id"]):
+            reply = Reply()
+            for agent_id in agent_ids:
+                await self._answer(developer, session, body, agent_id, reply, on_text, len(agent_ids) > 1)
+            if body.save:
+                asked = [m.model_dump(exclude_none=True) for m in body.messages]
+                await self._save(developer, session["id"], asked, reply.answered)
+        return reply.response()
+
+    async def _answer(
+        self,
+        developer: str,
+        session: dict[str, Any],
+        body: Chat,
+        agent_id: str,
+        reply: Reply,
+        on_text: OnChoiceText | None,
+        named: bool,
+    ) -> None:
+        """One agent's answer, reading the answers before it; what it adds goes on `reply`."""
+        agent = await owned_row(self.store, AGENTS, developer, agent_id)
+        if agent is None:
+            raise NotFound("agent", agent_id)
+        turn = body.model_copy(
+            update={"messages": [*body.messages, *map(ChatMessage.model_validate, reply.answered)]}
+        )
+        cast = await self.cast(developer, session, agent, body)
+        context, docs = await self.prepare(developer, session, turn, cast)
+        await self._maybe_compress(developer, session, context)
+        reply.recall(docs)
+        streamed = functools.partial(on_text, len(reply.choices)) if on_text else None
+        try:
+            end = await self._tool_loop(developer, session, body, cast, reply, streamed).run(context.messages)
+        except MaxTurnsExceeded as exc:
+            raise Invalid(
+                f"MaxTurnsExceeded: the model still asked for tools after {exc.max_turns} turns"
+            ) from None
+        reply.add(end, agent, named)
+
+    def _tool_loop(
+        self,
+        developer: str,
+        session: dict[str, Any],
+        body: Chat,
+        cast: Cast,
+        reply: Reply,
+        streamed: Callable[[str], Awaitable[None]] | None,
+    ) -> ToolLoop[dict[str, Any]]:
+        """The model-tool loop of one agent's turn: tools run here only when the session (or request) says
+        `auto_run_tools` and every call asks for a server-side tool; others go back to the client."""
+        auto_run = session["auto_run_tools"] if body.auto_run_tools is None else body.auto_run_tools
+        tools = cast.offered_tools()
+
+        async def ask(messages: list[dict[str, Any]]) -> dict[str, Any]:
+            answer = await self.calls.complete(body, cast.agent, messages, session["id"], tools, streamed)
+            reply.count(answer)
+            for call in _message(answer).get("tool_calls") or []:  # fixed values go in, whoever runs the call
+                call["function"]["arguments"] = json.dumps(
+                    {**prompts.call_arguments(call), **cast.fixed.get(call["function"]["name"], {})}
+                )
+            return answer
+
+        def run_tool(call: dict[str, Any], turn: int) -> Awaitable[dict[str, Any]]:
+            spec = cast.specs[call["function"]["name"]]
+            return self.calls.run_tool(developer, cast.agent["id"], spec, call)
+
+        return ToolLoop(
+            ask=ask,
+            message_of=_message,
+            runs_here=lambda calls: bool(auto_run) and all(cast.runs_here(c) for c in calls),
+            run_tool=run_tool,
+            max_turns=prompts.MAX_TURNS,
+        )
+
+    @contextlib.asynccontextmanager
+    async def _turn(self, developer: str, session_id: str) -> AsyncIterator[None]:
+        """A chat slot of the developer's, then the session's turn (one chat at a time per session, so
+        history never interleaves half-turns)."""
+        with self.slots.slot(developer):
+            try:
+                async with self.turns.turn(developer, session_id, CHAT_TURN_WAIT_SECONDS):
+                    yield
+            except SessionBusy:
+                raise Busy(f"session {session_id} is busy with another chat; try again") from None
+
+    async def _maybe_compress(self, developer: str, session: dict[str, Any], context: Context) -> None:
+        """`adaptive`: past ADAPTIVE_START of the budget, fold older messages into the summary in the
+        background (one compression per session at a time); until it lands, truncation keeps chat going."""
+        budget = session["token_budget"]
+        if (
+            session["context_overflow"] != "adaptive"
+            or not budget
+            or context.wanted < ADAPTIVE_START * budget
+        ):
+            return
+        with contextlib.suppress(WorkflowAlreadyStartedError):
+            await self.temporal.start_workflow(
+                COMPRESS_SESSION_WORKFLOW,
+                SessionRef(developer_id=developer, session_id=session["id"]),
+                id=f"compress-session-{developer}-{session['id']}",
+                task_queue=self.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            )
+
+    async def _save(
+        self, developer: str, session_id: str, asked: list[dict[str, Any]], answered: list[dict[str, Any]]
+    ) -> None:
+        # The request was checked on its way in (api/request_check.py); the answers come from a model or a
+        # tool, and text Postgres cannot store there is their fault, not the caller's.
+        for problem in find_unstorable(answered, limit=None, most=1):
+            raise ModelFailed(
+                f"the answer cannot be saved to the history: at {format_path(problem.loc)} it {problem.message}"
+            )
+        entries = [(m, "api_request") for m in asked] + [(m, "api_response") for m in answered]
+        await self.history.append(
+            developer, session_id, [(m, source, count_tokens(m)) for m, source in entries]
+        )

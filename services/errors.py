@@ -1,0 +1,44 @@
+"""Why a service refused or could not finish a request, by kind; api/errors.py gives each kind its HTTP
+status, so no service speaks HTTP."""
+
+from __future__ import annotations
+
+
+class ServiceError(Exception):
+    """A failure the caller can act on: `message` says what and, where it helps, what to do."""
+
+    def __init__(self, message: str, retry_after: int | None = None):
+        self.message = message
+        self.retry_after = retry_after  # seconds, for refusals that pass with time
+        super().__init__(message)
+
+
+class NotFound(ServiceError):
+    """The caller has no such resource (or it is another developer's)."""
+
+    def __init__(self, kind: str, id_: str):
+        super().__init__(f"{kind} {id_} not found")
+
+
+class Invalid(ServiceError):
+    """The request cannot be carried out as asked (a 422)."""
+
+
+class TooLarge(ServiceError):
+    """What the request needs does not fit its limit (a session's context in its token budget)."""
+
+
+class Busy(ServiceError):
+    """Other work holds what the request needs; trying again later may work."""
+
+
+class TooMany(ServiceError):
+    """The developer is over a limit on work at once; `retry_after` says when to try again."""
+
+
+class ModelRefused(ServiceError):
+    """The model provider refused the request as asked (bad settings, say): the caller's to fix."""
+
+
+class ModelFailed(ServiceError):
+    """The model was unavailable, or its answer unusable: not the caller's fault."""
