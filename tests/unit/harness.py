@@ -160,10 +160,12 @@ class Harness:
     def outcome(self, execution_id: str, failure: str | None = None) -> Outcome:
         return Outcome(execution_id, self.fakes.execution(execution_id), failure)
 
-    async def until(self, execution_id: str, kind: str, count: int = 1) -> Outcome:
+    async def until(
+        self, execution_id: str, kind: str, count: int = 1, timeout: float = DEADLINE_SECONDS
+    ) -> Outcome:
         """Wait (in real time: no time is skipped) until `count` transitions of type `kind` are written."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + DEADLINE_SECONDS
+        deadline = loop.time() + timeout
         while self.fakes.execution(execution_id).types.count(kind) < count:
             if loop.time() > deadline:
                 raise AssertionError(
