@@ -9,7 +9,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from temporalio.client import WorkflowFailureError
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
@@ -84,6 +84,20 @@ class Outcome:
         return [t for t in self.transitions if t["type"] == kind]
 
 
+class _KeepsHandles:
+    """The Temporal client as `_launch` sees it, keeping each handle it starts: only those handles skip
+    time while their result is awaited (the test server's time skipping is unlocked by them)."""
+
+    def __init__(self, client: Client):
+        self.client = client
+        self.handles: dict[str, WorkflowHandle] = {}
+
+    async def start_workflow(self, *args: Any, **kwargs: Any) -> WorkflowHandle:
+        handle = await self.client.start_workflow(*args, **kwargs)
+        self.handles[handle.id] = handle
+        return handle
+
+
 class Harness:
     """Starts, resumes and cancels executions; each test gets a fresh one over the session's worker."""
 
@@ -91,7 +105,7 @@ class Harness:
         self.env = env
         self.fakes = fakes
         self.settings = Settings(task_queue=queue)
-        self.started: list[str] = []
+        self.temporal = _KeepsHandles(env.client)
 
     async def start(
         self,
@@ -118,8 +132,7 @@ class Harness:
         self.fakes.execution(execution["id"])  # the `queued` row the API inserts first
         store = FakeStore(self.fakes, agent_row, agent_tools)
         run_settings = Settings(**{**self.settings.__dict__, **settings})
-        await _launch(store, self.env.client, run_settings, DEVELOPER, task_row, execution)  # type: ignore[arg-type]
-        self.started.append(execution["id"])
+        await _launch(store, self.temporal, run_settings, DEVELOPER, task_row, execution)  # type: ignore[arg-type]
         return execution["id"]
 
     async def finish(self, execution_id: str) -> Outcome:
@@ -134,7 +147,7 @@ class Harness:
         return outcome
 
     async def _result(self, execution_id: str) -> Any:
-        return await self.env.client.get_workflow_handle(execution_id).result()
+        return await self.temporal.handles[execution_id].result()
 
     async def run(self, spec: dict[str, Any], input_: Any = None, **options: Any) -> Outcome:
         """Start an execution and wait for it to end."""
@@ -192,7 +205,7 @@ class Harness:
 
     async def end_all(self) -> None:
         """Terminate what a test left running (a failed assertion mid-wait)."""
-        for execution_id in self.started:
+        for execution_id in self.temporal.handles:
             if self.fakes.execution(execution_id).status not in TERMINAL_STATUSES:
                 try:
                     await self.env.client.get_workflow_handle(execution_id).terminate("test ended")
