@@ -96,4 +96,3 @@ async def mint(unit_env: WorkflowEnvironment, unit_worker: str, fakes: Fakes) ->
     harness = Harness(unit_env, unit_worker, fakes)
     yield harness
     await harness.end_all()
-
