@@ -26,6 +26,14 @@ from workflows.tools import RunToolWorkflow
 
 # The SDK gives a server 5 s to start; on a loaded 2-core machine it can take longer.
 SERVER_STARTUP = timedelta(seconds=60)
+# The workflows worker.py registers.
+WORKFLOWS = [
+    TaskExecutionWorkflow,
+    MapChunkWorkflow,
+    IndexDocWorkflow,
+    CompressSessionWorkflow,
+    RunToolWorkflow,
+]
 WORKER_PY = Path(__file__).parents[2] / "worker.py"
 
 
@@ -64,18 +72,15 @@ def session_fakes() -> Fakes:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def unit_worker(unit_env: WorkflowEnvironment, session_fakes: Fakes) -> AsyncIterator[str]:
-    """A worker with the workflows worker.py registers and the fake activities; yields its task queue."""
+    """A worker with the workflows worker.py registers and the fake activities; yields its task queue.
+
+    Workflows run outside the sandbox: the sandbox re-imports the interpreter for every run (about 0.15 s
+    each here, against 0.03 s), and test_worker_sandbox.py runs every step kind inside it once."""
     queue = f"unit-{uuid.uuid4()}"
     async with Worker(
         unit_env.client,
         task_queue=queue,
-        workflows=[
-            TaskExecutionWorkflow,
-            MapChunkWorkflow,
-            IndexDocWorkflow,
-            CompressSessionWorkflow,
-            RunToolWorkflow,
-        ],
+        workflows=WORKFLOWS,
         activities=session_fakes.activities(),
         workflow_runner=UnsandboxedWorkflowRunner(),
         max_concurrent_activities=200,
