@@ -12,7 +12,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -23,7 +23,10 @@ from mint.process import local_services
 from mint.store.db import connect_pool, migrate
 from mint.store.tables import Store
 from tests.model_server import Call, ModelServer, Reply
-from tests.stack import BackgroundStack
+
+if TYPE_CHECKING:  # imported where a stack starts: it brings the whole API and the model SDKs along, which
+    # the fast layer (tests/unit) never needs
+    from tests.stack import BackgroundStack
 
 # The SDK gives a server 5 s to start; on a loaded 2-core machine the dev server can take longer.
 SERVER_STARTUP = timedelta(seconds=60)
@@ -68,6 +71,8 @@ async def store(postgres_url: str) -> AsyncIterator[Store]:
 async def stack(
     postgres_url: str, temporal_env: WorkflowEnvironment, store: Store
 ) -> AsyncIterator[BackgroundStack]:
+    from tests.stack import BackgroundStack
+
     running = await asyncio.to_thread(BackgroundStack(postgres_url, temporal_address(temporal_env)).start)
     yield running
     await asyncio.to_thread(running.stop)
@@ -138,6 +143,8 @@ def model_server(script: Script) -> Iterator[ModelServer]:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def model_stack(postgres_url, temporal_env, model_server) -> AsyncIterator[BackgroundStack]:
+    from tests.stack import BackgroundStack
+
     async with BackgroundStack(
         postgres_url,
         temporal_address(temporal_env),
