@@ -16,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from mint import services
+from mint.process import local_services
 from tests.unit.fakes import Fakes
 from tests.unit.harness import Harness
 from workflows.docs import IndexDocWorkflow
@@ -58,7 +58,7 @@ def workflow_runner() -> SandboxedWorkflowRunner:
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def unit_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_time_skipping(
-        test_server_existing_path=services.find_binary("temporal-test-server"),
+        test_server_existing_path=local_services.find_binary("temporal-test-server"),
         test_server_startup_timeout=SERVER_STARTUP,
     )
     yield env

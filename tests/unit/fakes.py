@@ -16,12 +16,20 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from workflows.call_steps import CALL_MODEL, LIST_MCP_TOOLS, SEARCH_DOCS
-from workflows.calls import CALL_API, CALL_MCP, CALL_SYSTEM
-from workflows.docs import INDEX_DOC, MARK_DOC_FAILED
-from workflows.sessions import COMPRESS_SESSION
-from workflows.transition_log import MARK_FAILED, WRITE_TRANSITIONS
-from workflows.transitions import TERMINAL_STATUSES, InvalidTransition, TransitionBatch, check_sequence
+from contracts.temporal import (
+    CALL_API,
+    CALL_MCP,
+    CALL_MODEL,
+    CALL_SYSTEM,
+    COMPRESS_SESSION,
+    INDEX_DOC,
+    LIST_MCP_TOOLS,
+    MARK_DOC_FAILED,
+    MARK_FAILED,
+    SEARCH_DOCS,
+    WRITE_TRANSITIONS,
+)
+from contracts.transitions import TERMINAL_STATUSES, InvalidTransition, TransitionBatch, check_sequence
 
 Handler = Callable[[dict[str, Any]], Any]
 

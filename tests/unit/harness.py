@@ -15,9 +15,9 @@ from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
 from api.executions import _launch, resume_execution
+from contracts.transitions import TERMINAL_STATUSES
 from mint.settings import Settings
 from tests.unit.fakes import ExecutionRow, Fakes, FakeStore
-from workflows.transitions import TERMINAL_STATUSES
 from workflows.validate import validate_task
 
 DEVELOPER = "00000000-0000-4000-8000-00000000d0d0"

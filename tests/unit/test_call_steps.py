@@ -9,10 +9,9 @@ import json
 import pytest
 from temporalio.exceptions import ApplicationError
 
+from contracts.temporal import CALL_API, CALL_MCP, CALL_MODEL, CALL_SYSTEM, LIST_MCP_TOOLS, SEARCH_DOCS
 from tests.unit.fakes import completion, http_response
 from tests.unit.harness import AGENT, DEVELOPER, task
-from workflows.call_steps import CALL_MODEL, LIST_MCP_TOOLS, SEARCH_DOCS
-from workflows.calls import CALL_API, CALL_MCP, CALL_SYSTEM
 
 LOOKUP = {"name": "lookup", "type": "function", "function": {"parameters": {"type": "object"}}}
 FETCH = {

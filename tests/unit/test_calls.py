@@ -9,19 +9,13 @@ from itertools import count
 
 import pytest
 
+from contracts.calls import McpCallRequest, Owner, SystemCallRequest
+from contracts.temporal import CALL_API, CALL_MCP, CALL_SYSTEM
 from workflows import language as lang
-from workflows.calls import (
-    CALL_API,
-    CALL_MCP,
-    CALL_SYSTEM,
-    ToolError,
-    bounded_timeout,
-    call_options,
-    tool_activity,
-)
+from workflows.calls import ToolError, bounded_timeout, call_options, tool_activity
 from workflows.values import ValueEvaluator
 
-OWNER = {"developer_id": "dev", "agent_id": "agent"}
+OWNER = Owner(developer_id="dev", agent_id="agent")
 
 
 def values() -> ValueEvaluator:
@@ -155,7 +149,7 @@ def test_the_timeout_is_the_deadline_of_the_whole_call():
 def test_a_secret_travels_as_a_reference_with_whose_secrets_it_may_use():
     planned = plan(api_tool(headers={"Authorization": "Bearer {{ secrets.KEY }}"}))
     assert "KEY" in planned.request["headers"]["Authorization"]
-    assert planned.request["secrets"] == {**OWNER, "nonce": "key-1"}
+    assert planned.request["secrets"] == {"developer_id": "dev", "agent_id": "agent", "nonce": "key-1"}
 
 
 def test_a_secret_changed_before_use_is_refused():
@@ -175,14 +169,16 @@ def test_a_system_tool_goes_to_call_system_as_the_owners_developer():
     tool = {"name": "s", "type": "system", "system": {"resource": "agent", "operation": "list"}}
     planned = plan(tool, {"limit": 5})
     assert (planned.name, planned.deadline) == (CALL_SYSTEM, None)
-    assert planned.request == {"developer_id": "dev", "system": tool["system"], "arguments": {"limit": 5}}
+    assert planned.request == SystemCallRequest(
+        developer_id="dev", system=tool["system"], arguments={"limit": 5}
+    )
 
 
 def test_an_mcp_tool_goes_to_call_mcp_with_its_method_or_its_name():
     integration = {"provider": "mcp", "setup": {"server": "calc"}}
     planned = plan({"name": "add", "type": "integration", "integration": integration}, {"a": 1})
     assert planned.name == CALL_MCP
-    assert planned.request == {"integration": integration, "tool": "add", "arguments": {"a": 1}}
+    assert planned.request == McpCallRequest(integration=integration, tool="add", arguments={"a": 1})
 
 
 def test_an_integration_provider_mint_does_not_ship_is_refused():

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from workflows.dialect import read_template, read_value
-from workflows.expressions import ExpressionError
+from workflows.sandbox.expressions import ExpressionError
 from workflows.validate import validate_task
 from workflows.values import ValueEvaluator, detect_dialect
 

@@ -9,9 +9,9 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.exceptions import ApplicationError
 
+from contracts.temporal import CALL_API
 from tests.unit.fakes import http_response
 from tests.unit.harness import task
-from workflows.calls import CALL_API
 
 PING = {"name": "ping", "type": "api_call", "api_call": {"url": "https://example.com/{{ arguments.n }}"}}
 

@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 import pytest
 from temporalio import workflow
 
+from contracts.transitions import InvalidTransition, Position, TransitionBatch, check_sequence
+from contracts.wire import plain
 from tests.unit.harness import task
 from workflows.transition_log import MAX_BATCH_TRANSITIONS, TransitionLog, UnrecordableValue, encode
-from workflows.transitions import InvalidTransition, Position, TransitionBatch, check_sequence, plain
 
 HERE = Position("main", 2, "scope")
 
