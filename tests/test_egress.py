@@ -170,5 +170,5 @@ async def test_an_mcp_server_is_reached_at_the_address_the_check_approved(monkey
     with McpHttpServer() as server:
         integration = {"provider": "mcp", "setup": {"url": f"http://mcp.rebind.test:{server.port}/mcp"}}
         listed = await ActivityEnvironment().run(activities.list_mcp_tools, integration)
-    assert [tool["name"] for tool in listed] == ["add"]
+    assert [tool.name for tool in listed] == ["add"]
     assert lookups == ["mcp.rebind.test"]
