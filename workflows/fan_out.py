@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import Awaitable
 from typing import Any
 
 from temporalio import workflow
@@ -30,6 +31,12 @@ MAX_FAN_OUT_EVENTS = 40_000
 # of at most this many items each: no history nears Temporal's limits, and pending work stays small.
 CHUNK_ITEMS = 250
 MAX_CHUNKS = 2_000
+# A branch that ends while another waits for input or sleeps starts writing its transitions at once, rather
+# than when the other wakes; executions that started before this keep the commands their histories hold.
+WRITE_ENDED_BRANCHES_PATCH = "write-a-branch-that-ends-beside-a-parked-one"
+# A window one item wide runs its items one after another, so a `return` stops the items after it (a chunk
+# of a foreach did not: its items were all started at once, and those that never suspended all ran).
+SERIAL_WINDOW_PATCH = "a-window-one-item-wide-runs-items-in-turn"
 
 
 class FanOut:
@@ -75,7 +82,7 @@ class FanOut:
     async def parallel(self, step: lang.ParallelStep, value: Any, frame: Frame, here: str) -> list[Any]:
         """Run every branch on the same input, side by side."""
         branches = [
-            self.interpreter.run_sequence(b, value, frame, f"{here}.parallel[{i}]")
+            self._branch(self.interpreter.run_sequence(b, value, frame, f"{here}.parallel[{i}]"))
             for i, b in enumerate(step.parallel)
         ]
         return await gather(branches)
@@ -84,13 +91,25 @@ class FanOut:
         self, body: list[Any], items: list[Any], first: int, frame: Frame, path: str, parallelism: int
     ) -> list[Any]:
         """Run `body` for every item, at most `parallelism` at a time; item i is numbered first + i."""
+        if parallelism == 1 and workflow.patched(SERIAL_WINDOW_PATCH):
+            run = self.interpreter.run_sequence
+            return [await run(body, item, frame, path, {"item": first + i}) for i, item in enumerate(items)]
         window = asyncio.Semaphore(parallelism)
 
         async def one(i: int, item: Any) -> Any:
             async with window:  # a sliding window: a slow item holds only its own slot
-                return await self.interpreter.run_sequence(body, item, frame, path, {"item": first + i})
+                run = self.interpreter.run_sequence(body, item, frame, path, {"item": first + i})
+                return await self._branch(run)
 
         return await gather([one(i, item) for i, item in enumerate(items)])
+
+    async def _branch(self, run: Awaitable[Any]) -> Any:
+        """Run one item or branch; if it ends while another is parked, write what it added now."""
+        output = await run
+        log = self.interpreter.log
+        if log.pending and log.parked and workflow.patched(WRITE_ENDED_BRANCHES_PATCH):
+            log.submit()
+        return output
 
     def _items(self, raw: Any, names: dict[str, Any], where: str) -> list[Any]:
         items = self.interpreter.values.expression(raw, names) if isinstance(raw, str) else raw

@@ -45,7 +45,7 @@ def step_keys(step: lang.StepModel, path: str) -> tuple[list[Problem], list[Prob
             problems.append(
                 Problem(
                     where,
-                    f"`{key}` does not belong in a `{kind}` step: each step has one kind (is a `-` missing "
+                    f"`{key}` does not belong in {_a(kind)} step: each step has one kind (is a `-` missing "
                     "before it, starting a new step?)",
                 )
             )
@@ -54,7 +54,7 @@ def step_keys(step: lang.StepModel, path: str) -> tuple[list[Problem], list[Prob
                 Problem(
                     where,
                     f"`{key}` applies only to steps that call out (tool, prompt, search) or wait "
-                    f"(wait_for_input: timeout); a `{kind}` step runs at once",
+                    f"(wait_for_input: timeout); {_a(kind)} step runs at once",
                 )
             )
         elif key == "response_format" and kind == "prompt":
@@ -84,3 +84,8 @@ def api_call_keys(api_call: lang.ApiCallDef | None, path: str) -> tuple[list[Pro
                 )
             )
     return problems, warnings
+
+
+def _a(kind: str | None) -> str:
+    """`a `log``, `an `evaluate``: the kind in backticks with its article."""
+    return f"{'an' if (kind or 'x')[0] in 'aeiou' else 'a'} `{kind}`"

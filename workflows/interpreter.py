@@ -63,9 +63,7 @@ class Interpreter:
         self.depth = 0
         self.legacy = True if chunk else self._started_legacy(params)  # a chunk's is its parent's (run_chunk)
         self.fan_out = FanOut(self)  # foreach, map_reduce, parallel
-        self.waits = Waits(
-            self.log, inbox, self.values, CHUNK_ITEMS if chunk else None
-        )  # sleep, wait_for_input
+        self.waits = Waits(self.log, inbox, self.values, CHUNK_ITEMS if chunk else None)
         self.call_steps = CallSteps(self)  # tool calls, prompts, search
         self.root: Frame  # main's frame, or what replaced it through tail yields (set by _start)
 

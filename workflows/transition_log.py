@@ -87,7 +87,8 @@ class TransitionLog:
         self.pending: list[TransitionRow] = []
         self.pending_bytes = 0
         self.seq = 0
-        self.open_waits = 0
+        self.open_waits = 0  # branches waiting for input (the status says awaiting_input meanwhile)
+        self.sleeping = 0  # branches on a timer
         self._lock = asyncio.Lock()
         self._writer: asyncio.Future[None] | None = None
 
@@ -148,6 +149,11 @@ class TransitionLog:
             if self._writer is not None and not self._writer.cancelled() and self._writer.exception():
                 return  # leave the failure for flush() to raise
             self._writer = asyncio.ensure_future(self._drain(None, None, None, once=True, background=True))
+
+    @property
+    def parked(self) -> bool:
+        """Some branch waits for input or sleeps, which may take days."""
+        return bool(self.open_waits or self.sleeping)
 
     async def flush(self, status: str | None = None, output: Any = None, error: str | None = None) -> None:
         """Write everything pending and wait for it (one local activity per batch); raises what a

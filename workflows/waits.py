@@ -42,7 +42,11 @@ class Waits:
             raise StepFailed(f"sleep must not be negative (got {seconds} seconds)")
         await self.log.flush()
         if seconds:
-            await workflow.sleep(seconds)
+            self.log.sleeping += 1
+            try:
+                await workflow.sleep(seconds)
+            finally:
+                self.log.sleeping -= 1
         return value  # sleeping does not change `_`
 
     async def wait(

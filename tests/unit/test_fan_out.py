@@ -128,12 +128,6 @@ async def test_a_return_inside_a_chunk_ends_the_workflow_with_its_value(mint):
     assert [t["current"]["step"] for t in done.at("main")] == [0]  # main[1] never ran
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: in a foreach run in child workflows, the items after one that returns still run (and record "
-    "their steps) until the chunk's gather is cancelled; items that never suspend all run. A foreach in the "
-    "execution itself stops at the return",
-)
 async def test_no_item_after_a_return_runs_in_a_chunked_foreach(mint):
     done = await mint.succeed(RETURN_IN_A_CHUNK)
     assert {t["metadata"]["item"] for t in done.at("main[0].foreach")} == {0, 1, 2, 3}
@@ -221,13 +215,8 @@ async def test_the_map_window_slides_as_items_finish_and_results_keep_item_order
     assert done.output == ["r1", "r2", "r3"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a resumed map item's `resume` and `step` transitions stay in the workflow's buffer while "
-    "another item still waits (the log is not flushed before the workflow blocks again), so clients see "
-    "neither until the last wait is answered",
-)
 async def test_a_resumed_items_transitions_are_written_while_another_item_still_waits(mint):
+    """The log is written before the workflow blocks, even when it blocks on another item's wait."""
     execution_id = await mint.start(WAITING_MAP, {"xs": ["a", "b"]})
     await mint.until(execution_id, "wait", 2)
     await mint.resume(execution_id, "r1")
