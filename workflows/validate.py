@@ -151,7 +151,7 @@ def _check_step(
         labels[label] = path
     known = {"tool": tools, "workflow": workflows}
     for where, what, name in step.references(path):
-        if name not in known[what]:
+        if not isinstance(name, str) or name not in known[what]:
             names = ", ".join(sorted(known[what])) or "none"
             problems.append(Problem(where, f"unknown {what} {name!r} ({what}s: {names})"))
     return problems

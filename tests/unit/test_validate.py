@@ -175,3 +175,11 @@ def test_an_unknown_key_julep_ignored_is_accepted_with_a_warning():
 def test_the_stored_document_has_then_else_and_do_as_lists():
     valid = validate_task(main({"if": "$ True", "then": OK}))
     assert valid.document["main"] == [{"if": "$ True", "then": [{"evaluate": {"x": "$ 1"}}]}]
+
+
+def test_a_tool_or_kind_named_by_something_not_text_is_refused_not_crashed_on():
+    assert problems(main({"prompt": "hi", "tools": [{"name": ["x"]}]})) == [
+        ("main[0].tools[0]", "unknown tool ['x'] (tools: none)")
+    ]
+    ((path, message),) = problems(main({"kind_": ["x"], "evaluate": {"a": "1"}}))
+    assert path == "main[0].kind_"

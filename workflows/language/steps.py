@@ -349,8 +349,9 @@ def step_kind(raw: Any) -> str | None:
         return raw.KIND
     if not isinstance(raw, dict):
         return None
-    if raw.get("kind_") in STEP_KINDS:
-        return str(raw["kind_"])
+    kind = raw.get("kind_")
+    if isinstance(kind, str) and kind in STEP_KINDS:  # anything else is left to the `kind_` field to refuse
+        return kind
     for key, kind in STEP_KEYS.items():
         if key in raw:
             return kind
