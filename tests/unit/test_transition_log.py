@@ -155,12 +155,12 @@ async def test_what_is_pending_is_written_beside_a_call_and_the_rest_with_the_en
     assert done.row.statuses == ["running", "succeeded"]  # one batch before the call, one at the end
 
 
-async def test_the_status_is_awaiting_input_while_a_wait_is_open_and_running_again_after(mint):
+async def test_the_status_is_awaiting_input_while_a_wait_is_open_and_running_again_after(timed_mint):
     spec = task({"wait_for_input": {"info": "$ 'ok?'"}}, {"sleep": 60}, {"evaluate": {"x": "$ 1"}})
-    execution_id = await mint.start(spec)
-    await mint.until(execution_id, "wait")
-    await mint.resume(execution_id, "yes")
-    done = await mint.finish(execution_id)
+    execution_id = await timed_mint.start(spec)
+    await timed_mint.until(execution_id, "wait")
+    await timed_mint.resume(execution_id, "yes")
+    done = await timed_mint.finish(execution_id)
     assert done.row.statuses == ["awaiting_input", "running", "succeeded"]
 
 

@@ -36,17 +36,17 @@ def at(transition: dict) -> datetime:
         pytest.param(task({"evaluate": {"s": "$ _.s"}}, {"sleep": {"hours": "$ _.s"}}), id="dollar"),
     ],
 )
-async def test_sleep_is_a_durable_timer_and_passes_its_input_through(mint, spec):
-    done = await mint.succeed(spec, {"s": 24})
+async def test_sleep_is_a_durable_timer_and_passes_its_input_through(timed_mint, spec):
+    done = await timed_mint.succeed(spec, {"s": 24})
     assert done.output == {"s": 24}
     assert done.step("main", 1)["output"] == {"s": 24}
-    assert await timers(mint, done.id) == [86400.0]
+    assert await timers(timed_mint, done.id) == [86400.0]
     assert at(done.transitions[-1]) - at(done.step("main", 0)) >= timedelta(days=1)
 
 
-async def test_sleep_units_add_up(mint):
-    done = await mint.succeed(task({"sleep": {"days": 1, "hours": "$ 1", "minutes": 1, "seconds": 30}}))
-    assert await timers(mint, done.id) == [86400 + 3600 + 60 + 30.0]
+async def test_sleep_units_add_up(timed_mint):
+    done = await timed_mint.succeed(task({"sleep": {"days": 1, "hours": "$ 1", "minutes": 1, "seconds": 30}}))
+    assert await timers(timed_mint, done.id) == [86400 + 3600 + 60 + 30.0]
 
 
 async def test_sleep_zero_starts_no_timer(mint):
@@ -123,18 +123,18 @@ async def test_wait_for_input_parks_until_resumed_and_the_input_is_its_output(mi
     assert done.step("main", 0)["output"] == {"name": "Ada"}
 
 
-async def test_a_wait_that_times_out_continues_with_its_default(mint):
+async def test_a_wait_that_times_out_continues_with_its_default(timed_mint):
     spec = task(
         {"wait_for_input": {"info": "$ 'ok?'", "timeout": 3600, "on_timeout": "continue", "default": "yes"}}
     )
-    done = await mint.succeed(spec)
+    done = await timed_mint.succeed(spec)
     assert done.output == "yes"
     assert done.types == ["init", "wait", "resume", "step", "finish"]
     assert done.transitions[2]["metadata"]["timed_out"] is True
 
 
-async def test_a_wait_that_times_out_fails_by_default(mint):
-    done = await mint.fail(task({"wait_for_input": {"info": "$ 'ok?'", "timeout": 60}}))
+async def test_a_wait_that_times_out_fails_by_default(timed_mint):
+    done = await timed_mint.fail(task({"wait_for_input": {"info": "$ 'ok?'", "timeout": 60}}))
     assert done.error == "main[0]: no input within 60.0 seconds"
 
 

@@ -35,16 +35,16 @@ EVERY_KIND = task(
 )
 
 
-async def test_a_task_using_every_step_kind_runs_on_the_workers_sandbox(unit_env, fakes):
+async def test_a_task_using_every_step_kind_runs_on_the_workers_sandbox(fresh_env, fakes):
     queue = f"unit-sandboxed-{uuid.uuid4()}"
     fakes.model = lambda request: completion("found")
     fakes.docs = lambda request: [{"id": request["text"]}]
     async with Worker(
-        unit_env.client,
+        fresh_env.client,
         task_queue=queue,
         workflows=WORKFLOWS,
         activities=fakes.activities(),
         workflow_runner=workflow_runner(),
     ):
-        done = await Harness(unit_env, queue, fakes).succeed(EVERY_KIND, {"n": 3})
+        done = await Harness(fresh_env, queue, fakes).succeed(EVERY_KIND, {"n": 3})
     assert done.output == {"docs": [{"id": "found"}], "total": 9}  # (0*2+1) + (1*2+1) + (2*2+1)
