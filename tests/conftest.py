@@ -47,6 +47,7 @@ def postgres_url() -> Any:
 async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=local_services.find_binary("temporal"),
+        dev_server_extra_args=local_services.dev_server_args(),
         ui=False,
         dev_server_log_level="error",
         dev_server_startup_timeout=SERVER_STARTUP,

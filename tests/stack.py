@@ -204,6 +204,7 @@ class LocalMint:
         _, self.key = await Store(self.pool).create_developer("local")
         self.env = await WorkflowEnvironment.start_local(
             dev_server_existing_path=local_services.find_binary("temporal"),
+            dev_server_extra_args=local_services.dev_server_args(),
             ui=False,
             dev_server_startup_timeout=timedelta(seconds=60),  # the SDK's 5 s is short on a busy machine
         )

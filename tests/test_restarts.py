@@ -85,6 +85,8 @@ async def test_a_temporal_restart_mid_run_loses_nothing(postgres_url, api_key):
     data_dir = Path(tempfile.mkdtemp(prefix="mint-temporal-"))
     port = free_port()
     temporal = await asyncio.to_thread(local_services.start_temporal, data_dir, port, free_port(), True)
+    # `mint up`'s server runs without the dev server's 20-reads-a-second task queue ceiling
+    assert "history.transferProcessorMaxPollHostRPS=10000" in temporal.args
     stack = BackgroundStack(postgres_url, f"127.0.0.1:{port}", task_queue=f"temporal-restart-{uuid.uuid4()}")
     await asyncio.to_thread(stack.start)
     try:
