@@ -18,6 +18,8 @@ from activities.models import ModelActivities
 from activities.sessions import SessionActivities
 from activities.system import SystemActivities
 from activities.transitions import TransitionWriter
+from activities.worker_calls import WorkerCalls
+from contracts.temporal import CALL_API, CALL_MCP, CALL_MODEL, CALL_SYSTEM, SEARCH_DOCS
 from mint.settings import Settings
 from workflows.docs import IndexDocWorkflow
 from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
@@ -66,6 +68,16 @@ class WorkerActivities:
 def build_worker(client: Client, activities: WorkerActivities, settings: Settings) -> Worker:
     """A worker with every workflow and activity registered."""
     a = activities
+    in_worker = WorkerCalls(
+        a.writer,
+        {
+            CALL_MODEL: a.models.call_model,
+            CALL_API: a.tools.call_api,
+            CALL_SYSTEM: a.system.call_system,
+            CALL_MCP: a.mcp.call_mcp,
+            SEARCH_DOCS: a.docs.search_docs,
+        },
+    )
     return Worker(
         client,
         task_queue=settings.task_queue,
@@ -88,9 +100,11 @@ def build_worker(client: Client, activities: WorkerActivities, settings: Setting
             a.system.call_system,
             a.mcp.call_mcp,
             a.mcp.list_mcp_tools,
+            in_worker.call_in_worker,
         ],
         workflow_runner=workflow_runner(),
         max_concurrent_activities=200,
+        max_concurrent_local_activities=200,  # the call steps that run in the worker (call_steps.py)
         # On stop, running activities get this long to finish before they are cancelled (and retried).
         graceful_shutdown_timeout=timedelta(seconds=settings.shutdown_grace_seconds),
     )

@@ -15,7 +15,11 @@ HEARTBEAT_SECONDS = 2.0
 @contextlib.asynccontextmanager
 async def heartbeating(every: float = HEARTBEAT_SECONDS) -> AsyncIterator[None]:
     """Heartbeat while a call runs, so that Temporal notices a dead worker within the heartbeat timeout
-    (seconds), not at the end of the call's whole start-to-close timeout."""
+    (seconds), not at the end of the call's whole start-to-close timeout. A local activity sends none: the
+    workflow task it runs in is kept alive by the worker instead, and a lost worker fails that task."""
+    if activity.info().is_local:
+        yield
+        return
 
     async def beat() -> None:
         # The first beat waits: a short call sends none (each is a request to Temporal), and the heartbeat

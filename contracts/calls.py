@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from contracts.transitions import TransitionBatch
+
 
 @dataclass
 class Owner:
@@ -124,3 +126,15 @@ class SearchRequest:
     alpha: float
     mmr_strength: float
     confidence: float
+
+
+@dataclass
+class WorkerCall:
+    """call_in_worker's input: a call step's activity run by the workflow's own worker (a local activity),
+    with the transitions the workflow had pending, which it writes while the call runs. `request` is the
+    named activity's input as JSON (its type is in contracts.temporal.ACTIVITIES); the result is that
+    activity's."""
+
+    activity: str
+    request: Any
+    transitions: TransitionBatch | None = None

@@ -20,6 +20,7 @@ from contracts.calls import (
     ModelRequest,
     SearchRequest,
     SystemCallRequest,
+    WorkerCall,
 )
 from contracts.executions import ChunkOutcome, ExecutionParams, MapChunk, ResumeInput
 from contracts.transitions import TransitionBatch
@@ -46,6 +47,9 @@ SEARCH_DOCS = "search_docs"
 INDEX_DOC = "index_doc"
 MARK_DOC_FAILED = "mark_doc_failed"
 COMPRESS_SESSION = "compress_session"
+CALL_IN_WORKER = "call_in_worker"
+# The activities a step may run through CALL_IN_WORKER.
+WORKER_CALLS = frozenset({CALL_MODEL, CALL_API, CALL_SYSTEM, CALL_MCP, SEARCH_DOCS})
 
 # name -> (input type, result type).
 ACTIVITIES: dict[str, tuple[Any, Any]] = {
@@ -60,6 +64,7 @@ ACTIVITIES: dict[str, tuple[Any, Any]] = {
     INDEX_DOC: (DocRef, IndexedDoc),
     MARK_DOC_FAILED: (DocFailure, None),
     COMPRESS_SESSION: (SessionRef, Compressed),
+    CALL_IN_WORKER: (WorkerCall, Any),  # the named activity's result
 }
 WORKFLOWS: dict[str, tuple[Any, Any]] = {
     TASK_EXECUTION_WORKFLOW: (ExecutionParams, Any),  # the task's output

@@ -12,17 +12,35 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError
 
-from contracts.calls import CallAnswer, McpTool, ModelAnswer, ModelRequest, Owner, SearchRequest
-from contracts.temporal import CALL_MODEL, LIST_MCP_TOOLS, SEARCH_DOCS
+from contracts.calls import (
+    CallAnswer,
+    McpTool,
+    ModelAnswer,
+    ModelRequest,
+    Owner,
+    SearchRequest,
+    WorkerCall,
+)
+from contracts.temporal import CALL_IN_WORKER, CALL_MODEL, LIST_MCP_TOOLS, SEARCH_DOCS
 from contracts.transitions import Position
 from workflows import language as lang
 from workflows import prompts
-from workflows.calls import HEARTBEAT_TIMEOUT, ToolCallRequest, ToolError, call_options, tool_activity
+from workflows.calls import (
+    CALLS_IN_WORKER_PATCH,
+    HEARTBEAT_TIMEOUT,
+    ToolCallRequest,
+    ToolError,
+    call_options,
+    runs_in_worker,
+    tool_activity,
+)
 from workflows.failures import StepFailed, failure_message
 from workflows.step_runner import StepRunner
 from workflows.tool_loop import MaxTurnsExceeded, ToolLoop
@@ -107,19 +125,51 @@ class CallSteps:
         self, name: str, request: CallRequest, step: lang.CallStep, deadline: float | None = None
     ) -> CallResult:
         """A call activity with the step's timeout and retries; transitions so far are written meanwhile."""
-        timeout, retry = call_options(step, self.interpreter.task.defaults, deadline)
-        self.interpreter.log.submit()
-        answer = await workflow.execute_activity(
-            name,
-            request,
-            result_type=ModelAnswer if name == CALL_MODEL else CallAnswer,
-            start_to_close_timeout=timeout,
-            retry_policy=retry,
-            heartbeat_timeout=HEARTBEAT_TIMEOUT,
-        )
+        defaults = self.interpreter.task.defaults
+        timeout, retry = call_options(step, defaults, deadline)
+        result_type = ModelAnswer if name == CALL_MODEL else CallAnswer
+        if runs_in_worker(step, defaults, deadline or timeout.total_seconds()) and workflow.patched(
+            CALLS_IN_WORKER_PATCH
+        ):
+            answer = await self._in_worker(name, request, result_type, timeout, retry)
+        else:
+            self.interpreter.log.submit()
+            answer = await workflow.execute_activity(
+                name,
+                request,
+                result_type=result_type,
+                start_to_close_timeout=timeout,
+                retry_policy=retry,
+                heartbeat_timeout=HEARTBEAT_TIMEOUT,
+            )
         if isinstance(answer, ModelAnswer):
             return CallResult(answer.response, answer.attempt, answer.usage, answer.cost)
         return CallResult(answer.response, answer.attempt)
+
+    async def _in_worker(
+        self, name: str, request: CallRequest, result_type: type, timeout: timedelta, retry: RetryPolicy
+    ) -> CallAnswer | ModelAnswer:
+        """The call as a local activity of this workflow's worker, writing the pending transitions with it."""
+        log = self.interpreter.log
+        batch = log.take_for_call()
+        try:
+            answer: CallAnswer | ModelAnswer = await workflow.execute_local_activity(
+                CALL_IN_WORKER,
+                WorkerCall(name, request, batch),
+                result_type=result_type,
+                start_to_close_timeout=timeout,
+                retry_policy=retry,
+            )
+        except BaseException as exc:
+            if batch is not None:
+                log.call_ended(batch, written=False)
+            if isinstance(exc, FailureError):
+                error = as_activity_error(name, exc)
+                raise error from error.cause
+            raise
+        if batch is not None:
+            log.call_ended(batch, written=True)
+        return answer
 
     def _owner(self) -> Owner:
         """Whose calls this execution makes: its developer's, for its agent."""
@@ -353,6 +403,24 @@ class CallSteps:
                 for part in content
             ]
         raise StepFailed(f"{here}: message content must be text or a list of content parts")
+
+
+def as_activity_error(name: str, exc: FailureError) -> ActivityError:
+    """A call in the worker's failure as a queued call's would read: an ActivityError of the named activity
+    whose cause is what the call raised (a local activity fails with that error itself, or with an
+    ActivityError of call_in_worker around it)."""
+    cause = exc.cause if isinstance(exc, ActivityError) else exc
+    error = ActivityError(
+        exc.message,
+        scheduled_event_id=0,
+        started_event_id=0,
+        identity="",
+        activity_type=name,
+        activity_id="",
+        retry_state=exc.retry_state if isinstance(exc, ActivityError) else None,
+    )
+    error.__cause__ = cause
+    return error
 
 
 def _error_code(exc: Exception) -> str:

@@ -28,6 +28,15 @@ DEADLINE_SLACK_SECONDS = 5.0
 DEFAULT_RETRY = lang.RetrySpec(max_attempts=5, initial_interval=1.0, backoff=2.0, max_interval=60.0)
 # Activities heartbeat every 2 s: a worker that dies mid-call is noticed after this long, and the call retried.
 HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+# A call whose timeout is at most this runs in the worker that runs its workflow (a Temporal local activity):
+# one round trip, its transitions written alongside it. A longer call goes through Temporal's task queue as a
+# regular activity: any worker may take it, a lost worker is noticed by its heartbeat within
+# HEARTBEAT_TIMEOUT, and the workflow sees signals (input for another branch, a cancel) while it runs; a call
+# in the worker delays them until the worker's next workflow task heartbeat (a few seconds). A step's (or the
+# task's `defaults`') `local: true` or `local: false` decides instead.
+LOCAL_CALL_MAX_SECONDS = DEFAULT_TIMEOUT_SECONDS
+# Executions that started before calls could run in the worker keep the activities their histories hold.
+CALLS_IN_WORKER_PATCH = "calls-run-in-the-worker"
 WHOLE_TEMPLATE = re.compile(r"^\{\{((?:(?!\}\}|\{\{).)*)\}\}$", re.DOTALL)
 
 
@@ -57,6 +66,15 @@ def call_options(
         non_retryable_error_types=merged.get("non_retryable") or None,
     )
     return timedelta(seconds=timeout), policy
+
+
+def runs_in_worker(step: lang.CallStep, defaults: lang.StepDefaults | None, timeout: float) -> bool:
+    """Whether a call with this timeout (seconds: the call's own, not its attempt's slack) runs in the worker
+    (see LOCAL_CALL_MAX_SECONDS)."""
+    for choice in (step.local, defaults.local if defaults else None):
+        if choice is not None:
+            return choice
+    return timeout <= LOCAL_CALL_MAX_SECONDS
 
 
 def bounded_timeout(raw: Any, limit: float) -> float:

@@ -91,6 +91,11 @@ class TransitionLog:
         self.sleeping = 0  # branches on a timer
         self._lock = asyncio.Lock()
         self._writer: asyncio.Future[None] | None = None
+        # Set while no call in the worker carries a batch: batches are written one at a time, in order (the
+        # writer skips rows at or below the last sequence number it holds, so a later batch landing first
+        # would drop an earlier one).
+        self._no_call_writing = asyncio.Event()
+        self._no_call_writing.set()
 
     def add(
         self,
@@ -140,10 +145,30 @@ class TransitionLog:
     def full(self) -> bool:
         return len(self.pending) >= MAX_BATCH_TRANSITIONS or self.pending_bytes >= MAX_BATCH_BYTES
 
+    def take_for_call(self) -> TransitionBatch | None:
+        """The pending transitions as a batch for a call in the worker to write while it runs, or None when
+        nothing is pending, this log collects, or another write is under way (they wait for the next one).
+        Every batch taken is handed back to call_ended()."""
+        writing = self._lock.locked() or (self._writer is not None and not self._writer.done())
+        if self.collect or not self.pending or writing or not self._no_call_writing.is_set():
+            return None
+        batch, self.pending, self.pending_bytes = self.pending, [], 0
+        self._no_call_writing.clear()
+        status = "awaiting_input" if self.open_waits else "running"
+        return TransitionBatch(self.execution_id, self.developer_id, batch, status)
+
+    def call_ended(self, batch: TransitionBatch, written: bool) -> None:
+        """The call that carried `batch` ended; unless it succeeded (and so wrote the batch), the batch goes
+        back in front of what is pending, to be written again (which is harmless if it was written)."""
+        if not written:
+            self.pending = batch.transitions + self.pending
+            self.pending_bytes += sum(len(t["output"]) for t in batch.transitions)
+        self._no_call_writing.set()
+
     def submit(self) -> None:
         """Start writing what is pending without waiting for it (before an activity, which then runs
         alongside the write); one writer at a time keeps batches in sequence order."""
-        if self.collect:
+        if self.collect or not self._no_call_writing.is_set():
             return
         if self.pending and (self._writer is None or self._writer.done()):
             if self._writer is not None and not self._writer.cancelled() and self._writer.exception():
@@ -187,6 +212,7 @@ class TransitionLog:
         # A background write (`once`) takes one batch; transitions added meanwhile wait for the next write,
         # so a final status is only ever written by flush() with the final transition in its batch.
         async with self._lock:
+            await self._no_call_writing.wait()
             while self.pending:
                 batch, self.pending, self.pending_bytes = self.pending, [], 0
                 current = status or ("awaiting_input" if self.open_waits else "running")

@@ -98,3 +98,10 @@ def _list(item: Build, value: Any) -> list[Any]:
 
 def _optional(member: Build, value: Any) -> Any:
     return None if value is None else member(value)
+
+
+def from_json(hint: Any, value: Any) -> Any:
+    """`value`, decoded JSON, built as the payload type `hint` (a contract dataclass, or a TypedDict or plain
+    JSON value, which stay as they are): for a payload nested as JSON inside another (WorkerCall.request)."""
+    build = _builder(hint)
+    return value if build is None else build(value)

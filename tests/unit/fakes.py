@@ -16,8 +16,10 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from contracts.calls import WorkerCall
 from contracts.temporal import (
     CALL_API,
+    CALL_IN_WORKER,
     CALL_MCP,
     CALL_MODEL,
     CALL_SYSTEM,
@@ -138,6 +140,7 @@ class Fakes:
             self.index_doc,
             self.mark_doc_failed,
             self.compress_session,
+            self.call_in_worker,
         ]
 
     # The transition writer (activities/transitions.py) ----------------------------------------------------
@@ -203,6 +206,22 @@ class Fakes:
     @activity.defn(name=CALL_MCP)
     async def call_mcp(self, request: dict[str, Any]) -> dict[str, Any]:
         return self._answer(CALL_MCP, self.mcp, request)
+
+    @activity.defn(name=CALL_IN_WORKER)
+    async def call_in_worker(self, call: WorkerCall) -> dict[str, Any]:
+        """A call step run in the worker (activities/worker_calls.py): writes the transitions it carries,
+        then answers as the named call's fake."""
+        if call.transitions is not None:
+            await self.write_transitions(call.transitions)
+        calls = {
+            CALL_MODEL: self.call_model,
+            CALL_API: self.call_api,
+            CALL_SYSTEM: self.call_system,
+            CALL_MCP: self.call_mcp,
+            SEARCH_DOCS: self.search_docs,
+        }
+        answer: dict[str, Any] = await calls[call.activity](call.request)
+        return answer
 
     @activity.defn(name=LIST_MCP_TOOLS)
     async def list_mcp_tools(self, integration: dict[str, Any]) -> list[dict[str, Any]]:

@@ -27,6 +27,7 @@ class StepDefaults(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     timeout: Seconds | None = None
     retry: RetrySpec | None = None
+    local: bool | None = None  # every call step's `local`, unless the step says
     settings: dict[str, Any] | None = None  # model settings for every prompt step (the step's own win)
 
 
