@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from datetime import datetime
+from typing import Any
 
 import asyncpg
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from contracts.calls import WorkerCall
 from contracts.temporal import MARK_FAILED, WRITE_TRANSITIONS
 from contracts.transitions import (
     TERMINAL_STATUSES,
@@ -18,6 +22,7 @@ from contracts.transitions import (
     check_sequence,
 )
 from mint.store.db_errors import PERMANENT, explain
+from mint.temporal.payload_json import PayloadEncoder
 
 
 def _usage(transitions: list[TransitionRow]) -> tuple[int, int, float]:
@@ -41,6 +46,19 @@ def _steps(batch: TransitionBatch) -> str:
     return f"the transitions of {shown}" if steps else "the execution's status"
 
 
+@contextlib.contextmanager
+def _refusing_bad_data(batch: TransitionBatch | None) -> Iterator[None]:
+    """Data Postgres refuses (or that cannot be encoded for it) is refused on every retry the same way: fail
+    now, non-retryably, so the execution fails with the reason instead of hanging."""
+    try:
+        yield
+    except (*PERMANENT, ValueError, RecursionError) as exc:
+        what = _steps(batch) if batch is not None else "a call's answer"
+        raise ApplicationError(
+            f"could not record {what}: a value {explain(exc)}", type="BadData", non_retryable=True
+        ) from None
+
+
 class TransitionWriter:
     def __init__(self, pool: asyncpg.Pool):
         self.pool = pool
@@ -48,49 +66,71 @@ class TransitionWriter:
     @activity.defn(name=WRITE_TRANSITIONS)
     async def write_transitions(self, batch: TransitionBatch) -> None:
         """Idempotent: rows are unique on (execution_id, seq), and a retried batch changes nothing."""
-        try:
-            await self._write(batch)
-        except (*PERMANENT, ValueError, RecursionError) as exc:
-            # The data itself is refused (by Postgres, or in encoding it for Postgres) and every retry would
-            # be refused the same way: fail now, so the execution fails with the reason instead of hanging.
-            raise ApplicationError(
-                f"could not record {_steps(batch)}: a value {explain(exc)}",
-                type="BadData",
-                non_retryable=True,
-            ) from None
+        with _refusing_bad_data(batch):
+            async with self.pool.acquire() as conn, conn.transaction():
+                await self._append(conn, batch)
 
-    async def _write(self, batch: TransitionBatch) -> None:
-        async with self.pool.acquire() as conn, conn.transaction():
-            execution = await conn.fetchrow(
-                "SELECT status, last_seq, last_transition_type FROM executions "
-                "WHERE id = $1 AND developer_id = $2 FOR UPDATE",
-                batch.execution_id,
-                batch.developer_id,
-            )
-            if execution is None:
-                raise ApplicationError(f"execution {batch.execution_id} does not exist", non_retryable=True)
-            fresh = [t for t in batch.transitions if t["seq"] > execution["last_seq"]]
-            if not fresh:
-                return  # already written by an earlier attempt
-            try:
-                if execution["status"] in TERMINAL_STATUSES:  # ended by the API (e.g. a start it saw fail)
-                    raise InvalidTransition(f"the execution already ended ({execution['status']})")
-                check_sequence(execution["last_transition_type"], [t["type"] for t in fresh])
-            except InvalidTransition as exc:
-                raise ApplicationError(str(exc), type="InvalidTransition", non_retryable=True) from None
-            await _insert_rows(conn, batch, fresh)
-            await _update_execution(conn, batch, fresh)
+    async def before_call(self, call: WorkerCall) -> Any | None:
+        """For a call in the worker, in one transaction: write the transitions it carries, record the answers
+        it carries, and return its own answer if one was recorded (else None)."""
+        with _refusing_bad_data(call.transitions):
+            async with self.pool.acquire() as conn, conn.transaction():
+                if call.transitions is not None:
+                    await self._append(conn, call.transitions)
+                if call.answers:
+                    await conn.execute(
+                        "INSERT INTO call_answers (execution_id, call_id, developer_id, answer) "
+                        "SELECT $1, u.call_id, $2, u.answer::jsonb "
+                        "FROM unnest($3::uuid[], $4::text[]) AS u(call_id, answer) "
+                        "ON CONFLICT DO NOTHING",
+                        call.execution_id,
+                        call.developer_id,
+                        [a.call_id for a in call.answers],
+                        [json.dumps(a.answer, cls=PayloadEncoder) for a in call.answers],
+                    )
+                found = await conn.fetchval(
+                    "SELECT answer::text FROM call_answers WHERE execution_id = $1 AND call_id = $2",
+                    call.execution_id,
+                    call.call_id,
+                )
+        return None if found is None else json.loads(found)
+
+    async def _append(self, conn: asyncpg.Connection, batch: TransitionBatch) -> None:
+        """The batch's new rows and the execution row after them (in the caller's transaction)."""
+        execution = await conn.fetchrow(
+            "SELECT status, last_seq, last_transition_type FROM executions "
+            "WHERE id = $1 AND developer_id = $2 FOR UPDATE",
+            batch.execution_id,
+            batch.developer_id,
+        )
+        if execution is None:
+            raise ApplicationError(f"execution {batch.execution_id} does not exist", non_retryable=True)
+        fresh = [t for t in batch.transitions if t["seq"] > execution["last_seq"]]
+        if not fresh:
+            return  # already written by an earlier attempt
+        try:
+            if execution["status"] in TERMINAL_STATUSES:  # ended by the API (e.g. a start it saw fail)
+                raise InvalidTransition(f"the execution already ended ({execution['status']})")
+            check_sequence(execution["last_transition_type"], [t["type"] for t in fresh])
+        except InvalidTransition as exc:
+            raise ApplicationError(str(exc), type="InvalidTransition", non_retryable=True) from None
+        await _insert_rows(conn, batch, fresh)
+        await _update_execution(conn, batch, fresh)
+        if batch.status in TERMINAL_STATUSES:  # no call of it can run again
+            await conn.execute("DELETE FROM call_answers WHERE execution_id = $1", batch.execution_id)
 
     @activity.defn(name=MARK_FAILED)
     async def mark_failed(self, batch: TransitionBatch) -> None:
         """The last resort when a batch cannot be written: the execution ends `failed` with the reason."""
-        await self.pool.execute(
-            "UPDATE executions SET status = 'failed', error = $3, updated_at = now() "
-            "WHERE id = $1 AND developer_id = $2 AND status NOT IN ('succeeded', 'failed', 'cancelled')",
-            batch.execution_id,
-            batch.developer_id,
-            batch.error,
-        )
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "UPDATE executions SET status = 'failed', error = $3, updated_at = now() "
+                "WHERE id = $1 AND developer_id = $2 AND status NOT IN ('succeeded', 'failed', 'cancelled')",
+                batch.execution_id,
+                batch.developer_id,
+                batch.error,
+            )
+            await conn.execute("DELETE FROM call_answers WHERE execution_id = $1", batch.execution_id)
 
 
 async def _insert_rows(conn: asyncpg.Connection, batch: TransitionBatch, fresh: list[TransitionRow]) -> None:

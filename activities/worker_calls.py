@@ -1,16 +1,19 @@
-"""Call steps run by the workflow's own worker: the call and the transitions before it in one round trip.
+"""Call steps run by the workflow's own worker: one round trip a call, and no call made twice.
 
 A call step that runs as a regular activity costs two activities (the transition write, then the call), each
 queued through Temporal and each ending in a workflow task. Run as a local activity (workflows/call_steps.py
-decides which calls run so), a call goes straight from the workflow to this worker's activity slots and back,
-and carries the transitions the workflow had pending, which are written here while the call runs. Both stay
-as safe as before: the call keeps its idempotency key on every attempt, and the write is idempotent (rows are
-unique on their sequence number), so the retry of a lost attempt repeats neither.
+decides which calls run so), a call goes straight from the workflow to this worker's activity slots and back.
+It carries the transitions the workflow had pending and the answers of its earlier calls, which are written,
+with a look-up of this call's own answer, in one transaction before the call.
+
+Why the look-up: Temporal records a local activity's result only when the workflow task it ran in completes,
+and a chain of fast calls runs in one workflow task; a worker lost mid-chain makes the next worker run the
+whole chain again. Each call's recorded answer (migration 0014) stops all but the call in flight from being
+made again, and that one keeps its idempotency key, as every retry does.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -26,7 +29,8 @@ Call = Callable[[Any], Awaitable[Any]]
 
 
 class WorkerCalls:
-    """Runs the named call activity in this worker, writing the transitions it carries alongside."""
+    """Runs the named call activity in this worker, after recording what the call carries and looking up
+    its own answer."""
 
     def __init__(self, writer: TransitionWriter, calls: dict[str, Call]):
         unknown = set(calls) - WORKER_CALLS
@@ -42,17 +46,7 @@ class WorkerCalls:
             raise ApplicationError(
                 f"{call.activity!r} cannot run in the worker", type="BadCall", non_retryable=True
             )
-        request = from_json(ACTIVITIES[call.activity][0], call.request)
-        if call.transitions is None:
-            return await run(request)
-        write = asyncio.ensure_future(self.writer.write_transitions(call.transitions))
-        try:
-            answer = await run(request)
-        finally:
-            # The write finishes whatever became of the call: the workflow counts it as written only when
-            # this activity succeeds, and writes it again (harmlessly) otherwise. A failed call's error wins.
-            await asyncio.wait([write])
-            refused = None if write.cancelled() else write.exception()
-        if refused is not None:
-            raise refused  # the write failed: this attempt fails with its error
-        return answer
+        recorded = await self.writer.before_call(call)
+        if recorded is not None:
+            return recorded  # this call answered in a run of the workflow task that was lost with its worker
+        return await run(from_json(ACTIVITIES[call.activity][0], call.request))

@@ -6,7 +6,7 @@ part of recorded histories: add fields only with defaults, never rename one."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from contracts.transitions import TransitionBatch
@@ -129,12 +129,27 @@ class SearchRequest:
 
 
 @dataclass
+class RecordedAnswer:
+    """A call's answer (its activity's result, as JSON), recorded under the call's id."""
+
+    call_id: str
+    answer: Any
+
+
+@dataclass
 class WorkerCall:
-    """call_in_worker's input: a call step's activity run by the workflow's own worker (a local activity),
-    with the transitions the workflow had pending, which it writes while the call runs. `request` is the
-    named activity's input as JSON (its type is in contracts.temporal.ACTIVITIES); the result is that
-    activity's."""
+    """call_in_worker's input: a call step's activity run by the workflow's own worker (a local activity).
+
+    `request` is the named activity's input as JSON (its type is in contracts.temporal.ACTIVITIES); the result
+    is that activity's. Before the call, in one transaction, the worker writes `transitions` (those the
+    workflow had pending, if any), records `answers` (of the workflow's earlier calls in the worker, not yet
+    recorded), and looks up `call_id`: a call that answered before (in a run of the workflow task that was
+    lost with its worker) returns its recorded answer instead of calling again."""
 
     activity: str
     request: Any
+    execution_id: str
+    developer_id: str
+    call_id: str
     transitions: TransitionBatch | None = None
+    answers: list[RecordedAnswer] = field(default_factory=list)

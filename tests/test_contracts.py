@@ -18,6 +18,7 @@ from activities.models import ModelActivities
 from activities.sessions import SessionActivities
 from activities.system import SystemActivities
 from activities.transitions import TransitionWriter
+from activities.worker_calls import WorkerCalls
 from contracts.background import Compressed, DocRef, RunToolRequest
 from contracts.calls import CallAnswer, McpTool, ModelAnswer, ModelRequest, Owner
 from contracts.executions import ChunkOutcome, ExecutionParams, MapChunk, ResumeInput, ResumePoint
@@ -41,6 +42,7 @@ ACTIVITY_FUNCTIONS = [
     DocActivities.index_doc,
     DocActivities.mark_doc_failed,
     SessionActivities.compress_session,
+    WorkerCalls.call_in_worker,
 ]
 WORKFLOW_CLASSES = [
     TaskExecutionWorkflow,

@@ -22,6 +22,7 @@ UNFILTERED_READS = [
     "SELECT developer_id FROM docs",
     "SELECT developer_id FROM sessions",
     "SELECT developer_id FROM chat_turns",
+    "SELECT developer_id FROM call_answers",
 ]
 
 

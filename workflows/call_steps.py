@@ -12,12 +12,10 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, FailureError
+from temporalio.exceptions import ActivityError, ApplicationError
 
 from contracts.calls import (
     CallAnswer,
@@ -26,16 +24,15 @@ from contracts.calls import (
     ModelRequest,
     Owner,
     SearchRequest,
-    WorkerCall,
 )
-from contracts.temporal import CALL_IN_WORKER, CALL_MODEL, LIST_MCP_TOOLS, SEARCH_DOCS
+from contracts.temporal import CALL_MODEL, LIST_MCP_TOOLS, SEARCH_DOCS
 from contracts.transitions import Position
 from workflows import language as lang
 from workflows import prompts
 from workflows.calls import (
     CALLS_IN_WORKER_PATCH,
     HEARTBEAT_TIMEOUT,
-    ToolCallRequest,
+    CallRequest,
     ToolError,
     call_options,
     runs_in_worker,
@@ -44,9 +41,7 @@ from workflows.calls import (
 from workflows.failures import StepFailed, failure_message
 from workflows.step_runner import StepRunner
 from workflows.tool_loop import MaxTurnsExceeded, ToolLoop
-
-# The input of any activity a step calls (contracts.temporal.ACTIVITIES has which is whose).
-CallRequest = ModelRequest | SearchRequest | ToolCallRequest
+from workflows.worker_calls import WorkerCalls
 
 
 @dataclass
@@ -72,6 +67,7 @@ class CallSteps:
 
     def __init__(self, interpreter: StepRunner):
         self.interpreter = interpreter
+        self.in_worker = WorkerCalls(interpreter.log)
 
     # Tool calls ------------------------------------------------------------------------------------------
 
@@ -131,7 +127,7 @@ class CallSteps:
         if runs_in_worker(step, defaults, deadline or timeout.total_seconds()) and workflow.patched(
             CALLS_IN_WORKER_PATCH
         ):
-            answer = await self._in_worker(name, request, result_type, timeout, retry)
+            answer = await self.in_worker.call(name, request, result_type, timeout, retry)
         else:
             self.interpreter.log.submit()
             answer = await workflow.execute_activity(
@@ -145,31 +141,6 @@ class CallSteps:
         if isinstance(answer, ModelAnswer):
             return CallResult(answer.response, answer.attempt, answer.usage, answer.cost)
         return CallResult(answer.response, answer.attempt)
-
-    async def _in_worker(
-        self, name: str, request: CallRequest, result_type: type, timeout: timedelta, retry: RetryPolicy
-    ) -> CallAnswer | ModelAnswer:
-        """The call as a local activity of this workflow's worker, writing the pending transitions with it."""
-        log = self.interpreter.log
-        batch = log.take_for_call()
-        try:
-            answer: CallAnswer | ModelAnswer = await workflow.execute_local_activity(
-                CALL_IN_WORKER,
-                WorkerCall(name, request, batch),
-                result_type=result_type,
-                start_to_close_timeout=timeout,
-                retry_policy=retry,
-            )
-        except BaseException as exc:
-            if batch is not None:
-                log.call_ended(batch, written=False)
-            if isinstance(exc, FailureError):
-                error = as_activity_error(name, exc)
-                raise error from error.cause
-            raise
-        if batch is not None:
-            log.call_ended(batch, written=True)
-        return answer
 
     def _owner(self) -> Owner:
         """Whose calls this execution makes: its developer's, for its agent."""
@@ -403,24 +374,6 @@ class CallSteps:
                 for part in content
             ]
         raise StepFailed(f"{here}: message content must be text or a list of content parts")
-
-
-def as_activity_error(name: str, exc: FailureError) -> ActivityError:
-    """A call in the worker's failure as a queued call's would read: an ActivityError of the named activity
-    whose cause is what the call raised (a local activity fails with that error itself, or with an
-    ActivityError of call_in_worker around it)."""
-    cause = exc.cause if isinstance(exc, ActivityError) else exc
-    error = ActivityError(
-        exc.message,
-        scheduled_event_id=0,
-        started_event_id=0,
-        identity="",
-        activity_type=name,
-        activity_id="",
-        retry_state=exc.retry_state if isinstance(exc, ActivityError) else None,
-    )
-    error.__cause__ = cause
-    return error
 
 
 def _error_code(exc: Exception) -> str:

@@ -11,7 +11,15 @@ from typing import Any
 
 from temporalio.common import RetryPolicy
 
-from contracts.calls import ApiCallRequest, McpCallRequest, McpIntegration, Owner, SystemCallRequest
+from contracts.calls import (
+    ApiCallRequest,
+    McpCallRequest,
+    McpIntegration,
+    ModelRequest,
+    Owner,
+    SearchRequest,
+    SystemCallRequest,
+)
 from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
 from contracts.temporal import CALL_API, CALL_MCP, CALL_SYSTEM
 from workflows import language as lang
@@ -107,6 +115,8 @@ class ToolError(ValueError):
 
 # The input of the activity that runs a server-side tool (call_api, call_system, call_mcp).
 ToolCallRequest = ApiCallRequest | SystemCallRequest | McpCallRequest
+# The input of any activity a step calls (contracts.temporal.ACTIVITIES has which is whose).
+CallRequest = ModelRequest | SearchRequest | ToolCallRequest
 
 
 @dataclass

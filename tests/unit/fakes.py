@@ -119,6 +119,7 @@ class Fakes:
         self.mcp: Handler = lambda request: {"tool": request["tool"], "arguments": request["arguments"]}
         self.mcp_tools: list[dict[str, Any]] = []
         self.docs: Handler = lambda request: []  # request -> the docs found
+        self.answers: dict[tuple[str, str], Any] = {}  # (execution, call id) -> a call in the worker's answer
 
     def execution(self, execution_id: str) -> ExecutionRow:
         return self.executions.setdefault(execution_id, ExecutionRow())
@@ -210,9 +211,13 @@ class Fakes:
     @activity.defn(name=CALL_IN_WORKER)
     async def call_in_worker(self, call: WorkerCall) -> dict[str, Any]:
         """A call step run in the worker (activities/worker_calls.py): writes the transitions it carries,
-        then answers as the named call's fake."""
+        records the answers it carries, and answers with its own recorded answer or as the named call's fake."""
         if call.transitions is not None:
             await self.write_transitions(call.transitions)
+        for recorded in call.answers:
+            self.answers.setdefault((call.execution_id, recorded.call_id), recorded.answer)
+        if (call.execution_id, call.call_id) in self.answers:
+            return self.answers[(call.execution_id, call.call_id)]
         calls = {
             CALL_MODEL: self.call_model,
             CALL_API: self.call_api,

@@ -80,7 +80,9 @@ class CallStep(StepModel):
     ADDS_HISTORY = True
     timeout: Seconds | None = None
     retry: RetrySpec | None = None
-    local: bool | None = None  # run in the workflow's worker, or queued (workflows/calls.py decides when unset)
+    local: bool | None = (
+        None  # run in the workflow's worker, or queued (workflows/calls.py decides when unset)
+    )
 
 
 class EvaluateStep(StepModel):
