@@ -22,6 +22,8 @@ from workflows.language import ToolDef
 
 # Large inputs cross Temporal by reference (mint/temporal/claim_check.py); this bounds what a request may carry.
 MAX_INPUT_BYTES = 32 * 1024 * 1024
+# An input this small is checked against the task's input_schema on the event loop (a thread hop costs more).
+INLINE_CHECK_BYTES = 16 * 1024
 
 
 async def start_execution(
@@ -65,7 +67,9 @@ async def start_execution(
         if existing is None:
             raise
         return await _replayed(store, temporal, settings, developer, task, existing, body_input)
-    await _launch(store, temporal, settings, developer, task, execution)
+    if await _launch(store, temporal, settings, developer, task, execution):
+        return {**execution, "status": "starting"}
+    # The worker wrote first (it may start at once, in this process): answer what it wrote.
     return await store.get(EXECUTIONS, developer, execution["id"])  # type: ignore[return-value]
 
 
@@ -81,8 +85,14 @@ async def _check_input(document: dict[str, Any], body_input: Any) -> None:
     size = check_storable(body_input, "input")
     if size > MAX_INPUT_BYTES:
         raise ApiError(413, f"execution input is {size} bytes; the limit is {MAX_INPUT_BYTES}")
-    # A thread: a big input against a big schema takes a while, and the event loop serves everyone.
-    problems = await asyncio.to_thread(input_problems, document.get("input_schema"), body_input)
+    schema = document.get("input_schema")
+    if schema is None:
+        return
+    # A big input against a schema takes a while, and the event loop serves everyone: a thread then.
+    if size > INLINE_CHECK_BYTES:
+        problems = await asyncio.to_thread(input_problems, schema, body_input)
+    else:
+        problems = input_problems(schema, body_input)
     if problems:
         summary = "; ".join(f"{p.path}: {p.message}" for p in problems[:5])
         raise ApiError(422, f"input does not match the task's input_schema: {summary}", problems)
@@ -115,18 +125,21 @@ async def _launch(
     developer: str,
     task: dict[str, Any],
     execution: dict[str, Any],
-) -> None:
-    """Start the workflow (id = execution id); a start that fails leaves a `failed` execution saying why."""
+) -> bool:
+    """Start the workflow (id = execution id); a start that fails leaves a `failed` execution saying why.
+    True if the execution is now `starting`, False if its workflow had already moved it on."""
     document = task["document"]
-    agent = await store.get(AGENTS, developer, task["agent_id"]) or {}
+    agent, tools = await asyncio.gather(
+        store.get(AGENTS, developer, task["agent_id"]), _task_tools(store, developer, task, document)
+    )
     params = ExecutionParams(
         execution_id=execution["id"],
         developer_id=developer,
         task=document,
         dialect=task["dialect"],
         input=execution["input"],
-        agent=_agent_view(agent),
-        tools=await _task_tools(store, developer, task, document),
+        agent=_agent_view(agent or {}),
+        tools=tools,
         task_info={
             "id": task["id"],
             "name": document["name"],
@@ -145,6 +158,8 @@ async def _launch(
             id=execution["id"],
             task_queue=settings.task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            # Where a worker shares this client (`mint up`), its first task comes back with the start.
+            request_eager_start=True,
         )
     except WorkflowAlreadyStartedError:
         pass  # started by an earlier attempt
@@ -154,7 +169,7 @@ async def _launch(
         error = f"could not start the workflow: {exc}"
         await store.set_execution_status(developer, execution["id"], "failed", ("queued",), error=error)
         raise ApiError(503, f"could not start execution {execution['id']}: {exc}") from None
-    await store.set_execution_status(developer, execution["id"], "starting", ("queued",))
+    return await store.set_execution_status(developer, execution["id"], "starting", ("queued",))
 
 
 async def resume_execution(
