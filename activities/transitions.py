@@ -71,35 +71,21 @@ class TransitionWriter:
                 await self._append(conn, batch)
 
     async def before_call(self, call: WorkerCall) -> Any | None:
-        """For a call in the worker, in one transaction: write the transitions it carries, record the answers
-        it carries, and return its own answer if one was recorded (else None)."""
+        """For a call in the worker: write the transitions it carries, record the answers it carries, and
+        return its own answer if one was recorded (else None); in one transaction, and in one statement
+        when it carries no transitions (a fan-out's items, mostly)."""
         with _refusing_bad_data(call.transitions):
+            if call.transitions is None:
+                return await _record_and_look_up(self.pool, call)
             async with self.pool.acquire() as conn, conn.transaction():
-                if call.transitions is not None:
-                    await self._append(conn, call.transitions)
-                if call.answers:
-                    await conn.execute(
-                        "INSERT INTO call_answers (execution_id, call_id, developer_id, answer) "
-                        "SELECT $1, u.call_id, $2, u.answer::jsonb "
-                        "FROM unnest($3::uuid[], $4::text[]) AS u(call_id, answer) "
-                        "ON CONFLICT DO NOTHING",
-                        call.execution_id,
-                        call.developer_id,
-                        [a.call_id for a in call.answers],
-                        [json.dumps(a.answer, cls=PayloadEncoder) for a in call.answers],
-                    )
-                found = await conn.fetchval(
-                    "SELECT answer::text FROM call_answers WHERE execution_id = $1 AND call_id = $2",
-                    call.execution_id,
-                    call.call_id,
-                )
-        return None if found is None else json.loads(found)
+                await self._append(conn, call.transitions)
+                return await _record_and_look_up(conn, call)
 
     async def _append(self, conn: asyncpg.Connection, batch: TransitionBatch) -> None:
         """The batch's new rows and the execution row after them (in the caller's transaction)."""
         execution = await conn.fetchrow(
             "SELECT status, last_seq, last_transition_type FROM executions "
-            "WHERE id = $1 AND developer_id = $2 FOR UPDATE",
+            "WHERE id = $1 AND developer_id = $2 FOR NO KEY UPDATE",
             batch.execution_id,
             batch.developer_id,
         )
@@ -131,6 +117,26 @@ class TransitionWriter:
                 batch.error,
             )
             await conn.execute("DELETE FROM call_answers WHERE execution_id = $1", batch.execution_id)
+
+
+async def _record_and_look_up(db: asyncpg.Pool | asyncpg.Connection, call: WorkerCall) -> Any | None:
+    """Record the answers `call` carries and return its own recorded answer (None if it has none yet)."""
+    found = await db.fetchval(
+        """
+        WITH recorded AS (
+            INSERT INTO call_answers (execution_id, call_id, developer_id, answer)
+            SELECT $1, u.call_id, $2, u.answer::jsonb FROM unnest($3::uuid[], $4::text[]) AS u(call_id, answer)
+            ON CONFLICT DO NOTHING
+        )
+        SELECT answer::text FROM call_answers WHERE execution_id = $1 AND call_id = $5
+        """,
+        call.execution_id,
+        call.developer_id,
+        [a.call_id for a in call.answers],
+        [json.dumps(a.answer, cls=PayloadEncoder) for a in call.answers],
+        call.call_id,
+    )
+    return None if found is None else json.loads(found)
 
 
 async def _insert_rows(conn: asyncpg.Connection, batch: TransitionBatch, fresh: list[TransitionRow]) -> None:
