@@ -124,9 +124,8 @@ class CallSteps:
         defaults = self.interpreter.task.defaults
         timeout, retry = call_options(step, defaults, deadline)
         result_type = ModelAnswer if name == CALL_MODEL else CallAnswer
-        if runs_in_worker(step, defaults, deadline or timeout.total_seconds()) and workflow.patched(
-            CALLS_IN_WORKER_PATCH
-        ):
+        longest = timeout.total_seconds() if deadline is None else min(deadline, timeout.total_seconds())
+        if runs_in_worker(step, defaults, longest) and workflow.patched(CALLS_IN_WORKER_PATCH):
             answer = await self.in_worker.call(name, request, result_type, timeout, retry)
         else:
             self.interpreter.log.submit()

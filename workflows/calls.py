@@ -77,8 +77,8 @@ def call_options(
 
 
 def runs_in_worker(step: lang.CallStep, defaults: lang.StepDefaults | None, timeout: float) -> bool:
-    """Whether a call with this timeout (seconds: the call's own, not its attempt's slack) runs in the worker
-    (see LOCAL_CALL_MAX_SECONDS)."""
+    """Whether a call that may last `timeout` seconds (its own deadline, not its attempt's slack) runs in
+    the worker (see LOCAL_CALL_MAX_SECONDS)."""
     for choice in (step.local, defaults.local if defaults else None):
         if choice is not None:
             return choice

@@ -120,6 +120,7 @@ class Fakes:
         self.mcp_tools: list[dict[str, Any]] = []
         self.docs: Handler = lambda request: []  # request -> the docs found
         self.answers: dict[tuple[str, str], Any] = {}  # (execution, call id) -> a call in the worker's answer
+        self.in_worker: list[str] = []  # the activities that ran in the worker (call_in_worker), in order
 
     def execution(self, execution_id: str) -> ExecutionRow:
         return self.executions.setdefault(execution_id, ExecutionRow())
@@ -212,6 +213,7 @@ class Fakes:
     async def call_in_worker(self, call: WorkerCall) -> dict[str, Any]:
         """A call step run in the worker (activities/worker_calls.py): writes the transitions it carries,
         records the answers it carries, and answers with its own recorded answer or as the named call's fake."""
+        self.in_worker.append(call.activity)
         if call.transitions is not None:
             await self.write_transitions(call.transitions)
         for recorded in call.answers:

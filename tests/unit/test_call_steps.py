@@ -25,6 +25,40 @@ FETCH = {
     },
 }
 
+# where calls run ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "step, defaults, in_worker",
+    [
+        pytest.param({}, None, True, id="a call of 60 s or less runs in the worker"),
+        pytest.param({"timeout": 30}, None, True, id="a shorter step timeout too"),
+        pytest.param({"arguments": {"timeout": 120}}, None, False, id="a longer one is queued"),
+        pytest.param({"arguments": {"timeout": 120}, "local": True}, None, True, id="unless the step says"),
+        pytest.param({"local": False}, None, False, id="a step may queue a short one"),
+        pytest.param({}, {"local": False}, False, id="so may the task's defaults"),
+        pytest.param({"local": True}, {"local": False}, True, id="the step's own choice wins"),
+    ],
+)
+async def test_where_a_call_runs_follows_its_timeout_unless_told(mint, step, defaults, in_worker):
+    extra = {"defaults": defaults} if defaults else {}
+    step = {"tool": "fetch", **step, "arguments": {"id": 1, "q": "x", **step.get("arguments", {})}}
+    spec = task(step, tools=[FETCH], **extra)
+    done = await mint.succeed(spec)
+    assert done.output["status_code"] == 200
+    assert len(mint.fakes.requests(CALL_API)) == 1
+    assert mint.fakes.in_worker == ([CALL_API] if in_worker else [])
+
+
+async def test_calls_in_the_worker_write_the_transitions_before_them_and_record_answers_in_order(mint):
+    spec = task(*[{"tool": "fetch", "arguments": {"id": i, "q": "x"}} for i in range(5)], tools=[FETCH])
+    done = await mint.succeed(spec)
+    assert done.types == ["init"] + ["step"] * 5 + ["finish"]
+    assert mint.fakes.in_worker == [CALL_API] * 5
+    # each call after the first recorded the answer of the one before it
+    assert len(mint.fakes.answers) == 4
+
+
 # function tools --------------------------------------------------------------------------------------------
 
 
