@@ -122,6 +122,23 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Any, Any]] = {
     ),
     # Recorded before a yield at the end of an `if` branch was a tail call (issue 13): each round nested, and
     # unwinding 100 rounds wrote enough transitions for a second batch, a local activity this history holds.
+    # Call steps in the worker (local activities carrying transitions and answers), one after another and in
+    # a map: a system tool, so that recording needs no server but Mint.
+    "calls_in_worker": (
+        {
+            "name": "calls",
+            "tools": [{"name": "agents", "type": "system", "system": {"call": "agent.list"}}],
+            "main": [
+                {"tool": "agents", "arguments": {}},
+                {"evaluate": {"n": "$ len(_)"}},
+                {"tool": "agents", "arguments": {}},
+                {"over": "$ [1, 2, 3]", "map": {"tool": "agents", "arguments": {}}, "parallelism": 2},
+                {"evaluate": {"rounds": "$ len(_)"}},
+            ],
+        },
+        {},
+        None,
+    ),
     "nested_branch_yields": (
         {
             "name": "rounds",
