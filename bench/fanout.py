@@ -14,6 +14,7 @@ import time
 import uuid
 
 import httpx
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -88,7 +89,11 @@ async def history_bytes_per_step(api: httpx.AsyncClient, env: WorkflowEnvironmen
     tool = {"name": "big", "type": "api_call", "api_call": {"url": url}}
     doc = {"name": "big", "tools": [tool], "main": [{"tool": "big", "arguments": {}}] * STEPS}
     execution_id = await _finish(api, await _task(api, doc))
-    history = await env.client.get_workflow_handle(execution_id).fetch_history()
+    handle = env.client.get_workflow_handle(execution_id)
+    # The execution's row ends with its last write, a moment before its workflow does.
+    while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+        await asyncio.sleep(0.02)
+    history = await handle.fetch_history()
     return sum(event.ByteSize() for event in history.events) / STEPS
 
 
