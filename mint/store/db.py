@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncpg
 
-from mint.store.tenancy import TenantConnection, scope_connection
+from mint.store.tenancy import TenantConnection, reset_connection, scope_connection
 
 # Serializes migrations when the API and a worker start at the same moment.
 MIGRATION_LOCK = 7_100_001
@@ -84,7 +84,7 @@ async def connect_pool(
         connect=None,
         init=_init_connection,
         setup=scope_connection,  # row-level security for queries made while acting for a tenant
-        reset=None,
+        reset=reset_connection,
         loop=None,
         connection_class=TenantConnection,
         record_class=asyncpg.Record,
