@@ -100,10 +100,7 @@ class TransitionWriter:
             check_sequence(execution["last_transition_type"], [t["type"] for t in fresh])
         except InvalidTransition as exc:
             raise ApplicationError(str(exc), type="InvalidTransition", non_retryable=True) from None
-        await _insert_rows(conn, batch, fresh)
-        await _update_execution(conn, batch, fresh)
-        if batch.status in TERMINAL_STATUSES:  # no call of it can run again
-            await conn.execute("DELETE FROM call_answers WHERE execution_id = $1", batch.execution_id)
+        await _append_rows(conn, batch, fresh)
 
     @activity.defn(name=MARK_FAILED)
     async def mark_failed(self, batch: TransitionBatch) -> None:
@@ -139,18 +136,30 @@ async def _record_and_look_up(db: asyncpg.Pool | asyncpg.Connection, call: Worke
     return None if found is None else json.loads(found)
 
 
-async def _insert_rows(conn: asyncpg.Connection, batch: TransitionBatch, fresh: list[TransitionRow]) -> None:
-    """The batch's new rows, in one statement (one a retry already wrote is skipped)."""
+async def _append_rows(conn: asyncpg.Connection, batch: TransitionBatch, fresh: list[TransitionRow]) -> None:
+    """The batch's new rows (one a retry already wrote is skipped), and the execution row following its
+    newest transition: status, position, counts, usage and outcome; one statement. An execution that ends
+    drops its calls' recorded answers (none of its calls can run again)."""
+    prompt_tokens, completion_tokens, cost = _usage(fresh)
     await conn.execute(
         """
-        INSERT INTO transitions (id, execution_id, developer_id, seq, type, output, current, next,
-                                 step_label, metadata, created_at)
-        SELECT u.id, $1, $2, u.seq, u.type, u.output::jsonb, u.current::jsonb, u.next::jsonb,
-               u.step_label, u.metadata::jsonb, u.created_at
-        FROM unnest($3::uuid[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-                    $10::text[], $11::timestamptz[])
-             AS u(id, seq, type, output, current, next, step_label, metadata, created_at)
-        ON CONFLICT (execution_id, seq) DO NOTHING
+        WITH inserted AS (
+            INSERT INTO transitions (id, execution_id, developer_id, seq, type, output, current, next,
+                                     step_label, metadata, created_at)
+            SELECT u.id, $1, $2, u.seq, u.type, u.output::jsonb, u.current::jsonb, u.next::jsonb,
+                   u.step_label, u.metadata::jsonb, u.created_at
+            FROM unnest($3::uuid[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+                        $10::text[], $11::timestamptz[])
+                 AS u(id, seq, type, output, current, next, step_label, metadata, created_at)
+            ON CONFLICT (execution_id, seq) DO NOTHING
+        ), answers_dropped AS (
+            DELETE FROM call_answers WHERE execution_id = $1 AND $21::boolean
+        )
+        UPDATE executions SET status = $12, last_seq = $13, last_transition_type = $14,
+               transition_count = transition_count + $15, output = COALESCE($16::jsonb, output),
+               error = COALESCE($17, error), prompt_tokens = prompt_tokens + $18,
+               completion_tokens = completion_tokens + $19, cost = cost + $20, updated_at = now()
+        WHERE id = $1 AND developer_id = $2
         """,
         batch.execution_id,
         batch.developer_id,
@@ -163,24 +172,6 @@ async def _insert_rows(conn: asyncpg.Connection, batch: TransitionBatch, fresh: 
         [t["step_label"] for t in fresh],
         [json.dumps(t["metadata"]) for t in fresh],
         [datetime.fromisoformat(t["created_at"]) for t in fresh],
-    )
-
-
-async def _update_execution(
-    conn: asyncpg.Connection, batch: TransitionBatch, fresh: list[TransitionRow]
-) -> None:
-    """The execution row follows its newest transition: status, position, counts, usage and outcome."""
-    prompt_tokens, completion_tokens, cost = _usage(fresh)
-    await conn.execute(
-        """
-        UPDATE executions SET status = $3, last_seq = $4, last_transition_type = $5,
-               transition_count = transition_count + $6, output = COALESCE($7::jsonb, output),
-               error = COALESCE($8, error), prompt_tokens = prompt_tokens + $9,
-               completion_tokens = completion_tokens + $10, cost = cost + $11, updated_at = now()
-        WHERE id = $1 AND developer_id = $2
-        """,
-        batch.execution_id,
-        batch.developer_id,
         batch.status,
         fresh[-1]["seq"],
         fresh[-1]["type"],
@@ -190,4 +181,5 @@ async def _update_execution(
         prompt_tokens,
         completion_tokens,
         cost,
+        batch.status in TERMINAL_STATUSES,
     )
