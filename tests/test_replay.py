@@ -23,7 +23,7 @@ HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 def _replayer(store, keys: tuple[str, ...]) -> Replayer:
     return Replayer(
         workflows=[TaskExecutionWorkflow, MapChunkWorkflow],
-        workflow_runner=workflow_runner(),
+        workflow_runner=workflow_runner(strict=True),  # re-imports the interpreter: catches nondeterminism
         # Recorded histories are plain, so they replay without a key (with one, their plain payloads would be
         # refused); fresh ones are sealed with the test stacks' key.
         data_converter=data_converter(store.pool, keys=keys),

@@ -49,7 +49,8 @@ def passthrough_modules() -> tuple[str, ...]:
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
-    """The sandbox worker.workflow_runner() makes: workflows run as they do on the real worker."""
+    """The strict sandbox worker.workflow_runner(strict=True) makes: the interpreter re-imported inside it,
+    so that nondeterminism in it is caught."""
     return SandboxedWorkflowRunner(
         restrictions=SandboxRestrictions.default.with_passthrough_modules(*passthrough_modules())
     )
