@@ -148,9 +148,7 @@ def ratio(results: Results, workload: Workload) -> str:
     best, name = (max if workload.higher_is_better else min)(peers)
     if best <= 0:
         return f"- ({name} is {number(best)})"
-    value = mint[0] / best
-    shown = f"{value:.0f}" if value >= 100 else f"{value:.1f}" if value >= 10 else f"{value:.2f}"
-    return f"{shown}x ({name})"
+    return f"{number(mint[0] / best)}x ({name})"
 
 
 def format_table(results: Results, workloads: tuple[Workload, ...] = WORKLOADS) -> str:

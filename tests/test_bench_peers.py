@@ -30,21 +30,22 @@ def test_the_ratio_is_over_the_best_peer_number_and_names_it() -> None:
         LANGGRAPH: {"pure": 2.5, "pure_sync": 1.0},
     }
     # raw Temporal's in-workflow step is a floor, shown but left out; LangGraph's sync variant is the best.
-    assert ratio(results, PURE) == "0.50x (LangGraph sync)"
+    assert ratio(results, PURE) == "0.500x (LangGraph sync)"
 
 
 def test_a_ratio_over_a_named_peer_where_higher_is_better() -> None:
     results = {MINT: {"throughput": 30.0}, RAW: {"throughput": 120.0}, "DBOS": {"throughput": 500.0}}
-    assert ratio(results, THROUGHPUT) == "0.25x (raw Temporal)"
+    assert ratio(results, THROUGHPUT) == "0.250x (raw Temporal)"
 
 
-def test_large_ratios_lose_their_decimals_and_a_zero_best_gives_none() -> None:
+def test_ratios_are_rounded_by_size_and_a_best_peer_at_or_below_zero_gives_none() -> None:
     assert (
         ratio({MINT: {"pure": 25.0}, RAW: {"pure_local": 0.2}}, PURE) == "125x (raw Temporal local activity)"
     )
     assert (
         ratio({MINT: {"pure": 1.5}, RAW: {"pure_local": 0.1}}, PURE) == "15.0x (raw Temporal local activity)"
     )
+    assert ratio({MINT: {"pure": 0.03}, "DBOS": {"pure": 9.0}}, PURE) == "0.003x (DBOS step)"
     assert ratio({MINT: {"pure": 1.0}, "DBOS": {"pure": -0.2}}, PURE).startswith("- ")
     assert ratio({MINT: {"pure": 1.0}}, PURE) == "-"
 
@@ -60,7 +61,7 @@ def test_the_table_has_a_row_per_workload_and_a_column_per_system() -> None:
     assert all(line.count("|") == len(SYSTEMS) + 3 for line in lines)
     pure = lines[2].split(" | ")
     assert pure[1:3] == ["0.200 (evaluate)", "0.004 (in workflow); 2.30 (local activity)"]
-    assert pure[-1] == "0.09x (raw Temporal local activity) |"  # 0.2 / 2.3
+    assert pure[-1] == "0.087x (raw Temporal local activity) |"  # 0.2 / 2.3
     p95 = lines[-1].split(" | ")
     assert p95[1:3] == ["900", "300"] and p95[-1] == "3.00x (raw Temporal) |"
 
