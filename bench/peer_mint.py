@@ -1,0 +1,149 @@
+"""Mint in bench/peers.py: each workload as a task, run through the REST API, laid out as `mint up` lays it
+out: the API in this process (a thread), the worker (`mint worker`) in a process of its own, payload
+encryption on."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import uuid
+from importlib.metadata import version
+
+import httpx
+
+from bench.peer_timing import concurrently, elapsed_s, failed_note, marginal_ms, median_ms, start_ms
+from tests.stack import LocalMint, spawn_worker, stop_process
+
+TERMINAL = ("succeeded", "failed", "cancelled")
+QUEUE = "peers-mint"
+
+
+def task_docs(url: str) -> dict[str, dict]:
+    """Every task the bench runs, by name: chains of 1 and 100 evaluate steps, of 1 and 20 api_call steps,
+    a map over 1,000 api_call items 50 at a time, and the three-step throughput task."""
+    tool = {"name": "fetch", "type": "api_call", "api_call": {"method": "GET", "url": url}}
+    call = {"tool": "fetch", "arguments": {}}
+    evaluate = [{"evaluate": {"i": f"$ {i} + 1"}} for i in range(100)]
+    fan_out = {"over": "$ list(range(1000))", "map": call, "parallelism": 50}
+    three = [{"evaluate": {"i": "$ 1 + 1"}}, call, {"evaluate": {"status": "$ _.status_code"}}]
+    docs = {
+        "pure_1": evaluate[:1],
+        "pure_100": evaluate,
+        "http_1": [call],
+        "http_20": [call] * 20,
+        "fan_out": [fan_out],
+        "three": three,
+    }
+    return {name: {"name": name, "tools": [tool], "main": main} for name, main in docs.items()}
+
+
+class Mint:
+    name = "Mint"
+
+    def __init__(self, local: LocalMint, url: str):
+        self.local, self.url = local, url
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+        self.version = f"mint-engine {version('mint-engine')} ({commit.stdout.strip() or 'this tree'})"
+        self.tasks: dict[str, str] = {}
+        self.api: httpx.AsyncClient | None = None
+        self.watcher = Watcher(local.pool)
+        self.worker: subprocess.Popen | None = None
+        self.retried = 0  # POSTs answered 429 or 503 (busy) and sent again after Retry-After
+        self.failures: list[str] = []  # throughput executions that failed
+
+    @property
+    def notes(self) -> tuple[str, ...]:
+        return (
+            "Mint: as `mint up` runs it: the API in a thread of this process, the worker (`mint worker`) in "
+            "a process of its own, payloads encrypted; driven over HTTP. An execution's end is seen in the "
+            "executions row GET /executions/{id} answers from, read every 2 ms (one query for all running), "
+            "so that polling loads neither the API nor the worker.",
+            f"Mint: {self.retried} POSTs were answered 429/503 (busy) and sent again (same Idempotency-Key) "
+            "after their Retry-After, as the julep SDK retries; the wait is in the latencies.",
+            *failed_note("Mint", self.failures),
+        )
+
+    async def start(self) -> None:
+        self.api = self.local.api(await self.local.stack(run_worker=False, task_queue=QUEUE))
+        address = self.local.env.client.service_client.config.target_host
+        self.worker = spawn_worker(self.local.database_url, address, QUEUE)
+        agent = (await self.api.post("/agents", json={"name": "peers"})).json()
+        for name, doc in task_docs(self.url).items():
+            response = await self.api.post(f"/agents/{agent['id']}/tasks", json=doc)
+            assert response.status_code == 201, response.text
+            self.tasks[name] = response.json()["id"]
+        await self.watcher.start()
+
+    async def close(self) -> None:
+        await self.watcher.stop()
+        stop_process(self.worker)
+        if self.api is not None:
+            await self.api.aclose()
+
+    async def _post(self, task: str) -> str:
+        assert self.api is not None
+        key = {"Idempotency-Key": str(uuid.uuid4())}  # a retry returns the execution the first try created
+        while True:
+            response = await self.api.post(
+                f"/tasks/{self.tasks[task]}/executions", json={"input": {}}, headers=key
+            )
+            if response.status_code not in (429, 503):
+                break
+            self.retried += 1
+            await asyncio.sleep(float(response.headers.get("Retry-After", 1)))
+        assert response.status_code == 201, response.text
+        return response.json()["id"]
+
+    async def _execute(self, task: str) -> None:
+        await self.watcher.wait(await self._post(task))
+
+    def measures(self) -> dict:
+        return {
+            "pure": lambda: marginal_ms(lambda n: self._execute(f"pure_{n}"), 100),
+            "http": lambda: marginal_ms(lambda n: self._execute(f"http_{n}"), 20),
+            "fan_out": lambda: elapsed_s(lambda: self._execute("fan_out")),
+            "start": lambda: start_ms(lambda: self._post("pure_1"), self.watcher.wait),
+            "one_step": lambda: median_ms(lambda: self._execute("pure_1")),
+            "throughput": lambda: concurrently(lambda: self._execute("three"), 200, self.failures),
+        }
+
+
+class Watcher:
+    """Sees executions end by reading their rows every 2 ms, all in one query."""
+
+    def __init__(self, pool) -> None:
+        self.pool = pool
+        self.waiting: dict[str, asyncio.Future[str]] = {}
+        self._task: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._watch())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def wait(self, execution_id: str) -> None:
+        self.waiting[execution_id] = asyncio.get_running_loop().create_future()
+        try:
+            status = await self.waiting[execution_id]
+        finally:
+            del self.waiting[execution_id]
+        if status != "succeeded":
+            raise RuntimeError(f"execution {execution_id} {status}")
+
+    async def _watch(self) -> None:
+        while True:
+            await asyncio.sleep(0.002)
+            if not self.waiting:
+                continue
+            rows = await self.pool.fetch(
+                "SELECT id::text, status, error FROM executions WHERE id = ANY($1::uuid[]) AND status = ANY($2)",
+                list(self.waiting),
+                list(TERMINAL),
+            )
+            for row in rows:
+                if (done := self.waiting.get(row["id"])) is not None and not done.done():
+                    done.set_result(
+                        row["status"] if row["status"] == "succeeded" else f"{row['status']}: {row['error']}"
+                    )
