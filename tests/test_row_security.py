@@ -95,6 +95,19 @@ async def test_a_released_connection_forgets_the_tenant(store, two):
         assert not await store.pool.fetchval("SELECT current_setting('mint.developer_id', true)")
 
 
+async def test_a_pooled_connection_acts_for_whoever_takes_it_next(store, two):
+    """Connections keep their tenant scope in the pool (scope_connection switches it only when needed)."""
+    a, b = two
+    for developer in (a, b, None, b, a):
+        with acting_as(developer):
+            for _ in range(store.pool.get_size() + 1):
+                row = await store.pool.fetchrow(
+                    "SELECT current_user AS role, current_setting('mint.developer_id', true) AS developer"
+                )
+                assert (row["role"] == "mint_tenant") == (developer is not None)
+                assert (row["developer"] or None) == developer
+
+
 # Records who inserted a probe agent: the role and the developer the connection acts for.
 PROBE_SQL = """
 CREATE TABLE IF NOT EXISTS rls_probe (marker text, role text, developer text);

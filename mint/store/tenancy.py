@@ -4,7 +4,8 @@ The API enters it for each request once the API key names the developer (api/dep
 the pool hands out meanwhile switches to the role `mint_tenant` with `mint.developer_id` set, and the
 policies of migration 0012 then show and accept only that developer's rows. So a query that forgets its
 `developer_id = $1` still cannot read or write another tenant's data. Outside `acting_as` (worker,
-reconciler, CLI) connections keep the owner's role, which acts for every tenant.
+reconciler, CLI) connections act with the owner's role, which acts for every tenant. The switch happens as
+a connection is handed out (scope_connection), and only when it acted for someone else.
 """
 
 from __future__ import annotations
@@ -31,25 +32,33 @@ def acting_as(developer_id: str | None) -> Iterator[None]:
         _developer.reset(token)
 
 
+UNKNOWN = "unknown"  # a connection whose scope a failed switch left unsure
+
+
 async def scope_connection(conn: asyncpg.Connection) -> None:
-    """The pool's `setup`: runs as a connection is handed out, in the acquiring task's context."""
-    developer_id = _developer.get()
-    if developer_id is not None:
+    """The pool's `setup`: runs as a connection is handed out, in the acquiring task's context, and makes it
+    act for the task's tenant (or for none). A connection keeps its scope when it goes back to the pool, so
+    the next task acting for the same tenant (most requests, on most deployments) gets it without a round
+    trip; switching costs one, as scoping and resetting each did before."""
+    wanted = _developer.get()
+    if not isinstance(conn, TenantConnection):
+        raise TypeError("the pool must make TenantConnections (connect_pool does)")
+    if conn.scope == wanted:
+        return
+    conn.set_scope(UNKNOWN)  # (on the connection itself: setup is given the pool's proxy of it)
+    if wanted is None:
+        await conn.execute("RESET ROLE; SELECT set_config('mint.developer_id', '', false)")
+    else:
         await conn.execute(
-            f"SET ROLE {TENANT_ROLE}; SELECT set_config('mint.developer_id', '{_uuid(developer_id)}', false)"
+            f"SET ROLE {TENANT_ROLE}; SELECT set_config('mint.developer_id', '{_uuid(wanted)}', false)"
         )
-        if isinstance(conn, TenantConnection):
-            conn.mark_scoped()  # (on the connection itself: setup is given the pool's proxy of it)
+    conn.set_scope(wanted)
 
 
 async def reset_connection(conn: asyncpg.Connection) -> None:
-    """The pool's `reset`, as a connection goes back: a connection scoped to a tenant gets asyncpg's full
-    reset (and its role back); any other is handed back as it is, a round trip saved on every query of the
-    worker. That is safe because Mint sets nothing else on a session: its settings are SET LOCAL, its locks
-    transaction-scoped, and an open transaction was already rolled back (asyncpg does that first)."""
-    if isinstance(conn, TenantConnection) and conn.scoped:
-        await conn.execute(conn.get_reset_query())
-        conn.scoped = False
+    """The pool's `reset`, as a connection goes back: nothing to send. Its tenant scope stays (the next
+    acquire sets the one it needs), and Mint sets nothing else on a session: its settings are SET LOCAL, its
+    locks transaction-scoped, and an open transaction was already rolled back (asyncpg does that first)."""
 
 
 def _uuid(value: str) -> str:
@@ -59,15 +68,12 @@ def _uuid(value: str) -> str:
 
 
 class TenantConnection(asyncpg.Connection):
-    """A connection whose release also drops the tenant's role (RESET ALL leaves the role as it is)."""
+    """A connection that knows which tenant it acts for (None: for none, with the owner's role)."""
 
-    scoped = False  # acting for a tenant since it was handed out
+    scope: str | None = None
 
-    def mark_scoped(self) -> None:
-        self.scoped = True
-
-    def get_reset_query(self) -> str:
-        return super().get_reset_query() + "\nRESET ROLE;"
+    def set_scope(self, developer_id: str | None) -> None:
+        self.scope = developer_id
 
 
 class ActingForNoTenant:
