@@ -75,13 +75,7 @@ class EgressPolicy:
             port = parts.port or (443 if parts.scheme == "https" else 80)
         except ValueError:
             raise EgressRefused(f"{the_url} has an invalid port") from None
-        try:
-            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except (socket.gaierror, UnicodeError) as exc:
-            raise EgressRefused(
-                f"cannot resolve {host!r}: {exc}" if quote else f"cannot resolve {the_host}"
-            ) from None
-        addresses = [str(info[4][0]) for info in infos]
+        addresses = [host] if _is_address(host) else await _resolve(host, port, quote, the_host)
         for address in addresses:
             if not self._allowed(host, port, address):
                 raise EgressRefused(
@@ -89,6 +83,25 @@ class EgressPolicy:
                     "list it in MINT_EGRESS_ALLOW to allow it"
                 )
         return Destination(parts.scheme, host, port, addresses[0])
+
+
+def _is_address(host: str) -> bool:
+    """An IP address written as the host: nothing to resolve (and no thread to resolve it in)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+async def _resolve(host: str, port: int, quote: bool, the_host: str) -> list[str]:
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise EgressRefused(
+            f"cannot resolve {host!r}: {exc}" if quote else f"cannot resolve {the_host}"
+        ) from None
+    return [str(info[4][0]) for info in infos]
 
 
 def embedded_ipv4(ip: IPAddress) -> ipaddress.IPv4Address | None:
