@@ -17,7 +17,7 @@ from api.errors import ERROR_RESPONSES, not_found
 from api.executions import cancel_execution, resume_execution, start_execution
 from contracts.transitions import TERMINAL_STATUSES, TERMINAL_TYPES
 from mint.store.execution_events import ExecutionEvents
-from mint.store.tables import EXECUTIONS, Page, Store
+from mint.store.tables import EXECUTIONS, Store
 
 router = APIRouter(tags=["executions"], responses=ERROR_RESPONSES)
 # A quiet stream sends a keep-alive this often. Streams wait for a change of their execution (pushed by
@@ -190,25 +190,21 @@ async def _transition_events(
     with events.watch(execution_id) as watch:  # before the first read: a change made after it wakes the watch
         keepalive_at = loop.time() + KEEPALIVE_SECONDS
         while not await request.is_disconnected():
-            execution = await store.get(EXECUTIONS, developer, execution_id)
-            batch = await store.list_transitions(
-                developer, execution_id, Page(limit=READ_BATCH, direction="asc"), after
-            )
+            status, batch = await store.transitions_after(developer, execution_id, after, READ_BATCH)
             for row in batch:
                 after = row["seq"]
                 yield _event(schemas.Transition.model_validate(transition_out(row)), row["seq"], "transition")
                 if row["type"] in TERMINAL_TYPES:
                     return
-            # An execution's status changes in the transaction that writes its transitions, and was read before
-            # them: ended then, it has no more to come (a resume point past its end, or one that failed without
-            # an ending transition). Without this check such a stream would never end.
-            ended = execution is None or execution["status"] in TERMINAL_STATUSES
-            if ended and not batch:
-                return
             if batch:
                 keepalive_at = loop.time() + KEEPALIVE_SECONDS
-            if ended or len(batch) == READ_BATCH:
-                continue  # read on: the rest of a long run, or the end of an ended execution
+            if len(batch) == READ_BATCH:
+                continue  # the rest of a long run, at once
+            # An execution's status changes in the transaction that writes its transitions, and was read in the
+            # same snapshot: ended then, it has no more to come (a resume point past its end, or one that failed
+            # without an ending transition). Without this check such a stream would never end.
+            if status is None or status in TERMINAL_STATUSES:
+                return
             while not await watch.wait_until(keepalive_at):
                 keepalive_at = loop.time() + KEEPALIVE_SECONDS
                 yield ": keepalive\n\n"
