@@ -18,6 +18,7 @@ import pytest_asyncio
 
 from mint.store.execution_events import APPLICATION_NAME, CHANNEL, ExecutionEvents
 from mint.store.tables import AGENTS, EXECUTIONS, Store
+from mint.store.tenancy import acting_as
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
 from tests.stack import BackgroundStack
@@ -186,7 +187,8 @@ async def test_a_status_change_notifies_and_the_reconcilers_claim_does_not(hub, 
     developer, execution_id = await _execution(store)
     sentinel = str(uuid.uuid4())
     with hub.watch(execution_id) as watch, hub.watch(sentinel) as last:
-        assert await store.set_execution_status(developer, execution_id, "starting", ("queued",))
+        with acting_as(developer):  # as the API changes it: the tenant's role, under row-level security
+            assert await store.set_execution_status(developer, execution_id, "starting", ("queued",))
         assert await watch.wait_until(_now() + HANG_GUARD)
         await store.pool.execute("UPDATE executions SET reconciled_at = now() WHERE id = $1", execution_id)
         await _notify(store, sentinel)
