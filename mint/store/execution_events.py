@@ -45,6 +45,7 @@ class Watch:
         self._changed = asyncio.Event()
 
     def wake(self) -> None:
+        """The execution may have changed (or nobody knows): the stream should re-read it."""
         self._changed.set()
 
     async def wait_until(self, deadline: float) -> bool:
@@ -107,6 +108,7 @@ class ExecutionEvents:
         await attempted.wait()
 
     async def stop(self) -> None:
+        """Stop listening and close the connection; streams still open go back to polling."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
