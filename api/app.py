@@ -18,6 +18,7 @@ from mint.models.client import ModelClient
 from mint.models.embeddings import Embedder
 from mint.settings import Settings
 from mint.store.docs import DocStore
+from mint.store.execution_events import ExecutionEvents
 from mint.store.secrets import SecretStore
 from mint.store.tables import Store
 from mint.store.tenancy import ActingForNoTenant, acting_as
@@ -35,6 +36,7 @@ class AppClients:
     secrets: SecretStore
     embedder: Embedder
     models: ModelClient
+    events: ExecutionEvents  # wakes the execution streams (started, if at all, by the composition root)
 
 
 def create_app(clients: AppClients, settings: Settings) -> FastAPI:
@@ -53,6 +55,7 @@ def create_app(clients: AppClients, settings: Settings) -> FastAPI:
     app.state.docs = clients.docs
     app.state.secrets = clients.secrets
     app.state.embedder = clients.embedder
+    app.state.execution_events = clients.events
     app.state.chatter = Chatter(
         store,
         clients.docs,

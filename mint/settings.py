@@ -57,6 +57,9 @@ class Settings:
     api_db_pool_size: int = 10
     worker_db_pool_size: int = 16
     db_acquire_timeout: float = 10.0
+    # Execution streams are woken by Postgres notifications (mint/store/execution_events.py); while those are
+    # not arriving (the listening connection is reconnecting, or was never started), they re-read this often.
+    stream_poll_seconds: float = 1.0
     # Stopping: in-flight requests and activities get this long to finish before they are cut off.
     shutdown_grace_seconds: float = 5.0
     # Limits on a task, checked when it is created (4xx): its size in bytes, the characters of one expression,

@@ -16,11 +16,14 @@ from api.deps import Developer, PageDep, StoreDep, TransitionPageDep, checked_id
 from api.errors import ERROR_RESPONSES, not_found
 from api.executions import cancel_execution, resume_execution, start_execution
 from contracts.transitions import TERMINAL_STATUSES, TERMINAL_TYPES
-from mint.store.tables import EXECUTIONS, Page, Store
+from mint.store.execution_events import ExecutionEvents
+from mint.store.tables import EXECUTIONS, Store
 
 router = APIRouter(tags=["executions"], responses=ERROR_RESPONSES)
-POLL_SECONDS = 0.2
+# A quiet stream sends a keep-alive this often. Streams wait for a change of their execution (pushed by
+# Postgres: mint/store/execution_events.py), not on a timer, and read at most this many transitions at once.
 KEEPALIVE_SECONDS = 15.0
+READ_BATCH = 500
 
 
 @router.post("/tasks/{task_id}/executions", status_code=201, response_model=schemas.Execution)
@@ -111,7 +114,8 @@ async def stream_transitions(
     """SSE: one `transition` event per transition (id = its sequence number), ending after the last one."""
     execution = await execution_or_404(store, developer, execution_id)
     after = _resume_point(request.headers.get("last-event-id") or next_page_token)
-    return _sse(_transition_events(store, developer, execution["id"], after, request))
+    events = request.app.state.execution_events
+    return _sse(_transition_events(store, events, developer, execution["id"], after, request))
 
 
 @router.get(
@@ -127,7 +131,8 @@ async def stream_status(
     """SSE: the execution each time its status or transition count changes, ending when it ends."""
     execution = await execution_or_404(store, developer, execution_id)
     seen = _resume_point(request.headers.get("last-event-id"))
-    return _sse(_status_events(store, developer, execution["id"], seen, request))
+    events = request.app.state.execution_events
+    return _sse(_status_events(store, events, developer, execution["id"], seen, request))
 
 
 @router.get("/executions/{execution_id}/transitions/{transition_id}", response_model=schemas.Transition)
@@ -179,49 +184,53 @@ def _event(data: Any, event_id: int, event: str | None = None) -> str:
 
 
 async def _transition_events(
-    store: Store, developer: str, execution_id: str, after: int, request: Request
+    store: Store, events: ExecutionEvents, developer: str, execution_id: str, after: int, request: Request
 ) -> AsyncIterator[str]:
-    idle = 0.0
-    while not await request.is_disconnected():
-        execution = await store.get(EXECUTIONS, developer, execution_id)
-        batch = await store.list_transitions(developer, execution_id, Page(limit=500, direction="asc"), after)
-        for row in batch:
-            after = row["seq"]
-            yield _event(schemas.Transition.model_validate(transition_out(row)), row["seq"], "transition")
-            if row["type"] in TERMINAL_TYPES:
+    loop = asyncio.get_running_loop()
+    with events.watch(execution_id) as watch:  # before the first read: a change made after it wakes the watch
+        keepalive_at = loop.time() + KEEPALIVE_SECONDS
+        while not await request.is_disconnected():
+            status, batch = await store.transitions_after(developer, execution_id, after, READ_BATCH)
+            for row in batch:
+                after = row["seq"]
+                yield _event(schemas.Transition.model_validate(transition_out(row)), row["seq"], "transition")
+                if row["type"] in TERMINAL_TYPES:
+                    return
+            if batch:
+                keepalive_at = loop.time() + KEEPALIVE_SECONDS
+            if len(batch) == READ_BATCH:
+                continue  # the rest of a long run, at once
+            # An execution's status changes in the transaction that writes its transitions, and was read in the
+            # same snapshot: ended then, it has no more to come (a resume point past its end, or one that failed
+            # without an ending transition). Without this check such a stream would never end.
+            if status is None or status in TERMINAL_STATUSES:
                 return
-        if batch:
-            idle = 0.0
-            continue
-        # An execution's status changes in the transaction that writes its transitions, and was read before
-        # them: ended then, it has no more to come (a resume point past its end, or one that failed without
-        # an ending transition). Without this check such a stream would never end.
-        if execution is None or execution["status"] in TERMINAL_STATUSES:
-            return
-        idle += POLL_SECONDS
-        if idle >= KEEPALIVE_SECONDS:
-            idle = 0.0
-            yield ": keepalive\n\n"
-        await asyncio.sleep(POLL_SECONDS)
+            while not await watch.wait_until(keepalive_at):
+                keepalive_at = loop.time() + KEEPALIVE_SECONDS
+                yield ": keepalive\n\n"
 
 
 async def _status_events(
-    store: Store, developer: str, execution_id: str, seen: int, request: Request
+    store: Store, events: ExecutionEvents, developer: str, execution_id: str, seen: int, request: Request
 ) -> AsyncIterator[str]:
     # No comment keep-alives here: the julep SDK parses every blank-line-terminated block as JSON once an
-    # `id:` was sent, so keep-alives re-send the current state instead.
-    idle = 0.0
-    first = True
-    while not await request.is_disconnected():
-        execution = await store.get(EXECUTIONS, developer, execution_id)
-        if execution is None:
-            return
-        changed = execution["transition_count"] != seen
-        if changed or (first and not seen) or idle >= KEEPALIVE_SECONDS:
-            seen, idle = execution["transition_count"], 0.0
-            yield _event(schemas.Execution.model_validate(execution), seen)
-        first = False
-        if execution["status"] in TERMINAL_STATUSES:
-            return
-        idle += POLL_SECONDS
-        await asyncio.sleep(POLL_SECONDS)
+    # `id:` was sent, so keep-alives re-send the current state instead (as last read: had it changed since,
+    # the watch would have woken).
+    loop = asyncio.get_running_loop()
+    with events.watch(execution_id) as watch:
+        first, woke = True, True
+        keepalive_at = loop.time() + KEEPALIVE_SECONDS
+        execution: dict[str, Any] | None = None
+        while not await request.is_disconnected():
+            if woke or execution is None:
+                execution = await store.get(EXECUTIONS, developer, execution_id)
+                if execution is None:
+                    return
+            count = execution["transition_count"]
+            if count != seen or (first and not seen) or not woke:  # changed, first, or a keep-alive
+                seen, keepalive_at = count, loop.time() + KEEPALIVE_SECONDS
+                yield _event(schemas.Execution.model_validate(execution), seen)
+            first = False
+            if execution["status"] in TERMINAL_STATUSES:
+                return
+            woke = await watch.wait_until(keepalive_at)

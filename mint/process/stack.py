@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 import asyncpg
@@ -30,6 +30,7 @@ from mint.models.client import model_client
 from mint.settings import Settings
 from mint.store.db import connect_pool, migrate
 from mint.store.docs import DocStore
+from mint.store.execution_events import ExecutionEvents
 from mint.store.secrets import SecretStore
 from mint.store.tables import Store
 from mint.temporal.client import connect_from_settings
@@ -99,22 +100,30 @@ async def _close(pool: asyncpg.Pool | None, grace: float) -> None:
         pool.terminate()
 
 
-def app_clients(pool: asyncpg.Pool, temporal: Client, settings: Settings) -> AppClients:
+def app_clients(
+    pool: asyncpg.Pool, temporal: Client, settings: Settings, events: ExecutionEvents
+) -> AppClients:
     """The clients an API app uses, on `pool`: the served API's, or the worker's in-process one."""
     secrets = SecretStore(pool, settings.encryption_keys)
     models = model_client(settings, secrets)  # with secrets: developers' own provider keys are used
-    return AppClients(Store(pool), temporal, DocStore(pool), secrets, settings.embedder(), models)
+    return AppClients(Store(pool), temporal, DocStore(pool), secrets, settings.embedder(), models, events)
 
 
-def api_app(pool: asyncpg.Pool, temporal: Client, settings: Settings) -> FastAPI:
+def api_app(pool: asyncpg.Pool, temporal: Client, settings: Settings, events: ExecutionEvents) -> FastAPI:
     """The API that `mint api` and `mint up` serve."""
-    return create_app(app_clients(pool, temporal, settings), settings)
+    return create_app(app_clients(pool, temporal, settings, events), settings)
 
 
-def worker_for(temporal: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, settings: Settings) -> Worker:
+def worker_for(
+    temporal: Client,
+    pool: asyncpg.Pool,
+    http: httpx.AsyncClient,
+    settings: Settings,
+    events: ExecutionEvents,
+) -> Worker:
     """The worker, its activities built with their clients. The model client, secrets and stores are the
     same ones the in-process API (which system tools call) uses."""
-    clients = app_clients(pool, temporal, settings)
+    clients = app_clients(pool, temporal, settings, events)
     egress = EgressPolicy(settings.egress_allow)
     # httpx logs every request's URL at INFO, and a tool's URL may carry a secret (activities/secrets.py).
     logging.getLogger("httpx").setLevel(logging.WARNING)
@@ -130,6 +139,31 @@ def worker_for(temporal: Client, pool: asyncpg.Pool, http: httpx.AsyncClient, se
     return build_worker(temporal, activities, settings)
 
 
+@contextlib.asynccontextmanager
+async def _serving(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
+    """The API served on its port for the block; once it ends, requests in flight get the grace period."""
+    config = uvicorn.Config(
+        app,
+        host=settings.api_host,
+        port=settings.api_port,
+        log_level="warning",
+        lifespan="off",  # what the app needs is started and stopped here, by run_stack
+        timeout_graceful_shutdown=max(1, round(settings.shutdown_grace_seconds)),
+    )
+    server = _Server(config)
+    serving = asyncio.create_task(server.serve())
+    while not server.started and not serving.done():
+        await asyncio.sleep(0.02)
+    if serving.done():
+        serving.result()
+        raise RuntimeError(f"the API could not listen on {settings.api_host}:{settings.api_port}")
+    try:
+        yield
+    finally:
+        server.should_exit = True
+        await serving
+
+
 async def run_stack(
     settings: Settings,
     options: StackOptions,
@@ -141,6 +175,8 @@ async def run_stack(
     then they are cut off."""
     worker_pool = api_pool = None
     http = httpx.AsyncClient(trust_env=False)  # no proxies from the environment: egress is checked here
+    # One per process, listening only where the API runs: the worker's in-process API (system tools) shares it.
+    events = ExecutionEvents(options.database_url, settings.stream_poll_seconds)
     try:
         worker_pool, api_pool = await _pools(settings, options)
         main_pool = worker_pool or api_pool
@@ -151,7 +187,7 @@ async def run_stack(
         temporal = await connect_from_settings(settings, main_pool, options.temporal_address)
         async with contextlib.AsyncExitStack() as parts:
             if worker_pool is not None:
-                worker = worker_for(temporal, worker_pool, http, settings)
+                worker = worker_for(temporal, worker_pool, http, settings, events)
                 await parts.enter_async_context(worker)
                 reconciler = Reconciler(
                     Store(worker_pool),
@@ -159,31 +195,14 @@ async def run_stack(
                     ReconcilerSettings(settings.reconcile_interval, settings.reconcile_quiet),
                 )
                 parts.push_async_callback(_cancel, asyncio.create_task(reconciler.run_forever()))
-            server = None
             if api_pool is not None:
-                config = uvicorn.Config(
-                    api_app(api_pool, temporal, settings),
-                    host=settings.api_host,
-                    port=settings.api_port,
-                    log_level="warning",
-                    lifespan="off",
-                    timeout_graceful_shutdown=max(1, round(settings.shutdown_grace_seconds)),
+                await parts.enter_async_context(events)  # stopped after the server (exit runs in reverse)
+                await parts.enter_async_context(
+                    _serving(api_app(api_pool, temporal, settings, events), settings)
                 )
-                server = _Server(config)
-                serving = asyncio.create_task(server.serve())
-                while not server.started and not serving.done():
-                    await asyncio.sleep(0.02)
-                if serving.done():
-                    serving.result()
-                    raise RuntimeError(f"the API could not listen on {settings.api_host}:{settings.api_port}")
             if started:
                 started.set()
-            try:
-                await (stop.wait() if stop else asyncio.Event().wait())
-            finally:
-                if server:
-                    server.should_exit = True
-                    await serving
+            await (stop.wait() if stop else asyncio.Event().wait())
     finally:
         await http.aclose()
         for pool in (api_pool, worker_pool):

@@ -466,6 +466,31 @@ class Store:
         )
         return [record(r) for r in rows]  # type: ignore[misc]
 
+    async def transitions_after(
+        self, developer_id: str, execution_id: str, after_seq: int, limit: int
+    ) -> tuple[str | None, list[dict[str, Any]]]:
+        """The execution's status and up to `limit` of its transitions after `after_seq`, oldest first, read
+        in one statement (so in one snapshot: an ended status comes with every transition it ended after);
+        (None, []) if the developer has no such execution. What a transition stream reads on each wake-up."""
+        rows = await self.pool.fetch(
+            """
+            SELECT e.status AS execution_status, t.* FROM executions e
+            LEFT JOIN LATERAL (SELECT * FROM transitions WHERE execution_id = e.id AND seq > $3
+                               ORDER BY seq LIMIT $4) t ON true
+            WHERE e.developer_id = $1 AND e.id = $2
+            """,
+            developer_id,
+            execution_id,
+            after_seq,
+            limit,
+        )
+        if not rows:
+            return None, []
+        found = [record(r) for r in rows if r["id"] is not None]
+        for row in found:
+            del row["execution_status"]  # type: ignore[union-attr]
+        return rows[0]["execution_status"], found  # type: ignore[return-value]
+
     async def get_transition(
         self, developer_id: str, execution_id: str, transition_id: str
     ) -> dict[str, Any] | None:
