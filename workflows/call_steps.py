@@ -17,14 +17,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from contracts.calls import (
-    CallAnswer,
-    McpTool,
-    ModelAnswer,
-    ModelRequest,
-    Owner,
-    SearchRequest,
-)
+from contracts.calls import CallAnswer, McpTool, ModelAnswer, ModelRequest, Owner, SearchRequest
 from contracts.temporal import CALL_MODEL, LIST_MCP_TOOLS, SEARCH_DOCS
 from contracts.transitions import Position
 from workflows import language as lang
