@@ -1,9 +1,11 @@
 """kill -9 of a worker mid-run loses nothing and duplicates nothing; a new worker resumes within seconds."""
 
 import asyncio
+import contextlib
 import signal
 import time
 import uuid
+from collections.abc import AsyncIterator
 
 import httpx
 
@@ -20,43 +22,70 @@ def _slowly(request):
     return ok(request)
 
 
+class Crashable:
+    """An API, a worker process to kill and a task of `steps` calls of one api_call tool at `url`."""
+
+    def __init__(self, postgres_url: str, temporal_env, api_key: str):
+        self.postgres_url, self.address = postgres_url, temporal_address(temporal_env)
+        self.queue = f"crash-{uuid.uuid4()}"
+        self.api_stack = BackgroundStack(postgres_url, self.address, task_queue=self.queue, run_worker=False)
+        self.headers = {"Authorization": f"Bearer {api_key}"}
+        self.workers: list = []
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[httpx.AsyncClient]:
+        await asyncio.to_thread(self.api_stack.start)
+        self.spawn_worker()
+        try:
+            async with httpx.AsyncClient(base_url=self.api_stack.url, headers=self.headers) as api:
+                yield api
+        finally:
+            for worker in self.workers:
+                stop_process(worker)
+            await asyncio.to_thread(self.api_stack.stop)
+
+    def spawn_worker(self) -> None:
+        self.workers.append(spawn_worker(self.postgres_url, self.address, self.queue))
+
+    def kill_worker(self) -> None:
+        self.workers[-1].send_signal(signal.SIGKILL)  # mid-call
+        self.workers[-1].wait()
+
+
+async def _start_calls(api: httpx.AsyncClient, url: str, steps: int) -> dict:
+    tool = {"name": "call", "type": "api_call", "api_call": {"url": url}}
+    main = [{"tool": "call", "arguments": {}} for _ in range(steps)]
+    task = await create_task(
+        api, (await create_agent(api))["id"], {"name": "calls", "tools": [tool], "main": main}
+    )
+    return await start(api, task["id"])
+
+
+async def _steps_written(api: httpx.AsyncClient, execution_id: str) -> int:
+    return sum(t["type"] == "step" for t in await transitions(api, execution_id))
+
+
+async def _finished_once(api: httpx.AsyncClient, execution_id: str, steps: int) -> None:
+    done = await wait_for_status(api, execution_id, timeout=90)
+    assert done["status"] == "succeeded", done
+    rows = await transitions(api, execution_id)
+    assert [r["type"] for r in rows] == ["init"] + ["step"] * steps + ["finish"]
+    assert len({r["id"] for r in rows}) == len(rows) == done["transition_count"]
+
+
 async def test_kill_9_mid_run_resumes_without_loss_or_duplicates(postgres_url, temporal_env, api_key):
-    queue = f"crash-{uuid.uuid4()}"
-    address = temporal_address(temporal_env)
-    api_stack = BackgroundStack(postgres_url, address, task_queue=queue, run_worker=False)
-    await asyncio.to_thread(api_stack.start)
-    first, second = spawn_worker(postgres_url, address, queue), None
-    try:
-        with LocalServer(_slowly) as server:
-            headers = {"Authorization": f"Bearer {api_key}"}
-            async with httpx.AsyncClient(base_url=api_stack.url, headers=headers) as api:
-                task = await create_task(
-                    api,
-                    (await create_agent(api))["id"],
-                    {
-                        "name": "calls",
-                        "tools": [{"name": "slow", "type": "api_call", "api_call": {"url": server.url}}],
-                        "main": [{"tool": "slow", "arguments": {}} for _ in range(STEPS)],
-                    },
-                )
-                execution = await start(api, task["id"])
-                while sum(t["type"] == "step" for t in await transitions(api, execution["id"])) < 2:
-                    await asyncio.sleep(0.1)
-                first.send_signal(signal.SIGKILL)  # mid-call: the third request is in flight
-                first.wait()
-                second = spawn_worker(postgres_url, address, queue)
-                done = await wait_for_status(api, execution["id"], timeout=90)
-                assert done["status"] == "succeeded", done
-                rows = await transitions(api, execution["id"])
-                assert [r["type"] for r in rows] == ["init"] + ["step"] * STEPS + ["finish"]
-                assert len({r["id"] for r in rows}) == len(rows) == done["transition_count"]
-                # At most the in-flight call ran twice, and with the same idempotency key.
-                keys = [r.headers["Idempotency-Key"] for r in server.requests]
-                assert len(set(keys)) == STEPS and len(keys) <= STEPS + 1
-    finally:
-        stop_process(first)
-        stop_process(second)
-        await asyncio.to_thread(api_stack.stop)
+    crash = Crashable(postgres_url, temporal_env, api_key)
+    with LocalServer(_slowly) as server:
+        async with crash.running() as api:
+            execution = await _start_calls(api, server.url, STEPS)
+            while await _steps_written(api, execution["id"]) < 2:
+                await asyncio.sleep(0.1)
+            crash.kill_worker()  # mid-call: the third request is in flight
+            crash.spawn_worker()
+            await _finished_once(api, execution["id"], STEPS)
+            # At most the in-flight call ran twice, and with the same idempotency key.
+            keys = [r.headers["Idempotency-Key"] for r in server.requests]
+            assert len(set(keys)) == STEPS and len(keys) <= STEPS + 1
 
 
 FAST_STEPS = 60
@@ -72,42 +101,20 @@ async def test_kill_9_mid_chain_of_fast_calls_applies_every_idempotency_key_once
 ):
     """Fast calls run in the worker (local activities), many in one workflow task; a worker lost mid-chain
     must not make the calls that already answered again (their answers are recorded with the next call)."""
-    queue = f"crash-fast-{uuid.uuid4()}"
-    address = temporal_address(temporal_env)
-    api_stack = BackgroundStack(postgres_url, address, task_queue=queue, run_worker=False)
-    await asyncio.to_thread(api_stack.start)
-    first, second = spawn_worker(postgres_url, address, queue), None
-    try:
-        with LocalServer(_quickly) as server:
-            headers = {"Authorization": f"Bearer {api_key}"}
-            async with httpx.AsyncClient(base_url=api_stack.url, headers=headers) as api:
-                task = await create_task(
-                    api,
-                    (await create_agent(api))["id"],
-                    {
-                        "name": "fast calls",
-                        "tools": [{"name": "fast", "type": "api_call", "api_call": {"url": server.url}}],
-                        "main": [{"tool": "fast", "arguments": {}} for _ in range(FAST_STEPS)],
-                    },
-                )
-                execution = await start(api, task["id"])
-                while sum(t["type"] == "step" for t in await transitions(api, execution["id"])) < 10:
-                    await asyncio.sleep(0.02)
-                first.send_signal(signal.SIGKILL)
-                first.wait()
-                killed_after = len(server.requests)
-                assert killed_after < FAST_STEPS, "the chain ended before the kill; the test proves nothing"
-                second = spawn_worker(postgres_url, address, queue)
-                done = await wait_for_status(api, execution["id"], timeout=90)
-                assert done["status"] == "succeeded", done
-                rows = await transitions(api, execution["id"])
-                assert [r["type"] for r in rows] == ["init"] + ["step"] * FAST_STEPS + ["finish"]
-                keys = [r.headers["Idempotency-Key"] for r in server.requests]
-                # Every key applied (a server that drops repeats applies each once), and only the call in
-                # flight at the kill was sent twice: the answered ones were not made again.
-                assert len(set(keys)) == FAST_STEPS
-                assert len(keys) <= FAST_STEPS + 1, f"{len(keys) - FAST_STEPS} calls were made again"
-    finally:
-        stop_process(first)
-        stop_process(second)
-        await asyncio.to_thread(api_stack.stop)
+    crash = Crashable(postgres_url, temporal_env, api_key)
+    with LocalServer(_quickly) as server:
+        async with crash.running() as api:
+            execution = await _start_calls(api, server.url, FAST_STEPS)
+            while await _steps_written(api, execution["id"]) < 10:
+                await asyncio.sleep(0.02)
+            crash.kill_worker()
+            assert len(server.requests) < FAST_STEPS, (
+                "the chain ended before the kill; the test proves nothing"
+            )
+            crash.spawn_worker()
+            await _finished_once(api, execution["id"], FAST_STEPS)
+            keys = [r.headers["Idempotency-Key"] for r in server.requests]
+            # Every key applied (a server that drops repeats applies each once), and only the call in
+            # flight at the kill was sent twice: the answered ones were not made again.
+            assert len(set(keys)) == FAST_STEPS
+            assert len(keys) <= FAST_STEPS + 1, f"{len(keys) - FAST_STEPS} calls were made again"
