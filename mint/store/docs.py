@@ -309,18 +309,8 @@ class DocStore:
     ) -> list[Hit]:
         # Embeddings come back only when needed (MMR, or asked for): parsing 384 numbers per row is not free.
         embedding = "c.embedding::text" if query.mmr_strength > 0 or query.include_embeddings else "NULL"
-        # The query vector travels as a float4[] (asyncpg's binary encoding: ~10 us) cast to vector in SQL; as
-        # a text literal it took ~0.35 ms to format here, and more for Postgres to parse.
-        distance = "c.embedding <=> $1::real[]::vector"
         rows = await conn.fetch(
-            _ranked_sql(
-                f"c.doc_id, c.idx, c.content, {embedding} AS embedding, {distance} AS distance",
-                "doc_chunks c",
-                "c.embedding IS NOT NULL",
-                distance,
-                "distance",
-                bool(query.metadata_filter),
-            ),
+            vector_search_sql(embedding, bool(query.metadata_filter)),
             query.vector or [],
             *_scope(developer_id, owner_ids, want, query.metadata_filter),
         )
@@ -348,20 +338,40 @@ class DocStore:
         if not words:
             return []
         rows = await self.pool.fetch(
-            _ranked_sql(
-                "c.doc_id, c.idx, c.content, ts_rank_cd(c.search_text, q, 32) AS rank",
-                "doc_chunks c CROSS JOIN to_tsquery('english', $1) q",
-                "c.search_text @@ q",
-                "rank DESC",
-                "rank DESC",
-                bool(query.metadata_filter),
-            ),
+            text_search_sql(bool(query.metadata_filter)),
             words,
             *_scope(developer_id, owner_ids, want, query.metadata_filter),
         )
         return [
             Hit(str(r["doc_id"]), r["idx"], r["content"], float(r["rank"]), doc=_doc_fields(r)) for r in rows
         ]
+
+
+def vector_search_sql(embedding: str, filtered: bool) -> str:
+    """Vector search: $1 the query vector, then _scope's arguments. `embedding` is the column's SQL or NULL."""
+    # The query vector travels as a float4[] (asyncpg's binary encoding: ~10 us) cast to vector in SQL; as a
+    # text literal it took ~0.35 ms to format here, and more for Postgres to parse.
+    distance = "c.embedding <=> $1::real[]::vector"
+    return _ranked_sql(
+        f"c.doc_id, c.idx, c.content, {embedding} AS embedding, {distance} AS distance",
+        "doc_chunks c",
+        "c.embedding IS NOT NULL",
+        distance,
+        "distance",
+        filtered,
+    )
+
+
+def text_search_sql(filtered: bool) -> str:
+    """Full-text search: $1 the tsquery's words, then _scope's arguments."""
+    return _ranked_sql(
+        "c.doc_id, c.idx, c.content, ts_rank_cd(c.search_text, q, 32) AS rank",
+        "doc_chunks c CROSS JOIN to_tsquery('english', $1) q",
+        "c.search_text @@ q",
+        "rank DESC",
+        "rank DESC",
+        filtered,
+    )
 
 
 def _scope(developer_id: str, owner_ids: list[str], want: int, metadata_filter: dict[str, Any]) -> list[Any]:
