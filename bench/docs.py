@@ -20,7 +20,14 @@ from pathlib import Path
 
 from mint.process import local_services
 from mint.store.db import connect_pool, migrate
-from mint.store.docs import DIMENSIONS, DocStore, SearchQuery, vector_literal
+from mint.store.docs import (
+    DIMENSIONS,
+    DocStore,
+    SearchQuery,
+    text_search_sql,
+    vector_literal,
+    vector_search_sql,
+)
 from mint.store.tables import Store
 
 TOPICS, QUERIES, BATCH = 200, 200, 5_000
@@ -76,11 +83,10 @@ async def main(count: int) -> None:
                 vectors,
             )
         loaded = time.perf_counter() - started
-        async with pool.acquire() as conn:
-            await conn.execute("SET maintenance_work_mem = '512MB'")
-            started = time.perf_counter()
-            await conn.execute(INDEX_SQL)
-            built = time.perf_counter() - started
+        # Built with the server's maintenance_work_mem (local_services.postgres_settings).
+        started = time.perf_counter()
+        await pool.execute(INDEX_SQL)
+        built = time.perf_counter() - started
         # What autovacuum does in a running system: the full-text index's pending entries are merged.
         await pool.execute("VACUUM ANALYZE doc_chunks")
         await pool.execute("VACUUM ANALYZE docs")
@@ -109,27 +115,15 @@ async def main(count: int) -> None:
                 )
             truth = {str(r["doc_id"]) for r in exact}
             recalls.append(len(truth & {d["id"] for d in found}) / len(truth))
-        if "--explain" in sys.argv:  # where a query's time goes, as Postgres sees it
+        if "--explain" in sys.argv:  # where a query's time goes, as Postgres sees it: Mint's own SQL
             vector, text = queries[0]
-            async with pool.acquire() as conn, conn.transaction():
-                await conn.execute(
-                    "SET LOCAL hnsw.ef_search = 100; SET LOCAL hnsw.iterative_scan = relaxed_order"
-                )
+            async with pool.acquire() as conn:
                 for sql, arg in (
-                    (
-                        "SELECT c.doc_id FROM doc_chunks c JOIN docs d ON d.id = c.doc_id WHERE c.developer_id = $1 "
-                        "AND c.owner_id = ANY($3::uuid[]) AND d.metadata @> '{}' ORDER BY c.embedding <=> $2::vector LIMIT 40",
-                        vector_literal(vector),
-                    ),
-                    (
-                        "SELECT c.doc_id, ts_rank_cd(c.search_text, q, 32) AS rank FROM doc_chunks c JOIN docs d "
-                        "ON d.id = c.doc_id, to_tsquery('english', $2) q WHERE c.developer_id = $1 AND c.owner_id = ANY($3::uuid[]) "
-                        "AND c.search_text @@ q ORDER BY rank DESC LIMIT 40",
-                        " | ".join(text.split()),
-                    ),
+                    (vector_search_sql("NULL", filtered=False), vector),
+                    (text_search_sql(filtered=False), " | ".join(text.split())),
                 ):
-                    plan = await conn.fetch("EXPLAIN (ANALYZE, BUFFERS) " + sql, developer, arg, [owner])
-                    print("\n".join(r[0] for r in plan))
+                    plan = await conn.fetch("EXPLAIN (ANALYZE, BUFFERS) " + sql, arg, developer, [owner], 40)
+                    print("\n".join(r[0] for r in plan if "Order By" not in r[0]))
     finally:
         await pool.close()
         server.cleanup()

