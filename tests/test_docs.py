@@ -321,7 +321,7 @@ async def test_a_stack_on_openai_embeddings_indexes_and_finds_docs(
 
 async def test_a_search_for_more_candidates_than_ef_search_raises_it_for_itself_only(store, postgres_url):
     """limit 30 asks for 120 candidates, more than the ef_search every connection starts with: the search
-    raises it on its connection, and the pool's reset puts it back before anyone else has that connection."""
+    raises it for its own transaction only (SET LOCAL): the pool does not reset session settings."""
     developer, _ = await store.create_developer("ef-search")
     owner = str(uuid.uuid4())
     pool = await connect_pool(postgres_url, max_size=1)  # one connection: the next query gets the same one

@@ -9,10 +9,8 @@ filtered by developer and owner in SQL, so one tenant's docs never reach another
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import re
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -92,20 +90,6 @@ def _doc_fields(row: asyncpg.Record) -> dict[str, Any]:
 class DocStore:
     def __init__(self, pool: asyncpg.Pool):
         self.pool = pool
-        self._releasing: set[asyncio.Task[None]] = set()
-
-    @contextlib.asynccontextmanager
-    async def _connection(self) -> AsyncIterator[asyncpg.Connection]:
-        """A pooled connection, handed back without waiting for it: the pool resets a connection (RESET ALL,
-        RESET ROLE: a round trip) before another task may have it, and a search need not wait for that to
-        answer (~0.3-0.6 ms of a 3-5 ms search on a busy 2-core machine)."""
-        conn = await self.pool.acquire()
-        try:
-            yield conn
-        finally:
-            release = asyncio.get_running_loop().create_task(self.pool.release(conn))
-            self._releasing.add(release)  # held until done: the loop keeps only weak references to tasks
-            release.add_done_callback(self._releasing.discard)
 
     async def create(
         self,
@@ -313,12 +297,12 @@ class DocStore:
     async def _vector(
         self, developer_id: str, owner_ids: list[str], query: SearchQuery, want: int
     ) -> list[Hit]:
-        async with self._connection() as conn:
-            if want > HNSW_EF_SEARCH:  # more than the connection's ef_search (db.py) covers
-                # For this use of the connection only: the pool's reset (RESET ALL) undoes it. Outside a
-                # transaction it costs one round trip; SET LOCAL would cost three (BEGIN, SET, COMMIT).
-                await conn.execute(f"SET hnsw.ef_search = {int(want)}")
-            return await self._vector_query(conn, developer_id, owner_ids, query, want)
+        async with self.pool.acquire() as conn:
+            if want <= HNSW_EF_SEARCH:  # the connection's ef_search (db.py) covers it: one round trip
+                return await self._vector_query(conn, developer_id, owner_ids, query, want)
+            async with conn.transaction():
+                await conn.execute(f"SET LOCAL hnsw.ef_search = {want}")
+                return await self._vector_query(conn, developer_id, owner_ids, query, want)
 
     async def _vector_query(
         self, conn: asyncpg.Connection, developer_id: str, owner_ids: list[str], query: SearchQuery, want: int
@@ -353,12 +337,11 @@ class DocStore:
         words = " | ".join(re.findall(r"\w+", query.text or "")[:64])
         if not words:
             return []
-        async with self._connection() as conn:
-            rows = await conn.fetch(
-                text_search_sql(bool(query.metadata_filter)),
-                words,
-                *_scope(developer_id, owner_ids, want, query.metadata_filter),
-            )
+        rows = await self.pool.fetch(
+            text_search_sql(bool(query.metadata_filter)),
+            words,
+            *_scope(developer_id, owner_ids, want, query.metadata_filter),
+        )
         return [
             Hit(str(r["doc_id"]), r["idx"], r["content"], float(r["rank"]), doc=_doc_fields(r)) for r in rows
         ]
