@@ -31,10 +31,10 @@ def find_binary(name: str) -> str:
 def postgres_settings() -> dict[str, str]:
     """The settings of every embedded Postgres Mint starts (`mint up`, the tests, the benches).
 
-    Doc search walks an HNSW graph: one query reads about 800 pages of the index and the table. With
+    Doc search walks an HNSW graph: one query reads about 1,000 pages of the index and the tables. With
     Postgres's default 128 MB of shared buffers, 100k chunks of 384 dimensions (a 195 MB index beside a 195 MB
-    table) do not fit, and most searches read hundreds of pages back from the OS (bench/docs.py: p50 7.5 ms;
-    about 3 ms with them in memory). Shared buffers get a quarter of the machine's memory, at most 1 GB (the
+    table) do not fit, and most searches read hundreds of pages back from the OS (bench/docs.py: p50 7-8 ms;
+    3.2-3.9 ms with them in memory, with the query changes in mint/store/docs.py). Shared buffers get a quarter of the machine's memory, at most 1 GB (the
     memory is only taken as pages are read), index builds half of that; autoprewarm (pg_prewarm) reloads the
     pages that were cached when the server last stopped, so a second `mint up` starts with the index in memory.
     JIT is off: this build has no LLVM (pg_jit_available() is false), so saying so changes nothing here, but
