@@ -13,6 +13,7 @@ from datetime import timedelta
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, FailureError
+from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 from contracts.calls import CallAnswer, ModelAnswer, RecordedAnswer, WorkerCall
 from contracts.temporal import CALL_IN_WORKER
@@ -64,6 +65,10 @@ def as_activity_error(name: str, exc: FailureError) -> ActivityError:
     whose cause is what the call raised (a local activity fails with that error itself, or with an
     ActivityError of call_in_worker around it)."""
     cause = exc.cause if isinstance(exc, ActivityError) else exc
+    if isinstance(cause, ActivityTimeout) and cause.type is not None:
+        # As Temporal words a queued activity's: "activity StartToClose timeout".
+        kind = "".join(word.capitalize() for word in cause.type.name.split("_"))
+        cause = ActivityTimeout(f"activity {kind} timeout", type=cause.type, last_heartbeat_details=[])
     error = ActivityError(
         exc.message,
         scheduled_event_id=0,
