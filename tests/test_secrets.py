@@ -93,7 +93,8 @@ def _tool_task(url: str) -> dict[str, Any]:
                 },
             }
         ],
-        "main": [{"tool": "echo", "arguments": {}, "retry": {"initial_interval": 0.1}}],
+        # Queued (a regular activity), so that its failed attempt is in the history the test searches.
+        "main": [{"tool": "echo", "arguments": {}, "retry": {"initial_interval": 0.1}, "local": False}],
     }
 
 

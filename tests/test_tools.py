@@ -162,7 +162,9 @@ async def test_an_agent_tool_with_a_timeout_over_the_limit_is_refused(api):
 
 async def test_the_attempts_timeout_follows_the_calls_deadline(api, temporal_env):
     with LocalServer() as server:
-        execution, _ = await run_task(api, _timed_task(server.url, spec_timeout=3))
+        task = _timed_task(server.url, spec_timeout=3)
+        task["main"][0]["local"] = False  # queued, so that the attempt's timeout is in the history
+        execution, _ = await run_task(api, task)
     assert execution["status"] == "succeeded", execution
     history = await temporal_env.client.get_workflow_handle(execution["id"]).fetch_history()
     (scheduled,) = [
