@@ -43,7 +43,9 @@ async def _timed(make: Any) -> list[float]:
 
 
 async def main() -> None:
-    server = local_services.start_postgres(Path(tempfile.mkdtemp(prefix="mint-bench-chat-")))
+    server = local_services.start_postgres(
+        Path(tempfile.mkdtemp(prefix="mint-bench-chat-")), cleanup_mode="delete"
+    )
     pool = await connect_pool(local_services.postgres_url(server), max_size=4)
     try:
         await migrate(pool)

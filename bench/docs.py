@@ -50,7 +50,10 @@ async def main(count: int) -> None:
     rng = random.Random(7)
     centers = [_unit([rng.gauss(0, 1) for _ in range(DIMENSIONS)]) for _ in range(TOPICS)]
     words = [[f"w{t}x{i}" for i in range(30)] for t in range(TOPICS)]
-    server = local_services.start_postgres(Path(tempfile.mkdtemp(prefix="mint-bench-docs-")))
+    # Its data is deleted at the end: 100k chunks take about 1 GB.
+    server = local_services.start_postgres(
+        Path(tempfile.mkdtemp(prefix="mint-bench-docs-")), cleanup_mode="delete"
+    )
     pool = await connect_pool(local_services.postgres_url(server), max_size=4)
     try:
         await migrate(pool)
