@@ -35,6 +35,7 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
     """Start Postgres, Temporal (with its UI), a worker and the API on this machine. Ctrl-C stops all."""
     from mint.process import local_services
     from mint.process.stack import StackOptions
+    from mint.process.stack_file import record_stack
     from mint.process.worker_process import WorkerProcess
 
     settings = Settings.from_env()
@@ -65,6 +66,7 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
         address = settings.temporal_address or f"127.0.0.1:{temporal_port}"
         api_url = f"http://{settings.api_host}:{settings.api_port}"
         click.echo(f"Mint API      {api_url}")
+        record_stack(data_dir, api_url)
         if temporal:
             click.echo(f"Temporal UI   http://127.0.0.1:{ui_port}")
         click.echo(f"API key       {key}")
@@ -230,20 +232,17 @@ def docs_reembed(data_dir: Path) -> None:
 @click.option(
     "--agent", "agent_name", default="mint-run", show_default=True, help="The agent to own the task."
 )
-@click.option("--url", default=None, help="The Mint API (default http://127.0.0.1:$MINT_API_PORT).")
+@click.option("--url", default=None, help="The Mint API (default: MINT_API_URL, or what `mint up` recorded).")
 @click.option(
     "--data-dir", default="./.mint", show_default=True, type=click.Path(file_okay=False, path_type=Path)
 )
 def run_file(file: Path, input_json: str | None, agent_name: str, url: str | None, data_dir: Path) -> None:
     """Create or update the task in FILE, run it, and show its progress."""
     from mint.process.runner import run_task_file
+    from mint.process.stack_file import find_stack
 
-    settings = Settings.from_env()
-    key = settings.api_key or _stored_key(data_dir.resolve(), create=False)
-    if not key:
-        raise click.ClickException("no API key: set MINT_API_KEY or run `mint up` first")
-    base = url or f"http://127.0.0.1:{settings.api_port}"
-    raise SystemExit(run_task_file(base, key, file, input_json, agent_name))
+    stack = find_stack(data_dir, url)
+    raise SystemExit(run_task_file(stack.url, stack.key, file, input_json, agent_name))
 
 
 def _codec_help(api_url: str, token_file: Path | None) -> str:
@@ -278,11 +277,8 @@ def _external_settings() -> Settings:
     return settings
 
 
-def _stored_key(data_dir: Path, create: bool = True) -> str | None:
+def _stored_key(data_dir: Path) -> str:
     """The API key `mint up` generated for this data dir (kept so that restarts keep working clients)."""
-    path = data_dir / "api_key"
-    if path.exists() or not create:
-        return path.read_text().strip() if path.exists() else None
     return _stored_token(data_dir, "api_key", prefix="mint_")
 
 
