@@ -67,10 +67,9 @@ async def start_execution(
         if existing is None:
             raise
         return await _replayed(store, temporal, settings, developer, task, existing, body_input)
-    if await _launch(store, temporal, settings, developer, task, execution):
-        return {**execution, "status": "starting"}
-    # The worker wrote first (it may start at once, in this process): answer what it wrote.
-    return await store.get(EXECUTIONS, developer, execution["id"])  # type: ignore[return-value]
+    await _launch(store, temporal, settings, developer, task, execution)
+    # Its workflow is started; the worker may already have moved the row on (that is what GET answers).
+    return {**execution, "status": "starting"}
 
 
 def check_storable(value: Any, what: str) -> int:
@@ -125,9 +124,8 @@ async def _launch(
     developer: str,
     task: dict[str, Any],
     execution: dict[str, Any],
-) -> bool:
-    """Start the workflow (id = execution id); a start that fails leaves a `failed` execution saying why.
-    True if the execution is now `starting`, False if its workflow had already moved it on."""
+) -> None:
+    """Start the workflow (id = execution id); a start that fails leaves a `failed` execution saying why."""
     document = task["document"]
     agent, tools = await asyncio.gather(
         store.get(AGENTS, developer, task["agent_id"]), _task_tools(store, developer, task, document)
@@ -169,7 +167,7 @@ async def _launch(
         error = f"could not start the workflow: {exc}"
         await store.set_execution_status(developer, execution["id"], "failed", ("queued",), error=error)
         raise ApiError(503, f"could not start execution {execution['id']}: {exc}") from None
-    return await store.set_execution_status(developer, execution["id"], "starting", ("queued",))
+    await store.mark_started(developer, execution["id"])
 
 
 async def resume_execution(

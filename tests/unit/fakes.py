@@ -283,6 +283,9 @@ class FakeStore:
         if row.status in only_from:
             row.status, row.error = status, error or row.error
 
+    async def mark_started(self, developer_id: str, execution_id: str) -> None:
+        await self.set_execution_status(developer_id, execution_id, "starting", ("queued",))
+
     async def open_wait(self, developer_id: str, execution_id: str) -> int | None:
         """The seq of the oldest `wait` transition no `resume` answered yet."""
         transitions = self.fakes.execution(execution_id).transitions
