@@ -1,0 +1,226 @@
+"""Every shell and Python snippet in the README runs, against a real `mint up`, so the README cannot drift.
+
+The snippets run as a reader would run them, from a fresh directory holding the repository's `examples/`,
+with three honest changes: the ports `mint up` prints (8080, 7233, 8233) become the free ones this test
+chose; `mint up` lines start (or restart) a stack in the background instead of holding the terminal; and
+the terminal's answers come from stdin. Commands that cannot run inside the suite are checked another way,
+each rule below saying why. YAML snippets are parsed and, where they are steps, validated as a task.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import tomllib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from tests.stack import MintUp
+
+ROOT = Path(__file__).resolve().parent.parent
+SNIPPET_TIMEOUT = 300  # a guard against a hang, never a measure
+# What a reader types at `mint run`'s prompts (the approval example's wait, the email tool's answer).
+TERMINAL_ANSWERS = "approved: true\n" * 20
+
+
+@dataclass(frozen=True)
+class Snippet:
+    line: int  # where its opening fence is, 1-based
+    lang: str
+    text: str
+
+    def __str__(self) -> str:
+        return f"README.md:{self.line} ({self.lang})"
+
+
+def readme_snippets() -> list[Snippet]:
+    snippets, lines = [], (ROOT / "README.md").read_text().splitlines()
+    fence: tuple[int, str] | None = None
+    body: list[str] = []
+    for number, line in enumerate(lines, 1):
+        if fence is None and line.startswith("```") and line[3:].strip():
+            fence, body = (number, line[3:].strip()), []
+        elif fence is not None and line.startswith("```"):
+            snippets.append(Snippet(fence[0], fence[1], "\n".join(body)))
+            fence = None
+        elif fence is not None:
+            body.append(line)
+    return snippets
+
+
+def commands(text: str) -> Iterator[str]:
+    """A shell snippet's commands: continued lines joined, trailing comments (two spaces, then #) dropped,
+    and `A && B` split where A installs (installing is what the suite's own set-up did)."""
+    for line in text.replace("\\\n", " ").splitlines():
+        line = re.sub(r"\s{2,}#.*$", "", line).strip()
+        if not line or line.startswith("#"):
+            continue
+        first, sep, rest = line.partition(" && ")
+        if sep and first.startswith("pip install"):
+            yield first
+            yield rest
+        else:
+            yield line
+
+
+def _extras() -> set[str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return set(project.get("optional-dependencies", {}))
+
+
+def check_install(command: str) -> None:
+    """Not run (the suite runs inside what it installs): the extras it names must exist."""
+    for extra in re.findall(r"\.\[([\w,]+)\]", command):
+        assert set(extra.split(",")) <= _extras(), f"{command}: no such extra"
+
+
+def check_bench(command: str) -> None:
+    """Not run (each bench takes minutes and wants a quiet machine): the module must exist and accept the
+    flags shown."""
+    words = shlex.split(command)
+    module = words[words.index("-m") + 1]
+    path = ROOT / (module.replace(".", "/") + ".py")
+    assert path.exists(), f"{command}: {module} does not exist"
+    source = path.read_text()
+    for flag in (w for w in words if w.startswith("--")):
+        assert f'"{flag}"' in source, f"{command}: {module} takes no {flag}"
+
+
+class Runner:
+    """Runs the README's snippets in order in one directory, starting `mint up` where they say so."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        self.up: MintUp | None = None
+        self.up_env: dict[str, str] | None = None
+        (workdir / "examples").symlink_to(ROOT / "examples")
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("MINT_", "TEMPORAL_"))}
+        self.env.pop("OPENAI_API_KEY", None)
+        self.env.pop("ANTHROPIC_API_KEY", None)
+        self.env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{self.env.get('PATH', '')}"
+
+    def close(self) -> None:
+        if self.up is not None:
+            self.up.stop()
+            self.up.kill()
+
+    def ports(self, text: str) -> str:
+        assert self.up is not None, "a snippet talks to Mint before any snippet starts `mint up`"
+        for default, port in (
+            (8080, self.up.api_port),
+            (7233, self.up.temporal_port),
+            (8233, self.up.ui_port),
+        ):
+            text = re.sub(rf"(localhost|127\.0\.0\.1):{default}\b", rf"\g<1>:{port}", text)
+        return text
+
+    def mint_up(self, command: str) -> None:
+        """`[NAME=value ...] mint up`: a stack with that environment (the previous one stopped first: one
+        `mint up` per data dir), in the background."""
+        words = shlex.split(command)
+        env = dict(w.split("=", 1) for w in words[: words.index("mint")])
+        assert words[words.index("mint") + 1 :] == ["up"], f"{command}: flags the test does not pass on"
+        if self.up is not None and env == self.up_env:
+            return
+        self.close()
+        # No MINT_API_KEY: `mint up` makes one and keeps it in .mint/api_key, where the snippets read it.
+        self.up = MintUp(self.workdir / ".mint", key="")
+        self.up.env = {**self.env, "MINT_API_PORT": str(self.up.api_port), "MINT_API_KEY": "", **env}
+        self.up.start()
+        self.up_env = env
+
+    def shell(self, snippet: Snippet, script: str) -> None:
+        """Run a shell script; a `mint run` it ends with that reaches a long sleep is interrupted there, as a
+        reader would press Ctrl-C, and must say that the execution goes on."""
+        process = subprocess.Popen(
+            ["bash", "-e", "-o", "pipefail", "-c", self.ports(script)],
+            cwd=self.workdir,
+            env=self.env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(TERMINAL_ANSWERS)
+        process.stdin.close()
+        output, interrupted = [], False
+        # A guard against a hang (the reading below ends only when the script does): never a measure.
+        guard = threading.Timer(SNIPPET_TIMEOUT, os.killpg, (process.pid, signal.SIGKILL))
+        guard.start()
+        for line in process.stdout:
+            output.append(line)
+            if "sleeping until" in line and not interrupted:
+                os.killpg(process.pid, signal.SIGINT)
+                interrupted = True
+        process.stdout.close()
+        code = process.wait()
+        guard.cancel()
+        text = "".join(output)
+        if interrupted:
+            assert "goes on" in text, f"{snippet}: Ctrl-C did not say the execution goes on:\n{text}"
+        else:
+            assert code == 0, f"{snippet} exited {code}:\n{script}\n---\n{text}"
+
+    def run(self, snippet: Snippet) -> None:
+        if snippet.lang == "yaml":
+            return check_yaml(snippet)
+        if snippet.lang == "python":
+            script = self.ports(snippet.text)
+            done = subprocess.run(
+                [sys.executable, "-c", script],
+                cwd=self.workdir,
+                env=self.env,
+                capture_output=True,
+                text=True,
+                timeout=SNIPPET_TIMEOUT,
+            )
+            assert done.returncode == 0, f"{snippet}:\n{script}\n---\n{done.stdout}{done.stderr}"
+            return None
+        assert snippet.lang == "bash", f"{snippet}: a snippet in a language this test does not run"
+        script: list[str] = []
+        for command in commands(snippet.text):
+            if command.startswith("pip install"):
+                check_install(command)
+            elif command.startswith("pytest"):
+                continue  # the suite itself: this test is part of it
+            elif "python -m bench." in command:
+                check_bench(command)
+            elif re.search(r"(^|\s)mint up$", command):
+                self.mint_up(command)
+            else:
+                script.append(command)
+        if script:
+            self.shell(snippet, "\n".join(script))
+        return None
+
+
+def check_yaml(snippet: Snippet) -> None:
+    from workflows.validate import validate_task
+
+    document = yaml.safe_load(snippet.text)
+    if isinstance(document, list):  # steps
+        validate_task({"name": "readme", "main": document})
+
+
+def test_the_readme_names_its_snippets_languages():
+    unknown = [str(s) for s in readme_snippets() if s.lang not in ("bash", "python", "yaml")]
+    assert not unknown, f"snippets this test cannot run: {unknown}"
+
+
+def test_every_readme_snippet_runs(tmp_path):
+    runner = Runner(tmp_path)
+    try:
+        for snippet in readme_snippets():
+            runner.run(snippet)
+    finally:
+        runner.close()
