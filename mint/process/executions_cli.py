@@ -21,6 +21,7 @@ from mint.process.follow import (
     position,
     say_detached,
     show_wait,
+    wait_info,
     when,
 )
 from mint.process.stack_file import api_client, find_stack
@@ -191,7 +192,7 @@ def _open_waits(transitions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
     (from 1): a resume names the wait it answers by that number."""
     answered = {(t.get("metadata") or {}).get("wait_seq") for t in transitions if t["type"] == "resume"}
     return [
-        (position(t["current"]), (t.get("output") or {}).get("info"))
+        (position(t["current"]), wait_info(t))
         for seq, t in enumerate(transitions, start=1)
         if t["type"] == "wait" and seq not in answered
     ]

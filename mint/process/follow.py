@@ -141,8 +141,7 @@ class _Follower:
         self.state.quiet_since, self.state.checks = time.monotonic(), 0
         click.echo(_clear() + transition_line(transition))
         if transition["type"] == "wait":
-            info = (transition.get("output") or {}).get("info")
-            self.state.waits[seq] = _Wait(seq, position(transition["current"]), info)
+            self.state.waits[seq] = _Wait(seq, position(transition["current"]), wait_info(transition))
         elif transition["type"] == "resume":
             answered = (transition.get("metadata") or {}).get("wait_seq")
             if isinstance(answered, int):
@@ -158,9 +157,9 @@ class _Follower:
             if not self.answer_waits:
                 click.echo(f"answer it with: mint resume {self.execution_id} --input JSON")
                 continue
-            self._answer(wait)
+            self._answer()
 
-    def _answer(self, wait: _Wait) -> None:
+    def _answer(self) -> None:
         while True:
             text = _read_line("input (JSON or YAML; empty for {}): ")
             if text is None:
@@ -193,10 +192,13 @@ class _Follower:
             click.echo(f"\r{SPINNER[self.tick % len(SPINNER)]} ", nl=False)
 
     def _show_timer(self) -> None:
-        execution = call(self.api, "GET", f"/executions/{self.execution_id}")
-        if execution["status"] not in ("running", "awaiting_input"):
-            return
-        timers = call(self.api, "GET", f"/executions/{self.execution_id}/timers")["items"]
+        try:
+            execution = call(self.api, "GET", f"/executions/{self.execution_id}")
+            if execution["status"] not in ("running", "awaiting_input"):
+                return
+            timers = call(self.api, "GET", f"/executions/{self.execution_id}/timers")["items"]
+        except click.ClickException:
+            return  # a nicety: the stream, read meanwhile, reports an API that is gone
         if not timers or timers[0]["fires_at"] == self.state.timer_shown:
             return
         self.state.timer_shown = timers[0]["fires_at"]
@@ -213,6 +215,13 @@ def transition_line(transition: dict[str, Any]) -> str:
 
 def position(current: dict[str, Any]) -> str:
     return f"{current['workflow']}[{current['step']}]"
+
+
+def wait_info(transition: dict[str, Any]) -> Any:
+    """What a `wait` transition asks for: a wait_for_input step's `info`, else (a prompt's function tool
+    call, answered by the client) its whole output."""
+    output = transition.get("output")
+    return output["info"] if isinstance(output, dict) and "info" in output else output
 
 
 def show_wait(where: str, info: Any) -> None:
