@@ -1,14 +1,25 @@
-"""The `mint` command: `run` shows progress and answers waits; `developer create` prints a working key."""
+"""The `mint` command: `run` shows progress and answers waits; `ls`, `status`, `watch`, `logs`, `resume` and
+`cancel` reach executions later; `developer create` prints a working key. Each runs as a subprocess against
+the real stack."""
 
 import asyncio
 import os
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import httpx
 
+from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
+
 EXAMPLES = Path(__file__).parent.parent / "examples"
+WAITS = {
+    "name": "asks",
+    "main": [{"evaluate": {"x": "$ 1"}}, {"wait_for_input": {"info": {"question": "Ship it?"}}}],
+}
+SLEEPS = "name: sleeps\nmain:\n- evaluate:\n    x: $ 1\n- sleep:\n    days: 1\n"
 
 
 def _mint(*args: str, env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess:
@@ -63,6 +74,7 @@ async def test_run_reports_an_invalid_task_with_paths(stack, api_key, tmp_path):
     )
     assert result.returncode != 0
     assert "main[0].evaluate.x" in result.stderr and "syntax error" in result.stderr
+    assert result.stderr.count("syntax error") == 1, result.stderr  # each problem once
 
 
 async def test_run_prints_how_ambiguous_strings_were_read(stack, api_key, tmp_path):
@@ -108,3 +120,170 @@ async def test_keys_can_be_added_and_revoked(stack, store, postgres_url, monkeyp
     assert (await status(first), await status(second)) == (401, 200)  # only the revoked key stops
     again = await asyncio.to_thread(CliRunner().invoke, cli, ["developer", "revoke-key", first])
     assert again.exit_code != 0 and "no live API key" in again.output
+
+
+# mint run: answers, sleeps, Ctrl-C, versions -----------------------------------------------------------------
+
+
+def _transition_lines(stdout: str) -> list[tuple[str, str]]:
+    """(type, position) of each transition line the CLI printed."""
+    kinds = "init|init_branch|step|wait|resume|finish|finish_branch|error|cancelled"
+    return re.findall(rf"^({kinds}) +(\S+\[\d+\])", stdout, re.MULTILINE)
+
+
+def _expected_lines(items: list[dict]) -> list[tuple[str, str]]:
+    return [(t["type"], f"{t['current']['workflow']}[{t['current']['step']}]") for t in items]
+
+
+async def test_run_reads_a_yaml_answer_and_asks_again_after_one_it_cannot_read(stack, api_key):
+    result = await asyncio.to_thread(
+        _mint,
+        "run",
+        str(EXAMPLES / "approval.yaml"),
+        "--input",
+        "{amount: 99, reason: chairs}",  # YAML here too
+        "--url",
+        stack.url,
+        env={"MINT_API_KEY": api_key},
+        stdin="approved: [true\napproved: true\n",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Expense of 99 for chairs. Approve?" in result.stdout  # what the wait asks, before the prompt
+    assert "cannot read that: not JSON or YAML" in result.stderr
+    assert '"decision": "approved"' in result.stdout
+    # Every transition printed exactly once, in order.
+    execution_id = re.search(r"execution (\S+)", result.stdout).group(1)
+    async with _client(stack, api_key) as api:
+        assert _transition_lines(result.stdout) == _expected_lines(await transitions(api, execution_id))
+
+
+async def test_ctrl_c_leaves_the_execution_running_and_says_how_to_get_back(stack, api_key, tmp_path):
+    task = tmp_path / "sleeps.yaml"
+    task.write_text(SLEEPS)
+    run = await asyncio.create_subprocess_exec(
+        *MINT, "run", str(task), "--url", stack.url,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "MINT_API_KEY": api_key},
+    )  # fmt: skip
+    printed = await asyncio.wait_for(_read_until(run.stdout, "sleeping until"), timeout=120)
+    execution_id = re.search(r"execution (\S+)", printed).group(1)
+    run.send_signal(signal.SIGINT)
+    stdout, stderr = await asyncio.wait_for(run.communicate(), timeout=120)
+    assert run.returncode == 130, stderr
+    said = stderr.decode()
+    assert "Aborted" not in said and "Traceback" not in said
+    assert f"execution {execution_id} goes on (running)" in said
+    assert f"mint watch {execution_id}" in said and f"mint cancel {execution_id}" in said
+    async with _client(stack, api_key) as api:
+        assert (await api.get(f"/executions/{execution_id}")).json()["status"] == "running"
+        await api.put(f"/executions/{execution_id}", json={"status": "cancelled"})
+
+
+async def test_an_unchanged_task_file_keeps_its_version(stack, api_key, tmp_path):
+    task = tmp_path / "same.yaml"
+    task.write_text("name: same\nmain:\n- evaluate:\n    x: $ 1\n")
+
+    async def version() -> str:
+        result = await asyncio.to_thread(
+            _mint, "run", str(task), "--url", stack.url, env={"MINT_API_KEY": api_key}
+        )
+        assert result.returncode == 0, result.stderr
+        return re.search(r"\(version (\d+)\)", result.stdout).group(1)
+
+    assert [await version(), await version()] == ["1", "1"]
+    task.write_text("name: same\nmain:\n- evaluate:\n    x: $ 2\n")
+    assert await version() == "2"
+
+
+# ls, status, logs, resume, watch, cancel -----------------------------------------------------------------------
+
+
+async def test_ls_status_resume_watch_and_logs(stack, api_key):
+    async with _client(stack, api_key) as api:
+        task = await create_task(api, (await create_agent(api))["id"], WAITS)
+        execution_id = (await start(api, task["id"]))["id"]
+        await wait_for_status(api, execution_id, {"awaiting_input"})
+        env = {"MINT_API_KEY": api_key}
+
+        listed = await _cli("ls", "--url", stack.url, env=env)
+        assert re.search(rf"^{execution_id} +asks +awaiting_input ", listed, re.MULTILINE), listed
+        assert execution_id not in await _cli("ls", "--status", "succeeded", "--url", stack.url, env=env)
+
+        status = await _cli("status", execution_id, "--url", stack.url, env=env)
+        assert "status     awaiting_input" in status and "task       asks" in status
+        assert "waiting for input at main[1]" in status and '"question": "Ship it?"' in status
+
+        resumed = await _cli("resume", execution_id, "--input", "shipped: yes", "--url", stack.url, env=env)
+        assert f"resumed execution {execution_id}" in resumed
+        watched = await asyncio.to_thread(_mint, "watch", execution_id, "--url", stack.url, env=env)
+        assert watched.returncode == 0, watched.stderr
+        items = await transitions(api, execution_id)
+        assert _transition_lines(watched.stdout) == _expected_lines(items)  # each once, in order
+        assert '"shipped": true' in watched.stdout
+
+        logs = await _cli("logs", execution_id, "--url", stack.url, env=env)
+        assert len(re.findall(r"^#\d+ ", logs, re.MULTILINE)) == len(items)
+        assert '"question": "Ship it?"' in logs and '"shipped": true' in logs
+
+
+async def test_status_shows_a_sleep_and_cancel_ends_it(stack, api_key):
+    async with _client(stack, api_key) as api:
+        task = await create_task(api, (await create_agent(api))["id"], SLEEPS)
+        execution_id = (await start(api, task["id"]))["id"]
+        await asyncio.wait_for(_until_sleeping(api, execution_id), timeout=60)
+        env = {"MINT_API_KEY": api_key}
+
+        status = await _cli("status", execution_id, "--url", stack.url, env=env)
+        assert "status     running" in status and "sleeping   until" in status and "(in 23h" in status
+
+        cancelled = await _cli("cancel", execution_id, "--reason", "not today", "--url", stack.url, env=env)
+        assert f"execution {execution_id} cancelled" in cancelled
+        assert (await api.get(f"/executions/{execution_id}")).json()["error"] == "cancelled: not today"
+        watched = await asyncio.to_thread(_mint, "watch", execution_id, "--url", stack.url, env=env)
+        assert watched.returncode == 2 and "cancelled" in watched.stdout
+
+
+async def test_commands_say_in_one_line_what_is_wrong(stack, api_key):
+    missing = await asyncio.to_thread(
+        _mint,
+        "status",
+        "00000000-0000-0000-0000-000000000000",
+        "--url",
+        stack.url,
+        env={"MINT_API_KEY": api_key},
+    )
+    assert missing.returncode == 1
+    assert (
+        missing.stderr.strip() == "Error: execution 00000000-0000-0000-0000-000000000000 not found (HTTP 404)"
+    )
+    down = await asyncio.to_thread(_mint, "ls", "--url", "http://127.0.0.1:9", env={"MINT_API_KEY": api_key})
+    assert down.returncode == 1 and len(down.stderr.strip().splitlines()) == 1, down.stderr
+    assert "cannot reach the Mint API at http://127.0.0.1:9" in down.stderr
+
+
+MINT = (sys.executable, "-m", "mint.process.cli")
+
+
+def _client(stack, api_key: str) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {api_key}"}, timeout=30)
+
+
+async def _cli(*args: str, env: dict[str, str]) -> str:
+    result = await asyncio.to_thread(_mint, *args, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+async def _read_until(stream: asyncio.StreamReader, text: str) -> str:
+    seen = ""
+    while text not in seen:
+        line = await stream.readline()
+        assert line, f"the output ended before {text!r}: {seen}"
+        seen += line.decode()
+    return seen
+
+
+async def _until_sleeping(api: httpx.AsyncClient, execution_id: str) -> None:
+    """Until the execution's timer is in its workflow's history (a sleep writes no transition as it starts)."""
+    while not (await api.get(f"/executions/{execution_id}/timers")).json()["items"]:
+        await asyncio.sleep(0.05)

@@ -114,6 +114,7 @@ ROUTES: list[Case] = [
         "GET", "/executions/{execution_id}/transitions.stream", "/executions/{a_execution}/transitions.stream"
     ),
     Case("GET", "/executions/{execution_id}/status.stream", "/executions/{a_execution}/status.stream"),
+    Case("GET", "/executions/{execution_id}/timers", "/executions/{a_execution}/timers"),
     Case(
         "GET",
         "/executions/{execution_id}/transitions/{transition_id}",
@@ -373,6 +374,14 @@ async def test_every_id_route_is_covered(world):
         f"id-taking routes with no cross-tenant case in ROUTES: {sorted(served - known)}"
     )
     assert not known - served, f"cases for routes the app no longer serves: {sorted(known - served)}"
+
+
+async def test_b_lists_only_its_own_executions(world):
+    """GET /executions lists across tasks, never across developers."""
+    listed = {e["id"] for e in (await world.b.get("/executions", params={"limit": 1000})).json()["items"]}
+    assert world.ids["b_execution"] in listed and world.ids["a_execution"] not in listed
+    waiting = (await world.b.get("/executions", params={"status": "awaiting_input"})).json()["items"]
+    assert world.ids["a_execution"] not in {e["id"] for e in waiting}
 
 
 @pytest.mark.parametrize("case", _params(ROUTES))

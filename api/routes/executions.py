@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.encoders import jsonable_encoder
@@ -15,6 +15,7 @@ from api import schemas
 from api.deps import Developer, PageDep, StoreDep, TransitionPageDep, checked_id
 from api.errors import ERROR_RESPONSES, not_found
 from api.executions import cancel_execution, resume_execution, start_execution
+from api.timers import open_timers
 from contracts.transitions import TERMINAL_STATUSES, TERMINAL_TYPES
 from mint.store.execution_events import ExecutionEvents
 from mint.store.tables import EXECUTIONS, Store
@@ -58,6 +59,30 @@ async def list_executions(task_id: str, developer: Developer, store: StoreDep, p
     if task is None:
         raise not_found("task", task_id)
     return {"items": await store.find(EXECUTIONS, developer, page, parent_id=task["id"])}
+
+
+ExecutionStatus = Literal[
+    "queued", "starting", "running", "awaiting_input", "succeeded", "failed", "cancelled"
+]
+
+
+@router.get("/executions", response_model=schemas.ItemList[schemas.ExecutionListed])
+async def list_all_executions(
+    developer: Developer, store: StoreDep, page: PageDep, status: ExecutionStatus | None = None
+) -> Any:
+    """The caller's executions across all tasks (newest first unless `direction=asc`), each with its task's
+    name; `status` keeps those of one status."""
+    return {"items": await store.list_executions(developer, page, status)}
+
+
+@router.get("/executions/{execution_id}/timers", response_model=schemas.ItemList[schemas.Timer])
+async def list_timers(execution_id: str, request: Request, developer: Developer, store: StoreDep) -> Any:
+    """The execution's open timers, soonest first: when its sleeps wake and its waits time out (`sleep`
+    writes its transition only when it ends)."""
+    execution = await execution_or_404(store, developer, execution_id)
+    if execution["status"] in TERMINAL_STATUSES:
+        return {"items": []}
+    return {"items": await open_timers(request.app.state.temporal, execution["id"])}
 
 
 @router.get("/executions/{execution_id}", response_model=schemas.Execution)

@@ -45,6 +45,7 @@ async def create_task(agent_id: str, request: Request, developer: Developer, sto
 async def create_or_update_task(
     agent_id: str, task_id: str, request: Request, developer: Developer, store: StoreDep
 ) -> Any:
+    """Create the task with this id, or update it: a new version, unless the document equals the latest."""
     return await _save(agent_id, checked_id(task_id, "task"), request, developer, store)
 
 
@@ -61,7 +62,8 @@ async def get_task(task_id: str, developer: Developer, store: StoreDep) -> Any:
 
 @router.put("/tasks/{task_id}", response_model=schemas.Task, openapi_extra=TASK_BODY)
 async def update_task(task_id: str, request: Request, developer: Developer, store: StoreDep) -> Any:
-    """Replace a task's definition (a new version; executions keep the version they started with)."""
+    """Replace a task's definition (a new version, unless it equals the latest; executions keep the version
+    they started with)."""
     task = await _task_or_404(store, developer, task_id)
     return await _save(task["agent_id"], task["id"], request, developer, store)
 

@@ -15,7 +15,16 @@ from api.schemas.common import (
     event_stream,
 )
 from api.schemas.docs import Doc, DocCreate, DocsDelete, DocSearch, DocsImport, Embed
-from api.schemas.executions import Execution, ExecutionChange, ExecutionCreate, Position, Transition, Usage
+from api.schemas.executions import (
+    Execution,
+    ExecutionChange,
+    ExecutionCreate,
+    ExecutionListed,
+    Position,
+    Timer,
+    Transition,
+    Usage,
+)
 from api.schemas.secrets import Secret, SecretCreate, SecretName
 from api.schemas.sessions import Session, SessionCreate, SessionPatch
 from api.schemas.users import User, UserCreate
@@ -47,6 +56,7 @@ __all__ = [
     "Execution",
     "ExecutionChange",
     "ExecutionCreate",
+    "ExecutionListed",
     "FunctionCall",
     "ImagePart",
     "ImageUrl",
@@ -65,6 +75,7 @@ __all__ = [
     "SessionPatch",
     "Task",
     "TextPart",
+    "Timer",
     "Tool",
     "ToolCall",
     "Transition",

@@ -69,6 +69,20 @@ class Execution(BaseModel):
         return row
 
 
+class ExecutionListed(Execution):
+    """An execution in the developer-wide list (GET /executions), with its task's name."""
+
+    task_name: str
+
+
+class Timer(BaseModel):
+    """An open timer of an execution's workflow: a `sleep`, or the time limit of a `wait_for_input`."""
+
+    started_at: datetime
+    fires_at: datetime
+    seconds: float
+
+
 class Position(BaseModel):
     workflow: str
     step: int

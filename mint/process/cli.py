@@ -1,4 +1,4 @@
-"""The `mint` command: up, api, worker, run, developer create."""
+"""The `mint` command: up, api, worker, run, developer, docs, and ls/status/watch/logs/resume/cancel."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from typing import Any
 
 import click
 
+from mint.process.executions_cli import COMMANDS as EXECUTION_COMMANDS
 from mint.settings import Settings
 
 
@@ -228,7 +229,7 @@ def docs_reembed(data_dir: Path) -> None:
 
 @cli.command("run")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--input", "input_json", default=None, help="The execution input, as JSON.")
+@click.option("--input", "input_json", default=None, help="The execution input, as JSON (or YAML).")
 @click.option(
     "--agent", "agent_name", default="mint-run", show_default=True, help="The agent to own the task."
 )
@@ -241,8 +242,7 @@ def run_file(file: Path, input_json: str | None, agent_name: str, url: str | Non
     from mint.process.runner import run_task_file
     from mint.process.stack_file import find_stack
 
-    stack = find_stack(data_dir, url)
-    raise SystemExit(run_task_file(stack.url, stack.key, file, input_json, agent_name))
+    raise SystemExit(run_task_file(find_stack(data_dir, url), file, input_json, agent_name))
 
 
 def _codec_help(api_url: str, token_file: Path | None) -> str:
@@ -334,6 +334,10 @@ def _serve(
         asyncio.run(main())
     except asyncio.CancelledError:
         click.echo("Stopped without waiting for the work in flight (it resumes at the next start).")
+
+
+for _command in EXECUTION_COMMANDS:  # mint ls, status, watch, logs, resume, cancel
+    cli.add_command(_command)
 
 
 def main(argv: list[str] | None = None) -> None:

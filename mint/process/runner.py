@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -12,107 +9,64 @@ import click
 import httpx
 import yaml
 
-TERMINAL = {"succeeded": 0, "failed": 1, "cancelled": 2}
+from mint.process.api_calls import call, parse_value
+from mint.process.follow import INTERRUPTED, Detached, follow, say_detached
+from mint.process.stack_file import StackAddress, api_client
 
 
-def run_task_file(base_url: str, key: str, file: Path, input_json: str | None, agent_name: str) -> int:
-    """Run the task in `file`; return the process exit code (0 only for `succeeded`)."""
+def run_task_file(stack: StackAddress, file: Path, input_text: str | None, agent_name: str) -> int:
+    """Run the task in `file`; return the process exit code (0 only for `succeeded`, 130 after Ctrl-C)."""
     try:
         document = yaml.safe_load(file.read_text())
-        task_input = json.loads(input_json) if input_json else {}
-    except (yaml.YAMLError, ValueError) as exc:
-        raise click.ClickException(f"cannot read {file} or --input: {exc}") from None
-    with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as api:
-        agent = _find_or_create_agent(api, agent_name)
-        task = _save_task(api, agent["id"], document)
-        _print_warnings(task)
-        execution = _call(api, "POST", f"/tasks/{task['id']}/executions", json={"input": task_input})
-        click.echo(f"execution {execution['id']} of task {task['name']!r} (version {task['version']})")
-        return _follow(api, execution["id"])
-
-
-def _call(api: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
-    response = api.request(method, path, **kwargs)
-    if response.status_code >= 400:
+    except (OSError, yaml.YAMLError) as exc:
+        raise click.ClickException(f"cannot read {file}: {exc}") from None
+    try:
+        task_input = parse_value(input_text) if input_text else {}
+    except ValueError as exc:
+        raise click.ClickException(f"cannot read --input: {exc}") from None
+    with api_client(stack) as api:
         try:
-            body = response.json()
-        except ValueError:
-            body = {"error": response.text}
-        problems = "".join(f"\n  {p['path']}: {p['message']}" for p in body.get("problems", []))
-        raise click.ClickException(
-            f"{method} {path} -> {response.status_code}: {body.get('error')}{problems}"
-        )
-    return response.json()
+            execution_id = _start(api, document, task_input, agent_name)
+        except KeyboardInterrupt:
+            click.echo("\nstopped: no execution was started.", err=True)
+            return INTERRUPTED
+        try:
+            return follow(api, execution_id, answer_waits=True)
+        except Detached as detached:
+            say_detached(api, execution_id, detached.reason)
+            return detached.code
+
+
+def _start(api: httpx.Client, document: Any, task_input: Any, agent_name: str) -> str:
+    agent = _find_or_create_agent(api, agent_name)
+    task = _save_task(api, agent["id"], document)
+    _print_warnings(task)
+    execution = call(api, "POST", f"/tasks/{task['id']}/executions", json={"input": task_input})
+    click.echo(f"execution {execution['id']} of task {task['name']!r} (version {task['version']})")
+    return execution["id"]
 
 
 def _find_or_create_agent(api: httpx.Client, name: str) -> dict[str, Any]:
-    for agent in _call(api, "GET", "/agents", params={"limit": 1000})["items"]:
+    for agent in call(api, "GET", "/agents", params={"limit": 1000})["items"]:
         if agent["name"] == name:
             return agent
-    return _call(api, "POST", "/agents", json={"name": name})
+    return call(api, "POST", "/agents", json={"name": name})
 
 
 def _save_task(api: httpx.Client, agent_id: str, document: Any) -> dict[str, Any]:
+    """Create the task, or update the agent's task of the same name (the API keeps its version when the
+    document did not change)."""
     name = document.get("name") if isinstance(document, dict) else None
     existing = [
         t
-        for t in _call(api, "GET", f"/agents/{agent_id}/tasks", params={"limit": 1000})["items"]
+        for t in call(api, "GET", f"/agents/{agent_id}/tasks", params={"limit": 1000})["items"]
         if t["name"] == name
     ]
     path = f"/agents/{agent_id}/tasks" + (f"/{existing[0]['id']}" if existing else "")
-    return _call(api, "POST", path, json=document)
+    return call(api, "POST", path, json=document)
 
 
 def _print_warnings(task: dict[str, Any]) -> None:
     """How the task's ambiguous strings were read, and the keys ignored: said before it runs."""
     for warning in task.get("warnings") or []:
         click.echo(f"warning: {warning['path']}: {warning['message']}", err=True)
-
-
-def _follow(api: httpx.Client, execution_id: str) -> int:
-    seen = 0
-    spinner = "|/-\\"
-    tick = 0
-    while True:
-        transitions = _call(
-            api,
-            "GET",
-            f"/executions/{execution_id}/transitions",
-            params={"direction": "asc", "limit": 1000, "offset": seen},
-        )["items"]
-        for transition in transitions:
-            seen += 1
-            _print_transition(transition)
-            if transition["type"] == "wait":
-                _answer(api, execution_id, transition["output"])
-        execution = _call(api, "GET", f"/executions/{execution_id}")
-        if execution["status"] in TERMINAL and execution["transition_count"] <= seen:
-            click.echo(f"\r{execution['status']}")
-            if execution["status"] == "succeeded":
-                click.echo(json.dumps(execution["output"], indent=2))
-            elif execution.get("error"):
-                click.echo(f"error: {execution['error']}", err=True)
-            return TERMINAL[execution["status"]]
-        if sys.stdout.isatty():
-            click.echo(f"\r{spinner[tick % 4]} {execution['status']}", nl=False)
-        tick += 1
-        time.sleep(0.2)
-
-
-def _print_transition(transition: dict[str, Any]) -> None:
-    current = transition["current"]
-    where = f"{current['workflow']}[{current['step']}]"
-    label = f" ({transition['step_label']})" if transition.get("step_label") else ""
-    output = json.dumps(transition["output"])
-    click.echo(f"\r{transition['type']:<13} {where}{label} {output[:200]}")
-
-
-def _answer(api: httpx.Client, execution_id: str, output: Any) -> None:
-    """Prompt on the terminal for the waiting step's input (JSON, or plain text)."""
-    click.echo(f"waiting for input: {json.dumps(output)}")
-    text = click.prompt("input (JSON)", default="{}")
-    try:
-        value = json.loads(text)
-    except ValueError:
-        value = text
-    _call(api, "PUT", f"/executions/{execution_id}", json={"status": "running", "input": value})

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import click
+import httpx
 
 STACK_FILE = "stack.json"
 
@@ -50,3 +51,28 @@ def _recorded(data_dir: Path) -> dict:
 
 def _read(path: Path) -> str | None:
     return path.read_text().strip() if path.exists() else None
+
+
+def api_client(stack: StackAddress) -> httpx.Client:
+    """An HTTP client for the stack's API whose failures to connect end the command with one line saying
+    what to do, instead of a traceback."""
+    return httpx.Client(
+        base_url=stack.url,
+        headers={"Authorization": f"Bearer {stack.key}"},
+        timeout=30,
+        transport=_OneLineErrors(stack.url),
+    )
+
+
+class _OneLineErrors(httpx.HTTPTransport):
+    def __init__(self, url: str):
+        super().__init__()
+        self.url = url
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        try:
+            return super().handle_request(request)
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            raise click.ClickException(
+                f"cannot reach the Mint API at {self.url}: start it with `mint up` (or set MINT_API_URL)"
+            ) from None

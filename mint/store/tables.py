@@ -7,6 +7,7 @@ tenant's rows: there is no unscoped read here, and ids from another tenant behav
 from __future__ import annotations
 
 import hashlib
+import json
 import secrets
 import uuid
 from dataclasses import dataclass
@@ -77,10 +78,12 @@ class Page:
     direction: str = "desc"
     metadata_filter: dict[str, Any] | None = None
 
-    def order(self) -> str:
+    def order(self, alias: str = "") -> str:
+        """The ORDER BY terms; `alias` qualifies the columns in a join (`e` for `e.created_at`)."""
+        at = f"{alias}." if alias else ""
         column = "updated_at" if self.sort_by == "updated_at" else "created_at"
         direction = "ASC" if self.direction == "asc" else "DESC"
-        return f"{column} {direction}, id {direction}"
+        return f"{at}{column} {direction}, {at}id {direction}"
 
 
 def record(row: asyncpg.Record | None) -> dict[str, Any] | None:
@@ -250,6 +253,9 @@ class Store:
                     agent_id,
                     document["name"],
                 )
+            elif await _unchanged(conn, existing, agent_id, document, dialect):
+                # Saving the same task again (`mint run` of a file that did not change) keeps its version.
+                return {**record(existing), "document": document, "dialect": dialect}  # type: ignore[dict-item]
             else:
                 row = await conn.fetchrow(
                     "UPDATE tasks SET version = version + 1, name = $3, agent_id = $4, updated_at = now() "
@@ -360,6 +366,24 @@ class Store:
             "AND status IN ('queued', 'starting', 'running', 'awaiting_input')",
             developer_id,
         )
+
+    async def list_executions(
+        self, developer_id: str, page: Page, status: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The developer's executions across tasks (optionally of one status), each with its task's name."""
+        rows = await self.pool.fetch(
+            "SELECT e.*, t.name AS task_name FROM executions e JOIN tasks t "
+            "ON t.developer_id = e.developer_id AND t.id = e.task_id "
+            "WHERE e.developer_id = $1 AND ($2::text IS NULL OR e.status = $2) "
+            f"AND ($3::jsonb IS NULL OR e.metadata @> $3::jsonb) ORDER BY {page.order('e')} "
+            "LIMIT $4 OFFSET $5",
+            developer_id,
+            status,
+            page.metadata_filter,
+            page.limit,
+            page.offset,
+        )
+        return [record(r) for r in rows]  # type: ignore[misc]
 
     async def open_wait(self, developer_id: str, execution_id: str) -> int | None:
         """The seq of the oldest `wait` transition that no `resume` answered yet."""
@@ -513,3 +537,27 @@ class Store:
             transition_id,
         )
         return record(row)
+
+
+async def _unchanged(
+    conn: asyncpg.Connection, task: asyncpg.Record, agent_id: str, document: dict[str, Any], dialect: str
+) -> bool:
+    """Whether saving `document` under `agent_id` would repeat the task's latest version exactly."""
+    if str(task["agent_id"]) != agent_id:
+        return False
+    latest = await conn.fetchrow(
+        "SELECT document, dialect FROM task_versions WHERE developer_id = $1 AND task_id = $2 AND version = $3",
+        task["developer_id"],
+        task["id"],
+        task["version"],
+    )
+    # Compared as canonical JSON text, where `true` and `1` differ (as Python's == would not say).
+    return (
+        latest is not None
+        and latest["dialect"] == dialect
+        and _canonical(latest["document"]) == _canonical(document)
+    )
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,58 @@
+"""What the client commands share: calling the API with its errors said once, in plain lines, and reading a
+value a person typed (JSON, or YAML, which also reads `approved: true`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+import httpx
+import yaml
+
+
+def call(api: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
+    """The JSON answer of one request; an error answer ends the command with the API's words."""
+    response = api.request(method, path, **kwargs)
+    if response.status_code >= 400:
+        raise click.ClickException(error_text(response))
+    return response.json()
+
+
+def error_text(response: httpx.Response) -> str:
+    """The API's error sentence, then each problem once on a line of its own with its path."""
+    try:
+        body = response.json()
+    except ValueError:
+        body = {"error": response.text}
+    if not isinstance(body, dict):
+        body = {"error": str(body)}
+    problems = [f"{p.get('path')}: {p.get('message')}" for p in body.get("problems") or []]
+    message = str(body.get("error") or body.get("detail") or response.reason_phrase)
+    # The sentence may list the problems itself ("invalid task: main[0].x: ...; main[1]: ..."), which the
+    # lines below say again: keep only what comes before them.
+    if problems and problems[0] in message:
+        message = message[: message.index(problems[0])].rstrip(" :;") or "invalid request"
+    return "\n".join([f"{message} (HTTP {response.status_code})", *(f"  {p}" for p in problems)])
+
+
+def parse_value(text: str) -> Any:
+    """A value typed by a person: JSON, or else YAML (`approved: true` is {"approved": true}); ValueError
+    says why neither reads it."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        # JSON first: PyYAML reads some JSON differently (`1e3` is a string to it).
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ValueError(f"not JSON or YAML: {_yaml_problem(exc)}") from None
+
+
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    problem = getattr(exc, "problem", None)
+    mark = getattr(exc, "problem_mark", None)
+    if problem and mark is not None:
+        return f"{problem} (line {mark.line + 1}, column {mark.column + 1})"
+    return str(exc).replace("\n", " ")
