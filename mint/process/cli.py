@@ -37,8 +37,11 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
     from mint.process.stack import StackOptions
     from mint.process.stack_file import record_stack
     from mint.process.worker_process import WorkerProcess
+    from mint.telemetry.logs import setup_logging
+    from mint.telemetry.metrics import free_loopback_port
 
     settings = Settings.from_env()
+    setup_logging(settings.log_format, settings.log_level)
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     key = settings.api_key or _stored_key(data_dir)
@@ -48,8 +51,10 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
     # token is kept there too. The dev UI is not told the codec endpoint: it could not send the operator's
     # session with it (the dev server has no setting for that), so the operator sets it in the browser.
     ui_origins = (f"http://127.0.0.1:{ui_port}", f"http://localhost:{ui_port}")
+    worker_metrics = free_loopback_port()  # the worker's metrics, which the API's /metrics includes
     settings = dataclasses.replace(
         settings,
+        metrics_include=(("worker", f"http://127.0.0.1:{worker_metrics}/metrics"),),
         encryption_keys=settings.encryption_keys or (_stored_token(data_dir, "encryption_key"),),
         codec_token=settings.codec_token or _stored_token(data_dir, "codec_token"),
         codec_origins=settings.codec_origins or ui_origins,
@@ -78,6 +83,8 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
                 "MINT_DATABASE_URL": database_url,
                 "TEMPORAL_ADDRESS": address,
                 "MINT_ENCRYPTION_KEY": ",".join(settings.encryption_keys),
+                "MINT_METRICS_PORT": str(worker_metrics),
+                "MINT_METRICS_HOST": "127.0.0.1",
             },
             stop_within=_stop_deadline(settings),
         )
@@ -307,6 +314,9 @@ def _serve(
     gives work in flight `shutdown_grace_seconds`, and past a deadline (or at a second signal) it is
     cancelled outright."""
     from mint.process.stack import run_stack
+    from mint.telemetry.logs import setup_logging
+
+    setup_logging(settings.log_format, settings.log_level)
 
     async def main() -> None:
         stop = asyncio.Event()
