@@ -94,7 +94,7 @@ def _log_expected(name: str, exc: ApplicationError) -> None:
         log.info("%s failed (%s, not retried): %s: %s", name, whose, exc.type, exc.message)
     else:
         log.warning(
-            "%s failed (%s, attempt %d, retried): %s: %s", name, whose, info.attempt, exc.type, exc.message
+            "%s failed (%s, attempt %d, retryable): %s: %s", name, whose, info.attempt, exc.type, exc.message
         )
 
 
