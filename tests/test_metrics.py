@@ -155,3 +155,33 @@ async def test_the_metrics_port_serves_them_without_a_key(metrics_stack):
 
 async def test_without_an_operator_token_there_are_no_metrics(api):
     assert (await api.get("/metrics")).status_code == 404
+
+
+def test_the_temporal_sdks_buffered_metrics_become_prometheus_families():
+    """Through a runtime of its own (whose meter names metrics as given: the SDK prefixes its own with
+    `temporal_`): what it records is summed up as the text format has it."""
+    from temporalio.runtime import MetricBuffer, MetricBufferDurationFormat, Runtime, TelemetryConfig
+
+    from mint.telemetry.temporal_sdk import TemporalSdkMetrics
+
+    buffer = MetricBuffer(1000, MetricBufferDurationFormat.SECONDS)
+    meter = Runtime(telemetry=TelemetryConfig(metrics=buffer)).metric_meter
+    collector = TemporalSdkMetrics(buffer)
+    counter = meter.create_counter("polls_total", "Polls.")
+    counter.add(2, {"worker-type": "activity"})
+    counter.add(3, {"worker-type": "activity"})
+    latency = meter.create_histogram_float("wait", "Waits.", "s")
+    latency.record(0.003)
+    latency.record(2.0)
+    slots = meter.create_gauge("slots", "Slots.")
+    slots.set(7)
+    slots.set(5)
+    families = {f.name: f for f in collector.collect()}
+    assert [(s.name, s.labels, s.value) for s in families["polls"].samples] == [
+        ("polls_total", {"service_name": "temporal-core-sdk", "worker_type": "activity"}, 5)
+    ]
+    buckets = {s.labels["le"]: s.value for s in families["wait"].samples if s.name.endswith("_bucket")}
+    assert (buckets["0.005"], buckets["1.0"], buckets["2.5"], buckets["+Inf"]) == (1, 1, 2, 2)
+    sums = {s.name: s.value for s in families["wait"].samples if not s.name.endswith("_bucket")}
+    assert sums == {"wait_count": 2, "wait_sum": 2.003}
+    assert [s.value for s in families["slots"].samples] == [5]

@@ -97,6 +97,7 @@ class TemporalSdkMetrics(Collector):
 
 def _as_prometheus(name: str, family: _Family) -> Metric:
     if family.kind == BUFFERED_METRIC_KIND_COUNTER:
+        name = name.removesuffix("_total")  # (`local_activity_total`): the format adds it to every counter
         metric = Metric(name, family.description, "counter")
         for labels, value in family.values.items():
             metric.add_sample(f"{name}_total", dict(labels), value)
