@@ -68,7 +68,13 @@ class RecordContext(logging.Filter):
 def context_of(record: logging.LogRecord) -> dict[str, Any]:
     details: Mapping[str, Any] | None = getattr(record, "temporal_activity", None)
     if details is None and activity.in_activity():
-        details = activity.info()._logger_details()
+        info = activity.info()
+        details = {
+            "workflow_type": info.workflow_type,
+            "workflow_id": info.workflow_id,
+            "activity_type": info.activity_type,
+            "attempt": info.attempt,
+        }
     if details is None:
         details = getattr(record, "temporal_workflow", None)
     if not isinstance(details, Mapping):
