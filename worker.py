@@ -4,11 +4,12 @@ activities come built, their clients injected, from the composition root (mint/p
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 
 from temporalio.client import Client
-from temporalio.worker import Worker
+from temporalio.worker import Interceptor, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.docs import DocActivities
@@ -69,8 +70,13 @@ class WorkerActivities:
     sessions: SessionActivities
 
 
-def build_worker(client: Client, activities: WorkerActivities, settings: Settings) -> Worker:
-    """A worker with every workflow and activity registered."""
+def build_worker(
+    client: Client,
+    activities: WorkerActivities,
+    settings: Settings,
+    interceptors: Sequence[Interceptor] = (),
+) -> Worker:
+    """A worker with every workflow and activity registered (and `interceptors`: activities/observe.py)."""
     a = activities
     in_worker = WorkerCalls(
         a.writer,
@@ -107,6 +113,7 @@ def build_worker(client: Client, activities: WorkerActivities, settings: Setting
             in_worker.call_in_worker,
         ],
         workflow_runner=workflow_runner(),
+        interceptors=interceptors,
         max_concurrent_activities=200,
         max_concurrent_local_activities=200,  # the call steps that run in the worker (call_steps.py)
         # On stop, running activities get this long to finish before they are cancelled (and retried).

@@ -67,7 +67,9 @@ class Redactor:
     def error(self, exc: BaseException) -> ApplicationError:
         """`exc` as an error safe for Temporal history and logs (its cause chain is dropped)."""
         if isinstance(exc, ApplicationError):
-            return ApplicationError(self.text(exc.message), type=exc.type, non_retryable=exc.non_retryable)
+            return ApplicationError(
+                self.text(exc.message), type=exc.type, non_retryable=exc.non_retryable, category=exc.category
+            )
         return errors.transient(self.text(f"{type(exc).__name__}: {exc}"), type(exc).__name__)
 
 

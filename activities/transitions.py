@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +23,45 @@ from contracts.transitions import (
     check_sequence,
 )
 from mint.store.db_errors import PERMANENT, explain
+from mint.telemetry.metrics import Metrics
+from mint.temporal import errors
 from mint.temporal.payload_json import PayloadEncoder
+
+
+@dataclass
+class Written:
+    """The rows a write added, and when the execution's transition before them was made."""
+
+    rows: list[TransitionRow]
+    before: datetime | None
+
+    def step_durations(self) -> Iterator[tuple[str, float]]:
+        """(kind, seconds) for each row that ends a step: the time since the execution's transition before it.
+        (Steps whose transitions share a workflow task, such as a run of pure steps, share its timestamp.)"""
+        before = self.before
+        for row in self.rows:
+            at = datetime.fromisoformat(row["created_at"])
+            kind = step_kind(row)
+            if kind is not None and before is not None:
+                yield kind, max(0.0, (at - before).total_seconds())
+            before = at
+
+
+def step_kind(row: TransitionRow) -> str | None:
+    """The kind of step a transition ends, as far as the transition shows it (it does not name the step's
+    kind): `prompt` (a model's answer), `tool_call` (a tool's or a search's answer), `wait_for_input` (the
+    resume: the time waited), `log`, and `other` (pure steps, sleeps, fan-outs, yields). None for a
+    transition that ends no step (init, wait, finish, error, ...)."""
+    if row["type"] == "resume":
+        return "wait_for_input"
+    if row["type"] != "step":
+        return None
+    metadata = row["metadata"] or {}
+    if "usage" in metadata:
+        return "prompt"
+    if "tool" in metadata or "attempts" in metadata:
+        return "tool_call"
+    return "log" if "log" in metadata else "other"
 
 
 def _usage(transitions: list[TransitionRow]) -> tuple[int, int, float]:
@@ -54,21 +93,21 @@ def _refusing_bad_data(batch: TransitionBatch | None) -> Iterator[None]:
         yield
     except (*PERMANENT, ValueError, RecursionError) as exc:
         what = _steps(batch) if batch is not None else "a call's answer"
-        raise ApplicationError(
-            f"could not record {what}: a value {explain(exc)}", type="BadData", non_retryable=True
-        ) from None
+        raise errors.permanent(f"could not record {what}: a value {explain(exc)}", "BadData") from None
 
 
 class TransitionWriter:
-    def __init__(self, pool: asyncpg.Pool):
+    def __init__(self, pool: asyncpg.Pool, metrics: Metrics | None = None):
         self.pool = pool
+        self.metrics = metrics
 
     @activity.defn(name=WRITE_TRANSITIONS)
     async def write_transitions(self, batch: TransitionBatch) -> None:
         """Idempotent: rows are unique on (execution_id, seq), and a retried batch changes nothing."""
         with _refusing_bad_data(batch):
             async with self.pool.acquire() as conn, conn.transaction():
-                await self._append(conn, batch)
+                written = await self._append(conn, batch)
+        self._observe(batch, written)
 
     async def before_call(self, call: WorkerCall) -> Any | None:
         """For a call in the worker: write the transitions it carries, record the answers it carries, and
@@ -78,14 +117,19 @@ class TransitionWriter:
             if call.transitions is None:
                 return await _record_and_look_up(self.pool, call)
             async with self.pool.acquire() as conn, conn.transaction():
-                await self._append(conn, call.transitions)
-                return await _record_and_look_up(conn, call)
+                written = await self._append(conn, call.transitions)
+                answer = await _record_and_look_up(conn, call)
+        self._observe(call.transitions, written)
+        return answer
 
-    async def _append(self, conn: asyncpg.Connection, batch: TransitionBatch) -> None:
+    async def _append(self, conn: asyncpg.Connection, batch: TransitionBatch) -> Written | None:
         """The batch's new rows and the execution row after them (in the caller's transaction)."""
         execution = await conn.fetchrow(
-            "SELECT status, last_seq, last_transition_type FROM executions "
-            "WHERE id = $1 AND developer_id = $2 FOR NO KEY UPDATE",
+            # The time of the execution's last transition (a lookup in the unique index on (execution_id,
+            # seq)) dates the batch's first step, for the step duration metric.
+            "SELECT e.status, e.last_seq, e.last_transition_type, (SELECT t.created_at FROM transitions t "
+            "WHERE t.execution_id = e.id AND t.seq = e.last_seq) AS last_at "
+            "FROM executions e WHERE e.id = $1 AND e.developer_id = $2 FOR NO KEY UPDATE OF e",
             batch.execution_id,
             batch.developer_id,
         )
@@ -93,7 +137,7 @@ class TransitionWriter:
             raise ApplicationError(f"execution {batch.execution_id} does not exist", non_retryable=True)
         fresh = [t for t in batch.transitions if t["seq"] > execution["last_seq"]]
         if not fresh:
-            return  # already written by an earlier attempt
+            return None  # already written by an earlier attempt
         try:
             if execution["status"] in TERMINAL_STATUSES:  # ended by the API (e.g. a start it saw fail)
                 raise InvalidTransition(f"the execution already ended ({execution['status']})")
@@ -101,6 +145,15 @@ class TransitionWriter:
         except InvalidTransition as exc:
             raise ApplicationError(str(exc), type="InvalidTransition", non_retryable=True) from None
         await _append_rows(conn, batch, fresh)
+        return Written(fresh, execution["last_at"])
+
+    def _observe(self, batch: TransitionBatch, written: Written | None) -> None:
+        """Count what a committed write added, and how long each step it ends took."""
+        if self.metrics is None or written is None:
+            return
+        self.metrics.record_transitions(
+            (t["type"] for t in written.rows), batch.status, written.step_durations()
+        )
 
     @activity.defn(name=MARK_FAILED)
     async def mark_failed(self, batch: TransitionBatch) -> None:

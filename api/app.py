@@ -13,7 +13,7 @@ from api.deps import get_developer
 from api.errors import install_error_handlers
 from api.limits import RateLimiter
 from api.request_check import check_request
-from api.routes import agents, codec, docs, executions, secrets, sessions, tasks, users
+from api.routes import agents, codec, docs, executions, metrics, secrets, sessions, tasks, users
 from mint.models.client import ModelClient
 from mint.models.embeddings import Embedder
 from mint.settings import Settings
@@ -22,6 +22,7 @@ from mint.store.execution_events import ExecutionEvents
 from mint.store.secrets import SecretStore
 from mint.store.tables import Store
 from mint.store.tenancy import ActingForNoTenant, acting_as
+from mint.telemetry.metrics import Metrics
 from services.chat.chatter import Chatter
 from services.chat.slots import ChatSlots
 
@@ -37,6 +38,7 @@ class AppClients:
     embedder: Embedder
     models: ModelClient
     events: ExecutionEvents  # wakes the execution streams (started, if at all, by the composition root)
+    metrics: Metrics | None = None  # what GET /metrics answers the operator (absent: 404)
 
 
 def create_app(clients: AppClients, settings: Settings) -> FastAPI:
@@ -56,6 +58,7 @@ def create_app(clients: AppClients, settings: Settings) -> FastAPI:
     app.state.secrets = clients.secrets
     app.state.embedder = clients.embedder
     app.state.execution_events = clients.events
+    app.state.metrics = clients.metrics
     app.state.chatter = Chatter(
         store,
         clients.docs,
@@ -68,7 +71,7 @@ def create_app(clients: AppClients, settings: Settings) -> FastAPI:
     )
     install_error_handlers(app)
     app.add_middleware(ActingForNoTenant)
-    for module in (agents, users, tasks, executions, docs, sessions, secrets, codec):
+    for module in (agents, users, tasks, executions, docs, sessions, secrets, codec, metrics):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["health"])

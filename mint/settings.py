@@ -83,6 +83,17 @@ class Settings:
     codec_token: str | None = None
     # Browser origins (the Temporal UI's) whose requests may use that session cookie; CORS names them.
     codec_origins: tuple[str, ...] = field(default_factory=tuple)
+    # Logs (mint/telemetry/logs.py): `plain` lines for a person, or `json` (one object a line) for a log
+    # shipper; records below `log_level` are dropped.
+    log_format: str = "plain"
+    log_level: str = "INFO"
+    # Prometheus metrics (mint/telemetry/metrics.py) served without a key on metrics_host:metrics_port, for
+    # `mint worker` (which has no other port) or any process; unset: only the API's operator-only /metrics.
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
+    # Other processes whose metrics the API's /metrics includes, as (process, URL): `mint up` names its
+    # worker's here (not read from the environment).
+    metrics_include: tuple[tuple[str, str], ...] = field(default_factory=tuple)
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -157,6 +168,18 @@ def _codec_token(raw: str) -> str | None:
             "(try `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
         )
     return raw or None
+
+
+def _log_format(raw: str) -> str | None:
+    if raw and raw.lower() not in ("plain", "json"):
+        raise ValueError(f"MINT_LOG_FORMAT must be plain or json, not {raw!r}")
+    return raw.lower() or None
+
+
+def _log_level(raw: str) -> str | None:
+    if raw and raw.upper() not in ("DEBUG", "INFO", "WARNING", "ERROR"):
+        raise ValueError(f"MINT_LOG_LEVEL must be DEBUG, INFO, WARNING or ERROR, not {raw!r}")
+    return raw.upper() or None
 
 
 def _origins(raw: str) -> tuple[str, ...]:
@@ -239,6 +262,10 @@ class Environment(BaseSettings):
     )
     codec_token: Annotated[str | None, BeforeValidator(_codec_token)] = _env("MINT_CODEC_TOKEN")
     codec_origins: Annotated[tuple[str, ...] | None, BeforeValidator(_origins)] = _env("MINT_CODEC_ORIGINS")
+    log_format: Annotated[str | None, BeforeValidator(_log_format)] = _env("MINT_LOG_FORMAT")
+    log_level: Annotated[str | None, BeforeValidator(_log_level)] = _env("MINT_LOG_LEVEL")
+    metrics_port: int | None = _env("MINT_METRICS_PORT")
+    metrics_host: Text = _env("MINT_METRICS_HOST")
 
 
 def _readable(exc: ValidationError) -> ValueError:

@@ -38,23 +38,15 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
     from mint.process.stack import StackOptions
     from mint.process.stack_file import record_stack
     from mint.process.worker_process import WorkerProcess
+    from mint.telemetry.logs import setup_logging
 
     settings = Settings.from_env()
+    setup_logging(settings.log_format, settings.log_level)
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     key = settings.api_key or _stored_key(data_dir)
     token_named = bool(settings.codec_token)
-    # Secrets and Temporal payloads are encrypted here as in production, with a key kept in the data dir
-    # unless MINT_ENCRYPTION_KEY names one; the operator decodes them through Mint's codec server, whose
-    # token is kept there too. The dev UI is not told the codec endpoint: it could not send the operator's
-    # session with it (the dev server has no setting for that), so the operator sets it in the browser.
-    ui_origins = (f"http://127.0.0.1:{ui_port}", f"http://localhost:{ui_port}")
-    settings = dataclasses.replace(
-        settings,
-        encryption_keys=settings.encryption_keys or (_stored_token(data_dir, "encryption_key"),),
-        codec_token=settings.codec_token or _stored_token(data_dir, "codec_token"),
-        codec_origins=settings.codec_origins or ui_origins,
-    )
+    settings, worker_metrics = _local_settings(settings, data_dir, ui_port)
     postgres = temporal = worker = None
     try:
         postgres = None if settings.database_url else local_services.start_postgres(data_dir)
@@ -79,6 +71,7 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
                 "MINT_DATABASE_URL": database_url,
                 "TEMPORAL_ADDRESS": address,
                 "MINT_ENCRYPTION_KEY": ",".join(settings.encryption_keys),
+                **worker_metrics,
             },
             stop_within=_stop_deadline(settings),
         )
@@ -94,6 +87,27 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
         if postgres:
             postgres.cleanup()
         click.echo("Mint stopped.")
+
+
+def _local_settings(settings: Settings, data_dir: Path, ui_port: int) -> tuple[Settings, dict[str, str]]:
+    """`mint up`'s settings, and the environment its worker's metrics need."""
+    from mint.telemetry.metrics import free_loopback_port
+
+    # Secrets and Temporal payloads are encrypted here as in production, with a key kept in the data dir
+    # unless MINT_ENCRYPTION_KEY names one; the operator decodes them through Mint's codec server, whose
+    # token is kept there too. The dev UI is not told the codec endpoint: it could not send the operator's
+    # session with it (the dev server has no setting for that), so the operator sets it in the browser.
+    ui_origins = (f"http://127.0.0.1:{ui_port}", f"http://localhost:{ui_port}")
+    # The worker serves its metrics on a loopback port of its own; the API's /metrics includes them.
+    metrics_port = free_loopback_port()
+    local = dataclasses.replace(
+        settings,
+        metrics_include=(("worker", f"http://127.0.0.1:{metrics_port}/metrics"),),
+        encryption_keys=settings.encryption_keys or (_stored_token(data_dir, "encryption_key"),),
+        codec_token=settings.codec_token or _stored_token(data_dir, "codec_token"),
+        codec_origins=settings.codec_origins or ui_origins,
+    )
+    return local, {"MINT_METRICS_PORT": str(metrics_port), "MINT_METRICS_HOST": "127.0.0.1"}
 
 
 @cli.command()
@@ -307,6 +321,9 @@ def _serve(
     gives work in flight `shutdown_grace_seconds`, and past a deadline (or at a second signal) it is
     cancelled outright."""
     from mint.process.stack import run_stack
+    from mint.telemetry.logs import setup_logging
+
+    setup_logging(settings.log_format, settings.log_level)
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -9,6 +9,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import asyncpg
 import httpx
@@ -22,17 +23,20 @@ from activities.egress import EgressPolicy
 from activities.http import HttpActivities
 from activities.mcp import McpActivities
 from activities.models import ModelActivities
+from activities.observe import ActivityObserver
 from activities.sessions import SessionActivities
 from activities.system import SystemActivities, system_caller
 from activities.transitions import TransitionWriter
 from api.app import AppClients, create_app, create_internal_app
 from mint.models.client import model_client
 from mint.settings import Settings
+from mint.store.counts import live_executions
 from mint.store.db import connect_pool, migrate
 from mint.store.docs import DocStore
 from mint.store.execution_events import ExecutionEvents
 from mint.store.secrets import SecretStore
 from mint.store.tables import Store
+from mint.telemetry.metrics import Metrics, metrics_app
 from mint.temporal.client import connect_from_settings
 from mint.temporal.reconciler import Reconciler, ReconcilerSettings
 from worker import WorkerActivities, build_worker
@@ -101,17 +105,32 @@ async def _close(pool: asyncpg.Pool | None, grace: float) -> None:
 
 
 def app_clients(
-    pool: asyncpg.Pool, temporal: Client, settings: Settings, events: ExecutionEvents
+    pool: asyncpg.Pool,
+    temporal: Client,
+    settings: Settings,
+    events: ExecutionEvents,
+    metrics: Metrics | None = None,
 ) -> AppClients:
     """The clients an API app uses, on `pool`: the served API's, or the worker's in-process one."""
     secrets = SecretStore(pool, settings.encryption_keys)
     models = model_client(settings, secrets)  # with secrets: developers' own provider keys are used
-    return AppClients(Store(pool), temporal, DocStore(pool), secrets, settings.embedder(), models, events)
+    return AppClients(
+        Store(pool), temporal, DocStore(pool), secrets, settings.embedder(), models, events, metrics
+    )
 
 
-def api_app(pool: asyncpg.Pool, temporal: Client, settings: Settings, events: ExecutionEvents) -> FastAPI:
-    """The API that `mint api` and `mint up` serve."""
-    return create_app(app_clients(pool, temporal, settings, events), settings)
+def api_app(
+    pool: asyncpg.Pool,
+    temporal: Client,
+    settings: Settings,
+    events: ExecutionEvents,
+    metrics: Metrics | None = None,
+) -> FastAPI:
+    """The API that `mint api` and `mint up` serve, with the operator's /metrics."""
+    metrics = metrics or Metrics()
+    metrics.count_executions = lambda: live_executions(pool)
+    metrics.included = settings.metrics_include
+    return create_app(app_clients(pool, temporal, settings, events, metrics), settings)
 
 
 def worker_for(
@@ -120,6 +139,7 @@ def worker_for(
     http: httpx.AsyncClient,
     settings: Settings,
     events: ExecutionEvents,
+    metrics: Metrics | None = None,
 ) -> Worker:
     """The worker, its activities built with their clients. The model client, secrets and stores are the
     same ones the in-process API (which system tools call) uses."""
@@ -128,7 +148,7 @@ def worker_for(
     # httpx logs every request's URL at INFO, and a tool's URL may carry a secret (activities/secrets.py).
     logging.getLogger("httpx").setLevel(logging.WARNING)
     activities = WorkerActivities(
-        writer=TransitionWriter(pool),
+        writer=TransitionWriter(pool, metrics),
         tools=HttpActivities(http, egress, clients.secrets, settings.max_tool_timeout),
         models=ModelActivities(clients.models),
         system=SystemActivities(create_internal_app(clients, settings, system_caller)),
@@ -136,17 +156,21 @@ def worker_for(
         docs=DocActivities(clients.docs, clients.embedder),
         sessions=SessionActivities(clients.store, clients.models),
     )
-    return build_worker(temporal, activities, settings)
+    return build_worker(temporal, activities, settings, [ActivityObserver(metrics)])
 
 
 @contextlib.asynccontextmanager
-async def _serving(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
-    """The API served on its port for the block; once it ends, requests in flight get the grace period."""
+async def _serving(app: Any, settings: Settings, port: int | None = None) -> AsyncIterator[None]:
+    """The API served on its port (or `app` on `port` of the metrics host) for the block; once it ends,
+    requests in flight get the grace period."""
+    host = settings.api_host if port is None else settings.metrics_host
+    port = settings.api_port if port is None else port
     config = uvicorn.Config(
         app,
-        host=settings.api_host,
-        port=settings.api_port,
+        host=host,
+        port=port,
         log_level="warning",
+        log_config=None,  # uvicorn's records go to the process's handler (mint/telemetry/logs.py)
         lifespan="off",  # what the app needs is started and stopped here, by run_stack
         timeout_graceful_shutdown=max(1, round(settings.shutdown_grace_seconds)),
     )
@@ -156,7 +180,7 @@ async def _serving(app: FastAPI, settings: Settings) -> AsyncIterator[None]:
         await asyncio.sleep(0.02)
     if serving.done():
         serving.result()
-        raise RuntimeError(f"the API could not listen on {settings.api_host}:{settings.api_port}")
+        raise RuntimeError(f"could not listen on {host}:{port}")
     try:
         yield
     finally:
@@ -181,13 +205,17 @@ async def run_stack(
         worker_pool, api_pool = await _pools(settings, options)
         main_pool = worker_pool or api_pool
         assert main_pool is not None, "run_stack needs the API, the worker or both"
+        metrics = Metrics()
+        for name, pool in (("worker", worker_pool), ("api", api_pool)):
+            if pool is not None:
+                metrics.watch_pool(name, pool)
         await migrate(main_pool)
         if options.default_key:
             await Store(main_pool).ensure_developer_key("default", options.default_key)
         temporal = await connect_from_settings(settings, main_pool, options.temporal_address)
         async with contextlib.AsyncExitStack() as parts:
             if worker_pool is not None:
-                worker = worker_for(temporal, worker_pool, http, settings, events)
+                worker = worker_for(temporal, worker_pool, http, settings, events, metrics)
                 await parts.enter_async_context(worker)
                 reconciler = Reconciler(
                     Store(worker_pool),
@@ -198,7 +226,11 @@ async def run_stack(
             if api_pool is not None:
                 await parts.enter_async_context(events)  # stopped after the server (exit runs in reverse)
                 await parts.enter_async_context(
-                    _serving(api_app(api_pool, temporal, settings, events), settings)
+                    _serving(api_app(api_pool, temporal, settings, events, metrics), settings)
+                )
+            if settings.metrics_port is not None:
+                await parts.enter_async_context(
+                    _serving(metrics_app(metrics), settings, settings.metrics_port)
                 )
             if started:
                 started.set()

@@ -6,6 +6,7 @@ import asyncpg
 from temporalio.client import Client
 
 from mint.settings import Settings
+from mint.telemetry.temporal_sdk import temporal_runtime
 from mint.temporal.claim_check import THRESHOLD_BYTES
 from mint.temporal.payload_codec import data_converter
 
@@ -21,8 +22,14 @@ async def connect_temporal(
     """Connect with Mint's data converter (JSON; large payloads claim-checked into Postgres; all payloads
     encrypted when keys are given)."""
     converter = data_converter(pool, claim_check_bytes, encryption_keys)
+    runtime, _ = temporal_runtime()  # the process's: its metrics go to /metrics, its logs to ours
     return await Client.connect(
-        address, namespace=namespace, api_key=api_key, tls=bool(api_key), data_converter=converter
+        address,
+        namespace=namespace,
+        api_key=api_key,
+        tls=bool(api_key),
+        data_converter=converter,
+        runtime=runtime,
     )
 
 

@@ -1,0 +1,187 @@
+"""Prometheus metrics: an execution's calls, steps and end move the counters an operator scrapes at GET /metrics
+(and on MINT_METRICS_PORT), beside the Temporal SDK's own; no developer's API key opens them."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest_asyncio
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.conftest import temporal_address
+from tests.helpers import create_agent, create_task, run_task, start, wait_for_status
+from tests.local_http import Answer, LocalServer, Request
+from tests.stack import BackgroundStack, free_port
+
+TOKEN = "metrics-operator-token-0123456789abcdef"
+OPERATOR = {"Authorization": f"Bearer {TOKEN}"}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def metrics_stack(postgres_url, temporal_env) -> AsyncIterator[BackgroundStack]:
+    """A stack of its own: its own task queue, so that every execution here runs on its worker and counts in
+    its registry (the session's `stack` has no operator token, and its worker polls another queue)."""
+    async with BackgroundStack(
+        postgres_url,
+        temporal_address(temporal_env),
+        task_queue="metrics",
+        codec_token=TOKEN,
+        metrics_port=free_port(),
+    ) as stack:
+        yield stack
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def tenant(metrics_stack, api_key) -> AsyncIterator[httpx.AsyncClient]:
+    headers = {"Authorization": f"Bearer {api_key}"}
+    async with httpx.AsyncClient(base_url=metrics_stack.url, headers=headers, timeout=30) as client:
+        yield client
+
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+async def scrape(url: str, headers: dict[str, str] | None = None) -> tuple[Samples, dict[str, str]]:
+    """Every sample of the text format, by (name, labels), and each family's type by its name."""
+    async with httpx.AsyncClient(timeout=30) as client:
+        response = await client.get(url, headers=headers or {})
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/plain")
+    samples, types = {}, {}
+    for family in text_string_to_metric_families(response.text):
+        types[family.name] = family.type
+        for sample in family.samples:
+            samples[(sample.name, frozenset(sample.labels.items()))] = sample.value
+    return samples, types
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    """The sum of `name`'s samples whose labels include `labels` (0 when there are none)."""
+    wanted = set(labels.items())
+    return sum(v for (n, found), v in samples.items() if n == name and wanted <= found)
+
+
+def fails_on_broken(request: Request) -> Answer:
+    return (500, {}, b"down") if request.path == "/broken" else (200, {}, b'{"ok": true}')
+
+
+async def test_an_execution_moves_the_counters_and_histograms(metrics_stack, tenant):
+    server = LocalServer(fails_on_broken)
+    tools = [
+        {"name": "fine", "type": "api_call", "api_call": {"method": "GET", "url": f"{server.url}fine"}},
+        {"name": "broken", "type": "api_call", "api_call": {"method": "GET", "url": f"{server.url}broken"}},
+    ]
+    task = {
+        "name": "metered",
+        "tools": tools,
+        "main": [
+            {"tool": "fine", "arguments": {}},
+            {"tool": "broken", "arguments": {}, "retry": {"max_attempts": 2, "initial_interval": 0.05}},
+        ],
+    }
+    url = f"{metrics_stack.url}/metrics"
+    before, _ = await scrape(url, OPERATOR)
+    try:
+        execution, _ = await run_task(tenant, task)
+    finally:
+        server.close()
+    assert execution["status"] == "failed" and "answered 500" in execution["error"], execution
+    after, types = await scrape(url, OPERATOR)
+
+    def moved(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    call = {"kind": "api_call", "target": "127.0.0.1"}
+    assert moved("mint_calls_total", **call, outcome="ok") == 1
+    assert moved("mint_calls_total", **call, outcome="HttpUnavailable") == 2  # both attempts
+    assert moved("mint_call_duration_seconds_count", **call) == 3
+    assert moved("mint_call_duration_seconds_bucket", **call, le="+Inf") == 3
+    assert moved("mint_step_duration_seconds_count", kind="tool_call") == 1  # the call that answered
+    assert moved("mint_transitions_total", type="error") == 1
+    assert moved("mint_executions_ended_total", status="failed") == 1
+    assert types["mint_call_duration_seconds"] == "histogram" and types["mint_calls"] == "counter"
+    # Saturation: each pool's connections against its size, and the worker's task slots (the SDK's own).
+    assert value(after, "mint_db_pool_max_connections", pool="api") == metrics_stack.settings.api_db_pool_size
+    assert (
+        value(after, "mint_db_pool_max_connections", pool="worker")
+        == metrics_stack.settings.worker_db_pool_size
+    )
+    assert value(after, "temporal_worker_task_slots_available", task_queue="metrics") > 0
+    assert any(t == "histogram" for name, t in types.items() if name.startswith("temporal_"))
+
+
+async def test_executions_by_live_status_are_read_from_postgres(metrics_stack, tenant):
+    agent = await create_agent(tenant)
+    task = await create_task(
+        tenant, agent["id"], {"name": "asks", "main": [{"wait_for_input": {"info": "?"}}]}
+    )
+    url = f"{metrics_stack.url}/metrics"
+    before, _ = await scrape(url, OPERATOR)
+    execution = await start(tenant, task["id"])
+    await wait_for_status(tenant, execution["id"], {"awaiting_input"})
+    waiting, _ = await scrape(url, OPERATOR)
+    assert value(waiting, "mint_executions", status="awaiting_input") == (
+        value(before, "mint_executions", status="awaiting_input") + 1
+    )
+    cancelled = await tenant.put(
+        f"/executions/{execution['id']}", json={"status": "cancelled", "reason": "done"}
+    )
+    assert cancelled.status_code == 200, cancelled.text
+    await wait_for_status(tenant, execution["id"], {"cancelled"})
+    after, _ = await scrape(url, OPERATOR)
+    assert value(after, "mint_executions", status="awaiting_input") == value(
+        before, "mint_executions", status="awaiting_input"
+    )
+
+
+async def test_a_developer_key_does_not_open_the_metrics(metrics_stack, tenant):
+    refused = await tenant.get("/metrics")
+    assert refused.status_code == 401, refused.text
+    assert "mint_" not in refused.text and "operator" in refused.json()["error"]
+    async with httpx.AsyncClient(base_url=metrics_stack.url) as anonymous:
+        assert (await anonymous.get("/metrics")).status_code == 401
+        wrong = await anonymous.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}x"})
+        assert wrong.status_code == 401
+
+
+async def test_the_metrics_port_serves_them_without_a_key(metrics_stack):
+    port = metrics_stack.settings.metrics_port
+    samples, types = await scrape(f"http://127.0.0.1:{port}/metrics")
+    assert (
+        types["mint_executions"] == "gauge" and value(samples, "mint_db_pool_max_connections", pool="api") > 0
+    )
+
+
+async def test_without_an_operator_token_there_are_no_metrics(api):
+    assert (await api.get("/metrics")).status_code == 404
+
+
+def test_the_temporal_sdks_buffered_metrics_become_prometheus_families():
+    """Through a runtime of its own (whose meter names metrics as given: the SDK prefixes its own with
+    `temporal_`): what it records is summed up as the text format has it."""
+    from temporalio.runtime import MetricBuffer, MetricBufferDurationFormat, Runtime, TelemetryConfig
+
+    from mint.telemetry.temporal_sdk import TemporalSdkMetrics
+
+    buffer = MetricBuffer(1000, MetricBufferDurationFormat.SECONDS)
+    meter = Runtime(telemetry=TelemetryConfig(metrics=buffer)).metric_meter
+    collector = TemporalSdkMetrics(buffer)
+    counter = meter.create_counter("polls_total", "Polls.")
+    counter.add(2, {"worker-type": "activity"})
+    counter.add(3, {"worker-type": "activity"})
+    latency = meter.create_histogram_float("wait", "Waits.", "s")
+    latency.record(0.003)
+    latency.record(2.0)
+    slots = meter.create_gauge("slots", "Slots.")
+    slots.set(7)
+    slots.set(5)
+    families = {f.name: f for f in collector.collect()}
+    assert [(s.name, s.labels, s.value) for s in families["polls"].samples] == [
+        ("polls_total", {"service_name": "temporal-core-sdk", "worker_type": "activity"}, 5)
+    ]
+    buckets = {s.labels["le"]: s.value for s in families["wait"].samples if s.name.endswith("_bucket")}
+    assert (buckets["0.005"], buckets["1.0"], buckets["2.5"], buckets["+Inf"]) == (1, 1, 2, 2)
+    sums = {s.name: s.value for s in families["wait"].samples if not s.name.endswith("_bucket")}
+    assert sums == {"wait_count": 2, "wait_sum": 2.003}
+    assert [s.value for s in families["slots"].samples] == [5]
