@@ -28,3 +28,8 @@ class Lenient(BaseModel):
     @property
     def ignored_keys(self) -> tuple[str, ...]:
         return self._ignored
+
+
+def model_keys(model: type[BaseModel]) -> tuple[str, ...]:
+    """The keys a model reads, as users write them (`if`, `json`, not `if_`, `json_`)."""
+    return tuple(field.alias or name for name, field in model.model_fields.items())
