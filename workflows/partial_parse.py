@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from workflows import language as lang
 from workflows.plain_errors import plain_problems
-from workflows.problems import Problem, closest
+from workflows.problems import Problem, Suggestions
 
 # Stands in for the steps nested in a step while the step itself is parsed: they are parsed on their own.
 STAND_IN: dict[str, Any] = {"log": ""}
@@ -42,14 +42,16 @@ class TaskParts:
     problems: list[Problem] = field(default_factory=list)
 
 
-def parse_task(raw: dict[str, Any]) -> TaskParts:
-    """The task, parsed as a whole when it can be (the usual case, and the cheap one), else part by part."""
+def parse_task(raw: dict[str, Any], suggest: Suggestions | None = None) -> TaskParts:
+    """The task, parsed as a whole when it can be (the usual case, and the cheap one), else part by part.
+    `suggest` looks for the keys unknown ones are typos of (the document's budget for it)."""
     try:
         spec = lang.TaskSpec.model_validate(raw)
     except ValidationError as exc:
-        parts = _parse_by_parts(raw)
+        suggest = suggest or Suggestions()
+        parts = _ByParts(suggest).task(raw)
         # Every part parsed on its own, yet the whole did not: what the whole parse said, in plain words.
-        parts.problems = parts.problems or plain_problems(exc.errors())
+        parts.problems = parts.problems or plain_problems(exc.errors(), suggest=suggest)
         return parts
     return TaskParts(
         spec=spec,
@@ -62,70 +64,118 @@ def parse_task(raw: dict[str, Any]) -> TaskParts:
     )
 
 
-def _parse_by_parts(raw: dict[str, Any]) -> TaskParts:
-    fields, workflows = lang.split_task(raw)
-    parts = TaskParts(spec=None, workflow_names=set(workflows))
-    parts.problems += _task_fields(fields, workflows)
-    inherit, schema = fields.get("inherit_tools"), fields.get("input_schema")
-    parts.inherit_tools = inherit if isinstance(inherit, bool) else True
-    parts.input_schema = schema if isinstance(schema, dict) else None
-    tools = fields.get("tools")
-    for i, tool in enumerate(tools if isinstance(tools, list) else []):
-        _parse_tool(tool, f"tools[{i}]", parts)
-    for name, steps in workflows.items():
-        if isinstance(steps, list) and steps:
-            _parse_workflow(name, steps, parts)
-    return parts
+class _ByParts:
+    """One task's parse part by part: the problems found so far, and the document's suggestion budget."""
 
+    def __init__(self, suggest: Suggestions):
+        self.suggest = suggest
+        self.problems: list[Problem] = []
 
-def _task_fields(fields: dict[str, Any], workflows: dict[str, Any]) -> list[Problem]:
-    """The problems with the task's own fields, and with workflows that are no list of steps."""
-    problems = []
-    if "main" not in workflows:
-        meant = closest("main", workflows)
-        hint = f" (is `{meant}` meant to be `main`?)" if meant else ""
-        problems.append(Problem("main", lang.MAIN_REQUIRED + hint))
-    # Tools and steps stand in for themselves here: each is parsed on its own.
-    stubs = {name: [STAND_IN] if isinstance(v, list) and v else v for name, v in workflows.items()}
-    for name, value in workflows.items():
-        if stubs[name] is value and (meant := _task_field_meant(name)):
-            problems.append(_misnamed(name, meant))
-            stubs[name] = [STAND_IN]
-    skeleton = {**fields, "workflows": {"main": [STAND_IN], **stubs}}
-    if isinstance(fields.get("tools"), list):
-        skeleton["tools"] = []
-    try:
-        lang.TaskSpec.model_validate(skeleton)
-    except ValidationError as exc:
-        problems += plain_problems(exc.errors())
-    return problems
+    def task(self, raw: dict[str, Any]) -> TaskParts:
+        fields, workflows = lang.split_task(raw)
+        parts = TaskParts(spec=None, workflow_names=set(workflows))
+        self._task_fields(fields, workflows)
+        inherit, schema = fields.get("inherit_tools"), fields.get("input_schema")
+        parts.inherit_tools = inherit if isinstance(inherit, bool) else True
+        parts.input_schema = schema if isinstance(schema, dict) else None
+        tools = fields.get("tools")
+        for i, tool in enumerate(tools if isinstance(tools, list) else []):
+            self._tool(tool, f"tools[{i}]", parts)
+        for name, steps in workflows.items():
+            if isinstance(steps, list) and steps:
+                parts.steps += self._workflow(name, steps)
+        parts.problems = self.problems
+        return parts
 
+    def _task_fields(self, fields: dict[str, Any], workflows: dict[str, Any]) -> None:
+        """The problems with the task's own fields, and with workflows that are no list of steps."""
+        if "main" not in workflows:
+            meant = self.suggest.closest("main", workflows)
+            hint = f" (is `{meant}` meant to be `main`?)" if meant else ""
+            self.problems.append(Problem("main", lang.MAIN_REQUIRED + hint))
+        # Tools and steps stand in for themselves here: each is parsed on its own.
+        stubs = {name: [STAND_IN] if isinstance(v, list) and v else v for name, v in workflows.items()}
+        for name, value in workflows.items():
+            if stubs[name] is value and (meant := self._task_field_meant(name)):
+                self.problems.append(_misnamed(name, meant))
+                stubs[name] = [STAND_IN]
+        skeleton = {**fields, "workflows": {"main": [STAND_IN], **stubs}}
+        if isinstance(fields.get("tools"), list):
+            skeleton["tools"] = []
+        try:
+            lang.TaskSpec.model_validate(skeleton)
+        except ValidationError as exc:
+            self.problems += plain_problems(exc.errors(), suggest=self.suggest)
 
-def _parse_tool(raw: Any, path: str, parts: TaskParts) -> None:
-    if isinstance(raw, dict) and isinstance(raw.get("name"), str):
-        parts.tool_names.add(raw["name"])  # so a step calling a tool that is wrong is not told it is unknown
-    try:
-        tool = lang.ToolDef.model_validate(raw)
-    except ValidationError as exc:
-        parts.problems += plain_problems(exc.errors(), path, root=lang.ToolDef)
-        return
-    parts.tools.append((path, tool))
-    parts.tool_names.add(tool.name)
+    def _task_field_meant(self, name: str) -> str | None:
+        """The task field a workflow's name is a typo of (every top-level key that is no field names a
+        workflow, so `descripton: ...` is one, and no list of steps)."""
+        return None if name == "main" else self.suggest.closest(name, lang.TASK_FIELDS - {"main"})
 
+    def _tool(self, raw: Any, path: str, parts: TaskParts) -> None:
+        if isinstance(raw, dict) and isinstance(raw.get("name"), str):
+            parts.tool_names.add(
+                raw["name"]
+            )  # so a step calling a tool that is wrong is not told it is unknown
+        try:
+            tool = lang.ToolDef.model_validate(raw)
+        except ValidationError as exc:
+            self.problems += plain_problems(exc.errors(), path, root=lang.ToolDef, suggest=self.suggest)
+            return
+        parts.tools.append((path, tool))
+        parts.tool_names.add(tool.name)
 
-def _parse_workflow(name: str, steps: list[Any], parts: TaskParts) -> None:
-    problems: list[Problem] = []
-    parsed = _parse_steps(steps, name, problems)
-    if problems and (meant := _task_field_meant(name)):
-        problems = [_misnamed(name, meant)]
-    parts.steps += parsed
-    parts.problems += problems
+    def _workflow(self, name: str, steps: list[Any]) -> list[Step]:
+        before = len(self.problems)
+        parsed = self._steps(steps, name)
+        if len(self.problems) > before and (meant := self._task_field_meant(name)):
+            self.problems[before:] = [_misnamed(name, meant)]
+        return parsed
 
+    def _steps(self, items: list[Any], path: str) -> list[Step]:
+        return [step for i, item in enumerate(items) for step in self._step(item, f"{path}[{i}]")]
 
-def _task_field_meant(name: str) -> str | None:
-    """The task field a workflow's name is a typo of (every top-level key that is no field names a workflow,
-    so `descripton: ...` is one, and no list of steps)."""
-    return None if name == "main" else closest(name, lang.TASK_FIELDS - {"main"})
+    def _step(self, raw: Any, path: str) -> list[Step]:
+        """The steps that parse in `raw` (it, and those nested in it), depth first. A step with nested steps
+        is parsed with stand-ins for them, each nested step on its own: every step is parsed once, however
+        deep it is."""
+        if lang.step_kind(raw) is None:
+            self.problems.append(self._not_a_step(raw, path))
+            return []
+        nested: list[Step] = []
+
+        def stand_in(where: str, value: Any) -> Any:
+            if value is None or value == []:
+                return value  # no steps at all: the step's own parse says whether that is allowed
+            nested.extend(self._steps(value if isinstance(value, list) else [value], where))
+            return [STAND_IN]
+
+        try:
+            step = lang.STEP.validate_python(lang.replace_nested(raw, path, stand_in))
+        except ValidationError as exc:
+            self.problems += plain_problems(exc.errors(), path, tagged=True, suggest=self.suggest)
+            return nested
+        return [(path, step), *nested]
+
+    def _not_a_step(self, raw: Any, path: str) -> Problem:
+        """A mapping of no step kind: the kind its keys come closest to, or the key only one kind has."""
+        keys = (
+            [k for k in raw if isinstance(k, str) and k not in _ANY_STEP_KEYS]
+            if isinstance(raw, dict)
+            else []
+        )
+        for key in keys:
+            if meant := self.suggest.closest(key, lang.STEP_KEYS):
+                return Problem(path, f"unknown step key `{key}`: did you mean `{meant}`?")
+        for key in keys:
+            model = _ONLY_IN.get(key)
+            if model is not None and model is not lang.StepModel:
+                kind = model.KIND
+                article = "an" if kind[0] in "aeiou" else "a"
+                return Problem(
+                    path, f"not a step: `{key}` belongs in {article} `{kind}` step, which needs `{model.KEY}`"
+                )
+        return Problem(path, lang.NOT_A_STEP)
 
 
 def _misnamed(name: str, meant: str) -> Problem:
@@ -134,54 +184,3 @@ def _misnamed(name: str, meant: str) -> Problem:
         f"unknown task key `{name}`: did you mean `{meant}`? (other top-level keys name workflows, which are "
         "lists of steps)",
     )
-
-
-def _parse_steps(items: list[Any], path: str, problems: list[Problem]) -> list[Step]:
-    return [step for i, item in enumerate(items) for step in _parse_step(item, f"{path}[{i}]", problems)]
-
-
-def _parse_step(raw: Any, path: str, problems: list[Problem]) -> list[Step]:
-    """The steps that parse in `raw` (it, and those nested in it), depth first; problems for those that do not."""
-    try:
-        return list(lang.walk_step(lang.STEP.validate_python(raw), path))
-    except ValidationError as exc:
-        errors = exc.errors()
-    model = lang.STEP_MODEL_BY_KIND.get(lang.step_kind(raw) or "")
-    if model is None:
-        problems.append(not_a_step(raw, path))
-        return []
-    nested: list[Step] = []
-    if model.NESTED:  # parse the nested steps on their own, then the step with stand-ins for them
-
-        def stand_in(where: str, value: Any) -> Any:
-            if value is None or value == []:
-                return value  # no steps at all: the step's own parse says whether that is allowed
-            nested.extend(_parse_steps(value if isinstance(value, list) else [value], where, problems))
-            return [STAND_IN]
-
-        try:
-            step = lang.STEP.validate_python(lang.replace_nested(raw, path, stand_in))
-            return [(path, step), *nested]
-        except ValidationError as exc:
-            errors = exc.errors()
-    problems += plain_problems(errors, path, tagged=True)
-    return nested
-
-
-def not_a_step(raw: Any, path: str) -> Problem:
-    """A mapping of no step kind: the kind its keys come closest to, or the key that belongs to one kind."""
-    keys = [k for k in raw if isinstance(k, str) and k not in _ANY_STEP_KEYS] if isinstance(raw, dict) else []
-    for key in keys:
-        if meant := closest(key, lang.STEP_KEYS):
-            return Problem(path, f"unknown step key `{key}`: did you mean `{meant}`?")
-    for key in keys:
-        model = _ONLY_IN.get(key)
-        if model is not None and model is not lang.StepModel:
-            return Problem(
-                path, f"not a step: `{key}` belongs in {_a(model.KIND)} step, which needs `{model.KEY}`"
-            )
-    return Problem(path, lang.NOT_A_STEP)
-
-
-def _a(kind: str) -> str:
-    return f"{'an' if kind[0] in 'aeiou' else 'a'} `{kind}`"

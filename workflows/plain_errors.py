@@ -14,7 +14,7 @@ from typing import Any, get_args
 from pydantic import BaseModel
 
 from workflows import language as lang
-from workflows.problems import Problem, did_you_mean
+from workflows.problems import Problem, Suggestions
 
 Loc = tuple[Any, ...]
 
@@ -85,14 +85,17 @@ NAME_RULE = "must be a name: letters, digits, `_` and `-`, starting with a lette
 
 
 def plain_problems(
-    errors: Sequence[Any], base: str = "", tagged: bool = False, root: type[BaseModel] | None = None
+    errors: Sequence[Any],
+    base: str = "",
+    tagged: bool = False,
+    root: type[BaseModel] | None = None,
+    suggest: Suggestions | None = None,
 ) -> list[Problem]:
     """Problems for pydantic's `errors`, each at `base` plus its location. `tagged`: the locations start
-    with a step kind's tag (a step parsed on its own); `root`: the model parsed (for unknown keys at its top)."""
-    return [
-        Problem(format_loc(tuple(e["loc"]), base, tagged), _sentence(e, root))
-        for e in _fitting_members(errors)
-    ]
+    with a step kind's tag (a step parsed on its own); `root`: the model parsed (for unknown keys at its top);
+    `suggest`: the document's budget for suggestions (a budget of its own by default)."""
+    words = _Words(root, suggest or Suggestions())
+    return [Problem(format_loc(tuple(e["loc"]), base, tagged), words(e)) for e in _fitting_members(errors)]
 
 
 def format_loc(loc: Loc, base: str = "", tagged: bool = False) -> str:
@@ -150,27 +153,6 @@ def _noun(error: Any) -> str:
     return _TYPE_ERRORS[error["type"]].format(**(error.get("ctx") or {}))
 
 
-def _sentence(error: Any, root: type[BaseModel] | None) -> str:
-    kind, ctx, loc = error["type"], error.get("ctx") or {}, tuple(error["loc"])
-    if kind == "union":
-        return f"must be {ctx['allowed']}"
-    if kind == "extra_forbidden":
-        return _unknown_key(loc, root)
-    if loc[:1] == ("workflows",) and len(loc) == 2 and kind in ("list_type", "too_short"):
-        return "must be a list of steps (at least one)"
-    if kind in _TYPE_ERRORS:
-        return f"must be {_noun(error)}"
-    if kind in ("too_short", "string_too_short"):
-        minimum = ctx.get("min_length", 1)
-        unit = "characters long" if kind == "string_too_short" else "items"
-        return "must not be empty" if minimum == 1 else f"must be at least {minimum} {unit}"
-    if kind == "string_pattern_mismatch":
-        return NAME_RULE if ctx.get("pattern") == lang.NAME_PATTERN else "does not have the expected form"
-    if kind in _WORDS:
-        return _WORDS[kind].format(**{k: str(v) for k, v in ctx.items()})
-    return _reworded(error["msg"])
-
-
 def _reworded(message: str) -> str:
     """A pydantic message this module has no sentence for, without pydantic's phrasing."""
     message = re.sub(r"^(Value error|Assertion failed), ", "", message)
@@ -178,15 +160,6 @@ def _reworded(message: str) -> str:
     message = message.replace("Input should be a valid string", "must be text")
     message = re.sub(r"^Input should be (a valid )?", "must be ", message)
     return message[:1].lower() + message[1:]
-
-
-def _unknown_key(loc: Loc, root: type[BaseModel] | None) -> str:
-    key = loc[-1]
-    keys = _keys_around(loc[:-1], root)
-    if keys is None:
-        return f"unknown key `{key}`: not allowed here"
-    hint = did_you_mean(str(key), keys)
-    return f"unknown key `{key}`" + (hint or f": not allowed here (keys: {', '.join(sorted(keys))})")
 
 
 def _keys_around(loc: Loc, root: type[BaseModel] | None) -> set[str] | None:
@@ -201,3 +174,39 @@ def _keys_around(loc: Loc, root: type[BaseModel] | None) -> set[str] | None:
         if not _is_member(item):
             return None
     return set(lang.model_keys(root)) if root else None
+
+
+class _Words:
+    """The sentence for each error of one parse."""
+
+    def __init__(self, root: type[BaseModel] | None, suggest: Suggestions):
+        self.root = root
+        self.suggest = suggest
+
+    def __call__(self, error: Any) -> str:
+        kind, ctx, loc = error["type"], error.get("ctx") or {}, tuple(error["loc"])
+        if kind == "union":
+            return f"must be {ctx['allowed']}"
+        if kind == "extra_forbidden":
+            return self._unknown_key(loc)
+        if loc[:1] == ("workflows",) and len(loc) == 2 and kind in ("list_type", "too_short"):
+            return "must be a list of steps (at least one)"
+        if kind in _TYPE_ERRORS:
+            return f"must be {_noun(error)}"
+        if kind in ("too_short", "string_too_short"):
+            minimum = ctx.get("min_length", 1)
+            unit = "characters long" if kind == "string_too_short" else "items"
+            return "must not be empty" if minimum == 1 else f"must be at least {minimum} {unit}"
+        if kind == "string_pattern_mismatch":
+            return NAME_RULE if ctx.get("pattern") == lang.NAME_PATTERN else "does not have the expected form"
+        if kind in _WORDS:
+            return _WORDS[kind].format(**{k: str(v) for k, v in ctx.items()})
+        return _reworded(error["msg"])
+
+    def _unknown_key(self, loc: Loc) -> str:
+        key = loc[-1]
+        keys = _keys_around(loc[:-1], self.root)
+        if keys is None:
+            return f"unknown key `{key}`: not allowed here"
+        hint = self.suggest(str(key), keys)
+        return f"unknown key `{key}`" + (hint or f": not allowed here (keys: {', '.join(sorted(keys))})")

@@ -20,6 +20,8 @@ class Problem:
 MAX_WARNINGS = 100
 # Longer words are not typos of a key or a name: no suggestion is looked for (difflib's cost grows with both).
 MAX_SUGGESTED_WORD = 64
+# Unknown keys and names of one document looked up for the closest valid one (see Suggestions).
+MAX_SUGGESTIONS = 200
 
 
 def capped_warnings(warnings: list[Problem]) -> list[Problem]:
@@ -45,6 +47,26 @@ def did_you_mean(word: str, candidates: Iterable[str], ignore_case: bool = True)
     """`: did you mean `x`?` for the closest candidate, or "" when none is close."""
     match = closest(word, candidates, ignore_case)
     return f": did you mean `{match}`?" if match else ""
+
+
+class Suggestions:
+    """`closest` and `did_you_mean` for the first `limit` unknown keys and names of one document. Each look
+    costs a comparison with every candidate: a document of many thousand unknown keys (a crowd's, or an
+    attacker's) must not cost seconds. Past the limit nothing is close: an unknown key is ignored with a
+    warning, an unknown name is named without a suggestion."""
+
+    def __init__(self, limit: int = MAX_SUGGESTIONS):
+        self.left = limit
+
+    def closest(self, word: str, candidates: Iterable[str], ignore_case: bool = True) -> str | None:
+        if self.left <= 0:
+            return None
+        self.left -= 1
+        return closest(word, candidates, ignore_case)
+
+    def __call__(self, word: str, candidates: Iterable[str], ignore_case: bool = True) -> str:
+        match = self.closest(word, candidates, ignore_case)
+        return f": did you mean `{match}`?" if match else ""
 
 
 def _path_key(path: str) -> list[str | int]:

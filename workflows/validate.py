@@ -4,7 +4,7 @@ with the path where it is and, for an unknown key or name, the closest valid one
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
@@ -15,7 +15,7 @@ from workflows.dialect import Dialect, has_dollar, read_value
 from workflows.input_schema import schema_problems
 from workflows.partial_parse import TaskParts, parse_task
 from workflows.plain_errors import format_loc
-from workflows.problems import Problem, capped_warnings, did_you_mean, in_path_order
+from workflows.problems import Problem, Suggestions, capped_warnings, in_path_order
 from workflows.sandbox.expressions import CONTEXT_NAMES, KNOWN_NAMES, MAX_EXPRESSION_LENGTH
 from workflows.values import check_value, reading_warnings
 
@@ -56,25 +56,26 @@ def validate_task(
     order. Parts that parse are checked in full even when others do not (workflows/partial_parse.py)."""
     if not isinstance(raw, dict):
         raise TaskInvalid([Problem("", "a task must be a mapping with at least `name` and `main`")])
-    parts = parse_task(raw)
+    suggest = Suggestions()  # the closest valid key or name, for this document's first unknown ones
+    parts = parse_task(raw, suggest)
     _check_step_count(parts, limits.max_steps)
     dialect = _dialect(parts.steps)
     problems = parts.problems + schema_problems(parts.input_schema) + _duplicate_tools(parts.tools)
     warnings: list[Problem] = []
     for path, tool in parts.tools:
         problems += tool_timeout_problems(tool, path, limits.max_tool_timeout)
-        refused, ignored = ignored_keys.api_call_keys(tool.api_call, path)
+        refused, ignored = ignored_keys.api_call_keys(tool.api_call, path, suggest)
         problems, warnings = problems + refused, warnings + ignored
     names = {
         "tool": parts.tool_names | (set(agent_tool_names) if parts.inherit_tools else set()),
         "workflow": parts.workflow_names,
     }
+    check_step = _StepChecks(dialect, names, limits.max_expression_length, suggest)
     api_calls = {tool.name for _, tool in parts.tools if tool.type == "api_call"}
-    labels: dict[str, str] = {}
     for path, step in parts.steps:
-        problems += _check_step(step, path, dialect, names, labels, limits.max_expression_length)
+        problems += check_step(step, path)
         problems += _argument_timeout_problems(step, path, dialect, api_calls, limits.max_tool_timeout)
-        refused, ignored = ignored_keys.step_keys(step, path)
+        refused, ignored = ignored_keys.step_keys(step, path, suggest)
         problems, warnings = problems + refused, warnings + ignored
     if problems or parts.spec is None:
         raise TaskInvalid(problems)
@@ -113,51 +114,60 @@ def _check_step_count(parts: TaskParts, limit: int) -> None:
         raise TaskInvalid([*parts.problems, Problem(first_over, message)])
 
 
-def _check_step(
-    step: lang.StepModel,
-    path: str,
-    dialect: Dialect,
-    names: dict[str, set[str]],
-    labels: dict[str, str],
-    max_length: int,
-) -> list[Problem]:
-    problems = []
-    for field_path, raw, kind in step.evaluable_fields(path):
-        if kind == "reduce":
-            found = check_value(raw, "expression", dialect, REDUCE_NAMES, max_length)
-        else:
-            found = check_value(raw, kind, dialect, max_length=max_length)
-        extra = REDUCE_NAMES if kind == "reduce" else frozenset()
-        problems += [Problem(field_path, _name_suggested(m, extra)) for m in found]
-    label = getattr(step, "label", None)
-    if label is not None:
-        if label in labels:
-            problems.append(Problem(f"{path}.label", f"label {label!r} is already used at {labels[label]}"))
-        labels[label] = path
-    for where, what, name in step.references(path):
-        if not isinstance(name, str) or name not in names[what]:
-            hint = did_you_mean(name, names[what]) if isinstance(name, str) else ""
-            listed = ", ".join(sorted(names[what])) or "none"
-            problems.append(Problem(where, f"unknown {what} {name!r}{hint} ({what}s: {listed})"))
-    return problems
-
-
 REDUCE_NAMES = frozenset({"results"})  # a map_reduce's reduce expression also sees the map's results
 # The names an expression or a template may use, to suggest the closest to an unknown one.
 _NAMES = CONTEXT_NAMES | KNOWN_NAMES
 _UNKNOWN_NAME = re.compile(r"unknown name '([A-Za-z_][A-Za-z0-9_]*)'( in template)?")
 
 
-def _name_suggested(message: str, extra: frozenset[str]) -> str:
-    """An expression's "unknown name 'x'" with the closest known name, if one is close."""
-    found = _UNKNOWN_NAME.match(message)
-    if found is None:
-        return message
-    return (
-        message[: found.end()]
-        + did_you_mean(found.group(1), _NAMES | extra, ignore_case=False)
-        + message[found.end() :]
-    )
+@dataclass
+class _StepChecks:
+    """The checks of each step that parsed: its expressions and templates, its label, and the tools and
+    workflows it names. One per task: it keeps the labels seen so far, and the task's suggestion budget."""
+
+    dialect: Dialect
+    names: dict[str, set[str]]  # the tools and workflows steps may name
+    max_length: int
+    suggest: Suggestions
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def __call__(self, step: lang.StepModel, path: str) -> list[Problem]:
+        return self._fields(step, path) + self._label(step, path) + self._references(step, path)
+
+    def _fields(self, step: lang.StepModel, path: str) -> list[Problem]:
+        problems = []
+        for field_path, raw, kind in step.evaluable_fields(path):
+            extra = REDUCE_NAMES if kind == "reduce" else frozenset()
+            reading = "expression" if kind == "reduce" else kind
+            found = check_value(raw, reading, self.dialect, extra, self.max_length)
+            problems += [Problem(field_path, self._name_suggested(m, extra)) for m in found]
+        return problems
+
+    def _name_suggested(self, message: str, extra: frozenset[str]) -> str:
+        """An expression's "unknown name 'x'" with the closest known name, if one is close."""
+        found = _UNKNOWN_NAME.match(message)
+        if found is None:
+            return message
+        hint = self.suggest(found.group(1), _NAMES | extra, ignore_case=False)
+        return message[: found.end()] + hint + message[found.end() :]
+
+    def _label(self, step: lang.StepModel, path: str) -> list[Problem]:
+        label = getattr(step, "label", None)
+        if label is None:
+            return []
+        first = self.labels.setdefault(label, path)
+        return (
+            [] if first == path else [Problem(f"{path}.label", f"label {label!r} is already used at {first}")]
+        )
+
+    def _references(self, step: lang.StepModel, path: str) -> list[Problem]:
+        problems = []
+        for where, what, name in step.references(path):
+            if not isinstance(name, str) or name not in self.names[what]:
+                hint = self.suggest(name, self.names[what]) if isinstance(name, str) else ""
+                listed = ", ".join(sorted(self.names[what])) or "none"
+                problems.append(Problem(where, f"unknown {what} {name!r}{hint} ({what}s: {listed})"))
+        return problems
 
 
 def tool_timeout_problems(tool: lang.ToolDef, path: str, limit: float) -> list[Problem]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from workflows import language as lang
+from workflows.problems import MAX_SUGGESTIONS, Suggestions
 from workflows.validate import TaskInvalid, TaskLimits, validate_task
 
 
@@ -393,3 +394,16 @@ def test_the_raw_places_of_nested_steps_match_the_parsed_ones():
 
         lang.replace_nested(raw, "s", note)
         assert found == [path for path, _ in lang.STEP.validate_python(raw).nested_steps("s")], raw
+
+
+def test_a_document_looks_up_a_bounded_number_of_unknown_keys_and_names():
+    """Each look-up compares with every candidate: a document of thousands of unknown keys costs no more than
+    MAX_SUGGESTIONS of them; past that, unknown names get no suggestion and unknown step keys are ignored."""
+    suggest = Suggestions(limit=1)
+    assert suggest("evalute", lang.STEP_KEYS) == ": did you mean `evaluate`?"
+    assert suggest("evalute", lang.STEP_KEYS) == ""
+    steps = [{"evaluate": {"x": "$ inptus"}}] * (MAX_SUGGESTIONS + 1)
+    found = problems(main(*steps, {"log": "x", "lable": "a"}))
+    assert found[MAX_SUGGESTIONS - 1][1] == "unknown name 'inptus': did you mean `inputs`?"
+    assert found[MAX_SUGGESTIONS][1] == "unknown name 'inptus'"
+    assert len(found) == MAX_SUGGESTIONS + 1  # the typo'd `lable` is past the budget: ignored with a warning

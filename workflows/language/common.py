@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
@@ -30,6 +31,7 @@ class Lenient(BaseModel):
         return self._ignored
 
 
+@functools.cache
 def model_keys(model: type[BaseModel]) -> tuple[str, ...]:
     """The keys a model reads, as users write them (`if`, `json`, not `if_`, `json_`)."""
     return tuple(field.alias or name for name, field in model.model_fields.items())
