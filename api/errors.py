@@ -15,9 +15,9 @@ from mint.store.db_errors import LOCKED, PERMANENT, UNREACHABLE, explain
 from mint.store.secrets import SecretsUnavailable
 from mint.store.tables import Conflict
 from services import errors as service
+from workflows.plain_errors import plain_problems
 from workflows.problems import Problem
 from workflows.storable import format_path, json_depth_loc, too_deep
-from workflows.validate import format_loc
 
 # Declared on every router: the JSON every 4xx carries (the handlers below), instead of FastAPI's default
 # 422 `HTTPValidationError`, which this app never sends.
@@ -89,7 +89,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = [Problem(format_loc(tuple(e["loc"])), e["msg"]) for e in exc.errors()]
+        problems = plain_problems(exc.errors())
         summary = "; ".join(f"{p.path}: {p.message}" for p in problems[:5])
         return _response(422, f"invalid request: {summary}", problems)
 

@@ -84,9 +84,9 @@ BAD_TASKS = [
         "main",
         "main",
     ),
-    case("missing_name", {"main": OK}, "name", "Field required"),
-    case("main_not_a_list", {"name": "t", "main": {"evaluate": {"x": "$ 1"}}}, "main", "valid list"),
-    case("main_empty", {"name": "t", "main": []}, "main", "at least 1"),
+    case("missing_name", {"main": OK}, "name", "missing"),
+    case("main_not_a_list", {"name": "t", "main": {"evaluate": {"x": "$ 1"}}}, "main", "list of steps"),
+    case("main_empty", {"name": "t", "main": []}, "main", "at least one"),
     case("unknown_step_key", {"name": "t", "main": [{"bogus": 1}]}, "main[0]", "not a step"),
     case("step_not_a_mapping", {"name": "t", "main": ["just text"]}, "main[0]", "not a step"),
     case(
@@ -172,7 +172,7 @@ BAD_TASKS = [
         "negative_parallelism",
         {"name": "t", "main": [{"over": "$ [1]", "map": {"evaluate": {"x": "$ _"}}, "parallelism": -1}]},
         "main[0].parallelism",
-        "greater than or equal to 1",
+        "at least 1",
     ),
     case("unknown_tool", {"name": "t", "main": [{"tool": "nope"}]}, "main[0].tool", "unknown tool 'nope'"),
     case(
@@ -246,7 +246,7 @@ BAD_TASKS = [
             "main": [{"tool": "c"}],
         },
         "tools[0].api_call.url",
-        "Field required",
+        "missing",
     ),
     case(
         "subworkflow_error_path",
@@ -254,8 +254,13 @@ BAD_TASKS = [
         "helper[0].evaluate.x",
         "syntax error",
     ),
-    case("subworkflow_not_a_list", {"name": "t", "main": OK, "helper": "x"}, "helper", "valid list"),
-    case("misspelled_top_level_field", {"name": "t", "descripton": "typo", "main": OK}, "descripton"),
+    case("subworkflow_not_a_list", {"name": "t", "main": OK, "helper": "x"}, "helper", "list of steps"),
+    case(
+        "misspelled_top_level_field",
+        {"name": "t", "descripton": "typo", "main": OK},
+        "descripton",
+        "did you mean `description`?",
+    ),
     case("inherit_tools_not_boolean", {"name": "t", "inherit_tools": "maybe", "main": OK}, "inherit_tools"),
     case(
         "search_bad_mode",
@@ -298,6 +303,38 @@ async def test_every_problem_is_listed(api, agent_id):
     body = await expect_error(await api.post(f"/agents/{agent_id}/tasks", json=document), 422)
     paths = {p["path"] for p in body["problems"]}
     assert {"main[0].evaluate.x", "main[1].tool", "helper[0].evaluate.y"} <= paths, body
+
+
+TYPOS = """\
+name: typos
+tools:
+  - name: lookup
+    type: function
+main:
+  - evalute:
+      x: $ 1
+  - tool: lookup
+    argumets:
+      q: $ _.x
+  - evaluate:
+      y: $ inptus[0]
+"""
+
+
+async def test_a_typo_an_unknown_step_key_and_a_bad_expression_come_back_in_one_answer(api, agent_id):
+    """Structural problems (a step of no kind) and semantic ones (an unknown name) in one 422, in path order,
+    each naming what was meant."""
+    body = await expect_error(await post_yaml(api, agent_id, TYPOS), 422, "main[0]")
+    assert body["problems"] == [
+        {"path": "main[0]", "message": "unknown step key `evalute`: did you mean `evaluate`?"},
+        {
+            "path": "main[1].argumets",
+            "message": "unknown key `argumets` in a `tool` step: did you mean `arguments`?",
+        },
+        {"path": "main[2].evaluate.y", "message": "unknown name 'inptus': did you mean `inputs`?"},
+    ]
+    assert all(p["path"] in body["error"] for p in body["problems"]), body
+    assert (await api.get(f"/agents/{agent_id}/tasks")).json()["items"] == []
 
 
 async def test_agent_tools_count_only_when_inherited(api, agent_id):

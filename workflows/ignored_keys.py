@@ -1,5 +1,6 @@
 """Keys a task or tool may carry that Mint does not use: ignored with a warning, as Julep v1 ignored them, or
-refused where ignoring one would hide a mistake or change what runs.
+refused where ignoring one would hide a mistake or change what runs (a key close to one the step or the
+api_call has is taken for a typo of it, and refused naming it).
 
 Julep's models took unknown keys and dropped them, and its cookbooks rely on it: a step-level
 `response_format` beside a prompt, header-like keys (`x-return-format`, `Authorization`) beside an
@@ -10,7 +11,7 @@ path, what happened to each.
 from __future__ import annotations
 
 from workflows import language as lang
-from workflows.problems import Problem
+from workflows.problems import Problem, Suggestions
 
 SHOWN_KEY_LENGTH = 80  # a key longer than this is quoted by its start in paths and messages
 
@@ -35,9 +36,12 @@ _UNIMPLEMENTED_API_CALL = {
 }
 
 
-def step_keys(step: lang.StepModel, path: str) -> tuple[list[Problem], list[Problem]]:
-    """(problems, warnings) for the keys a step carried that its kind does not have."""
-    kind = lang.step_kind(step)
+def step_keys(
+    step: lang.StepModel, path: str, suggest: Suggestions | None = None
+) -> tuple[list[Problem], list[Problem]]:
+    """(problems, warnings) for the keys a step carried that its kind does not have; `suggest` is the
+    document's budget for looking up the key an unknown one is a typo of."""
+    kind, suggest = lang.step_kind(step), suggest or Suggestions()
     problems, warnings = [], []
     for key in map(_shown, step.ignored_keys):
         where = f"{path}.{key}"
@@ -57,6 +61,11 @@ def step_keys(step: lang.StepModel, path: str) -> tuple[list[Problem], list[Prob
                     f"(wait_for_input: timeout); {_a(kind)} step runs at once",
                 )
             )
+        elif meant := suggest.closest(key, lang.model_keys(type(step))):
+            # Most likely a typo: ignoring it would drop what the key was meant to say.
+            problems.append(
+                Problem(where, f"unknown key `{key}` in {_a(kind)} step: did you mean `{meant}`?")
+            )
         elif key == "response_format" and kind == "prompt":
             warnings.append(Problem(where, f"{IGNORED}: a prompt's `response_format` goes under `settings`"))
         else:
@@ -64,10 +73,13 @@ def step_keys(step: lang.StepModel, path: str) -> tuple[list[Problem], list[Prob
     return problems, warnings
 
 
-def api_call_keys(api_call: lang.ApiCallDef | None, path: str) -> tuple[list[Problem], list[Problem]]:
+def api_call_keys(
+    api_call: lang.ApiCallDef | None, path: str, suggest: Suggestions | None = None
+) -> tuple[list[Problem], list[Problem]]:
     """(problems, warnings) for the keys beside an api_call's fields; `path` is the tool's."""
     if api_call is None:
         return [], []
+    suggest = suggest or Suggestions()
     problems, warnings = [], []
     prefix = f"{path}.api_call" if path else "api_call"
     for key in map(_shown, api_call.ignored_keys):
@@ -76,6 +88,8 @@ def api_call_keys(api_call: lang.ApiCallDef | None, path: str) -> tuple[list[Pro
             problems.append(
                 Problem(where, f"Julep v1's `{key}` is not supported: {_UNIMPLEMENTED_API_CALL[key]}")
             )
+        elif meant := suggest.closest(key, lang.model_keys(lang.ApiCallDef)):
+            problems.append(Problem(where, f"unknown api_call key `{key}`: did you mean `{meant}`?"))
         else:
             warnings.append(
                 Problem(

@@ -1,29 +1,33 @@
-"""Validate a task document when it is created: every problem, each with the path where it is."""
+"""Validate a task document when it is created: every problem in one answer, structural and semantic, each
+with the path where it is and, for an unknown key or name, the closest valid one."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import Any
-
-from pydantic import ValidationError
 
 from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
 from workflows import ignored_keys
 from workflows import language as lang
 from workflows.calls import bounded_timeout
-from workflows.dialect import Dialect, read_value
+from workflows.dialect import Dialect, has_dollar, read_value
 from workflows.input_schema import schema_problems
-from workflows.problems import Problem, capped_warnings
-from workflows.sandbox.expressions import MAX_EXPRESSION_LENGTH
-from workflows.values import check_value, detect_dialect, reading_warnings
+from workflows.partial_parse import TaskParts, parse_task
+from workflows.plain_errors import format_loc
+from workflows.problems import Problem, Suggestions, capped_warnings, in_path_order
+from workflows.sandbox.expressions import CONTEXT_NAMES, KNOWN_NAMES, MAX_EXPRESSION_LENGTH
+from workflows.values import check_value, reading_warnings
+
+__all__ = ["TaskInvalid", "TaskLimits", "ValidTask", "format_loc", "task_warnings", "validate_task"]
 
 
 class TaskInvalid(Exception):
-    """A task document has problems; `problems` lists them all."""
+    """A task document has problems; `problems` lists them all, in path order."""
 
     def __init__(self, problems: list[Problem]):
-        self.problems = problems
-        super().__init__("; ".join(f"{p.path}: {p.message}" for p in problems))
+        self.problems = in_path_order(problems)
+        super().__init__("; ".join(f"{p.path}: {p.message}" for p in self.problems))
 
 
 @dataclass(frozen=True)
@@ -48,34 +52,34 @@ class ValidTask:
 def validate_task(
     raw: Any, agent_tool_names: frozenset[str] = frozenset(), limits: TaskLimits = TaskLimits()
 ) -> ValidTask:
-    """Parse and check a task; raise TaskInvalid listing every problem."""
+    """Parse and check a task; raise TaskInvalid listing every problem, structural and semantic, in path
+    order. Parts that parse are checked in full even when others do not (workflows/partial_parse.py)."""
     if not isinstance(raw, dict):
         raise TaskInvalid([Problem("", "a task must be a mapping with at least `name` and `main`")])
-    try:
-        spec = lang.TaskSpec.model_validate(raw)
-    except ValidationError as exc:
-        raise TaskInvalid([_problem(e) for e in exc.errors()]) from None
-    _check_step_count(spec, limits.max_steps)
-    dialect = detect_dialect(spec.workflows)
-    problems = schema_problems(spec.input_schema) + _duplicate_tools(spec.tools)
+    suggest = Suggestions()  # the closest valid key or name, for this document's first unknown ones
+    parts = parse_task(raw, suggest)
+    _check_step_count(parts, limits.max_steps)
+    dialect = _dialect(parts.steps)
+    problems = parts.problems + schema_problems(parts.input_schema) + _duplicate_tools(parts.tools)
     warnings: list[Problem] = []
-    for i, tool in enumerate(spec.tools):
-        problems += tool_timeout_problems(tool, f"tools[{i}]", limits.max_tool_timeout)
-        refused, ignored = ignored_keys.api_call_keys(tool.api_call, f"tools[{i}]")
+    for path, tool in parts.tools:
+        problems += tool_timeout_problems(tool, path, limits.max_tool_timeout)
+        refused, ignored = ignored_keys.api_call_keys(tool.api_call, path, suggest)
         problems, warnings = problems + refused, warnings + ignored
-    tool_names = {t.name for t in spec.tools} | (set(agent_tool_names) if spec.inherit_tools else set())
-    labels: dict[str, str] = {}
-    api_calls = {t.name for t in spec.tools if t.type == "api_call"}
-    for name, steps in spec.workflows.items():
-        for path, step in lang.walk_steps(steps, name):
-            problems += _check_step(
-                step, path, dialect, tool_names, set(spec.workflows), labels, limits.max_expression_length
-            )
-            problems += _argument_timeout_problems(step, path, dialect, api_calls, limits.max_tool_timeout)
-            refused, ignored = ignored_keys.step_keys(step, path)
-            problems, warnings = problems + refused, warnings + ignored
-    if problems:
+    names = {
+        "tool": parts.tool_names | (set(agent_tool_names) if parts.inherit_tools else set()),
+        "workflow": parts.workflow_names,
+    }
+    check_step = _StepChecks(dialect, names, limits.max_expression_length, suggest)
+    api_calls = {tool.name for _, tool in parts.tools if tool.type == "api_call"}
+    for path, step in parts.steps:
+        problems += check_step(step, path)
+        problems += _argument_timeout_problems(step, path, dialect, api_calls, limits.max_tool_timeout)
+        refused, ignored = ignored_keys.step_keys(step, path, suggest)
+        problems, warnings = problems + refused, warnings + ignored
+    if problems or parts.spec is None:
         raise TaskInvalid(problems)
+    spec = parts.spec
     return ValidTask(
         spec, dialect, spec.to_document(), capped_warnings(warnings + task_warnings(spec, dialect))
     )
@@ -92,69 +96,78 @@ def task_warnings(spec: lang.TaskSpec, dialect: Dialect) -> list[Problem]:
     return warnings
 
 
-def _problem(error: Any) -> Problem:
-    loc = tuple(error["loc"])
-    if loc == ("workflows",) and "main" in error["msg"]:
-        return Problem("main", error["msg"])
-    return Problem(format_loc(loc), error["msg"])
+def _dialect(steps: list[tuple[str, lang.StepModel]]) -> Dialect:
+    """`dollar` if any string in any step's fields is a `$ expr`, else `seed` (values.detect_dialect's rule,
+    over the steps that parsed)."""
+    dollar = any(has_dollar(raw) for path, step in steps for _, raw, _ in step.evaluable_fields(path))
+    return "dollar" if dollar else "seed"
 
 
-def format_loc(loc: tuple[Any, ...]) -> str:
-    """Turn a pydantic error location into `main[1].then[0].evaluate`, dropping union tags."""
-    parts: list[str] = []
-    previous: Any = None
-    for item in loc[1:] if loc and loc[0] == "workflows" else loc:
-        if isinstance(item, int):
-            parts.append(f"[{item}]")
-        elif isinstance(previous, int) and item in lang.STEP_KINDS:
-            pass  # the discriminated union's tag, not a field
-        elif "[" in str(item) or item in ("str", "list", "dict"):
-            pass  # a union member's description
-        else:
-            parts.append(f".{item}" if parts else str(item))
-        previous = item
-    return "".join(parts) or "(task)"
-
-
-def _check_step_count(spec: lang.TaskSpec, limit: int) -> None:
+def _check_step_count(parts: TaskParts, limit: int) -> None:
     """Refuse a task with more than `limit` steps (nested ones included), naming the first step past it;
     checked first, so an oversized task costs no further work."""
-    paths = [path for name, steps in spec.workflows.items() for path, _ in lang.walk_steps(steps, name)]
-    if len(paths) > limit:
-        count, first_over = len(paths), paths[limit]
+    if len(parts.steps) > limit:
+        count, first_over = len(parts.steps), parts.steps[limit][0]
         message = (
             f"the task has {count} steps (nested ones included); the step limit is {limit} (MINT_MAX_STEPS)"
         )
-        raise TaskInvalid([Problem(first_over, message)])
+        raise TaskInvalid([*parts.problems, Problem(first_over, message)])
 
 
-def _check_step(
-    step: lang.StepModel,
-    path: str,
-    dialect: Dialect,
-    tools: set[str],
-    workflows: set[str],
-    labels: dict[str, str],
-    max_length: int,
-) -> list[Problem]:
-    problems = []
-    for field_path, raw, kind in step.evaluable_fields(path):
-        if kind == "reduce":
-            found = check_value(raw, "expression", dialect, frozenset({"results"}), max_length)
-        else:
-            found = check_value(raw, kind, dialect, max_length=max_length)
-        problems += [Problem(field_path, m) for m in found]
-    label = getattr(step, "label", None)
-    if label is not None:
-        if label in labels:
-            problems.append(Problem(f"{path}.label", f"label {label!r} is already used at {labels[label]}"))
-        labels[label] = path
-    known = {"tool": tools, "workflow": workflows}
-    for where, what, name in step.references(path):
-        if not isinstance(name, str) or name not in known[what]:
-            names = ", ".join(sorted(known[what])) or "none"
-            problems.append(Problem(where, f"unknown {what} {name!r} ({what}s: {names})"))
-    return problems
+REDUCE_NAMES = frozenset({"results"})  # a map_reduce's reduce expression also sees the map's results
+# The names an expression or a template may use, to suggest the closest to an unknown one.
+_NAMES = CONTEXT_NAMES | KNOWN_NAMES
+_UNKNOWN_NAME = re.compile(r"unknown name '([A-Za-z_][A-Za-z0-9_]*)'( in template)?")
+
+
+@dataclass
+class _StepChecks:
+    """The checks of each step that parsed: its expressions and templates, its label, and the tools and
+    workflows it names. One per task: it keeps the labels seen so far, and the task's suggestion budget."""
+
+    dialect: Dialect
+    names: dict[str, set[str]]  # the tools and workflows steps may name
+    max_length: int
+    suggest: Suggestions
+    labels: dict[str, str] = field(default_factory=dict)
+
+    def __call__(self, step: lang.StepModel, path: str) -> list[Problem]:
+        return self._fields(step, path) + self._label(step, path) + self._references(step, path)
+
+    def _fields(self, step: lang.StepModel, path: str) -> list[Problem]:
+        problems = []
+        for field_path, raw, kind in step.evaluable_fields(path):
+            extra = REDUCE_NAMES if kind == "reduce" else frozenset()
+            reading = "expression" if kind == "reduce" else kind
+            found = check_value(raw, reading, self.dialect, extra, self.max_length)
+            problems += [Problem(field_path, self._name_suggested(m, extra)) for m in found]
+        return problems
+
+    def _name_suggested(self, message: str, extra: frozenset[str]) -> str:
+        """An expression's "unknown name 'x'" with the closest known name, if one is close."""
+        found = _UNKNOWN_NAME.match(message)
+        if found is None:
+            return message
+        hint = self.suggest(found.group(1), _NAMES | extra, ignore_case=False)
+        return message[: found.end()] + hint + message[found.end() :]
+
+    def _label(self, step: lang.StepModel, path: str) -> list[Problem]:
+        label = getattr(step, "label", None)
+        if label is None:
+            return []
+        first = self.labels.setdefault(label, path)
+        return (
+            [] if first == path else [Problem(f"{path}.label", f"label {label!r} is already used at {first}")]
+        )
+
+    def _references(self, step: lang.StepModel, path: str) -> list[Problem]:
+        problems = []
+        for where, what, name in step.references(path):
+            if not isinstance(name, str) or name not in self.names[what]:
+                hint = self.suggest(name, self.names[what]) if isinstance(name, str) else ""
+                listed = ", ".join(sorted(self.names[what])) or "none"
+                problems.append(Problem(where, f"unknown {what} {name!r}{hint} ({what}s: {listed})"))
+        return problems
 
 
 def tool_timeout_problems(tool: lang.ToolDef, path: str, limit: float) -> list[Problem]:
@@ -188,15 +201,13 @@ def _argument_timeout_problems(
     return []
 
 
-def _duplicate_tools(tools: list[lang.ToolDef]) -> list[Problem]:
-    seen: dict[str, int] = {}
+def _duplicate_tools(tools: list[tuple[str, lang.ToolDef]]) -> list[Problem]:
+    seen: dict[str, str] = {}
     problems = []
-    for i, tool in enumerate(tools):
+    for path, tool in tools:
         if tool.name in seen:
             problems.append(
-                Problem(
-                    f"tools[{i}].name", f"tool {tool.name!r} is already defined at tools[{seen[tool.name]}]"
-                )
+                Problem(f"{path}.name", f"tool {tool.name!r} is already defined at {seen[tool.name]}")
             )
-        seen.setdefault(tool.name, i)
+        seen.setdefault(tool.name, path)
     return problems

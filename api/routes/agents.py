@@ -16,8 +16,9 @@ from mint.store.docs import DocStore
 from mint.store.tables import AGENTS, TOOLS
 from workflows import ignored_keys
 from workflows.language import ToolDef
+from workflows.plain_errors import plain_problems
 from workflows.problems import Problem, capped_warnings
-from workflows.validate import format_loc, tool_timeout_problems
+from workflows.validate import tool_timeout_problems
 
 router = APIRouter(tags=["agents"], responses=ERROR_RESPONSES)
 
@@ -155,7 +156,7 @@ def _tool_def(body: dict[str, Any], request: Request) -> tuple[ToolDef, list[dic
     try:
         tool = ToolDef.model_validate(body)
     except ValidationError as exc:
-        raise _invalid_tool([Problem(format_loc(tuple(e["loc"])), e["msg"]) for e in exc.errors()]) from None
+        raise _invalid_tool(plain_problems(exc.errors(), root=ToolDef)) from None
     problems = tool_timeout_problems(tool, "", request.app.state.settings.max_tool_timeout)
     refused, ignored = ignored_keys.api_call_keys(tool.api_call, "")
     if problems + refused:

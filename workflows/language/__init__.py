@@ -1,17 +1,21 @@
 """The task language: pydantic models for tasks, tools and every step kind, shared by the API and the
 workflow. Import it as `from workflows import language as lang`; the modules inside are its parts:
-`steps.py` (each step kind, declared once on its model), `parts.py` (what steps are built of), `tools.py`,
-`task.py` and `common.py`.
+`steps.py` (each step kind, declared once on its model), `nesting.py` (steps inside steps), `parts.py`
+(what steps are built of), `tools.py`, `task.py` and `common.py`.
 
 Both dialects parse into the same models; expression fields keep their raw text (`Any`) and are evaluated
 by `workflows.values` according to the task's dialect.
 """
 
-from workflows.language.common import NAME_PATTERN, Lenient, Seconds
+from workflows.language.common import NAME_PATTERN, Lenient, Seconds, model_keys
+from workflows.language.nesting import replace_nested, walk_step, walk_steps
 from workflows.language.parts import Message, RetrySpec, SearchSpec, SleepFor, StepDefaults, ToolRef, WaitInfo
 from workflows.language.steps import (
+    NOT_A_STEP,
+    STEP,
     STEP_KEYS,
     STEP_KINDS,
+    STEP_MODEL_BY_KIND,
     STEP_MODELS,
     AnyStep,
     CallStep,
@@ -43,17 +47,20 @@ from workflows.language.steps import (
     dump_step,
     parse_steps,
     step_kind,
-    walk_steps,
 )
-from workflows.language.task import IGNORED_TASK_FIELDS, TASK_FIELDS, TaskSpec
+from workflows.language.task import IGNORED_TASK_FIELDS, MAIN_REQUIRED, TASK_FIELDS, TaskSpec, split_task
 from workflows.language.tools import TOOL_TYPES, ApiCallDef, FunctionDef, ToolDef
 
 __all__ = [
     "IGNORED_TASK_FIELDS",
+    "MAIN_REQUIRED",
     "NAME_PATTERN",
+    "NOT_A_STEP",
+    "STEP",
     "STEP_KEYS",
     "STEP_KINDS",
     "STEP_MODELS",
+    "STEP_MODEL_BY_KIND",
     "TASK_FIELDS",
     "TOOL_TYPES",
     "AnyStep",
@@ -97,7 +104,11 @@ __all__ = [
     "WaitInfo",
     "YieldStep",
     "dump_step",
+    "model_keys",
     "parse_steps",
+    "replace_nested",
+    "split_task",
     "step_kind",
+    "walk_step",
     "walk_steps",
 ]

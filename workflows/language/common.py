@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
@@ -28,3 +29,9 @@ class Lenient(BaseModel):
     @property
     def ignored_keys(self) -> tuple[str, ...]:
         return self._ignored
+
+
+@functools.cache
+def model_keys(model: type[BaseModel]) -> tuple[str, ...]:
+    """The keys a model reads, as users write them (`if`, `json`, not `if_`, `json_`)."""
+    return tuple(field.alias or name for name, field in model.model_fields.items())

@@ -2,8 +2,8 @@
 
 A step model says which YAML key marks it (`KEY`), its tag in the step union (`KIND`), whether it can add
 history events when it runs (`ADDS_HISTORY`: calls, waits, timers, sub-workflows), which of its fields are
-evaluated and how each is read (`evaluable_fields`), the step lists nested in it (`nested_steps`), and the
-tools and workflows it names (`references`). Everything else (the key table, the parser's discriminator,
+evaluated and how each is read (`evaluable_fields`), the step lists nested in it (`nested_steps`, and
+`NESTED`, where they are in a raw step), and the tools and workflows it names (`references`). Everything else (the key table, the parser's discriminator,
 validation, fan-out chunking) is derived from those, so a new step kind is one new class here plus its
 case in the interpreter's dispatch.
 
@@ -52,6 +52,8 @@ class StepModel(Lenient):
     KEY: ClassVar[str]
     KIND: ClassVar[str]
     ADDS_HISTORY: ClassVar[bool] = False
+    # Where nested_steps' lists are in a raw step: keys joined by `.`, `[]` for each item of a list.
+    NESTED: ClassVar[tuple[str, ...]] = ()
 
     label: Annotated[str, Field(min_length=1, max_length=120)] | None = None
     kind_: str | None = None
@@ -80,9 +82,8 @@ class CallStep(StepModel):
     ADDS_HISTORY = True
     timeout: Seconds | None = None
     retry: RetrySpec | None = None
-    local: bool | None = (
-        None  # run in the workflow's worker, or queued (workflows/calls.py decides when unset)
-    )
+    # Run in the workflow's worker, or queued (workflows/calls.py decides when unset).
+    local: bool | None = None
 
 
 class EvaluateStep(StepModel):
@@ -152,6 +153,7 @@ Steps = Annotated[list["Step"], BeforeValidator(_as_list), Field(min_length=1)]
 
 class IfElseStep(StepModel):
     KEY, KIND = "if", "if_else"
+    NESTED = ("then", "else")
     if_: Any = Field(alias="if")
     then: Steps
     else_: Steps | None = Field(default=None, alias="else")
@@ -172,6 +174,7 @@ class CaseThen(BaseModel):
 
 class SwitchStep(StepModel):
     KEY, KIND = "switch", "switch"
+    NESTED = ("switch[].then",)
     switch: Annotated[list[CaseThen], Field(min_length=1)]
 
     def evaluable_fields(self, path: str) -> Iterator[EvaluableField]:
@@ -191,6 +194,7 @@ class ForeachDo(BaseModel):
 
 class ForeachStep(StepModel):
     KEY, KIND = "foreach", "foreach"
+    NESTED = ("foreach.do",)
     foreach: ForeachDo
 
     def evaluable_fields(self, path: str) -> Iterator[EvaluableField]:
@@ -202,6 +206,7 @@ class ForeachStep(StepModel):
 
 class MapReduceStep(StepModel):
     KEY, KIND = "over", "map_reduce"
+    NESTED = ("map",)
     over: Any
     map: Steps
     reduce: str | None = None
@@ -220,6 +225,7 @@ class MapReduceStep(StepModel):
 
 class ParallelStep(StepModel):
     KEY, KIND = "parallel", "parallel"
+    NESTED = ("parallel[]",)
     parallel: Annotated[list[Steps], Field(min_length=1, max_length=100)]
 
     def nested_steps(self, path: str) -> list[tuple[str, Sequence[StepModel]]]:
@@ -344,6 +350,8 @@ STEP_MODELS: tuple[type[StepModel], ...] = get_args(AnyStep)
 # The key that identifies each step kind (Julep also accepts an explicit `kind_`).
 STEP_KEYS = {model.KEY: model.KIND for model in STEP_MODELS}
 STEP_KINDS = frozenset(STEP_KEYS.values())
+STEP_MODEL_BY_KIND = {model.KIND: model for model in STEP_MODELS}
+NOT_A_STEP = "not a step: a step is a mapping with one of the keys " + ", ".join(STEP_KEYS)
 
 
 def step_kind(raw: Any) -> str | None:
@@ -370,8 +378,7 @@ else:
         Discriminator(
             step_kind,
             custom_error_type="unknown_step",
-            custom_error_message="not a step: a step is a mapping with one of the keys "
-            + ", ".join(STEP_KEYS),
+            custom_error_message=NOT_A_STEP,
         ),
     ]
 
@@ -384,17 +391,10 @@ def dump_step(step: BaseModel) -> dict[str, Any]:
 
 
 _STEP_LIST: TypeAdapter[list[Step]] = TypeAdapter(list[Step])
+# One step on its own (validation parses the steps of a task that does not parse as a whole one by one).
+STEP: TypeAdapter[Step] = TypeAdapter(Step)
 
 
 def parse_steps(raw: list[dict[str, Any]]) -> list[Step]:
     """Steps from what dump_step wrote (a fan-out body handed to a child workflow)."""
     return _STEP_LIST.validate_python(raw)
-
-
-def walk_steps(steps: Sequence[StepModel], path: str) -> Iterator[tuple[str, StepModel]]:
-    """Yield (path, step) for every step, nested ones included, depth first."""
-    for i, step in enumerate(steps):
-        here = f"{path}[{i}]"
-        yield here, step
-        for sub_path, sub_steps in step.nested_steps(here):
-            yield from walk_steps(sub_steps, sub_path)

@@ -28,6 +28,21 @@ IGNORED_TASK_FIELDS = frozenset(
 )
 
 
+MAIN_REQUIRED = "a task needs a `main` workflow (a list of steps)"
+
+
+def split_task(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the task's own fields, its workflows by name) of a task document: every top-level key that is no
+    task field names a workflow (and a `workflows:` mapping holds more); Julep's read-only keys are dropped."""
+    fields = {k: v for k, v in raw.items() if k in TASK_FIELDS and k != "main"}
+    workflows = {k: v for k, v in raw.items() if k not in TASK_FIELDS and k not in IGNORED_TASK_FIELDS}
+    if "main" in raw:
+        workflows = {"main": raw["main"], **workflows}
+    if "workflows" in raw and isinstance(raw["workflows"], dict):
+        workflows = {**raw["workflows"], **{k: v for k, v in workflows.items() if k != "workflows"}}
+    return fields, workflows
+
+
 class TaskSpec(BaseModel):
     """A whole task: `main` plus any other named workflows (every unknown top-level key is one)."""
 
@@ -46,19 +61,14 @@ class TaskSpec(BaseModel):
     def _collect_workflows(cls, raw: Any) -> Any:
         if not isinstance(raw, dict):
             return raw
-        fields = {k: v for k, v in raw.items() if k in TASK_FIELDS and k != "main"}
-        workflows = {k: v for k, v in raw.items() if k not in TASK_FIELDS and k not in IGNORED_TASK_FIELDS}
-        if "main" in raw:
-            workflows = {"main": raw["main"], **workflows}
-        if "workflows" in raw and isinstance(raw["workflows"], dict):
-            workflows = {**raw["workflows"], **{k: v for k, v in workflows.items() if k != "workflows"}}
+        fields, workflows = split_task(raw)
         return {**fields, "workflows": workflows}
 
     @field_validator("workflows")
     @classmethod
     def _main_required(cls, workflows: dict[str, Any]) -> dict[str, Any]:
         if "main" not in workflows:
-            raise ValueError("a task needs a `main` workflow (a list of steps)")
+            raise ValueError(MAIN_REQUIRED)
         return workflows
 
     def to_document(self) -> dict[str, Any]:
