@@ -58,17 +58,21 @@ SERVICE_STATUS: dict[type[service.ServiceError], int] = {
 }
 
 
-def _body(message: str, problems: list[Problem]) -> dict[str, Any]:
+def _body(message: str, problems: list[Problem], error_type: str | None) -> dict[str, Any]:
     body: dict[str, Any] = {"error": message, "detail": message}
     if problems:
         body["problems"] = [{"path": p.path, "message": p.message} for p in problems]
+    if error_type:
+        body["type"] = error_type  # a failure of a named kind (contracts/failures.py)
     return body
 
 
-def _response(status: int, message: str, problems: list[Problem] | None = None) -> JSONResponse:
+def _response(
+    status: int, message: str, problems: list[Problem] | None = None, error_type: str | None = None
+) -> JSONResponse:
     # The julep SDK retries 409s and 5xx unless told not to; our errors are final.
     return JSONResponse(
-        _body(message, problems or []), status_code=status, headers={"x-should-retry": "false"}
+        _body(message, problems or [], error_type), status_code=status, headers={"x-should-retry": "false"}
     )
 
 
@@ -82,7 +86,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(service.ServiceError)
     async def service_error(_: Request, exc: service.ServiceError) -> JSONResponse:
         status = next(code for kind, code in SERVICE_STATUS.items() if isinstance(exc, kind))
-        response = _response(status, exc.message)
+        response = _response(status, exc.message, error_type=exc.error_type)
         if exc.retry_after is not None:
             response.headers["Retry-After"] = str(exc.retry_after)
         return response

@@ -3,14 +3,18 @@ status, so no service speaks HTTP."""
 
 from __future__ import annotations
 
+from contracts.failures import typed_message
+
 
 class ServiceError(Exception):
     """A failure the caller can act on: `message` says what and, where it helps, what to do."""
 
-    def __init__(self, message: str, retry_after: int | None = None):
-        self.message = message
+    def __init__(self, message: str, retry_after: int | None = None, error_type: str | None = None):
+        # A failure of a named kind (contracts/failures.py) says so first: `BudgetExceeded: ...`.
+        self.message = typed_message(error_type, message) if error_type else message
         self.retry_after = retry_after  # seconds, for refusals that pass with time
-        super().__init__(message)
+        self.error_type = error_type  # the error answer's `type`
+        super().__init__(self.message)
 
 
 class NotFound(ServiceError):

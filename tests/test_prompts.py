@@ -293,9 +293,12 @@ async def test_max_turns_ends_a_loop_that_never_answers(mapi, script):
             "tools": _calculator_tools(calculator.url),
             "main": [{"prompt": "?", "tools": "all", "auto_run_tools": True, "max_turns": 2}],
         }
-        execution, _ = await run_task(mapi, task)
+        execution, transitions = await run_task(mapi, task)
     assert execution["status"] == "failed"
-    assert "MaxTurnsExceeded" in execution["error"] and "2 turns" in execution["error"]
+    assert execution["error"].startswith("MaxTurnsExceeded: ") and "2 turns" in execution["error"]
+    assert (
+        transitions[-1]["type"] == "error" and transitions[-1]["metadata"]["error_type"] == "MaxTurnsExceeded"
+    )
 
 
 async def test_x_tool_parameters_are_hidden_from_the_model_and_filled_in(mapi, script, model_server):

@@ -31,7 +31,7 @@ from workflows.calls import (
     runs_in_worker,
     tool_activity,
 )
-from workflows.failures import StepFailed, failure_message
+from workflows.failures import StepFailed, TypedFailure, failure_message
 from workflows.step_runner import StepRunner
 from workflows.tool_loop import MaxTurnsExceeded, ToolLoop
 from workflows.worker_calls import WorkerCalls
@@ -214,14 +214,17 @@ class CallSteps:
         try:
             answer = (await loop.run(request.messages)).answer
         except MaxTurnsExceeded:
-            raise StepFailed(
-                f"{here}: MaxTurnsExceeded: the model still asked for tools after {max_turns} turns "
-                "(raise the step's `max_turns` if the task needs more)"
+            raise TypedFailure(
+                "MaxTurnsExceeded",
+                f"{here}: the model still asked for tools after {max_turns} turns "
+                "(raise the step's `max_turns` if the task needs more)",
             ) from None
         try:
             output = prompts.step_output(answer.output, step.unwrap, request.response_format)
         except ValueError:
-            raise StepFailed(f"{here}: the model's answer is not the JSON that was asked for") from None
+            raise TypedFailure(
+                "DecodeError", f"{here}: the model's answer is not the JSON that was asked for"
+            ) from None
         return CallResult(output, answer.attempts, answer.usage, answer.cost)
 
     async def _prompt_request(

@@ -10,12 +10,21 @@ from typing import Any
 
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
+from contracts.failures import error_type_of, typed_message
 from workflows.sandbox.expressions import ExpressionError
 from workflows.transition_log import UnrecordableValue
 
 
 class StepFailed(Exception):
     """A step failed in a way the user must fix (bad expression, `error` step, unavailable feature)."""
+
+
+class TypedFailure(StepFailed):
+    """A failure of a named kind (contracts/failures.py): its text starts with the kind."""
+
+    def __init__(self, error_type: str, message: str):
+        self.error_type = error_type
+        super().__init__(typed_message(error_type, message))
 
 
 class Returned(Exception):
@@ -35,6 +44,18 @@ def failure_message(exc: Exception) -> str:
         return exc.message  # a local activity's (the transition writer's), already worded for the user
     if isinstance(exc, ActivityError):
         cause = exc.cause
+        if (
+            isinstance(cause, ApplicationError)
+            and cause.type
+            and error_type_of(f"{cause.type}: ") is not None
+        ):
+            return typed_message(cause.type, cause.message)  # an activity's failure of a named kind
         detail = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
         return f"{exc.activity_type or 'activity'} failed: {detail}"
     return f"internal error in Mint: {type(exc).__name__}: {exc}"
+
+
+def failure_type(message: str) -> str | None:
+    """The kind of failure a user-facing message names (its prefix), for the `error` transition's
+    metadata; an activity's typed ApplicationError is worded `Type: ...` by failure_message too."""
+    return error_type_of(message)

@@ -22,7 +22,7 @@ from contracts.executions import ExecutionParams, ResumePoint
 from contracts.transitions import Position
 from workflows import language as lang
 from workflows.call_steps import CallResult, CallSteps
-from workflows.failures import Returned, StepFailed, failure_message
+from workflows.failures import Returned, StepFailed, failure_message, failure_type
 from workflows.fan_out import CHUNK_ITEMS, FanOut
 from workflows.frames import Frame, StepsView
 from workflows.inbox import Inbox
@@ -93,7 +93,7 @@ class Interpreter:
         except Exception as exc:  # every failure ends the execution visibly; none leaves it stuck
             # A message may quote the very text that failed (an `error` step's); it must be storable too.
             message = storable_text(failure_message(exc))
-            await self.log.fail(message, self.root.position())
+            await self.log.fail(message, self.root.position(), failure_type(message))
             raise StepFailed(message) from None
 
     def _start(self) -> tuple[Frame, int]:

@@ -192,9 +192,12 @@ class TransitionLog:
                 raise outcome
         await self._drain(status, output, error)
 
-    async def fail(self, message: str, where: Position) -> None:
-        """Write the `error` transition and the `failed` status with it."""
-        self.add("error", {"error": message}, where)
+    async def fail(self, message: str, where: Position, error_type: str | None = None) -> None:
+        """Write the `error` transition (naming the kind of failure, if it has one) and the `failed`
+        status with it."""
+        self.add(
+            "error", {"error": message}, where, metadata={"error_type": error_type} if error_type else None
+        )
         try:
             await self.flush(status="failed", error=message)
         except (ActivityError, ApplicationError):  # a local activity fails with the ApplicationError itself

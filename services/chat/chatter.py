@@ -172,7 +172,7 @@ class Chatter:
             end = await self._tool_loop(developer, session, body, cast, reply, streamed).run(context.messages)
         except MaxTurnsExceeded as exc:
             raise Invalid(
-                f"MaxTurnsExceeded: the model still asked for tools after {exc.max_turns} turns"
+                f"the model still asked for tools after {exc.max_turns} turns", error_type="MaxTurnsExceeded"
             ) from None
         reply.add(end, agent, named)
 

@@ -365,7 +365,8 @@ async def test_max_turns_ends_a_loop_that_never_answers(mint):
     mint.fakes.model = lambda request: completion(tool_calls=[("length", {"s": "again"})])
     spec = task({"prompt": "?", "tools": "all", "auto_run_tools": True, "max_turns": 2}, tools=[CALC])
     done = await mint.fail(spec)
-    assert "MaxTurnsExceeded" in done.error and "2 turns" in done.error
+    assert done.error.startswith("MaxTurnsExceeded: ") and "2 turns" in done.error
+    assert done.transitions[-1]["metadata"]["error_type"] == "MaxTurnsExceeded"
     assert len(mint.fakes.requests(CALL_MODEL)) == 3
 
 
