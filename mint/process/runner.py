@@ -12,6 +12,8 @@ import click
 import httpx
 import yaml
 
+from mint.process.stack_file import StackAddress, api_client
+
 TERMINAL = {"succeeded": 0, "failed": 1, "cancelled": 2}
 
 
@@ -22,7 +24,7 @@ def run_task_file(base_url: str, key: str, file: Path, input_json: str | None, a
         task_input = json.loads(input_json) if input_json else {}
     except (yaml.YAMLError, ValueError) as exc:
         raise click.ClickException(f"cannot read {file} or --input: {exc}") from None
-    with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as api:
+    with api_client(StackAddress(base_url, key)) as api:
         agent = _find_or_create_agent(api, agent_name)
         task = _save_task(api, agent["id"], document)
         _print_warnings(task)
