@@ -52,7 +52,6 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
     from mint.process.leftovers import clear_leftovers
     from mint.process.stack import StackOptions
     from mint.process.stack_file import forget_stack, record_stack
-    from mint.process.worker_process import WorkerProcess
 
     settings = Settings.from_env()
     if api_port is not None:
@@ -62,18 +61,8 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
     api_url = f"http://{settings.api_host}:{settings.api_port}"
     record_stack(data_dir, api_url)
     key = settings.api_key or _stored_key(data_dir)
-    token_named = bool(settings.codec_token)
-    # Secrets and Temporal payloads are encrypted here as in production, with a key kept in the data dir
-    # unless MINT_ENCRYPTION_KEY names one; the operator decodes them through Mint's codec server, whose
-    # token is kept there too. The dev UI is not told the codec endpoint: it could not send the operator's
-    # session with it (the dev server has no setting for that), so the operator sets it in the browser.
-    ui_origins = (f"http://127.0.0.1:{ui_port}", f"http://localhost:{ui_port}")
-    settings = dataclasses.replace(
-        settings,
-        encryption_keys=settings.encryption_keys or (_stored_token(data_dir, "encryption_key"),),
-        codec_token=settings.codec_token or _stored_token(data_dir, "codec_token"),
-        codec_origins=settings.codec_origins or ui_origins,
-    )
+    token_file = None if settings.codec_token else data_dir / "codec_token"
+    settings = _with_local_secrets(settings, data_dir, ui_port)
     postgres = guard = temporal = worker = None
     try:
         if not settings.database_url:
@@ -91,17 +80,9 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
         if temporal:
             click.echo(f"Temporal UI   http://127.0.0.1:{ui_port}")
         click.echo(f"API key       {key}")
-        click.echo(_codec_help(api_url, None if token_named else data_dir / "codec_token"))
+        click.echo(_codec_help(api_url, token_file))
         click.echo("Ctrl-C stops everything.", nl=True)
-        worker = WorkerProcess(
-            data_dir,
-            {
-                "MINT_DATABASE_URL": database_url,
-                "TEMPORAL_ADDRESS": address,
-                "MINT_ENCRYPTION_KEY": ",".join(settings.encryption_keys),
-            },
-            stop_within=_stop_deadline(settings),
-        )
+        worker = _worker_process(data_dir, settings, database_url, address)
         worker.start()
         _serve(settings, StackOptions(database_url, address, run_worker=False, default_key=key), worker.watch)
     except RuntimeError as exc:
@@ -117,6 +98,33 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
             postgres.cleanup()
         forget_stack()
         click.echo("Mint stopped.")
+
+
+def _with_local_secrets(settings: Settings, data_dir: Path, ui_port: int) -> Settings:
+    """Secrets and Temporal payloads are encrypted under `mint up` as in production, with a key kept in the
+    data dir unless MINT_ENCRYPTION_KEY names one; the operator decodes them through Mint's codec server,
+    whose token is kept there too. The dev UI is not told the codec endpoint: it could not send the
+    operator's session with it (the dev server has no setting for that), so the operator sets it in the
+    browser."""
+    ui_origins = (f"http://127.0.0.1:{ui_port}", f"http://localhost:{ui_port}")
+    return dataclasses.replace(
+        settings,
+        encryption_keys=settings.encryption_keys or (_stored_token(data_dir, "encryption_key"),),
+        codec_token=settings.codec_token or _stored_token(data_dir, "codec_token"),
+        codec_origins=settings.codec_origins or ui_origins,
+    )
+
+
+def _worker_process(data_dir: Path, settings: Settings, database_url: str, temporal_address: str):
+    """`mint up`'s worker, in a process of its own (see mint/process/worker_process.py)."""
+    from mint.process.worker_process import WorkerProcess
+
+    env = {
+        "MINT_DATABASE_URL": database_url,
+        "TEMPORAL_ADDRESS": temporal_address,
+        "MINT_ENCRYPTION_KEY": ",".join(settings.encryption_keys),
+    }
+    return WorkerProcess(data_dir, env, stop_within=_stop_deadline(settings))
 
 
 @cli.command()
