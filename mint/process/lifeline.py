@@ -60,6 +60,8 @@ def guard_postgres(parent_pid: int, pgdata: Path) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is `mint up`'s to handle, in order
     if signal_when_parent_dies(parent_pid):
         signal.sigwait({signal.SIGTERM})
+    if os.getppid() == parent_pid:
+        return  # a SIGTERM from someone else: `mint up` runs on, and stops its Postgres itself
     # The parent may not be reaped yet (a zombie keeps its pid), so it is released by pid.
     release_postgres_holder(pgdata, parent_pid)
     stop_postgres_if_unheld(pgdata)
