@@ -59,9 +59,12 @@ def guard_postgres(parent_pid: int, pgdata: Path) -> None:
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C is `mint up`'s to handle, in order
     if signal_when_parent_dies(parent_pid):
-        signal.sigwait({signal.SIGTERM})
-    if os.getppid() == parent_pid:
-        return  # a SIGTERM from someone else: `mint up` runs on, and stops its Postgres itself
+        # The kernel signals when the *thread* that started us ends: as a killed `mint up`'s threads go
+        # one by one, we may first be handed to another of its threads (same pid) with a SIGTERM, and get
+        # another when the last one goes. A SIGTERM from anyone else while `mint up` runs is ignored too:
+        # `mint up` dismisses its guard with SIGKILL.
+        while os.getppid() == parent_pid:
+            signal.sigwait({signal.SIGTERM})
     # The parent may not be reaped yet (a zombie keeps its pid), so it is released by pid.
     release_postgres_holder(pgdata, parent_pid)
     stop_postgres_if_unheld(pgdata)
