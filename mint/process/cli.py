@@ -1,4 +1,4 @@
-"""The `mint` command: up, api, worker, run, developer, docs, and ls/status/watch/logs/resume/cancel."""
+"""The `mint` command: up, api, worker, run, developer create."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from mint.process.executions_cli import COMMANDS as EXECUTION_COMMANDS
+from mint.process.stack_file import DATA_DIR_OPTION, URL_OPTION
 from mint.settings import Settings
 
 
@@ -32,48 +33,62 @@ def cli() -> None:
 )
 @click.option("--temporal-port", default=7233, show_default=True, help="The Temporal dev server's gRPC port.")
 @click.option("--ui-port", default=8233, show_default=True, help="The Temporal web UI's port.")
-def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
+@click.option(
+    "--api-port",
+    default=None,
+    type=int,
+    help="The Mint API's port (default: MINT_API_PORT, else 8080).",
+)
+def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -> None:
     """Start Postgres, Temporal (with its UI), a worker and the API on this machine. Ctrl-C stops all."""
+    from mint.process.data_dir_lock import hold_data_dir
+
+    data_dir = data_dir.resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    # One `mint up` per data dir (held until this process exits), said at once, before the slow imports;
+    # then anything a crashed one left running here is ours to stop.
+    hold_data_dir(data_dir)
+
     from mint.process import local_services
+    from mint.process.leftovers import clear_leftovers
     from mint.process.stack import StackOptions
-    from mint.process.stack_file import record_stack
-    from mint.process.worker_process import WorkerProcess
+    from mint.process.stack_file import forget_stack, record_stack
     from mint.telemetry.logs import setup_logging
 
     settings = Settings.from_env()
     setup_logging(settings.log_format, settings.log_level)
-    data_dir = data_dir.resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    if api_port is not None:
+        settings = dataclasses.replace(settings, api_port=api_port)
+    for line in clear_leftovers(data_dir):
+        click.echo(line)
+    api_url = f"http://{settings.api_host}:{settings.api_port}"
+    record_stack(data_dir, api_url)
     key = settings.api_key or _stored_key(data_dir)
-    token_named = bool(settings.codec_token)
+    token_file = None if settings.codec_token else data_dir / "codec_token"
     settings, worker_metrics = _local_settings(settings, data_dir, ui_port)
-    postgres = temporal = worker = None
+    postgres = guard = temporal = worker = None
     try:
-        postgres = None if settings.database_url else local_services.start_postgres(data_dir)
+        if not settings.database_url:
+            postgres = local_services.start_postgres(data_dir)
+            # Postgres runs detached from us (pg_ctl starts it): the guard stops it if we are killed.
+            guard = local_services.guard_postgres(postgres)
         database_url = settings.database_url or local_services.postgres_url(postgres)
         temporal = (
             None
             if settings.temporal_address
-            else local_services.start_temporal(data_dir, temporal_port, ui_port)
+            else local_services.start_temporal(data_dir, temporal_port, ui_port, die_with_us=True)
         )
         address = settings.temporal_address or f"127.0.0.1:{temporal_port}"
-        api_url = f"http://{settings.api_host}:{settings.api_port}"
         click.echo(f"Mint API      {api_url}")
-        record_stack(data_dir, api_url)
         if temporal:
             click.echo(f"Temporal UI   http://127.0.0.1:{ui_port}")
         click.echo(f"API key       {key}")
-        click.echo(_codec_help(api_url, None if token_named else data_dir / "codec_token"))
+        click.echo(_codec_help(api_url, token_file))
         click.echo("Ctrl-C stops everything.", nl=True)
-        worker = WorkerProcess(
+        worker = _worker_process(
             data_dir,
-            {
-                "MINT_DATABASE_URL": database_url,
-                "TEMPORAL_ADDRESS": address,
-                "MINT_ENCRYPTION_KEY": ",".join(settings.encryption_keys),
-                **worker_metrics,
-            },
-            stop_within=_stop_deadline(settings),
+            settings,
+            {**worker_metrics, "MINT_DATABASE_URL": database_url, "TEMPORAL_ADDRESS": address},
         )
         worker.start()
         _serve(settings, StackOptions(database_url, address, run_worker=False, default_key=key), worker.watch)
@@ -84,21 +99,25 @@ def up(data_dir: Path, temporal_port: int, ui_port: int) -> None:
             worker.stop()
         if temporal:
             local_services.stop_process(temporal)
+        if guard:
+            local_services.stop_guard(guard)
         if postgres:
             postgres.cleanup()
+        forget_stack()
         click.echo("Mint stopped.")
 
 
 def _local_settings(settings: Settings, data_dir: Path, ui_port: int) -> tuple[Settings, dict[str, str]]:
-    """`mint up`'s settings, and the environment its worker's metrics need."""
+    """`mint up`'s settings, and the environment its worker's metrics need.
+
+    Secrets and Temporal payloads are encrypted under `mint up` as in production, with a key kept in the
+    data dir unless MINT_ENCRYPTION_KEY names one; the operator decodes them through Mint's codec server,
+    whose token is kept there too. The dev UI is not told the codec endpoint: it could not send the
+    operator's session with it (the dev server has no setting for that), so the operator sets it in the
+    browser. The worker serves its metrics on a loopback port of its own; the API's /metrics includes them."""
     from mint.telemetry.metrics import free_loopback_port
 
-    # Secrets and Temporal payloads are encrypted here as in production, with a key kept in the data dir
-    # unless MINT_ENCRYPTION_KEY names one; the operator decodes them through Mint's codec server, whose
-    # token is kept there too. The dev UI is not told the codec endpoint: it could not send the operator's
-    # session with it (the dev server has no setting for that), so the operator sets it in the browser.
     ui_origins = (f"http://127.0.0.1:{ui_port}", f"http://localhost:{ui_port}")
-    # The worker serves its metrics on a loopback port of its own; the API's /metrics includes them.
     metrics_port = free_loopback_port()
     local = dataclasses.replace(
         settings,
@@ -108,6 +127,15 @@ def _local_settings(settings: Settings, data_dir: Path, ui_port: int) -> tuple[S
         codec_origins=settings.codec_origins or ui_origins,
     )
     return local, {"MINT_METRICS_PORT": str(metrics_port), "MINT_METRICS_HOST": "127.0.0.1"}
+
+
+def _worker_process(data_dir: Path, settings: Settings, env: dict[str, str]):
+    """`mint up`'s worker, in a process of its own (see mint/process/worker_process.py), with `env` (the
+    services' addresses, its metrics port) and the encryption key."""
+    from mint.process.worker_process import WorkerProcess
+
+    env = {**env, "MINT_ENCRYPTION_KEY": ",".join(settings.encryption_keys)}
+    return WorkerProcess(data_dir, env, stop_within=_stop_deadline(settings))
 
 
 @cli.command()
@@ -247,11 +275,11 @@ def docs_reembed(data_dir: Path) -> None:
 @click.option(
     "--agent", "agent_name", default="mint-run", show_default=True, help="The agent to own the task."
 )
-@click.option("--url", default=None, help="The Mint API (default: MINT_API_URL, or what `mint up` recorded).")
-@click.option(
-    "--data-dir", default="./.mint", show_default=True, type=click.Path(file_okay=False, path_type=Path)
-)
-def run_file(file: Path, input_json: str | None, agent_name: str, url: str | None, data_dir: Path) -> None:
+@URL_OPTION
+@DATA_DIR_OPTION
+def run_file(
+    file: Path, input_json: str | None, agent_name: str, url: str | None, data_dir: Path | None
+) -> None:
     """Create or update the task in FILE, run it, and show its progress."""
     from mint.process.runner import run_task_file
     from mint.process.stack_file import find_stack

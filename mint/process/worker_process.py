@@ -8,14 +8,14 @@ process, the worker can only slow itself. `mint up` restarts it if it dies, and 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import click
+
+from mint.process.lifeline import signal_when_parent_dies
 
 RESTART_PAUSE_SECONDS = 1.0
 
@@ -25,15 +25,8 @@ def die_with_parent() -> None:
     `mint up` dies, even by SIGKILL, so no worker outlives it. (Set in the child itself: a `preexec_fn` is
     unsafe in a parent that runs threads.)"""
     parent = os.environ.get("MINT_PARENT_PID")
-    if not parent:
-        return
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        pr_set_pdeathsig = 1
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(pr_set_pdeathsig, signal.SIGTERM)
-    if os.getppid() != int(parent):  # `mint up` died before the line above took effect
-        raise SystemExit(0)
+    if parent and not signal_when_parent_dies(int(parent)):
+        raise SystemExit(0)  # `mint up` died before the request took effect
 
 
 class WorkerProcess:
