@@ -53,12 +53,8 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
     from mint.process.leftovers import clear_leftovers
     from mint.process.stack import StackOptions
     from mint.process.stack_file import forget_stack, record_stack
-    from mint.telemetry.logs import setup_logging
 
-    settings = Settings.from_env()
-    setup_logging(settings.log_format, settings.log_level)
-    if api_port is not None:
-        settings = dataclasses.replace(settings, api_port=api_port)
+    settings = _up_settings(api_port)
     for line in clear_leftovers(data_dir):
         click.echo(line)
     api_url = f"http://{settings.api_host}:{settings.api_port}"
@@ -79,12 +75,7 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
             else local_services.start_temporal(data_dir, temporal_port, ui_port, die_with_us=True)
         )
         address = settings.temporal_address or f"127.0.0.1:{temporal_port}"
-        click.echo(f"Mint API      {api_url}")
-        if temporal:
-            click.echo(f"Temporal UI   http://127.0.0.1:{ui_port}")
-        click.echo(f"API key       {key}")
-        click.echo(_codec_help(api_url, token_file))
-        click.echo("Ctrl-C stops everything.", nl=True)
+        _announce(api_url, ui_port if temporal else None, key, token_file)
         worker = _worker_process(
             data_dir,
             settings,
@@ -105,6 +96,25 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
             postgres.cleanup()
         forget_stack()
         click.echo("Mint stopped.")
+
+
+def _up_settings(api_port: int | None) -> Settings:
+    """The environment's settings, with `--api-port`, and logging set up by them."""
+    from mint.telemetry.logs import setup_logging
+
+    settings = Settings.from_env()
+    setup_logging(settings.log_format, settings.log_level)
+    return dataclasses.replace(settings, api_port=api_port) if api_port is not None else settings
+
+
+def _announce(api_url: str, ui_port: int | None, key: str, token_file: Path | None) -> None:
+    """What `mint up` serves, and how to reach it."""
+    click.echo(f"Mint API      {api_url}")
+    if ui_port is not None:
+        click.echo(f"Temporal UI   http://127.0.0.1:{ui_port}")
+    click.echo(f"API key       {key}")
+    click.echo(_codec_help(api_url, token_file))
+    click.echo("Ctrl-C stops everything.", nl=True)
 
 
 def _local_settings(settings: Settings, data_dir: Path, ui_port: int) -> tuple[Settings, dict[str, str]]:
