@@ -83,6 +83,11 @@ class Settings:
     codec_token: str | None = None
     # Browser origins (the Temporal UI's) whose requests may use that session cookie; CORS names them.
     codec_origins: tuple[str, ...] = field(default_factory=tuple)
+    # Mint's search attributes (MintTask, MintAgent, MintDeveloper, MintStatus; contracts/temporal.py) on each
+    # execution's workflow: `auto` sets them when the namespace has them registered (checked once when the API
+    # starts: mint/temporal/search_attributes.py), `on` always (an unregistered one fails every start), `off`
+    # never.
+    search_attributes: str = "auto"
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -164,6 +169,14 @@ def _origins(raw: str) -> tuple[str, ...]:
     return tuple(o.rstrip("/") for o in _names(raw))
 
 
+def _switch(raw: str) -> str | None:
+    """MINT_SEARCH_ATTRIBUTES: `auto`, `on` or `off` (empty: unset)."""
+    value = raw.strip().lower()
+    if value and value not in ("auto", "on", "off"):
+        raise ValueError(f"MINT_SEARCH_ATTRIBUTES must be auto, on or off, not {raw!r}")
+    return value or None
+
+
 def _endpoints(raw: str) -> tuple[tuple[str, str], ...]:
     """`ollama=http://127.0.0.1:11434/v1,vllm=http://gpu:8000/v1` as ((name, base URL), ...)."""
     pairs = []
@@ -239,6 +252,7 @@ class Environment(BaseSettings):
     )
     codec_token: Annotated[str | None, BeforeValidator(_codec_token)] = _env("MINT_CODEC_TOKEN")
     codec_origins: Annotated[tuple[str, ...] | None, BeforeValidator(_origins)] = _env("MINT_CODEC_ORIGINS")
+    search_attributes: Annotated[str | None, BeforeValidator(_switch)] = _env("MINT_SEARCH_ATTRIBUTES")
 
 
 def _readable(exc: ValidationError) -> ValueError:
