@@ -88,6 +88,10 @@ class Visibility:
         self._show()
 
     def _show(self) -> None:
+        if not workflow.in_workflow():
+            # A coroutine closed after its workflow was evicted from the worker's cache: its `finally` blocks
+            # run outside the workflow, where there is nothing to show anything on.
+            return
         lines = [f"**Status** {self.status}" + (f": {self.error}" if self.error else "")]
         if self.waits:
             lines.append(f"**Waiting for input** ({len(self.waits)})")
