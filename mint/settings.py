@@ -85,8 +85,8 @@ class Settings:
     codec_origins: tuple[str, ...] = field(default_factory=tuple)
     # Mint's search attributes (MintTask, MintAgent, MintDeveloper, MintStatus; contracts/temporal.py) on each
     # execution's workflow: `auto` sets them when the namespace has them registered (checked once when the API
-    # starts: mint/temporal/search_attributes.py), `on` always (an unregistered one fails every start), `off`
-    # never.
+    # starts: mint/temporal/search_attributes.py, which registers them on `mint up`'s own dev server), `on`
+    # always (an unregistered one fails every start), `off` never.
     search_attributes: str = "auto"
 
     @classmethod

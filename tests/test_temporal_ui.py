@@ -9,6 +9,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -18,12 +19,12 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.converter import WorkflowSerializationContext
 from temporalio.testing import WorkflowEnvironment
 
-from contracts.temporal import MINT_AGENT, MINT_DEVELOPER, MINT_STATUS, MINT_TASK
+from contracts.temporal import MINT_AGENT, MINT_DEVELOPER, MINT_STATUS, MINT_TASK, SEARCH_ATTRIBUTES
 from mint.process.local_services import dev_server_args
 from mint.settings import Settings
 from mint.store.tables import Store
 from mint.temporal.client import connect_temporal
-from mint.temporal.search_attributes import resolve_search_attributes
+from mint.temporal.search_attributes import missing_search_attributes, resolve_search_attributes
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, wait_for_status
 from tests.local_http import LocalServer
@@ -197,26 +198,43 @@ async def test_without_search_attributes_executions_still_run(postgres_url, temp
     assert b"MintStatus" not in recorded and MINT_STATUS_PATCH.encode() not in recorded
 
 
-async def test_auto_turns_them_off_where_the_namespace_lacks_them(temporal_env, caplog):
-    """A cluster Mint does not manage: until an operator registers them, Mint sets none, and says how."""
+async def bare_namespace(client: Client) -> str:
+    """A new namespace, with none of Mint's search attributes registered."""
     namespace = f"bare-{uuid.uuid4().hex[:8]}"
-    client = temporal_env.client
     await client.workflow_service.register_namespace(
         RegisterNamespaceRequest(namespace=namespace, workflow_execution_retention_period={"seconds": 86400})
     )
-    settings = Settings(temporal_namespace=namespace)
+    return namespace
+
+
+async def test_auto_turns_them_off_where_the_namespace_lacks_them(temporal_env, caplog):
+    """A cluster Mint does not manage (TEMPORAL_ADDRESS): until an operator registers them, Mint sets none,
+    and says how to register them."""
+    client = temporal_env.client
+    namespace = await bare_namespace(client)
+    cluster = Settings(temporal_address=temporal_address(temporal_env), temporal_namespace=namespace)
     with caplog.at_level(logging.WARNING, logger="mint.temporal.search_attributes"):
-        resolved = await resolve_search_attributes(settings, client)
+        resolved = await resolve_search_attributes(cluster, client)
     assert resolved.search_attributes == "off"
     assert (
         f"temporal operator search-attribute create --namespace {namespace} --name MintStatus --type Keyword"
         in caplog.text
     )
-    default = await resolve_search_attributes(Settings(), client)  # the dev server registered them
-    assert default.search_attributes == "on"
-    assert (
-        await resolve_search_attributes(Settings(search_attributes="off"), client)
-    ).search_attributes == "off"
+    assert await missing_search_attributes(client, namespace) == [a.name for a in SEARCH_ATTRIBUTES]
+    off = replace(cluster, search_attributes="off")
+    assert (await resolve_search_attributes(off, client)).search_attributes == "off"
+    on = replace(cluster, search_attributes="on")  # the operator vouches for them: not even asked
+    assert (await resolve_search_attributes(on, client)).search_attributes == "on"
+
+
+async def test_mint_registers_them_on_its_own_dev_server(temporal_env):
+    """`mint up`'s dev server registers them when it creates its database; one made before they existed (a
+    data dir from an older Mint) gets them from the API at start."""
+    client = temporal_env.client
+    namespace = await bare_namespace(client)
+    own = Settings(temporal_namespace=namespace)  # no TEMPORAL_ADDRESS: the dev server is Mint's
+    assert (await resolve_search_attributes(own, client)).search_attributes == "on"
+    assert await missing_search_attributes(client, namespace) == []
 
 
 def test_the_dev_server_registers_every_search_attribute():
