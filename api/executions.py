@@ -12,6 +12,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from api.errors import ApiError
+from api.workflow_labels import workflow_labels
 from contracts.executions import ExecutionParams, ResumeInput
 from contracts.temporal import RESUME_SIGNAL, TASK_EXECUTION_WORKFLOW
 from contracts.transitions import TERMINAL_STATUSES
@@ -149,6 +150,8 @@ async def _launch(
         max_fan_out=settings.max_fan_out,
         max_tool_timeout=settings.max_tool_timeout,
     )
+    with_attributes = settings.search_attributes == "on"  # `auto` was resolved when the API started
+    labels = workflow_labels(task, agent or {}, developer, execution["id"], with_attributes)
     try:
         await temporal.start_workflow(
             TASK_EXECUTION_WORKFLOW,
@@ -156,6 +159,10 @@ async def _launch(
             id=execution["id"],
             task_queue=settings.task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            # What the Temporal UI shows of it (api/workflow_labels.py), in this same request.
+            static_summary=labels.summary,
+            static_details=labels.details,
+            search_attributes=labels.search_attributes,
             # Where a worker shares this client (`mint up`), its first task comes back with the start.
             request_eager_start=True,
         )

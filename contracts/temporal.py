@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from temporalio.common import SearchAttributeKey
+
 from contracts.background import Compressed, DocFailure, DocRef, IndexedDoc, RunToolRequest, SessionRef
 from contracts.calls import (
     ApiCallRequest,
@@ -34,6 +36,16 @@ RUN_TOOL_WORKFLOW = "RunToolWorkflow"
 
 # TaskExecutionWorkflow's signal (the method's name, which Temporal uses when none is given).
 RESUME_SIGNAL = "resume"
+
+# Search attributes (all Keyword), by which the Temporal UI's workflow list shows and filters executions
+# (`MintTask="daily motivation"`). They must be registered on the namespace first: `mint up` registers them on
+# its dev server (mint/process/local_services.py); on another cluster an operator does (README), and until
+# then Mint sets none (mint/temporal/search_attributes.py).
+MINT_TASK = SearchAttributeKey.for_keyword("MintTask")  # the task's name
+MINT_AGENT = SearchAttributeKey.for_keyword("MintAgent")  # the agent's name
+MINT_DEVELOPER = SearchAttributeKey.for_keyword("MintDeveloper")  # the developer's (tenant's) id
+MINT_STATUS = SearchAttributeKey.for_keyword("MintStatus")  # the execution's status, kept current
+SEARCH_ATTRIBUTES = (MINT_TASK, MINT_AGENT, MINT_DEVELOPER, MINT_STATUS)
 
 # Activities.
 WRITE_TRANSITIONS = "write_transitions"

@@ -94,6 +94,11 @@ class Settings:
     # Other processes whose metrics the API's /metrics includes, as (process, URL): `mint up` names its
     # worker's here (not read from the environment).
     metrics_include: tuple[tuple[str, str], ...] = field(default_factory=tuple)
+    # Mint's search attributes (MintTask, MintAgent, MintDeveloper, MintStatus; contracts/temporal.py) on each
+    # execution's workflow: `auto` sets them when the namespace has them registered (checked once when the API
+    # starts: mint/temporal/search_attributes.py, which registers them on `mint up`'s own dev server), `on`
+    # always (an unregistered one fails every start), `off` never.
+    search_attributes: str = "auto"
 
     @classmethod
     def from_env(cls) -> Settings:
@@ -187,6 +192,14 @@ def _origins(raw: str) -> tuple[str, ...]:
     return tuple(o.rstrip("/") for o in _names(raw))
 
 
+def _switch(raw: str) -> str | None:
+    """MINT_SEARCH_ATTRIBUTES: `auto`, `on` or `off` (empty: unset)."""
+    value = raw.strip().lower()
+    if value and value not in ("auto", "on", "off"):
+        raise ValueError(f"MINT_SEARCH_ATTRIBUTES must be auto, on or off, not {raw!r}")
+    return value or None
+
+
 def _endpoints(raw: str) -> tuple[tuple[str, str], ...]:
     """`ollama=http://127.0.0.1:11434/v1,vllm=http://gpu:8000/v1` as ((name, base URL), ...)."""
     pairs = []
@@ -266,6 +279,7 @@ class Environment(BaseSettings):
     log_level: Annotated[str | None, BeforeValidator(_log_level)] = _env("MINT_LOG_LEVEL")
     metrics_port: int | None = _env("MINT_METRICS_PORT")
     metrics_host: Text = _env("MINT_METRICS_HOST")
+    search_attributes: Annotated[str | None, BeforeValidator(_switch)] = _env("MINT_SEARCH_ATTRIBUTES")
 
 
 def _readable(exc: ValidationError) -> ValueError:

@@ -7,12 +7,14 @@ Run `python -m tests.record_histories [NAME ...]` after a deliberate, compatible
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import httpx
+from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
 from tests.stack import LocalMint
@@ -139,6 +141,23 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Any, Any]] = {
         {},
         None,
     ),
+    # What the Temporal UI shows (workflows/visibility.py): a workflow started with Mint's search attributes
+    # sets MintStatus as its status changes (waiting, resumed, the end), and its activities, markers and timers
+    # carry summaries.
+    "ui_status": (
+        {
+            "name": "inspected",
+            "tools": [{"name": "agents", "type": "system", "system": {"call": "agent.list"}}],
+            "main": [
+                {"label": "look", "tool": "agents", "arguments": {}},
+                {"label": "approve", "wait_for_input": {"info": {"question": "$ 'ship it?'"}}},
+                {"sleep": {"seconds": 0.1}},
+                {"evaluate": {"answer": "$ steps['approve'].output"}},
+            ],
+        },
+        {},
+        "yes",
+    ),
     "nested_branch_yields": (
         {
             "name": "rounds",
@@ -172,7 +191,11 @@ async def _record(api: httpx.AsyncClient, env: WorkflowEnvironment, agent_id: st
         if status in ("succeeded", "failed"):
             break
         await asyncio.sleep(0.05)
-    history = await env.client.get_workflow_handle(execution["id"]).fetch_history()
+    handle = env.client.get_workflow_handle(execution["id"])
+    # The row says how it ended a moment before the workflow's last task completes: record that task too.
+    with contextlib.suppress(WorkflowFailureError):
+        await handle.result()
+    history = await handle.fetch_history()
     (FOLDER / f"{name}.json").write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")
     print(f"recorded {name}: {status}, {len(history.events)} events")
 

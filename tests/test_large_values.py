@@ -8,13 +8,16 @@ import pytest
 from google.protobuf.message import Message
 from temporalio.api.common.v1 import Payload
 from temporalio.api.enums.v1 import EventType
+from temporalio.api.history.v1 import HistoryEvent
 
+from contracts.temporal import SEARCH_ATTRIBUTES
 from mint.temporal.claim_check import THRESHOLD_BYTES, ClaimCheckCodec
 from mint.temporal.payload_codec import ENCRYPTED, WORKFLOW_ID, EncryptionCodec
 from tests.helpers import run_task, transitions
 from tests.stack import TEST_ENCRYPTION_KEY
 from workflows.calls import CALLS_IN_WORKER_PATCH
 from workflows.interpreter import JULEP_LOOPS_PATCH
+from workflows.visibility import MINT_STATUS_PATCH
 
 TWENTY_MB = 20 * 1024 * 1024
 
@@ -41,6 +44,17 @@ def big_server():
     server.server_close()
 
 
+def _search_attributes(event: HistoryEvent) -> dict[str, Payload]:
+    """The search attributes an event sets (a workflow's start, an upsert), by name."""
+    for field in (
+        "workflow_execution_started_event_attributes",
+        "upsert_workflow_search_attributes_event_attributes",
+    ):
+        if event.HasField(field):
+            return dict(getattr(event, field).search_attributes.indexed_fields)
+    return {}
+
+
 def _payloads(message: Message) -> list[Payload]:
     """Every Payload anywhere inside a protobuf message (fields, repeated fields and maps)."""
     found: list[Payload] = []
@@ -62,7 +76,7 @@ def _payloads(message: Message) -> list[Payload]:
 
 
 # The patches an execution started today records (their ids are in the clear, as Temporal needs them).
-PATCHES = {JULEP_LOOPS_PATCH, CALLS_IN_WORKER_PATCH}
+PATCHES = {JULEP_LOOPS_PATCH, CALLS_IN_WORKER_PATCH, MINT_STATUS_PATCH}
 
 
 async def test_a_20_mb_output_round_trips_and_history_holds_only_references(api, temporal_env, big_server):
@@ -84,19 +98,25 @@ async def test_a_20_mb_output_round_trips_and_history_holds_only_references(api,
     history = await temporal_env.client.get_workflow_handle(execution["id"]).fetch_history()
     sealed, plain = [], []
     for event in history.events:
+        indexed = _search_attributes(event)
+        # In the clear by design: Mint's search attributes (the task's and agent's names, the developer's id,
+        # the status), which Temporal reads to index them, and the interpreter's patch ids.
+        assert set(indexed) <= {*(a.name for a in SEARCH_ATTRIBUTES), "TemporalChangeVersion"}, indexed
+        if "TemporalChangeVersion" in indexed:
+            assert set(json.loads(indexed["TemporalChangeVersion"].data)) <= PATCHES, indexed
+        skip = {payload.SerializeToString() for payload in indexed.values()}
         for payload in _payloads(event):
+            if payload.SerializeToString() in skip:
+                continue
             encrypted = payload.metadata.get("encoding") == ENCRYPTED
             (sealed if encrypted else plain).append((event.event_type, payload))
     assert sealed, "the walker found no payloads at all"
     # Each is bound to this workflow (activities' inputs and results too), so none can be pasted elsewhere.
     assert {p.metadata[WORKFLOW_ID] for _, p in sealed} == {execution["id"].encode()}
-    # In the clear: only the SDK's own bookkeeping of local activities (type, attempt, times) and of the
-    # interpreter's patches (their ids, in a marker and in the TemporalChangeVersion search attribute), no values.
+    # Else in the clear: only the SDK's own bookkeeping of local activities (type, attempt, times) and of the
+    # interpreter's patches (their ids, in a marker), no values.
     for event_type, payload in plain:
         data = json.loads(payload.data)
-        if event_type == EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES:
-            assert set(data) <= PATCHES, payload
-            continue
         assert event_type == EventType.EVENT_TYPE_MARKER_RECORDED, payload
         assert data.keys() >= {"activity_type", "attempt"} or (
             data.keys() == {"id", "deprecated"} and data["id"] in PATCHES

@@ -45,6 +45,7 @@ def test_histories_are_recorded():
         "wait_and_resume",
         "yields",
         "failure",
+        "ui_status",
     }
 
 

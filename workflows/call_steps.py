@@ -34,6 +34,7 @@ from workflows.calls import (
 from workflows.failures import StepFailed, TypedFailure, failure_message
 from workflows.step_runner import StepRunner
 from workflows.tool_loop import MaxTurnsExceeded, ToolLoop
+from workflows.visibility import where
 from workflows.worker_calls import WorkerCalls
 
 
@@ -96,7 +97,9 @@ class CallSteps:
             call = {"type": "function", "name": tool["name"], "arguments": arguments}
             if call_id is not None:
                 call["id"] = call_id
-            return await self.interpreter.waits.wait({"tool_call": call}, position, metadata, step.timeout)
+            return await self.interpreter.waits.wait(
+                {"tool_call": call}, position, metadata, step.timeout, label=step.label
+            )
         try:
             planned = tool_activity(
                 tool,
@@ -108,18 +111,31 @@ class CallSteps:
             )
         except ToolError as exc:
             raise StepFailed(str(exc)) from None
-        return await self._activity(planned.name, planned.request, step, planned.deadline)
+        summary = f"{where(position, step.label)} · tool {tool['name']} ({tool['type']})"
+        return await self._activity(planned.name, planned.request, step, summary, planned.deadline)
 
     async def _activity(
-        self, name: str, request: CallRequest, step: lang.CallStep, deadline: float | None = None
+        self,
+        name: str,
+        request: CallRequest,
+        step: lang.CallStep,
+        summary: str,
+        deadline: float | None = None,
     ) -> CallResult:
-        """A call activity with the step's timeout and retries; transitions so far are written meanwhile."""
+        """A call activity with the step's timeout and retries; transitions so far are written meanwhile.
+        `summary` names the step and what it calls, in the Temporal UI's timeline and current details."""
+        with self.interpreter.view.doing(summary):
+            return await self._call(name, request, step, summary, deadline)
+
+    async def _call(
+        self, name: str, request: CallRequest, step: lang.CallStep, summary: str, deadline: float | None
+    ) -> CallResult:
         defaults = self.interpreter.task.defaults
         timeout, retry = call_options(step, defaults, deadline)
         result_type = ModelAnswer if name == CALL_MODEL else CallAnswer
         longest = timeout.total_seconds() if deadline is None else min(deadline, timeout.total_seconds())
         if runs_in_worker(step, defaults, longest) and workflow.patched(CALLS_IN_WORKER_PATCH):
-            answer = await self.in_worker.call(name, request, result_type, timeout, retry)
+            answer = await self.in_worker.call(name, request, result_type, timeout, retry, summary)
         else:
             self.interpreter.log.submit()
             answer = await workflow.execute_activity(
@@ -129,6 +145,7 @@ class CallSteps:
                 start_to_close_timeout=timeout,
                 retry_policy=retry,
                 heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                summary=summary,
             )
         if isinstance(answer, ModelAnswer):
             return CallResult(answer.response, answer.attempt, answer.usage, answer.cost)
@@ -150,7 +167,7 @@ class CallSteps:
 
     # Search ----------------------------------------------------------------------------------------------
 
-    async def search(self, step: lang.SearchStep, names: dict[str, Any]) -> CallResult:
+    async def search(self, step: lang.SearchStep, names: dict[str, Any], position: Position) -> CallResult:
         """Search the docs of the task's agent (or `agent`) and of `user`, when given."""
         spec, values, params = step.search, self.interpreter.values, self.interpreter.params
         query = values.value(spec.query, names)
@@ -170,7 +187,8 @@ class CallSteps:
             mmr_strength=spec.mmr_strength,
             confidence=spec.confidence,
         )
-        return await self._activity(SEARCH_DOCS, request, step)
+        summary = f"{where(position, step.label)} · doc search ({spec.mode})"
+        return await self._activity(SEARCH_DOCS, request, step, summary)
 
     # Prompts ---------------------------------------------------------------------------------------------
 
@@ -187,10 +205,11 @@ class CallSteps:
         resumes mid-loop. Function tools are answered by the client through a wait."""
         here = f"{position.workflow}[{position.step}]"
         request, tools, fixed = await self._prompt_request(step, names, here)
+        summary = f"{where(position, step.label)} · model {request.model or 'by default'}"
 
         async def ask(messages: list[dict[str, Any]]) -> CallResult:
             request.messages = messages
-            return await self._activity(CALL_MODEL, request, step)
+            return await self._activity(CALL_MODEL, request, step, summary)
 
         def record_model_turn(turn: int, answer: CallResult) -> None:
             turn_metadata = {**(metadata or {}), "turn": turn, "call": "model"}
@@ -239,7 +258,7 @@ class CallSteps:
         }
         response_format = settings.pop("response_format", None)
         model = settings.pop("model", None) or params.agent.get("model")
-        tools = await self._described(self._prompt_tools(step, here), step)
+        tools = await self._described(self._prompt_tools(step, here), step, here)
         fixed = {name: prompts.fixed_arguments(tool, self._metadata_layers()) for name, tool in tools.items()}
         request = ModelRequest(
             model=model,
@@ -296,7 +315,7 @@ class CallSteps:
         return result
 
     async def _described(
-        self, tools: dict[str, dict[str, Any]], step: lang.PromptStep
+        self, tools: dict[str, dict[str, Any]], step: lang.PromptStep, here: str
     ) -> dict[str, dict[str, Any]]:
         """MCP tools take their description and argument schema from their server (listed once per step)."""
         described = dict(tools)
@@ -305,13 +324,15 @@ class CallSteps:
             if integration.get("provider") != "mcp" or integration.get("parameters"):
                 continue
             timeout, retry = call_options(step, self.interpreter.task.defaults)
-            listed = await workflow.execute_activity(
-                LIST_MCP_TOOLS,
-                integration,
-                result_type=list[McpTool],
-                start_to_close_timeout=timeout,
-                retry_policy=retry,
-            )
+            with self.interpreter.view.doing(f"{here} · list the tools of MCP tool {name}") as summary:
+                listed = await workflow.execute_activity(
+                    LIST_MCP_TOOLS,
+                    integration,
+                    result_type=list[McpTool],
+                    start_to_close_timeout=timeout,
+                    retry_policy=retry,
+                    summary=summary,
+                )
             method = integration.get("method") or name
             found = next((t for t in listed if t.name == method), None)
             if found is None:

@@ -184,11 +184,13 @@ class FanOut:
                     parallelism=width,
                     legacy=interpreter.legacy,
                 )
+                last = first + len(chunk.items) - 1
                 outcome = await workflow.execute_child_workflow(
                     MAP_CHUNK_WORKFLOW,
                     chunk,
                     id=f"{interpreter.params.execution_id}.chunk.{workflow.uuid4()}",
                     result_type=ChunkOutcome,
+                    static_summary=f"{path}: items {first}-{last} of {len(items)}",
                 )
                 log.adopt(outcome.transitions)
                 interpreter.state.update(outcome.state)
@@ -199,7 +201,8 @@ class FanOut:
                 if log.full:
                     await log.flush()
 
-        await gather([lane(width) for width in widths])
+        with interpreter.view.doing(f"{path}: {len(items)} items, in child workflows of {size}"):
+            await gather([lane(width) for width in widths])
         return results
 
     async def run_chunk(self, chunk: MapChunk) -> ChunkOutcome:

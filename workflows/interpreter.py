@@ -29,6 +29,7 @@ from workflows.inbox import Inbox
 from workflows.storable import storable_text
 from workflows.transition_log import LOG_NOTE, TransitionLog
 from workflows.values import ValueEvaluator
+from workflows.visibility import Visibility
 from workflows.waits import Waits
 
 MAX_YIELD_DEPTH = 200
@@ -54,7 +55,10 @@ class Interpreter:
         self.params = params
         self.task = lang.TaskSpec.model_validate(params.task)
         self.values = ValueEvaluator(params.dialect, workflow.random(), workflow.now)  # type: ignore[arg-type]
-        self.log = TransitionLog(params.execution_id, params.developer_id, collect=chunk)
+        self.view = Visibility(params.execution_id)  # what the Temporal UI shows of the run
+        self.log = TransitionLog(
+            params.execution_id, params.developer_id, collect=chunk, on_status=self.view.status_changed
+        )
         self.chunk = chunk  # running part of a fan-out in a child workflow (see FanOut.run_chunk)
         self.tools = {t["name"]: t for t in params.tools}
         self.state: dict[str, Any] = {}
@@ -63,7 +67,7 @@ class Interpreter:
         self.depth = 0
         self.legacy = True if chunk else self._started_legacy(params)  # a chunk's is its parent's (run_chunk)
         self.fan_out = FanOut(self)  # foreach, map_reduce, parallel
-        self.waits = Waits(self.log, inbox, self.values, CHUNK_ITEMS if chunk else None)
+        self.waits = Waits(self.log, inbox, self.values, CHUNK_ITEMS if chunk else None, self.view)
         self.call_steps = CallSteps(self)  # tool calls, prompts, search
         self.root: Frame  # main's frame, or what replaced it through tail yields (set by _start)
 
@@ -297,11 +301,13 @@ class Interpreter:
             case lang.ParallelStep():
                 return await self.fan_out.parallel(step, value, frame, here)
             case lang.SleepStep():
-                return await self.waits.sleep(step, value, names)
+                return await self.waits.sleep(step, value, names, position)
             case lang.WaitForInputStep():
                 wait = step.wait_for_input
                 info = self.values.value(wait.info, names)
-                return await self.waits.wait({"info": info}, position, metadata, wait.timeout, wait)
+                return await self.waits.wait(
+                    {"info": info}, position, metadata, wait.timeout, wait, label=step.label
+                )
             case lang.YieldStep():
                 return await self._yield(step, value, names, frame)
             case lang.ToolCallStep():
@@ -309,7 +315,7 @@ class Interpreter:
             case lang.PromptStep():
                 return await self.call_steps.prompt(step, names, position, metadata)
             case lang.SearchStep():
-                return await self.call_steps.search(step, names)
+                return await self.call_steps.search(step, names, position)
             case _:
                 # Task validation admits no other kind; a new kind fails the type check until handled here.
                 assert_never(step)

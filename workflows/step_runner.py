@@ -10,6 +10,7 @@ from workflows import language as lang
 from workflows.frames import Frame
 from workflows.transition_log import TransitionLog
 from workflows.values import ValueEvaluator
+from workflows.visibility import Visibility
 from workflows.waits import Waits
 
 
@@ -22,6 +23,7 @@ class StepRunner(Protocol):
     state: dict[str, Any]
     labels: dict[str, dict[str, Any]]
     waits: Waits
+    view: Visibility  # what the Temporal UI shows of the run
     legacy: bool  # the execution runs as before issue 13 (see Interpreter._started_legacy)
 
     async def run_sequence(

@@ -47,5 +47,6 @@ class RunToolWorkflow:
             start_to_close_timeout=timeout,
             retry_policy=retry,
             heartbeat_timeout=HEARTBEAT_TIMEOUT,
+            summary=f"tool {tool['name']} ({tool['type']})",
         )
         return answer.response

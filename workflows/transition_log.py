@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -78,12 +79,20 @@ def _check_size(encoded: str, where: Position, what: str) -> None:
 class TransitionLog:
     """Buffers transitions and writes them in batches."""
 
-    def __init__(self, execution_id: str, developer_id: str, collect: bool = False):
+    def __init__(
+        self,
+        execution_id: str,
+        developer_id: str,
+        collect: bool = False,
+        on_status: Callable[[str, str | None], None] | None = None,
+    ):
         self.execution_id = execution_id
         self.developer_id = developer_id
         # A child workflow running part of a fan-out collects its transitions instead of writing them; the
         # parent adopts them (with its own sequence numbers) when the child returns.
         self.collect = collect
+        # Told the status each batch writes (with the error of a failure): workflows/visibility.py shows it.
+        self.on_status = on_status
         self.pending: list[TransitionRow] = []
         self.pending_bytes = 0
         self.seq = 0
@@ -155,6 +164,7 @@ class TransitionLog:
         batch, self.pending, self.pending_bytes = self.pending, [], 0
         self._no_call_writing.clear()
         status = "awaiting_input" if self.open_waits else "running"
+        self._status(status)
         return TransitionBatch(self.execution_id, self.developer_id, batch, status)
 
     def call_ended(self, batch: TransitionBatch, written: bool) -> None:
@@ -207,7 +217,12 @@ class TransitionLog:
                 TransitionBatch(self.execution_id, self.developer_id, [], "failed", error=message),
                 start_to_close_timeout=timedelta(seconds=30),
                 retry_policy=WRITE_RETRY,
+                summary="mark the execution failed (its error transition could not be written)",
             )
+
+    def _status(self, status: str, error: str | None = None) -> None:
+        if self.on_status is not None:
+            self.on_status(status, error)
 
     async def _drain(
         self, status: str | None, output: Any, error: str | None, once: bool = False, background: bool = False
@@ -234,6 +249,7 @@ class TransitionLog:
         """One batch, in one activity: local when the workflow waits for it anyway, regular in the
         background, so that it runs beside the call that follows instead of holding its workflow task."""
         arguments = TransitionBatch(self.execution_id, self.developer_id, batch, status, output, error)
+        self._status(status, error)
         run = workflow.execute_activity if background else workflow.execute_local_activity
         try:
             await run(
@@ -241,8 +257,18 @@ class TransitionLog:
                 arguments,
                 start_to_close_timeout=timedelta(seconds=30),
                 retry_policy=WRITE_RETRY,
+                summary=f"{batch_summary(batch)} · {status}",
             )
         except asyncio.CancelledError:
             # Cancelled mid-write: keep the batch so the final flush writes it (writes are idempotent).
             self.pending = batch + self.pending
             raise
+
+
+def batch_summary(batch: list[TransitionRow]) -> str:
+    """What a batch records, for the Temporal UI's timeline: `transitions 4-6, up to wait at main[2]`."""
+    first, last = batch[0], batch[-1]
+    span = f"transition {first['seq']}" if len(batch) == 1 else f"transitions {first['seq']}-{last['seq']}"
+    current, label = last["current"], last["step_label"]
+    at = f"{current['workflow']}[{current['step']}]" + (f' "{label}"' if label else "")
+    return f"{span}, up to {last['type']} at {at}"

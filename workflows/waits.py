@@ -3,6 +3,7 @@ the execution until a resume input addressed to it arrives (also used by a promp
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from temporalio import workflow
@@ -13,18 +14,27 @@ from workflows.failures import StepFailed
 from workflows.inbox import Inbox
 from workflows.transition_log import TransitionLog
 from workflows.values import ValueEvaluator
+from workflows.visibility import Visibility, quoted, where
 
 
 class Waits:
-    def __init__(self, log: TransitionLog, inbox: Inbox, values: ValueEvaluator, chunk_items: int | None):
+    def __init__(
+        self,
+        log: TransitionLog,
+        inbox: Inbox,
+        values: ValueEvaluator,
+        chunk_items: int | None,
+        view: Visibility,
+    ):
         self.log = log
         self.inbox = inbox
         self.values = values
+        self.view = view
         # Set when running part of a large fan-out (chunks of up to this many items) in a child workflow,
         # which no resume can reach.
         self.chunk_items = chunk_items
 
-    async def sleep(self, step: lang.SleepStep, value: Any, names: dict[str, Any]) -> Any:
+    async def sleep(self, step: lang.SleepStep, value: Any, names: dict[str, Any], position: Position) -> Any:
         if isinstance(step.sleep, lang.SleepFor):
             parts = {
                 unit: self.values.value(getattr(step.sleep, unit), names)
@@ -43,8 +53,10 @@ class Waits:
         await self.log.flush()
         if seconds:
             self.log.sleeping += 1
+            until = (workflow.now() + timedelta(seconds=seconds)).isoformat(timespec="seconds")
             try:
-                await workflow.sleep(seconds)
+                with self.view.doing(f"{where(position, step.label)} · sleeping until {until}") as summary:
+                    await workflow.sleep(seconds, summary=summary)
             finally:
                 self.log.sleeping -= 1
         return value  # sleeping does not change `_`
@@ -56,6 +68,7 @@ class Waits:
         metadata: dict[str, Any] | None,
         timeout: float | None = None,
         on_timeout: lang.WaitInfo | None = None,
+        label: str | None = None,
     ) -> Any:
         """Park the execution in `awaiting_input` until PUT /executions/{id} resumes it (or `timeout` passes).
 
@@ -71,6 +84,7 @@ class Waits:
         self.log.add("wait", output, position, metadata=metadata)
         wait_seq = self.log.seq
         self.inbox.opened(wait_seq)
+        self.view.waiting(wait_seq, _asks(output, where(position, label)))
         await self.log.flush()
         try:
             await workflow.wait_condition(lambda: wait_seq in self.inbox.answers, timeout=timeout)
@@ -85,8 +99,17 @@ class Waits:
         finally:
             self.log.open_waits -= 1
             self.inbox.open.discard(wait_seq)
+            self.view.answered(wait_seq)
         self.log.add("resume", received, position, metadata={**(metadata or {}), "wait_seq": wait_seq})
         return received
+
+
+def _asks(output: dict[str, Any], place: str) -> str:
+    """What a wait asks for, in a line: a wait_for_input step's `info`, or the function tool to run."""
+    call = output.get("tool_call")
+    if call is not None:
+        return f"{place} · run function tool {call['name']} with {quoted(call['arguments'])}"
+    return f"{place} · {quoted(output.get('info'))}"
 
 
 def _number(value: Any) -> float:

