@@ -137,13 +137,18 @@ class Runner:
         self.up.start()
         self.up_env = env
 
+    def shell_env(self) -> dict[str, str]:
+        """A reader's shell: what `mint up` serves, where a snippet for an operator's own Temporal names it."""
+        assert self.up is not None
+        return {**self.env, "TEMPORAL_ADDRESS": f"127.0.0.1:{self.up.temporal_port}"}
+
     def shell(self, snippet: Snippet, script: str) -> None:
         """Run a shell script; a `mint run` it ends with that reaches a long sleep is interrupted there, as a
         reader would press Ctrl-C, and must say that the execution goes on."""
         process = subprocess.Popen(
             ["bash", "-e", "-o", "pipefail", "-c", self.ports(script)],
             cwd=self.workdir,
-            env=self.env,
+            env=self.shell_env(),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -174,6 +179,8 @@ class Runner:
     def run(self, snippet: Snippet) -> None:
         if snippet.lang == "yaml":
             return check_yaml(snippet)
+        if snippet.lang == "text":
+            return None
         if snippet.lang == "python":
             script = self.ports(snippet.text)
             done = subprocess.run(
@@ -213,7 +220,8 @@ def check_yaml(snippet: Snippet) -> None:
 
 
 def test_the_readme_names_its_snippets_languages():
-    unknown = [str(s) for s in readme_snippets() if s.lang not in ("bash", "python", "yaml")]
+    # `text` blocks show output (an answer, a log line): there is nothing in them to run.
+    unknown = [str(s) for s in readme_snippets() if s.lang not in ("bash", "python", "yaml", "text")]
     assert not unknown, f"snippets this test cannot run: {unknown}"
 
 
