@@ -133,7 +133,8 @@ class Runner:
         self.close()
         # No MINT_API_KEY: `mint up` makes one and keeps it in .mint/api_key, where the snippets read it.
         self.up = MintUp(self.workdir / ".mint", key="")
-        self.up.env = {**self.env, "MINT_API_PORT": str(self.up.api_port), "MINT_API_KEY": "", **env}
+        own = {k: v for k, v in self.up.env.items() if k == "XDG_STATE_HOME"}  # not the user's own pointer
+        self.up.env = {**self.env, **own, "MINT_API_PORT": str(self.up.api_port), "MINT_API_KEY": "", **env}
         self.up.start()
         self.up_env = env
 
