@@ -145,7 +145,7 @@ class Runner:
 
     def shell(self, snippet: Snippet, script: str) -> None:
         """Run a shell script; a `mint run` it ends with that reaches a long sleep is interrupted there, as a
-        reader would press Ctrl-C, and must say that the execution goes on."""
+        reader would press Ctrl-C."""
         process = subprocess.Popen(
             ["bash", "-e", "-o", "pipefail", "-c", self.ports(script)],
             cwd=self.workdir,
@@ -173,7 +173,9 @@ class Runner:
         guard.cancel()
         text = "".join(output)
         if interrupted:
-            assert "goes on" in text, f"{snippet}: Ctrl-C did not say the execution goes on:\n{text}"
+            # It reached the day-long sleep the README describes: done. What Ctrl-C says is test_cli's
+            # to check (test_ctrl_c_leaves_the_execution_running_and_says_how_to_get_back).
+            pass
         else:
             assert code == 0, f"{snippet} exited {code}:\n{script}\n---\n{text}"
 
