@@ -172,11 +172,9 @@ class Runner:
         code = process.wait()
         guard.cancel()
         text = "".join(output)
-        if interrupted:
-            # It reached the day-long sleep the README describes: done. What Ctrl-C says is test_cli's
-            # to check (test_ctrl_c_leaves_the_execution_running_and_says_how_to_get_back).
-            pass
-        else:
+        # Interrupted, it reached the day-long sleep the README describes: done (what Ctrl-C says is
+        # test_cli's to check: test_ctrl_c_leaves_the_execution_running_and_says_how_to_get_back).
+        if not interrupted:
             assert code == 0, f"{snippet} exited {code}:\n{script}\n---\n{text}"
 
     def run(self, snippet: Snippet) -> None:

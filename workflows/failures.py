@@ -10,7 +10,7 @@ from typing import Any
 
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
-from contracts.failures import error_type_of, typed_message
+from contracts.failures import ERROR_TYPES, error_type_of, typed_message
 from workflows.sandbox.expressions import ExpressionError
 from workflows.transition_log import UnrecordableValue
 
@@ -44,11 +44,7 @@ def failure_message(exc: Exception) -> str:
         return exc.message  # a local activity's (the transition writer's), already worded for the user
     if isinstance(exc, ActivityError):
         cause = exc.cause
-        if (
-            isinstance(cause, ApplicationError)
-            and cause.type
-            and error_type_of(f"{cause.type}: ") is not None
-        ):
+        if isinstance(cause, ApplicationError) and cause.type in ERROR_TYPES:
             return typed_message(cause.type, cause.message)  # an activity's failure of a named kind
         detail = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
         return f"{exc.activity_type or 'activity'} failed: {detail}"
