@@ -32,10 +32,14 @@ from workflows.calls import (
     tool_activity,
 )
 from workflows.failures import StepFailed, TypedFailure, failure_message
+from workflows.guardrails import RESPONSE_FORMAT, Verdict, verdict_of
 from workflows.step_runner import StepRunner
 from workflows.tool_loop import MaxTurnsExceeded, ToolLoop
 from workflows.visibility import where
 from workflows.worker_calls import WorkerCalls
+
+# A prompt guardrail's model call takes the task's defaults for timeouts and retries, as a prompt step would.
+GUARDRAIL_CALL = lang.CallStep()
 
 
 @dataclass
@@ -246,6 +250,38 @@ class CallSteps:
             ) from None
         return CallResult(output, answer.attempts, answer.usage, answer.cost)
 
+    async def guardrail_verdict(
+        self, guardrail: lang.Guardrail, messages: list[dict[str, Any]], stage: str, position: Position
+    ) -> Verdict:
+        """A prompt guardrail's model call (workflows/guardrails.py), under the verdict's JSON schema; it is
+        a `step` transition naming the guardrail, which carries the call's usage like a prompt step's."""
+        params, name = self.interpreter.params, guardrail.name
+        request = ModelRequest(
+            model=guardrail.model or params.agent.get("model"),
+            messages=messages,
+            settings={},
+            tools=[],
+            tool_choice=None,
+            response_format=RESPONSE_FORMAT,
+            at=f"{params.task_info.get('name', '')}:guardrails.{stage}.{name}",
+            owner=self._owner(),
+        )
+        summary = f"{stage} guardrail {name} · model {request.model or 'by default'}"
+        try:
+            answer = await self._activity(CALL_MODEL, request, GUARDRAIL_CALL, summary)
+            verdict = verdict_of(answer.output["choices"][0]["message"].get("content"))
+        except ActivityError as exc:
+            cause = exc.cause
+            if not (isinstance(cause, ApplicationError) and cause.type == "InvalidModelOutput"):
+                raise
+            raise TypedFailure("ModelBehaviorError", f"{stage} guardrail {name!r}: {cause.message}") from None
+        except ValueError as exc:
+            raise TypedFailure("ModelBehaviorError", f"{stage} guardrail {name!r}: {exc}") from None
+        output = {"guardrail": name, "allowed": verdict.allowed, "reason": verdict.reason}
+        metadata = {"guardrail": name, "stage": stage, **answer.metadata()}
+        self.interpreter.log.add("step", output, position, position, metadata=metadata)
+        return verdict
+
     async def _prompt_request(
         self, step: lang.PromptStep, names: dict[str, Any], here: str
     ) -> tuple[ModelRequest, dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
@@ -302,7 +338,12 @@ class CallSteps:
                 error = {"code": "invalid_arguments", "message": str(exc)}
             except (ActivityError, StepFailed) as exc:
                 if tool.get("on_error") == "fail":
-                    raise
+                    if isinstance(exc, TypedFailure):
+                        raise
+                    raise TypedFailure(
+                        "ToolCallError",
+                        f"tool {name!r} failed (its on_error is fail): {failure_message(exc)}",
+                    ) from None
                 error = {"code": _error_code(exc), "message": failure_message(exc)}
         status = "error" if error else "success"
         result = prompts.tool_result(status, started, workflow.time(), data, error)

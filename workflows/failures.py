@@ -26,6 +26,10 @@ class TypedFailure(StepFailed):
         self.error_type = error_type
         super().__init__(typed_message(error_type, message))
 
+    def details(self) -> dict[str, Any]:
+        """What the `error` transition's metadata records beside `error_type` (a guardrail's name, say)."""
+        return {}
+
 
 class Returned(Exception):
     """Unwinds a named workflow when a `return` step runs."""

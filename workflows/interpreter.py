@@ -22,10 +22,12 @@ from contracts.executions import ExecutionParams, ResumePoint
 from contracts.transitions import Position
 from workflows import language as lang
 from workflows.call_steps import CallResult, CallSteps
-from workflows.failures import Returned, StepFailed, failure_message, failure_type
+from workflows.failures import Returned, StepFailed, TypedFailure, failure_message, failure_type
 from workflows.fan_out import CHUNK_ITEMS, FanOut
 from workflows.frames import Frame, StepsView
+from workflows.guardrails import Stage, in_order, run_guardrails
 from workflows.inbox import Inbox
+from workflows.language.guardrails import Guardrail
 from workflows.storable import storable_text
 from workflows.transition_log import LOG_NOTE, TransitionLog
 from workflows.values import ValueEvaluator
@@ -86,7 +88,10 @@ class Interpreter:
         """Run `main` (or pick up where the previous run left off) and write the final transition."""
         frame, index = self._start()
         try:
+            if self.params.resume is None:  # a run continued as new checked its input when it started
+                await self._guard("input", self.params.input, frame)
             output, frame = await self._run_frame(frame, index)
+            await self._guard("output", output, frame)
             self.log.add("finish", output, frame.position())
             await self.log.flush(status="succeeded", output=output)
             return output
@@ -97,8 +102,26 @@ class Interpreter:
         except Exception as exc:  # every failure ends the execution visibly; none leaves it stuck
             # A message may quote the very text that failed (an `error` step's); it must be storable too.
             message = storable_text(failure_message(exc))
-            await self.log.fail(message, self.root.position(), failure_type(message))
+            details = exc.details() if isinstance(exc, TypedFailure) else None
+            await self.log.fail(message, self.root.position(), failure_type(message), details)
             raise StepFailed(message) from None
+
+    async def _guard(self, stage: Stage, value: Any, frame: Frame) -> None:
+        """Run the task's guardrails of `stage`, then its agent's, on `value` (the input before the first
+        step, the output before `finish`); one that refuses raises GuardrailTripped. Without guardrails this
+        issues no command and records nothing, so histories of tasks without them are as before (and no
+        history from before guardrails existed can hold any: the task and agent fields are new)."""
+        guardrails = in_order(self.task.guardrails, self.params.agent.get("guardrails"), stage=stage)
+        if not guardrails:
+            return
+        position = frame.position()
+
+        async def ask(guardrail: Guardrail, messages: list[dict[str, Any]]) -> Any:
+            return await self.call_steps.guardrail_verdict(guardrail, messages, stage, position)
+
+        self.start_budget()
+        names = {**self._names(value, frame), "messages": None}  # `messages` is a chat's
+        await run_guardrails(stage, guardrails, value, names, self.values, ask)
 
     def _start(self) -> tuple[Frame, int]:
         resume = self.params.resume
