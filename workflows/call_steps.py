@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 from contracts.calls import CallAnswer, McpTool, ModelAnswer, ModelRequest, Owner, SearchRequest
 from contracts.temporal import CALL_MODEL, LIST_MCP_TOOLS, SEARCH_DOCS
@@ -31,15 +31,14 @@ from workflows.calls import (
     runs_in_worker,
     tool_activity,
 )
-from workflows.failures import StepFailed, TypedFailure, failure_message
-from workflows.guardrails import RESPONSE_FORMAT, Verdict, verdict_of
+from workflows.failures import StepFailed, TypedFailure, failed_tool, failure_message, tool_error_code
 from workflows.step_runner import StepRunner
 from workflows.tool_loop import MaxTurnsExceeded, ToolLoop
 from workflows.visibility import where
 from workflows.worker_calls import WorkerCalls
 
-# A prompt guardrail's model call takes the task's defaults for timeouts and retries, as a prompt step would.
-GUARDRAIL_CALL = lang.CallStep()
+# A call that belongs to no step (a guardrail's) takes the task's defaults for timeouts and retries.
+OTHER_CALL = lang.CallStep()
 
 
 @dataclass
@@ -250,37 +249,9 @@ class CallSteps:
             ) from None
         return CallResult(output, answer.attempts, answer.usage, answer.cost)
 
-    async def guardrail_verdict(
-        self, guardrail: lang.Guardrail, messages: list[dict[str, Any]], stage: str, position: Position
-    ) -> Verdict:
-        """A prompt guardrail's model call (workflows/guardrails.py), under the verdict's JSON schema; it is
-        a `step` transition naming the guardrail, which carries the call's usage like a prompt step's."""
-        params, name = self.interpreter.params, guardrail.name
-        request = ModelRequest(
-            model=guardrail.model or params.agent.get("model"),
-            messages=messages,
-            settings={},
-            tools=[],
-            tool_choice=None,
-            response_format=RESPONSE_FORMAT,
-            at=f"{params.task_info.get('name', '')}:guardrails.{stage}.{name}",
-            owner=self._owner(),
-        )
-        summary = f"{stage} guardrail {name} · model {request.model or 'by default'}"
-        try:
-            answer = await self._activity(CALL_MODEL, request, GUARDRAIL_CALL, summary)
-            verdict = verdict_of(answer.output["choices"][0]["message"].get("content"))
-        except ActivityError as exc:
-            cause = exc.cause
-            if not (isinstance(cause, ApplicationError) and cause.type == "InvalidModelOutput"):
-                raise
-            raise TypedFailure("ModelBehaviorError", f"{stage} guardrail {name!r}: {cause.message}") from None
-        except ValueError as exc:
-            raise TypedFailure("ModelBehaviorError", f"{stage} guardrail {name!r}: {exc}") from None
-        output = {"guardrail": name, "allowed": verdict.allowed, "reason": verdict.reason}
-        metadata = {"guardrail": name, "stage": stage, **answer.metadata()}
-        self.interpreter.log.add("step", output, position, position, metadata=metadata)
-        return verdict
+    async def model_call(self, request: ModelRequest, summary: str) -> CallResult:
+        """A model call that is no prompt step's (a guardrail's), with the task's defaults for the calls."""
+        return await self._activity(CALL_MODEL, request, OTHER_CALL, summary)
 
     async def _prompt_request(
         self, step: lang.PromptStep, names: dict[str, Any], here: str
@@ -338,13 +309,8 @@ class CallSteps:
                 error = {"code": "invalid_arguments", "message": str(exc)}
             except (ActivityError, StepFailed) as exc:
                 if tool.get("on_error") == "fail":
-                    if isinstance(exc, TypedFailure):
-                        raise
-                    raise TypedFailure(
-                        "ToolCallError",
-                        f"tool {name!r} failed (its on_error is fail): {failure_message(exc)}",
-                    ) from None
-                error = {"code": _error_code(exc), "message": failure_message(exc)}
+                    raise failed_tool(name, exc) from None
+                error = {"code": tool_error_code(exc), "message": failure_message(exc)}
         status = "error" if error else "success"
         result = prompts.tool_result(status, started, workflow.time(), data, error)
         record = {
@@ -431,11 +397,3 @@ class CallSteps:
                 for part in content
             ]
         raise StepFailed(f"{here}: message content must be text or a list of content parts")
-
-
-def _error_code(exc: Exception) -> str:
-    """The code of a tool's error result: the failure's type, when the activity named one."""
-    cause = exc.cause if isinstance(exc, ActivityError) else None
-    if isinstance(cause, ApplicationError) and cause.type:
-        return cause.type
-    return "step_failed" if isinstance(exc, StepFailed) else "tool_failed"

@@ -22,12 +22,11 @@ from contracts.executions import ExecutionParams, ResumePoint
 from contracts.transitions import Position
 from workflows import language as lang
 from workflows.call_steps import CallResult, CallSteps
+from workflows.execution_guardrails import ExecutionGuardrails
 from workflows.failures import Returned, StepFailed, TypedFailure, failure_message, failure_type
 from workflows.fan_out import CHUNK_ITEMS, FanOut
 from workflows.frames import Frame, StepsView
-from workflows.guardrails import Stage, in_order, run_guardrails
 from workflows.inbox import Inbox
-from workflows.language.guardrails import Guardrail
 from workflows.storable import storable_text
 from workflows.transition_log import LOG_NOTE, TransitionLog
 from workflows.values import ValueEvaluator
@@ -71,6 +70,7 @@ class Interpreter:
         self.fan_out = FanOut(self)  # foreach, map_reduce, parallel
         self.waits = Waits(self.log, inbox, self.values, CHUNK_ITEMS if chunk else None, self.view)
         self.call_steps = CallSteps(self)  # tool calls, prompts, search
+        self.guards = ExecutionGuardrails(self)  # the task's and agent's guardrails
         self.root: Frame  # main's frame, or what replaced it through tail yields (set by _start)
 
     @staticmethod
@@ -89,9 +89,9 @@ class Interpreter:
         frame, index = self._start()
         try:
             if self.params.resume is None:  # a run continued as new checked its input when it started
-                await self._guard("input", self.params.input, frame)
+                await self.guards.run("input", self.params.input, frame)
             output, frame = await self._run_frame(frame, index)
-            await self._guard("output", output, frame)
+            await self.guards.run("output", output, frame)
             self.log.add("finish", output, frame.position())
             await self.log.flush(status="succeeded", output=output)
             return output
@@ -105,23 +105,6 @@ class Interpreter:
             details = exc.details() if isinstance(exc, TypedFailure) else None
             await self.log.fail(message, self.root.position(), failure_type(message), details)
             raise StepFailed(message) from None
-
-    async def _guard(self, stage: Stage, value: Any, frame: Frame) -> None:
-        """Run the task's guardrails of `stage`, then its agent's, on `value` (the input before the first
-        step, the output before `finish`); one that refuses raises GuardrailTripped. Without guardrails this
-        issues no command and records nothing, so histories of tasks without them are as before (and no
-        history from before guardrails existed can hold any: the task and agent fields are new)."""
-        guardrails = in_order(self.task.guardrails, self.params.agent.get("guardrails"), stage=stage)
-        if not guardrails:
-            return
-        position = frame.position()
-
-        async def ask(guardrail: Guardrail, messages: list[dict[str, Any]]) -> Any:
-            return await self.call_steps.guardrail_verdict(guardrail, messages, stage, position)
-
-        self.start_budget()
-        names = {**self._names(value, frame), "messages": None}  # `messages` is a chat's
-        await run_guardrails(stage, guardrails, value, names, self.values, ask)
 
     def _start(self) -> tuple[Frame, int]:
         resume = self.params.resume
@@ -272,6 +255,10 @@ class Interpreter:
         #   a guard tripping there would issue different commands, a nondeterminism error, and Temporal
         #   would retry that workflow task forever.
         self.values.budget.start_step(cpu_guard=not workflow.unsafe.is_replaying())
+
+    def names(self, value: Any, frame: Frame) -> dict[str, Any]:
+        """What expressions see at `frame` with `value` as `_`."""
+        return self._names(value, frame)
 
     def _names(self, value: Any, frame: Frame) -> dict[str, Any]:
         return {
