@@ -51,7 +51,6 @@ async def test_an_input_check_that_refuses_fails_the_execution_before_its_first_
     assert rows[-1]["metadata"] == {
         "error_type": "InputGuardrailTripwire",
         "guardrail": "no_secrets",
-        "stage": "input",
     }
 
 

@@ -57,8 +57,8 @@ class GuardrailTripped(TypedFailure):
         super().__init__(ERROR_TYPES[stage], message)
 
     def details(self) -> dict[str, Any]:
-        """What the execution's `error` transition records beside `error_type`."""
-        return {"guardrail": self.guardrail, "stage": self.stage}
+        """What the execution's `error` transition records beside `error_type` (which says the stage)."""
+        return {"guardrail": self.guardrail}
 
 
 # A prompt guardrail's model call: (the guardrail, the messages to send) -> its verdict.

@@ -27,7 +27,6 @@ async def test_input_guardrails_run_the_tasks_then_the_agents_before_the_first_s
     assert agents.transitions[-1]["metadata"] == {
         "error_type": "InputGuardrailTripwire",
         "guardrail": "agent_limit",
-        "stage": "input",
     }
     passed = await mint.succeed(spec, {"n": 1}, agent=agent)
     assert passed.types == ["init", "step", "finish"] and passed.output == {"n": 2}
