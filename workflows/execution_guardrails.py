@@ -10,26 +10,33 @@ without them are as before (and no history from before guardrails existed can ho
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from contracts.calls import ModelRequest, Owner
 from contracts.transitions import Position
+from workflows.call_steps import CallSteps
 from workflows.failures import TypedFailure
 from workflows.frames import Frame
 from workflows.guardrails import RESPONSE_FORMAT, Stage, Verdict, in_order, run_guardrails, verdict_of
 from workflows.language import Guardrail
-
-if TYPE_CHECKING:
-    from workflows.interpreter import Interpreter
+from workflows.step_runner import StepRunner
 
 
 class ExecutionGuardrails:
-    """Runs one interpreter's guardrails."""
+    """Runs one interpreter's guardrails, with its model calls and the names its expressions see."""
 
-    def __init__(self, interpreter: Interpreter):
+    def __init__(
+        self,
+        interpreter: StepRunner,
+        call_steps: CallSteps,
+        names: Callable[[Any, Frame], dict[str, Any]],
+    ):
         self.interpreter = interpreter
+        self.call_steps = call_steps
+        self.names = names
 
     async def run(self, stage: Stage, value: Any, frame: Frame) -> None:
         """Run the guardrails of `stage` on `value`; the first that refuses raises GuardrailTripped."""
@@ -45,7 +52,7 @@ class ExecutionGuardrails:
             return await self._verdict(guardrail, messages, stage, position)
 
         interpreter.start_budget()
-        names = {**interpreter.names(value, frame), "messages": None}  # `messages` is a chat's
+        names = {**self.names(value, frame), "messages": None}  # `messages` is a chat's
         await run_guardrails(stage, guardrails, value, names, interpreter.values, ask)
 
     async def _verdict(
@@ -65,7 +72,7 @@ class ExecutionGuardrails:
         )
         summary = f"{stage} guardrail {name} · model {request.model or 'by default'}"
         try:
-            answer = await self.interpreter.call_steps.model_call(request, summary)
+            answer = await self.call_steps.model_call(request, summary)
             verdict = verdict_of(answer.output["choices"][0]["message"].get("content"))
         except ActivityError as exc:
             cause = exc.cause  # an answer that missed the schema on every attempt

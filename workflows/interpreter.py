@@ -70,7 +70,7 @@ class Interpreter:
         self.fan_out = FanOut(self)  # foreach, map_reduce, parallel
         self.waits = Waits(self.log, inbox, self.values, CHUNK_ITEMS if chunk else None, self.view)
         self.call_steps = CallSteps(self)  # tool calls, prompts, search
-        self.guards = ExecutionGuardrails(self)  # the task's and agent's guardrails
+        self.guards = ExecutionGuardrails(self, self.call_steps, self._names)  # the task's and agent's
         self.root: Frame  # main's frame, or what replaced it through tail yields (set by _start)
 
     @staticmethod
@@ -255,10 +255,6 @@ class Interpreter:
         #   a guard tripping there would issue different commands, a nondeterminism error, and Temporal
         #   would retry that workflow task forever.
         self.values.budget.start_step(cpu_guard=not workflow.unsafe.is_replaying())
-
-    def names(self, value: Any, frame: Frame) -> dict[str, Any]:
-        """What expressions see at `frame` with `value` as `_`."""
-        return self._names(value, frame)
 
     def _names(self, value: Any, frame: Frame) -> dict[str, Any]:
         return {
