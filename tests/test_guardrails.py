@@ -284,3 +284,20 @@ async def test_the_example_refunds_small_amounts_and_refuses_large_ones(mapi):
     assert large["error"] == "InputGuardrailTripwire: refunds over 500 need a person (this one is 4000)"
     card, _ = await run_task(mapi, text, {"order": "4111111111111111", "amount": 5})
     assert card["error"] == "OutputGuardrailTripwire: the answer would show a card number"
+
+
+async def test_a_streamed_answer_refused_by_an_output_guardrail_ends_with_a_typed_error_event(mapi):
+    no_echo = {"name": "no_echo", "check": "$ 'echo' not in _", "message": "answers may not echo"}
+    agent = await _agent(mapi, guardrails={"output": [no_echo]})
+    session = (await mapi.post("/sessions", json={"agent": agent["id"]})).json()
+    answer = await mapi.post(
+        f"/sessions/{session['id']}/chat",
+        json={"messages": [{"role": "user", "content": "hello"}], "stream": True},
+    )
+    assert answer.status_code == 200, answer.text  # the text was on its way before the answer was checked
+    events = [json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:")]
+    assert events[-1] == {
+        "error": "OutputGuardrailTripwire: answers may not echo",
+        "type": "OutputGuardrailTripwire",
+    }
+    assert await _history(mapi, session["id"]) == []
