@@ -216,7 +216,10 @@ def _handle(temporal: Client, execution: dict[str, Any]) -> WorkflowHandle:
 
 def _agent_view(agent: dict[str, Any]) -> dict[str, Any]:
     keys = ("id", "name", "about", "model", "instructions", "metadata", "default_settings")
-    return {k: agent.get(k) for k in keys}
+    view = {k: agent.get(k) for k in keys}
+    if agent.get("guardrails"):  # only then: an execution's input is as before for an agent without any
+        view["guardrails"] = agent["guardrails"]
+    return view
 
 
 async def _task_tools(

@@ -202,12 +202,17 @@ class TransitionLog:
                 raise outcome
         await self._drain(status, output, error)
 
-    async def fail(self, message: str, where: Position, error_type: str | None = None) -> None:
-        """Write the `error` transition (naming the kind of failure, if it has one) and the `failed`
-        status with it."""
-        self.add(
-            "error", {"error": message}, where, metadata={"error_type": error_type} if error_type else None
-        )
+    async def fail(
+        self,
+        message: str,
+        where: Position,
+        error_type: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        """Write the `error` transition (naming the kind of failure, if it has one, and its `details`) and
+        the `failed` status with it."""
+        metadata = {"error_type": error_type, **(details or {})} if error_type else None
+        self.add("error", {"error": message}, where, metadata=metadata)
         try:
             await self.flush(status="failed", error=message)
         except (ActivityError, ApplicationError):  # a local activity fails with the ApplicationError itself
