@@ -47,12 +47,20 @@ class CallResult:
     attempts: int
     usage: dict[str, Any] | None = None
     cost: float | None = None
+    # A model call's model and when it started (its transition's created_at is when it ended): what a
+    # trace's llm_call items show (services/traces.py).
+    model: str | None = None
+    started_at: str | None = None
 
     def metadata(self) -> dict[str, Any]:
         extra: dict[str, Any] = {"attempts": self.attempts}
         if self.usage is not None:
             extra["usage"] = self.usage
             extra["cost"] = self.cost
+            if self.model is not None:
+                extra["model"] = self.model
+            if self.started_at is not None:
+                extra["started_at"] = self.started_at
         return extra
 
 
@@ -134,6 +142,7 @@ class CallSteps:
         timeout, retry = call_options(step, defaults, deadline)
         result_type = ModelAnswer if name == CALL_MODEL else CallAnswer
         longest = timeout.total_seconds() if deadline is None else min(deadline, timeout.total_seconds())
+        started = workflow.now().isoformat()
         if runs_in_worker(step, defaults, longest) and workflow.patched(CALLS_IN_WORKER_PATCH):
             answer = await self.in_worker.call(name, request, result_type, timeout, retry, summary)
         else:
@@ -148,7 +157,8 @@ class CallSteps:
                 summary=summary,
             )
         if isinstance(answer, ModelAnswer):
-            return CallResult(answer.response, answer.attempt, answer.usage, answer.cost)
+            model = answer.response.get("model") or getattr(request, "model", None)
+            return CallResult(answer.response, answer.attempt, answer.usage, answer.cost, model, started)
         return CallResult(answer.response, answer.attempt)
 
     def _owner(self) -> Owner:
@@ -244,7 +254,7 @@ class CallSteps:
             raise TypedFailure(
                 "DecodeError", f"{here}: the model's answer is not the JSON that was asked for"
             ) from None
-        return CallResult(output, answer.attempts, answer.usage, answer.cost)
+        return CallResult(output, answer.attempts, answer.usage, answer.cost, answer.model, answer.started_at)
 
     async def _prompt_request(
         self, step: lang.PromptStep, names: dict[str, Any], here: str
@@ -285,6 +295,7 @@ class CallSteps:
         the tool says `on_error: fail`."""
         name = call["function"]["name"]
         started = workflow.time()
+        started_at = workflow.now().isoformat()  # the call's start, for traces (its transition is its end)
         tool = tools.get(name)
         data: Any = None
         error: dict[str, str] | None = None
@@ -310,7 +321,11 @@ class CallSteps:
             "tool_call": {"id": call["id"], "name": name, "arguments": call["function"].get("arguments")}
         }
         self.interpreter.log.add(
-            "step", {**record, "result": result}, position, position, metadata={**metadata, "tool": name}
+            "step",
+            {**record, "result": result},
+            position,
+            position,
+            metadata={**metadata, "tool": name, "started_at": started_at},
         )
         return result
 

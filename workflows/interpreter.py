@@ -156,7 +156,15 @@ class Interpreter:
             else self.values.value(step.arguments, self._names(value, frame))
         )
         callee = self._new_frame(step.workflow, arguments, root=frame.root, depth=frame.depth)
-        self.log.add("init_branch", arguments, Position(step.workflow, 0, callee.scope_id), label=step.label)
+        # The run it replaces, for traces (services/traces.py): that run ends here, handing over to this one.
+        caller = {"caller_run_id": self.log.run_of(frame.scope_id), "tail": True}
+        self.log.add(
+            "init_branch",
+            arguments,
+            Position(step.workflow, 0, callee.scope_id),
+            label=step.label,
+            metadata=caller,
+        )
         if callee.root:
             self.root = callee
         return callee
@@ -309,7 +317,7 @@ class Interpreter:
                     {"info": info}, position, metadata, wait.timeout, wait, label=step.label
                 )
             case lang.YieldStep():
-                return await self._yield(step, value, names, frame)
+                return await self._yield(step, value, names, frame, position, metadata)
             case lang.ToolCallStep():
                 return await self.call_steps.tool_call(step, names, position, metadata)
             case lang.PromptStep():
@@ -344,7 +352,15 @@ class Interpreter:
                 return await self.run_sequence(branch.then, value, frame, f"{here}.switch[{i}]", tail=tail)
         return None
 
-    async def _yield(self, step: lang.YieldStep, value: Any, names: dict[str, Any], frame: Frame) -> Any:
+    async def _yield(
+        self,
+        step: lang.YieldStep,
+        value: Any,
+        names: dict[str, Any],
+        frame: Frame,
+        position: Position,
+        metadata: dict[str, Any] | None,
+    ) -> Any:
         """A nested (non-tail) yield: run the workflow, then carry on with its output."""
         depth = self.depth if self.legacy else frame.depth
         if depth >= MAX_YIELD_DEPTH:
@@ -355,7 +371,14 @@ class Interpreter:
             )
         arguments = value if step.arguments in (None, "_") else self.values.value(step.arguments, names)
         callee = self._new_frame(step.workflow, arguments, depth=frame.depth + 1)
-        self.log.add("init_branch", arguments, Position(step.workflow, 0, callee.scope_id))
+        # The run and step that called it, for traces (services/traces.py): its run nests in that step.
+        caller: dict[str, Any] = {
+            "caller_run_id": self.log.run_of(frame.scope_id),
+            "caller_step": {"workflow": position.workflow, "step": position.step},
+        }
+        if metadata and "item" in metadata:
+            caller["caller_step"]["item"] = metadata["item"]
+        self.log.add("init_branch", arguments, Position(step.workflow, 0, callee.scope_id), metadata=caller)
         output, callee = await self._run_nested(callee)
         self.log.add("finish_branch", output, callee.position())
         return output

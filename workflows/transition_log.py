@@ -93,6 +93,10 @@ class TransitionLog:
         self.collect = collect
         # Told the status each batch writes (with the error of a failure): workflows/visibility.py shows it.
         self.on_status = on_status
+        # A chunk's own run (see start_run): its transitions carry its run id, for traces.
+        self.run_id: str | None = None
+        self.run_scope: str | None = None
+        self.run_announcement: dict[str, Any] | None = None
         self.pending: list[TransitionRow] = []
         self.pending_bytes = 0
         self.seq = 0
@@ -105,6 +109,17 @@ class TransitionLog:
         # would drop an earlier one).
         self._no_call_writing = asyncio.Event()
         self._no_call_writing.set()
+
+    def start_run(self, run_id: str, scope_id: str, path: str) -> None:
+        """This log records a run of its own (a fan-out chunk's child workflow) in its parent's frame: its
+        transitions in that frame (scope `scope_id`) carry `run_id`, and the first also says where the run
+        sits (the fan-out's body path) and when it started. Traces read them (services/traces.py)."""
+        self.run_id, self.run_scope = run_id, scope_id
+        self.run_announcement = {"run_path": path, "run_started_at": workflow.now().isoformat()}
+
+    def run_of(self, scope_id: str) -> str:
+        """The run id of the frame with this scope: its scope id, unless it is a chunk's borrowed frame."""
+        return self.run_id if self.run_id is not None and scope_id == self.run_scope else scope_id
 
     def add(
         self,
@@ -122,6 +137,9 @@ class TransitionLog:
             note = encode(metadata[LOG_NOTE], current, LOG_NOTE)
             _check_size(note, current, "log text")
             size += len(note)
+        if self.run_id is not None and current.scope_id == self.run_scope:
+            metadata = {**(metadata or {}), "run_id": self.run_id, **(self.run_announcement or {})}
+            self.run_announcement = None
         self.seq += 1
         self.pending_bytes += size
         self.pending.append(
