@@ -52,6 +52,7 @@ class _Builder:
     runs: dict[str, _Run] = field(default_factory=dict)  # the open runs, in the order they started
     steps: dict[StepKey, dict[str, Any]] = field(default_factory=dict)  # open steps -> their step_start
     last_at: dict[str, str] = field(default_factory=dict)  # per run: its latest transition's time
+    opened: list[tuple[str, Any]] = field(default_factory=list)  # ("run", id) and ("step", key), in order
 
     def item(self, kind: str, run_id: str, at: str, **data: Any) -> dict[str, Any]:
         entry = {"type": kind, "run_id": run_id, "at": at, "data": data}
@@ -65,6 +66,7 @@ class _Builder:
             self.open_step(run.parent_step, at)
         self.runs[run.run_id] = run
         self.last_at[run.run_id] = at
+        self.opened.append(("run", run.run_id))
         self.item("run_start", run.run_id, at, workflow=workflow, parent_run_id=run.parent_run_id)
 
     def end_run(self, run_id: str, at: str, outcome: str, **data: Any) -> None:
@@ -94,6 +96,7 @@ class _Builder:
             if item is not None:
                 data["item"] = item
             found = self.steps[key] = self.item("step_start", run_id, at, **data)
+            self.opened.append(("step", key))
         return found
 
     def close_step(self, key: StepKey, at: str, **data: Any) -> None:
@@ -180,11 +183,11 @@ def _end_all(builder: _Builder, transition: dict[str, Any], at: str) -> None:
         data["error"] = output.get("error") if isinstance(output, dict) else output
         if transition["metadata"].get("error_type"):
             data["error_type"] = transition["metadata"]["error_type"]
-    for key in reversed(list(builder.steps)):
-        if key in builder.steps:
+    for kind, key in reversed(builder.opened):  # innermost first
+        if kind == "step" and key in builder.steps:
             builder.close_step(key, at, outcome=outcome)
-    for run_id in reversed(list(builder.runs)):
-        builder.end_run(run_id, at, outcome, **data)
+        elif kind == "run" and key in builder.runs:
+            builder.end_run(key, at, outcome, **data)
 
 
 def _calls(builder: _Builder, run_id: str, transition: dict[str, Any], at: str) -> None:
