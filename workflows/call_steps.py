@@ -48,7 +48,7 @@ class CallResult:
     usage: dict[str, Any] | None = None
     cost: float | None = None
     # A model call's model and when it started (its transition's created_at is when it ended): what a
-    # trace's llm_call items show (services/traces.py).
+    # trace's llm_call items show (mint/telemetry/traces.py).
     model: str | None = None
     started_at: str | None = None
 

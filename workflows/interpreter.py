@@ -156,7 +156,7 @@ class Interpreter:
             else self.values.value(step.arguments, self._names(value, frame))
         )
         callee = self._new_frame(step.workflow, arguments, root=frame.root, depth=frame.depth)
-        # The run it replaces, for traces (services/traces.py): that run ends here, handing over to this one.
+        # The run it replaces, for traces (mint/telemetry/traces.py): that run ends here, handing over to this one.
         caller = {"caller_run_id": self.log.run_of(frame.scope_id), "tail": True}
         self.log.add(
             "init_branch",
@@ -371,7 +371,7 @@ class Interpreter:
             )
         arguments = value if step.arguments in (None, "_") else self.values.value(step.arguments, names)
         callee = self._new_frame(step.workflow, arguments, depth=frame.depth + 1)
-        # The run and step that called it, for traces (services/traces.py): its run nests in that step.
+        # The run and step that called it, for traces (mint/telemetry/traces.py): its run nests in that step.
         caller: dict[str, Any] = {
             "caller_run_id": self.log.run_of(frame.scope_id),
             "caller_step": {"workflow": position.workflow, "step": position.step},

@@ -113,7 +113,7 @@ class TransitionLog:
     def start_run(self, run_id: str, scope_id: str, path: str) -> None:
         """This log records a run of its own (a fan-out chunk's child workflow) in its parent's frame: its
         transitions in that frame (scope `scope_id`) carry `run_id`, and the first also says where the run
-        sits (the fan-out's body path) and when it started. Traces read them (services/traces.py)."""
+        sits (the fan-out's body path) and when it started. Traces read them (mint/telemetry/traces.py)."""
         self.run_id, self.run_scope = run_id, scope_id
         self.run_announcement = {"run_path": path, "run_started_at": workflow.now().isoformat()}
 

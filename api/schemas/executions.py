@@ -103,7 +103,7 @@ class Transition(BaseModel):
 
 
 class TraceItem(BaseModel):
-    """One event of an execution's trace (services/traces.py lists the types and their data)."""
+    """One event of an execution's trace (mint/telemetry/traces.py lists the types and their data)."""
 
     type: Literal[
         "run_start",

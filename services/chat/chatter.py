@@ -89,7 +89,7 @@ class Reply:
         answer_id = uuid.uuid4()
         return {
             "id": str(answer_id),
-            # The chat's trace id (as an execution's is its id's hex digits: services/traces.py).
+            # The chat's trace id (as an execution's is its id's hex digits: mint/telemetry/traces.py).
             "trace_id": answer_id.hex,
             "created_at": datetime.now(UTC),
             "choices": self.choices,
