@@ -3,16 +3,24 @@ OTLP export a local collector receives, on the real stack with the scripted mode
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import uuid
+from pathlib import Path
 from typing import Any
 
+import httpx
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, run_task, start, wait_for_status
 from tests.local_http import LocalServer, Request
 from tests.model_server import Call, Reply
+from tests.stack import BackgroundStack
 
 MODEL = "gpt-4o-mini"
+EXAMPLES = Path(__file__).parent.parent / "examples"
 
 
 def _length(request: Request) -> tuple[int, dict[str, str], bytes]:
@@ -140,26 +148,30 @@ async def test_a_map_in_child_workflows_shows_each_child_as_a_run_of_the_same_tr
     assert len(starts) == 2 and all(s["data"]["parent_run_id"] == main_run for s in starts)
     child_runs = [s["run_id"] for s in starts]
     assert len(set(child_runs)) == 2 and main_run not in child_runs
-    # Each child: its run_start, a step_start and a step_end per item, its run_end; one after the other.
-    position = 0
-    for run, count in zip(child_runs, (250, 1), strict=True):
-        block = children[position : position + 2 + 2 * count]
-        position += len(block)
+    # Each child: its run_start, a step_start and a step_end per item, its run_end; one after the other (in
+    # the order they ended, which is when the parent adopts their transitions).
+    position, sizes = 0, []
+    for run in child_runs:
+        end = next(
+            i for i, item in enumerate(children) if item["type"] == "run_end" and item["run_id"] == run
+        )
+        block, position = children[position : end + 1], end + 1
         assert {i["run_id"] for i in block} == {run}
-        assert block[0]["type"] == "run_start" and block[-1]["type"] == "run_end"
-        assert block[-1]["data"]["outcome"] == "succeeded"
+        assert block[0]["type"] == "run_start" and block[-1]["data"]["outcome"] == "succeeded"
         steps = block[1:-1]
         assert all(_shape(i)[1:] == ("main[0].map", 0) for i in steps)
         started = [i["data"]["item"] for i in steps if i["type"] == "step_start"]
         ended = [i["data"]["item"] for i in steps if i["type"] == "step_end"]
-        assert sorted(started) == sorted(ended) and len(set(started)) == count
-    assert position == len(children)
+        assert sorted(started) == sorted(ended) and len(steps) == 2 * len(set(started))
+        sizes.append(len(started))
+    assert position == len(children) and sorted(sizes) == [1, 250]
 
 
 async def test_a_failed_run_ends_its_runs_and_open_steps_with_the_error(mapi):
     task = {
         "name": "failing",
-        "main": [{"workflow": "sub", "arguments": {}}],
+        # (not the last step: a yield that is hands the run over instead of nesting one)
+        "main": [{"workflow": "sub", "arguments": {}}, {"evaluate": {"never": "$ 1"}}],
         "sub": [{"error": "the sub-workflow gave up"}],
     }
     execution, _ = await run_task(mapi, task)
@@ -204,3 +216,93 @@ async def test_a_chat_answer_carries_its_trace_id(mapi):
         assert answer["choices"][0]["message"]["content"]  # the Julep shape otherwise
         ids.append(answer["trace_id"])
     assert ids[0] != ids[1]
+
+
+def _received_spans(collector: LocalServer) -> list[Any]:
+    """Every span the collector was sent (OTLP/HTTP protobuf), decoded."""
+    spans = []
+    for request in list(collector.requests):
+        if request.path != "/v1/traces":
+            continue
+        export = ExportTraceServiceRequest.FromString(request.body)
+        for resource in export.resource_spans:
+            for scope in resource.scope_spans:
+                spans += scope.spans
+    return spans
+
+
+async def test_otlp_export_shows_an_execution_with_temporals_spans_as_one_trace(
+    postgres_url, temporal_env, api_key
+):
+    with (
+        LocalServer(lambda request: (200, {"Content-Type": "application/x-protobuf"}, b"")) as collector,
+        LocalServer(lambda request: (200, {}, b"pong")) as tool_server,
+    ):
+        async with (
+            BackgroundStack(
+                postgres_url,
+                temporal_address(temporal_env),
+                task_queue=f"otlp-{uuid.uuid4()}",
+                otlp_endpoint=collector.url,
+            ) as stack,
+            httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {api_key}"}) as api,
+        ):
+            task = {
+                "name": "exported",
+                "tools": [{"name": "ping", "type": "api_call", "api_call": {"url": tool_server.url}}],
+                "main": [{"tool": "ping"}, {"workflow": "sub", "arguments": {}}, {"evaluate": {"ok": "$ 1"}}],
+                "sub": [{"evaluate": {"done": "$ True"}}],
+            }
+            execution, _ = await run_task(api, task)
+            assert execution["status"] == "succeeded", execution["error"]
+            trace_id = uuid.UUID(execution["id"]).bytes
+            deadline = asyncio.get_running_loop().time() + 30
+            while True:  # spans leave in batches, about once a second
+                spans = [s for s in _received_spans(collector) if s.trace_id == trace_id]
+                names = {s.name for s in spans}
+                if {"RunWorkflow:TaskExecutionWorkflow", "run sub"} <= names:
+                    break
+                assert asyncio.get_running_loop().time() < deadline, sorted(names)
+                await asyncio.sleep(0.2)
+    by_id = {s.span_id: s for s in spans}
+    (root,) = [s for s in spans if not s.parent_span_id]
+    assert root.name == f"execution {execution['id']}"
+    # One trace: every span hangs, through its parents, from the execution's root span.
+    for span in spans:
+        seen = span
+        while seen.parent_span_id:
+            assert seen.parent_span_id in by_id, (span.name, sorted(names))
+            seen = by_id[seen.parent_span_id]
+        assert seen is root
+    assert {
+        "StartWorkflow:TaskExecutionWorkflow",
+        "RunWorkflow:TaskExecutionWorkflow",
+        "run main",
+        "step main[0]",
+        "step main[1]",
+        "run sub",
+        "step sub[0]",
+    } <= names
+    start = next(s for s in spans if s.name == "StartWorkflow:TaskExecutionWorkflow")
+    assert start.parent_span_id == root.span_id  # Temporal's spans sit under the execution's root span
+    sub = next(s for s in spans if s.name == "run sub")
+    assert by_id[sub.parent_span_id].name == "step main[1]"  # the yielded run inside the step that ran it
+
+
+async def test_the_traced_example_shows_its_sub_workflow_inside_its_step(api):
+    task = (EXAMPLES / "traced.yaml").read_text()
+    execution, _ = await run_task(api, task, {"words": ["durable", "fast", "safe"]})
+    assert execution["status"] == "succeeded", execution["error"]
+    assert execution["output"] == {"total": 15}
+    items = (await _trace(api, execution["id"]))["items"]
+    kinds = [_shape(i) for i in items]
+    assert kinds[:2] == [("run_start", "main", None), ("step_start", "main", 0)]
+    assert kinds.count(("step_start", "main[0].map", 0)) == 3  # one per word
+    held = kinds.index(("run_start", "total", None))
+    assert kinds[held - 1] == ("step_start", "main", 1)
+    assert kinds[-4:] == [
+        ("step_end", "main", 1),
+        ("step_start", "main", 2),
+        ("step_end", "main", 2),
+        ("run_end", None, None),
+    ]

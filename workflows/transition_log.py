@@ -157,8 +157,11 @@ class TransitionLog:
         )
 
     def take(self) -> list[TransitionRow]:
-        """Hand over the collected transitions (a child workflow's, for its parent to adopt)."""
+        """Hand over the collected transitions (a child workflow's, for its parent to adopt); the last says
+        that the chunk's run ends there (for traces)."""
         taken, self.pending, self.pending_bytes = self.pending, [], 0
+        if taken and self.run_id is not None:
+            taken[-1] = {**taken[-1], "metadata": {**taken[-1]["metadata"], "run_ended": self.run_id}}
         return taken
 
     def adopt(self, transitions: list[TransitionRow]) -> None:

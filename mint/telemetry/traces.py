@@ -158,6 +158,8 @@ def _add(builder: _Builder, transition: dict[str, Any]) -> None:  # noqa: C901 (
         _notes(builder, run_id, transition, at)
         if kind == "finish_branch":
             builder.end_run(run_id, at, "succeeded")
+    if isinstance(metadata.get("run_ended"), str):  # a fan-out child's last transition
+        builder.end_run(metadata["run_ended"], at, "succeeded")
 
 
 def _start_branch(builder: _Builder, transition: dict[str, Any], at: str) -> None:
