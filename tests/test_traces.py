@@ -260,7 +260,10 @@ async def test_otlp_export_shows_an_execution_with_temporals_spans_as_one_trace(
             while True:  # spans leave in batches, about once a second
                 spans = [s for s in _received_spans(collector) if s.trace_id == trace_id]
                 names = {s.name for s in spans}
-                if {"RunWorkflow:TaskExecutionWorkflow", "run sub"} <= names:
+                ids = {s.span_id for s in spans}
+                # (a span may come a batch before its parent: wait until every parent has come too)
+                whole = all(not s.parent_span_id or s.parent_span_id in ids for s in spans)
+                if {"RunWorkflow:TaskExecutionWorkflow", "run sub"} <= names and whole:
                     break
                 assert asyncio.get_running_loop().time() < deadline, sorted(names)
                 await asyncio.sleep(0.2)
