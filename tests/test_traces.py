@@ -7,6 +7,7 @@ import asyncio
 import json
 import re
 import uuid
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -121,9 +122,9 @@ async def test_a_prompt_with_a_tool_and_a_yield_trace_item_by_item(mapi, script)
         items[5]["data"]["status"] == "success" and items[5]["data"]["call_id"] == items[4]["data"]["call_id"]
     )
     # Times: each call ends no earlier than it starts, and the items follow the clock.
-    times = [i["at"] for i in items]
+    times = [datetime.fromisoformat(i["at"]) for i in items]
     assert times == sorted(times), times
-    assert items[2]["at"] <= items[3]["at"] and items[4]["at"] <= items[5]["at"]
+    assert times[2] <= times[3] and times[4] <= times[5]
 
 
 async def test_a_map_in_child_workflows_shows_each_child_as_a_run_of_the_same_trace(mapi):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from temporalio import workflow
@@ -47,21 +47,11 @@ class CallResult:
     attempts: int
     usage: dict[str, Any] | None = None
     cost: float | None = None
-    # A model call's model and when it started (its transition's created_at is when it ended): what a
-    # trace's llm_call items show (mint/telemetry/traces.py).
-    model: str | None = None
-    started_at: str | None = None
+    call: dict[str, Any] | None = None  # a model call's `model` and `started_at`, for traces
 
     def metadata(self) -> dict[str, Any]:
-        extra: dict[str, Any] = {"attempts": self.attempts}
-        if self.usage is not None:
-            extra["usage"] = self.usage
-            extra["cost"] = self.cost
-            if self.model is not None:
-                extra["model"] = self.model
-            if self.started_at is not None:
-                extra["started_at"] = self.started_at
-        return extra
+        used = {"usage": self.usage, "cost": self.cost, **(self.call or {})} if self.usage is not None else {}
+        return {"attempts": self.attempts, **used}
 
 
 class CallSteps:
@@ -142,7 +132,6 @@ class CallSteps:
         timeout, retry = call_options(step, defaults, deadline)
         result_type = ModelAnswer if name == CALL_MODEL else CallAnswer
         longest = timeout.total_seconds() if deadline is None else min(deadline, timeout.total_seconds())
-        started = workflow.now().isoformat()
         if runs_in_worker(step, defaults, longest) and workflow.patched(CALLS_IN_WORKER_PATCH):
             answer = await self.in_worker.call(name, request, result_type, timeout, retry, summary)
         else:
@@ -157,8 +146,7 @@ class CallSteps:
                 summary=summary,
             )
         if isinstance(answer, ModelAnswer):
-            model = answer.response.get("model") or getattr(request, "model", None)
-            return CallResult(answer.response, answer.attempt, answer.usage, answer.cost, model, started)
+            return CallResult(answer.response, answer.attempt, answer.usage, answer.cost)
         return CallResult(answer.response, answer.attempt)
 
     def _owner(self) -> Owner:
@@ -218,8 +206,9 @@ class CallSteps:
         summary = f"{where(position, step.label)} · model {request.model or 'by default'}"
 
         async def ask(messages: list[dict[str, Any]]) -> CallResult:
-            request.messages = messages
-            return await self._activity(CALL_MODEL, request, step, summary)
+            request.messages, started = messages, workflow.now().isoformat()
+            answer = await self._activity(CALL_MODEL, request, step, summary)
+            return replace(answer, call={"model": answer.output.get("model"), "started_at": started})
 
         def record_model_turn(turn: int, answer: CallResult) -> None:
             turn_metadata = {**(metadata or {}), "turn": turn, "call": "model"}
@@ -254,7 +243,7 @@ class CallSteps:
             raise TypedFailure(
                 "DecodeError", f"{here}: the model's answer is not the JSON that was asked for"
             ) from None
-        return CallResult(output, answer.attempts, answer.usage, answer.cost, answer.model, answer.started_at)
+        return replace(answer, output=output)
 
     async def _prompt_request(
         self, step: lang.PromptStep, names: dict[str, Any], here: str
@@ -295,7 +284,6 @@ class CallSteps:
         the tool says `on_error: fail`."""
         name = call["function"]["name"]
         started = workflow.time()
-        started_at = workflow.now().isoformat()  # the call's start, for traces (its transition is its end)
         tool = tools.get(name)
         data: Any = None
         error: dict[str, str] | None = None
@@ -321,11 +309,7 @@ class CallSteps:
             "tool_call": {"id": call["id"], "name": name, "arguments": call["function"].get("arguments")}
         }
         self.interpreter.log.add(
-            "step",
-            {**record, "result": result},
-            position,
-            position,
-            metadata={**metadata, "tool": name, "started_at": started_at},
+            "step", {**record, "result": result}, position, position, metadata={**metadata, "tool": name}
         )
         return result
 

@@ -156,8 +156,7 @@ class Interpreter:
             else self.values.value(step.arguments, self._names(value, frame))
         )
         callee = self._new_frame(step.workflow, arguments, root=frame.root, depth=frame.depth)
-        # The run it replaces, for traces (mint/telemetry/traces.py): that run ends here, handing over to this one.
-        caller = {"caller_run_id": self.log.run_of(frame.scope_id), "tail": True}
+        caller = self.log.caller(frame.scope_id)  # for traces: the run it replaces ends here
         self.log.add(
             "init_branch",
             arguments,
@@ -317,7 +316,8 @@ class Interpreter:
                     {"info": info}, position, metadata, wait.timeout, wait, label=step.label
                 )
             case lang.YieldStep():
-                return await self._yield(step, value, names, frame, position, metadata)
+                caller = self.log.caller(frame.scope_id, position, (metadata or {}).get("item"))
+                return await self._yield(step, value, names, frame, caller)
             case lang.ToolCallStep():
                 return await self.call_steps.tool_call(step, names, position, metadata)
             case lang.PromptStep():
@@ -353,15 +353,10 @@ class Interpreter:
         return None
 
     async def _yield(
-        self,
-        step: lang.YieldStep,
-        value: Any,
-        names: dict[str, Any],
-        frame: Frame,
-        position: Position,
-        metadata: dict[str, Any] | None,
+        self, step: lang.YieldStep, value: Any, names: dict[str, Any], frame: Frame, caller: dict[str, Any]
     ) -> Any:
-        """A nested (non-tail) yield: run the workflow, then carry on with its output."""
+        """A nested (non-tail) yield: run the workflow, then carry on with its output (`caller`: for traces,
+        the run and step that called it, TransitionLog.caller)."""
         depth = self.depth if self.legacy else frame.depth
         if depth >= MAX_YIELD_DEPTH:
             raise StepFailed(
@@ -371,13 +366,6 @@ class Interpreter:
             )
         arguments = value if step.arguments in (None, "_") else self.values.value(step.arguments, names)
         callee = self._new_frame(step.workflow, arguments, depth=frame.depth + 1)
-        # The run and step that called it, for traces (mint/telemetry/traces.py): its run nests in that step.
-        caller: dict[str, Any] = {
-            "caller_run_id": self.log.run_of(frame.scope_id),
-            "caller_step": {"workflow": position.workflow, "step": position.step},
-        }
-        if metadata and "item" in metadata:
-            caller["caller_step"]["item"] = metadata["item"]
         self.log.add("init_branch", arguments, Position(step.workflow, 0, callee.scope_id), metadata=caller)
         output, callee = await self._run_nested(callee)
         self.log.add("finish_branch", output, callee.position())

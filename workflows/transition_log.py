@@ -121,6 +121,14 @@ class TransitionLog:
         """The run id of the frame with this scope: its scope id, unless it is a chunk's borrowed frame."""
         return self.run_id if self.run_id is not None and scope_id == self.run_scope else scope_id
 
+    def caller(self, scope_id: str, at: Position | None = None, item: Any = None) -> dict[str, Any]:
+        """An init_branch's metadata, for traces: the run that yields and, for a nested yield, its step (a
+        tail yield, `at` None, hands its run over to the workflow it yields to)."""
+        if at is None:
+            return {"caller_run_id": self.run_of(scope_id), "tail": True}
+        step = {"workflow": at.workflow, "step": at.step, **({"item": item} if item is not None else {})}
+        return {"caller_run_id": self.run_of(scope_id), "caller_step": step}
+
     def add(
         self,
         kind: str,

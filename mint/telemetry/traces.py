@@ -1,8 +1,8 @@
 """An execution's trace (`GET /executions/{id}/trace`), read from the transitions Mint already records.
 
 Nothing is written on the hot path for traces: a step's transition says when it ended (`created_at`), a model
-call's and a tool-loop call's metadata say when the call started (`started_at`), a model call's say which
-model and what it cost, a yield's `init_branch` names the run and step that called it, and a fan-out chunk's
+call's metadata when the call started (`started_at`), which model and what it cost, a tool-loop call's result
+how long it took (`duration_ms`), a yield's `init_branch` names the run and step that called it, and a fan-out chunk's
 transitions carry the chunk's own run id (workflows/transition_log.py). From those this module rebuilds the
 items, in the order Mint recorded them (a step's start comes before what runs inside it):
 
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 # `main[1].map[0].then` holds the containers main[1] and main[1].map[0]: a step of a branch or body runs
@@ -147,7 +147,7 @@ def _add(builder: _Builder, transition: dict[str, Any]) -> None:  # noqa: C901 (
         builder.open_containers(run_id, transition, previous)
         key = builder.step_key(run_id, transition)
         builder.open_step(key, _call_start(transition) or previous)
-        _calls(builder, run_id, transition, at)
+        _calls(builder, run_id, transition, at, previous)
         _notes(builder, run_id, transition, at)
         if kind == "step" and metadata.get("call") is None:  # a loop's call is part of its step
             builder.close_step(key, at)
@@ -192,7 +192,7 @@ def _end_all(builder: _Builder, transition: dict[str, Any], at: str) -> None:
             builder.end_run(key, at, outcome, **data)
 
 
-def _calls(builder: _Builder, run_id: str, transition: dict[str, Any], at: str) -> None:
+def _calls(builder: _Builder, run_id: str, transition: dict[str, Any], at: str, previous: str) -> None:
     """A model call's or a tool-loop call's start and end items, from the transition that recorded it."""
     metadata = transition["metadata"]
     started = metadata.get("started_at") or at
@@ -218,6 +218,11 @@ def _calls(builder: _Builder, run_id: str, transition: dict[str, Any], at: str) 
         call = output.get("tool_call") or {}
         result = output.get("result") or {}
         name = metadata.get("tool") or call.get("name")
+        if isinstance(result.get("duration_ms"), int):  # it started that long before it was recorded
+            # (not before what came before it: the duration is rounded to the millisecond)
+            started = max(
+                _moment(at) - timedelta(milliseconds=result["duration_ms"]), _moment(previous)
+            ).isoformat()
         builder.item(
             "tool_call_start",
             run_id,
@@ -266,6 +271,10 @@ def _body_path(path: str) -> str | None:
     for m in _BODY.finditer(path):
         best = path[: m.end()]
     return best
+
+
+def _moment(at: str) -> datetime:
+    return datetime.fromisoformat(at)
 
 
 def _at(transition: dict[str, Any]) -> str:

@@ -114,18 +114,70 @@ def spans_of(trace_: dict[str, Any], execution_id: str, resource: Resource) -> l
     items = trace_["items"]
     if not items:
         return []
-    root_id = root_span_id(execution_id)
-    spans: list[ReadableSpan] = []
-    runs: dict[str, _Open] = {}
-    stacks: dict[str, list[_Open]] = {}
+    spans = _Spans(execution_id, resource)
+    for index, item in enumerate(items):
+        spans.add(index, item)
+    last = items[-1]
+    outcome = last["data"].get("outcome") if last["type"] == "run_end" else None
+    root = _Open(f"execution {execution_id}", root_span_id(execution_id), 0, _nanos(items[0]["at"]))
+    root.attributes = {"mint.execution_id": execution_id, **({"mint.outcome": outcome} if outcome else {})}
+    spans.finish(root, _nanos(last["at"]), outcome == "failed")
+    return spans.done
 
-    def finish(span: _Open, end: int, failed: bool = False) -> None:
-        spans.append(
+
+class _Spans:
+    """Pairs a trace's start and end items into spans."""
+
+    def __init__(self, execution_id: str, resource: Resource):
+        self.execution_id, self.resource = execution_id, resource
+        self.done: list[ReadableSpan] = []
+        self.runs: dict[str, _Open] = {}
+        self.stacks: dict[str, list[_Open]] = {}  # per run: its open steps and calls, innermost last
+
+    def add(self, index: int, item: dict[str, Any]) -> None:
+        kind, run_id, at, data = item["type"], item["run_id"], _nanos(item["at"]), item["data"]
+        stack = self.stacks.setdefault(run_id, [])
+        innermost = stack[-1] if stack else self.runs.get(run_id)
+        new_id = _span_id(f"{self.execution_id}:{index}")
+        if kind == "run_start":
+            holder = self._holder(data.get("parent_run_id"))
+            parent_id = holder.span_id if holder is not None else root_span_id(self.execution_id)
+            self.runs[run_id] = _Open(
+                f"run {data.get('workflow')}", new_id, parent_id, at, None, _attributes(data)
+            )
+        elif kind in ("step_start", "llm_call_start", "tool_call_start") and innermost is not None:
+            stack.append(
+                _Open(
+                    _span_name(kind, data), new_id, innermost.span_id, at, _key(kind, data), _attributes(data)
+                )
+            )
+        elif kind in ("step_end", "llm_call_end", "tool_call_end"):
+            found = next((s for s in reversed(stack) if s.key == _key(kind, data)), None)
+            if found is not None:
+                stack.remove(found)
+                found.attributes.update(_attributes(data))
+                self.finish(found, at, data.get("outcome") == "failed" or data.get("status") == "error")
+        elif kind == "run_end" and run_id in self.runs:
+            run = self.runs.pop(run_id)
+            run.attributes.update(_attributes(data))
+            self.finish(run, at, data.get("outcome") == "failed")
+        elif kind in ("handoff", "guardrail") and innermost is not None:
+            innermost.events.append(Event(kind, _attributes(data), at))
+
+    def _holder(self, run_id: str | None) -> _Open | None:
+        """What a run started inside: the innermost open step of the run that started it."""
+        if run_id is None:
+            return None
+        stack = self.stacks.get(run_id)
+        return stack[-1] if stack else self.runs.get(run_id)
+
+    def finish(self, span: _Open, end: int, failed: bool = False) -> None:
+        self.done.append(
             ReadableSpan(
                 span.name,
-                context=_context(execution_id, span.span_id),
-                parent=_context(execution_id, span.parent_id),
-                resource=resource,
+                context=_context(self.execution_id, span.span_id),
+                parent=_context(self.execution_id, span.parent_id) if span.parent_id else None,
+                resource=self.resource,
                 attributes=span.attributes,
                 events=span.events,
                 status=Status(StatusCode.ERROR) if failed else Status(StatusCode.UNSET),
@@ -135,61 +187,12 @@ def spans_of(trace_: dict[str, Any], execution_id: str, resource: Resource) -> l
             )
         )
 
-    for index, item in enumerate(items):
-        kind, run_id, at, data = item["type"], item["run_id"], _nanos(item["at"]), item["data"]
-        stack = stacks.setdefault(run_id, [])
-        innermost = stack[-1] if stack else runs.get(run_id)
-        new_id = _span_id(f"{execution_id}:{index}")
-        if kind == "run_start":
-            parent_run = data.get("parent_run_id")
-            held_in = stacks.get(parent_run) if parent_run else None
-            holder = held_in[-1] if held_in else runs.get(parent_run) if parent_run else None
-            parent_id = holder.span_id if holder is not None else root_id
-            runs[run_id] = _Open(
-                f"run {data.get('workflow')}", new_id, parent_id, at, None, _attributes(data)
-            )
-        elif kind in ("step_start", "llm_call_start", "tool_call_start") and innermost is not None:
-            name = _span_name(kind, data)
-            key = (data.get("workflow"), data.get("step"), data.get("item")) if kind == "step_start" else kind
-            stack.append(_Open(name, new_id, innermost.span_id, at, key, _attributes(data)))
-        elif kind in ("step_end", "llm_call_end", "tool_call_end"):
-            key = (
-                (data.get("workflow"), data.get("step"), data.get("item"))
-                if kind == "step_end"
-                else kind.replace("_end", "_start")
-            )
-            found = next((s for s in reversed(stack) if s.key == key), None)
-            if found is not None:
-                stack.remove(found)
-                found.attributes.update(_attributes(data))
-                finish(found, at, data.get("outcome") == "failed" or data.get("status") == "error")
-        elif kind == "run_end" and run_id in runs:
-            run = runs.pop(run_id)
-            run.attributes.update(_attributes(data))
-            finish(run, at, data.get("outcome") == "failed")
-        elif kind in ("handoff", "guardrail") and innermost is not None:
-            innermost.events.append(Event(kind, _attributes(data), at))
-    start, end = _nanos(items[0]["at"]), _nanos(items[-1]["at"])
-    outcome = items[-1]["data"].get("outcome") if items[-1]["type"] == "run_end" else None
-    execution = _Open(
-        f"execution {execution_id}", root_id, 0, start, attributes={"mint.execution_id": execution_id}
-    )
-    if outcome:
-        execution.attributes["mint.outcome"] = outcome
-    spans.append(
-        ReadableSpan(
-            execution.name,
-            context=_context(execution_id, root_id),
-            parent=None,
-            resource=resource,
-            attributes=execution.attributes,
-            status=Status(StatusCode.ERROR) if outcome == "failed" else Status(StatusCode.UNSET),
-            start_time=start,
-            end_time=end,
-            instrumentation_scope=SCOPE,
-        )
-    )
-    return spans
+
+def _key(kind: str, data: dict[str, Any]) -> Any:
+    """What pairs an end item with its start: a step's place, or the kind of call."""
+    if kind in ("step_start", "step_end"):
+        return (data.get("workflow"), data.get("step"), data.get("item"))
+    return kind.rsplit("_", 1)[0]  # llm_call, tool_call
 
 
 def _span_name(kind: str, data: dict[str, Any]) -> str:
