@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from temporalio import workflow
@@ -50,13 +50,11 @@ class CallResult:
     attempts: int
     usage: dict[str, Any] | None = None
     cost: float | None = None
+    call: dict[str, Any] | None = None  # a model call's `model` and `started_at`, for traces
 
     def metadata(self) -> dict[str, Any]:
-        extra: dict[str, Any] = {"attempts": self.attempts}
-        if self.usage is not None:
-            extra["usage"] = self.usage
-            extra["cost"] = self.cost
-        return extra
+        used = {"usage": self.usage, "cost": self.cost, **(self.call or {})} if self.usage is not None else {}
+        return {"attempts": self.attempts, **used}
 
 
 class CallSteps:
@@ -211,8 +209,9 @@ class CallSteps:
         summary = f"{where(position, step.label)} · model {request.model or 'by default'}"
 
         async def ask(messages: list[dict[str, Any]]) -> CallResult:
-            request.messages = messages
-            return await self._activity(CALL_MODEL, request, step, summary)
+            request.messages, started = messages, workflow.now().isoformat()
+            answer = await self._activity(CALL_MODEL, request, step, summary)
+            return replace(answer, call={"model": answer.output.get("model"), "started_at": started})
 
         def record_model_turn(turn: int, answer: CallResult) -> None:
             turn_metadata = {**(metadata or {}), "turn": turn, "call": "model"}
@@ -247,7 +246,7 @@ class CallSteps:
             raise TypedFailure(
                 "DecodeError", f"{here}: the model's answer is not the JSON that was asked for"
             ) from None
-        return CallResult(output, answer.attempts, answer.usage, answer.cost)
+        return replace(answer, output=output)
 
     async def model_call(self, request: ModelRequest, summary: str) -> CallResult:
         """A model call that is no prompt step's (a guardrail's), with the task's defaults for the calls."""

@@ -162,7 +162,14 @@ class Interpreter:
             else self.values.value(step.arguments, self._names(value, frame))
         )
         callee = self._new_frame(step.workflow, arguments, root=frame.root, depth=frame.depth)
-        self.log.add("init_branch", arguments, Position(step.workflow, 0, callee.scope_id), label=step.label)
+        caller = self.log.caller(frame.scope_id)  # for traces: the run it replaces ends here
+        self.log.add(
+            "init_branch",
+            arguments,
+            Position(step.workflow, 0, callee.scope_id),
+            label=step.label,
+            metadata=caller,
+        )
         if callee.root:
             self.root = callee
         return callee
@@ -315,7 +322,8 @@ class Interpreter:
                     {"info": info}, position, metadata, wait.timeout, wait, label=step.label
                 )
             case lang.YieldStep():
-                return await self._yield(step, value, names, frame)
+                caller = self.log.caller(frame.scope_id, position, (metadata or {}).get("item"))
+                return await self._yield(step, value, names, frame, caller)
             case lang.ToolCallStep():
                 return await self.call_steps.tool_call(step, names, position, metadata)
             case lang.PromptStep():
@@ -350,8 +358,11 @@ class Interpreter:
                 return await self.run_sequence(branch.then, value, frame, f"{here}.switch[{i}]", tail=tail)
         return None
 
-    async def _yield(self, step: lang.YieldStep, value: Any, names: dict[str, Any], frame: Frame) -> Any:
-        """A nested (non-tail) yield: run the workflow, then carry on with its output."""
+    async def _yield(
+        self, step: lang.YieldStep, value: Any, names: dict[str, Any], frame: Frame, caller: dict[str, Any]
+    ) -> Any:
+        """A nested (non-tail) yield: run the workflow, then carry on with its output (`caller`: for traces,
+        the run and step that called it, TransitionLog.caller)."""
         depth = self.depth if self.legacy else frame.depth
         if depth >= MAX_YIELD_DEPTH:
             raise StepFailed(
@@ -361,7 +372,7 @@ class Interpreter:
             )
         arguments = value if step.arguments in (None, "_") else self.values.value(step.arguments, names)
         callee = self._new_frame(step.workflow, arguments, depth=frame.depth + 1)
-        self.log.add("init_branch", arguments, Position(step.workflow, 0, callee.scope_id))
+        self.log.add("init_branch", arguments, Position(step.workflow, 0, callee.scope_id), metadata=caller)
         output, callee = await self._run_nested(callee)
         self.log.add("finish_branch", output, callee.position())
         return output

@@ -227,6 +227,7 @@ async def _as_events(
                     ],
                     "usage": value["usage"],
                     "docs": value["docs"],
+                    "trace_id": value["trace_id"],
                 }
                 yield _event(chunk)
             await runner

@@ -87,8 +87,11 @@ class Reply:
         self.choices.append({**choice, "index": len(self.choices)})
 
     def response(self) -> dict[str, Any]:
+        answer_id = uuid.uuid4()
         return {
-            "id": str(uuid.uuid4()),
+            "id": str(answer_id),
+            # The chat's trace id (as an execution's is its id's hex digits: mint/telemetry/traces.py).
+            "trace_id": answer_id.hex,
             "created_at": datetime.now(UTC),
             "choices": self.choices,
             "usage": self.usage,
