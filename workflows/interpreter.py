@@ -163,13 +163,8 @@ class Interpreter:
         )
         callee = self._new_frame(step.workflow, arguments, root=frame.root, depth=frame.depth)
         caller = self.log.caller(frame.scope_id)  # for traces: the run it replaces ends here
-        self.log.add(
-            "init_branch",
-            arguments,
-            Position(step.workflow, 0, callee.scope_id),
-            label=step.label,
-            metadata=caller,
-        )
+        where = Position(step.workflow, 0, callee.scope_id)
+        self.log.add("init_branch", arguments, where, label=step.label, metadata=caller)
         if callee.root:
             self.root = callee
         return callee
