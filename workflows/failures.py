@@ -26,6 +26,10 @@ class TypedFailure(StepFailed):
         self.error_type = error_type
         super().__init__(typed_message(error_type, message))
 
+    def details(self) -> dict[str, Any]:
+        """What the `error` transition's metadata records beside `error_type` (a guardrail's name, say)."""
+        return {}
+
 
 class Returned(Exception):
     """Unwinds a named workflow when a `return` step runs."""
@@ -55,3 +59,21 @@ def failure_type(message: str) -> str | None:
     """The kind of failure a user-facing message names (its prefix), for the `error` transition's
     metadata; an activity's typed ApplicationError is worded `Type: ...` by failure_message too."""
     return error_type_of(message)
+
+
+def failed_tool(name: str, exc: Exception) -> StepFailed:
+    """The failure of a step whose tool (called by the model) failed and says `on_error: fail`: a
+    ToolCallError, unless the failure already has a kind."""
+    if isinstance(exc, TypedFailure):
+        return exc
+    return TypedFailure(
+        "ToolCallError", f"tool {name!r} failed (its on_error is fail): {failure_message(exc)}"
+    )
+
+
+def tool_error_code(exc: Exception) -> str:
+    """The code of a tool's error result: the failure's type, when the activity named one."""
+    cause = exc.cause if isinstance(exc, ActivityError) else None
+    if isinstance(cause, ApplicationError) and cause.type:
+        return cause.type
+    return "step_failed" if isinstance(exc, StepFailed) else "tool_failed"
