@@ -171,10 +171,20 @@ async def test_ctrl_c_leaves_the_execution_running_and_says_how_to_get_back(stac
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         env={**os.environ, "MINT_API_KEY": api_key},
     )  # fmt: skip
-    printed = await asyncio.wait_for(_read_until(run.stdout, "sleeping until"), timeout=120)
-    execution_id = re.search(r"execution (\S+)", printed).group(1)
+    seen: list[str] = []
+    try:
+        await asyncio.wait_for(_read_until(run.stdout, "sleeping until", seen), timeout=120)
+    except TimeoutError:
+        run.kill()
+        raise AssertionError(f"no 'sleeping until' in 120 s; printed {''.join(seen)!r}") from None
+    execution_id = re.search(r"execution (\S+)", "".join(seen)).group(1)
     run.send_signal(signal.SIGINT)
-    stdout, stderr = await asyncio.wait_for(run.communicate(), timeout=120)
+    try:
+        stdout, stderr = await asyncio.wait_for(run.communicate(), timeout=120)
+    except TimeoutError:
+        signals = _signals(run.pid)
+        run.kill()
+        raise AssertionError(f"still running 120 s after SIGINT; {signals}") from None
     assert run.returncode == 130, stderr
     said = stderr.decode()
     assert "Aborted" not in said and "Traceback" not in said
@@ -280,13 +290,23 @@ async def _cli(*args: str, env: dict[str, str]) -> str:
     return result.stdout
 
 
-async def _read_until(stream: asyncio.StreamReader, text: str) -> str:
-    seen = ""
-    while text not in seen:
+async def _read_until(stream: asyncio.StreamReader, text: str, seen: list[str]) -> None:
+    """Read lines into `seen` until one holds `text` (what was seen stays there if this is cut off)."""
+    while not seen or text not in seen[-1]:
         line = await stream.readline()
-        assert line, f"the output ended before {text!r}: {seen}"
-        seen += line.decode()
-    return seen
+        assert line, f"the output ended before {text!r}: {''.join(seen)}"
+        seen.append(line.decode())
+
+
+def _signals(pid: int) -> str:
+    """The signal lines of /proc/PID/status (blocked, ignored, caught), for a process that ignored one."""
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return " ".join(
+                line.strip() for line in status if line.startswith(("SigBlk", "SigIgn", "SigCgt"))
+            )
+    except OSError:
+        return "(gone)"
 
 
 async def _until_sleeping(api: httpx.AsyncClient, execution_id: str) -> None:
