@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 from typing import Any
 
 import httpx
@@ -94,3 +95,14 @@ async def queued_execution(store: Any, developer_name: str) -> tuple[str, str]:
     values = {"task_id": task["id"], "task_version": 1, "status": "queued", "input": {}}
     execution = await store.insert(EXECUTIONS, developer, values)
     return developer, execution["id"]
+
+
+# A command started from a background job (`cmd &` in a script, as CI runners and nohup do) inherits SIGINT
+# ignored, and exec keeps it ignored: a Ctrl-C the test sends would never arrive. This prefix puts SIGINT
+# back to its default before it execs the command, as a terminal's foreground job has it.
+_RESET_SIGINT = "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execvp(sys.argv[1], sys.argv[1:])"
+
+
+def as_foreground(command: list[str]) -> list[str]:
+    """`command`, started with SIGINT at its default whatever this process inherited."""
+    return [sys.executable, "-c", _RESET_SIGINT, *command]

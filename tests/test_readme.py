@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 
+from tests.helpers import as_foreground
 from tests.stack import MintUp
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -145,9 +146,9 @@ class Runner:
 
     def shell(self, snippet: Snippet, script: str) -> None:
         """Run a shell script; a `mint run` it ends with that reaches a long sleep is interrupted there, as a
-        reader would press Ctrl-C."""
+        reader would press Ctrl-C, and must say that the execution goes on."""
         process = subprocess.Popen(
-            ["bash", "-e", "-o", "pipefail", "-c", self.ports(script)],
+            as_foreground(["bash", "-e", "-o", "pipefail", "-c", self.ports(script)]),
             cwd=self.workdir,
             env=self.shell_env(),
             stdin=subprocess.PIPE,
@@ -172,9 +173,9 @@ class Runner:
         code = process.wait()
         guard.cancel()
         text = "".join(output)
-        # Interrupted, it reached the day-long sleep the README describes: done (what Ctrl-C says is
-        # test_cli's to check: test_ctrl_c_leaves_the_execution_running_and_says_how_to_get_back).
-        if not interrupted:
+        if interrupted:
+            assert "goes on" in text, f"{snippet}: Ctrl-C did not say the execution goes on:\n{text}"
+        else:
             assert code == 0, f"{snippet} exited {code}:\n{script}\n---\n{text}"
 
     def run(self, snippet: Snippet) -> None:
