@@ -13,10 +13,12 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from api.errors import ApiError
 from api.workflow_labels import workflow_labels
-from contracts.executions import ExecutionParams, ResumeInput
+from contracts.budgets import Budget
+from contracts.executions import ExecutionParams, ResumeInput, ResumePoint
 from contracts.temporal import RESUME_SIGNAL, TASK_EXECUTION_WORKFLOW
 from contracts.transitions import TERMINAL_STATUSES
 from mint.settings import Settings
+from mint.store.budgets import Budgets
 from mint.store.tables import AGENTS, EXECUTIONS, Conflict, Store
 from workflows.input_schema import input_problems
 from workflows.language import ToolDef
@@ -45,14 +47,7 @@ async def start_execution(
         existing = await store.execution_by_key(developer, task["id"], idempotency_key)
         if existing is not None:
             return await _replayed(store, temporal, settings, developer, task, existing, body_input)
-    in_flight = await store.executions_in_flight(developer)
-    if in_flight >= settings.max_executions_in_flight:
-        raise ApiError(
-            429,
-            f"{in_flight} executions are already in flight for this developer; the limit is "
-            f"{settings.max_executions_in_flight} (MINT_MAX_EXECUTIONS_IN_FLIGHT): wait for some to end",
-            headers={"Retry-After": "5"},
-        )
+    await check_in_flight(store, settings, developer)
     values = {
         "task_id": task["id"],
         "task_version": task["version"],
@@ -60,6 +55,7 @@ async def start_execution(
         "input": body_input,
         "metadata": metadata,
         "idempotency_key": idempotency_key,
+        "budget": await execution_budget(store, developer, task["document"]),
     }
     try:
         execution = await store.insert(EXECUTIONS, developer, values)
@@ -68,9 +64,29 @@ async def start_execution(
         if existing is None:
             raise
         return await _replayed(store, temporal, settings, developer, task, existing, body_input)
-    await _launch(store, temporal, settings, developer, task, execution)
+    await launch(store, temporal, settings, developer, task, execution)
     # Its workflow is started; the worker may already have moved the row on (that is what GET answers).
     return {**execution, "status": "starting"}
+
+
+async def check_in_flight(store: Store, settings: Settings, developer: str) -> None:
+    """A 429 when the developer has as many executions in flight as allowed."""
+    in_flight = await store.executions_in_flight(developer)
+    if in_flight >= settings.max_executions_in_flight:
+        raise ApiError(
+            429,
+            f"{in_flight} executions are already in flight for this developer; the limit is "
+            f"{settings.max_executions_in_flight} (MINT_MAX_EXECUTIONS_IN_FLIGHT): wait for some to end",
+            headers={"Retry-After": "5"},
+        )
+
+
+async def execution_budget(store: Store, developer: str, document: dict[str, Any]) -> dict[str, Any] | None:
+    """The limits an execution runs within, fixed when it starts: the task's `budget`, else the developer's
+    default (GET/PUT /developer/settings); None when neither sets one."""
+    if document.get("budget") is not None:
+        return Budget.model_validate(document["budget"]).limits()
+    return await Budgets(store.pool).default_budget(developer)
 
 
 def check_storable(value: Any, what: str) -> int:
@@ -113,20 +129,22 @@ async def _replayed(
         # The first request stopped between its insert and its start: finish the job (starts are idempotent),
         # with the task version that execution recorded.
         task = await store.get_task(developer, task["id"], existing["task_version"]) or task
-        await _launch(store, temporal, settings, developer, task, existing)
+        await launch(store, temporal, settings, developer, task, existing)
         existing = await store.get(EXECUTIONS, developer, existing["id"]) or existing
     return existing
 
 
-async def _launch(
+async def launch(
     store: Store,
     temporal: Client,
     settings: Settings,
     developer: str,
     task: dict[str, Any],
     execution: dict[str, Any],
+    resume: ResumePoint | None = None,
 ) -> None:
-    """Start the workflow (id = execution id); a start that fails leaves a `failed` execution saying why."""
+    """Start the workflow (id = execution id); a start that fails leaves a `failed` execution saying why.
+    With `resume` (a restart), the interpreter picks up there instead of at main's first step."""
     document = task["document"]
     agent, tools = await asyncio.gather(
         store.get(AGENTS, developer, task["agent_id"]), _task_tools(store, developer, task, document)
@@ -149,6 +167,7 @@ async def _launch(
         max_history_events=settings.max_history_events,
         max_fan_out=settings.max_fan_out,
         max_tool_timeout=settings.max_tool_timeout,
+        resume=resume,
     )
     with_attributes = settings.search_attributes == "on"  # `auto` was resolved when the API started
     labels = workflow_labels(task, agent or {}, developer, execution["id"], with_attributes)

@@ -25,6 +25,7 @@ from contracts.background import SessionRef
 from contracts.temporal import COMPRESS_SESSION_WORKFLOW
 from mint.models.client import ModelClient
 from mint.models.embeddings import Embedder
+from mint.store.budgets import Budgets, OverBudget, tokens_of
 from mint.store.chat_turns import ChatTurns, SessionBusy
 from mint.store.docs import DocStore
 from mint.store.session_history import SessionHistory
@@ -35,7 +36,7 @@ from services.chat.cast import Cast, cast
 from services.chat.context import Context, count_tokens
 from services.chat.request import Chat, ChatMessage
 from services.chat.slots import ChatSlots
-from services.errors import Busy, Invalid, ModelFailed, NotFound
+from services.errors import Busy, Invalid, ModelFailed, NotFound, OutOfBudget
 from services.sessions import owned_row
 from workflows import prompts
 from workflows.storable import find_unstorable, format_path
@@ -64,6 +65,7 @@ class Reply:
     )
     recalled: list[dict[str, Any]] = field(default_factory=list)
     answered: list[dict[str, Any]] = field(default_factory=list)
+    default_budget: dict[str, Any] | None = None  # the developer's, for a session without a budget
 
     def count(self, answer: dict[str, Any]) -> None:
         """Add one model call's tokens to the usage."""
@@ -113,6 +115,7 @@ class Chatter:
         self.store = store
         self.slots = slots
         self.turns = ChatTurns(store.pool)
+        self.budgets = Budgets(store.pool)
         self.history = SessionHistory(store.pool)
         self.assembler = ContextAssembler(self.history, docs, embedder)
         self.calls = ChatCalls(models, temporal, task_queue, max_tool_timeout)
@@ -139,6 +142,10 @@ class Chatter:
             raise Invalid(f"agent {body.agent} is not part of session {session['id']}")
         async with self._turn(developer, session["id"]):
             reply = Reply()
+            # The developer's default budget applies to a session that sets none.
+            reply.default_budget = (
+                None if session.get("budget") else await self.budgets.default_budget(developer)
+            )
             for agent_id in agent_ids:
                 await self._answer(developer, session, body, agent_id, reply, on_text, len(agent_ids) > 1)
             if body.save:
@@ -191,7 +198,11 @@ class Chatter:
         tools = cast.offered_tools()
 
         async def ask(messages: list[dict[str, Any]]) -> dict[str, Any]:
+            await self._reserve(session["id"], reply.default_budget)
             answer = await self.calls.complete(body, cast.agent, messages, session["id"], tools, streamed)
+            await self.budgets.settle_session_call(
+                session["id"], tokens_of(answer["usage"]), float(answer.get("cost") or 0)
+            )
             reply.count(answer)
             for call in _message(answer).get("tool_calls") or []:  # fixed values go in, whoever runs the call
                 call["function"]["arguments"] = json.dumps(
@@ -210,6 +221,13 @@ class Chatter:
             run_tool=run_tool,
             max_turns=prompts.MAX_TURNS,
         )
+
+    async def _reserve(self, session_id: str, default_budget: dict[str, Any] | None) -> None:
+        """Count one more model call against the session's budget (contracts/budgets.py), or refuse it."""
+        try:
+            await self.budgets.reserve_session_call(session_id, default_budget)
+        except OverBudget as exc:
+            raise OutOfBudget(f"session {session_id}: {exc}") from None
 
     @contextlib.asynccontextmanager
     async def _turn(self, developer: str, session_id: str) -> AsyncIterator[None]:
