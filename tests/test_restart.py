@@ -1,0 +1,106 @@
+"""Restart from a step (issue 17 item 7): POST /executions/{id}/restart keeps the original's transitions
+before the step and runs again from there, through the HTTP API on the real stack."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.helpers import create_agent, create_task, run_task, start, transitions, wait_for_status
+from tests.local_http import LocalServer, Request
+
+KEPT = ("type", "output", "current", "next", "step_label", "metadata", "created_at")
+
+
+def _same(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{k: r[k] for k in KEPT} for r in rows]
+
+
+async def _restart(api, execution_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    response = await api.post(f"/executions/{execution_id}/restart", json=body)
+    assert response.status_code == 201, response.text
+    restarted = response.json()
+    assert restarted["restarted_from"] == execution_id
+    return await wait_for_status(api, restarted["id"])
+
+
+async def test_a_failed_execution_goes_on_from_the_failing_step_once_the_tool_is_fixed(api):
+    broken = {"on": True}
+
+    def respond(request: Request) -> tuple[int, dict[str, str], bytes]:
+        return (500, {}, b"down") if broken["on"] else (200, {}, b"fixed")
+
+    with LocalServer(respond) as server:
+        task = {
+            "name": "flaky",
+            "tools": [{"name": "fetch", "type": "api_call", "api_call": {"url": server.url + "x"}}],
+            "main": [
+                {"label": "start", "evaluate": {"n": "$ _.n + 1"}},
+                {"set": {"seen": "$ _.n"}},
+                {"tool": "fetch", "arguments": {}, "retry": {"max_attempts": 1}},
+                {
+                    "evaluate": {
+                        "body": "$ _['content']",
+                        "seen": "$ state.seen",
+                        "first": "$ steps['start'].output.n",
+                        "started_with": "$ steps['start'].input.n",
+                    }
+                },
+            ],
+        }
+        failed, rows = await run_task(api, task, {"n": 1})
+        assert failed["status"] == "failed", failed
+        error = next(r for r in rows if r["type"] == "error")
+        assert error["current"]["step"] == 2  # the tool call
+
+        broken["on"] = False  # the tool is fixed
+        done = await _restart(api, failed["id"], {"from_transition": error["id"]})
+    assert done["status"] == "succeeded", done["error"]
+    assert done["output"] == {"body": "fixed", "seen": 2, "first": 2, "started_with": 1}
+    assert done["input"] == failed["input"]
+    again = await transitions(api, done["id"])
+    kept = [r for r in rows if r["type"] != "error"]  # init and the two steps before the tool call
+    assert _same(again[: len(kept)]) == _same(kept)
+    assert {r["id"] for r in again}.isdisjoint({r["id"] for r in rows})
+    assert [r["type"] for r in again[len(kept) :]] == ["step", "step", "finish"]
+    assert len(server.requests) == 2  # the failed call, then the restarted one: nothing before re-ran
+
+
+async def test_restart_with_a_new_input_for_the_step(api):
+    task = {
+        "name": "sums",
+        "main": [{"evaluate": {"double": "$ _.n * 2"}}, {"evaluate": {"plus": "$ _.double + 1"}}],
+    }
+    first, rows = await run_task(api, task, {"n": 1})
+    assert first["output"] == {"plus": 3}
+    second_step = next(r for r in rows if r["type"] == "step" and r["current"]["step"] == 1)
+
+    done = await _restart(api, first["id"], {"from_transition": second_step["id"], "input": {"double": 10}})
+    assert done["status"] == "succeeded", done["error"]
+    assert done["output"] == {"plus": 11}
+    again = await transitions(api, done["id"])
+    assert _same(again[:2]) == _same(rows[:2])  # init and main[0], as the original recorded them
+
+    same = await _restart(api, first["id"], {"from_transition": second_step["id"]})
+    assert same["output"] == {"plus": 3}  # without an input the step reads what it read before
+
+    init = rows[0]
+    fresh = await _restart(api, first["id"], {"from_transition": init["id"], "input": {"n": 5}})
+    assert fresh["output"] == {"plus": 11} and fresh["input"] == {"n": 5}
+
+
+async def test_restart_refuses_what_it_cannot_do(api):
+    agent = await create_agent(api)
+    task = await create_task(api, agent["id"], {"name": "one", "main": [{"evaluate": {"x": "$ 1"}}]})
+    execution = await wait_for_status(api, (await start(api, task["id"]))["id"])
+    rows = await transitions(api, execution["id"])
+    finish = rows[-1]
+    after_end = await api.post(
+        f"/executions/{execution['id']}/restart", json={"from_transition": finish["id"]}
+    )
+    assert after_end.status_code == 422 and "nothing to run again" in after_end.text, after_end.text
+    other = await api.post(
+        f"/executions/{execution['id']}/restart", json={"from_transition": rows[0]["id"][:-4] + "0000"}
+    )
+    assert other.status_code == 404, other.text
+    missing = await api.post(f"/executions/{execution['id']}/restart", json={})
+    assert missing.status_code == 422 and "from_transition" in missing.text, missing.text
