@@ -42,7 +42,7 @@ async def start_execution(
     """Validate the input, insert the execution (`queued`), start its workflow; a failed start is recorded.
 
     With an idempotency key, a repeated request returns the execution the first one created."""
-    await _check_input(task["document"], body_input)
+    await check_input(task["document"], body_input)
     if idempotency_key:
         existing = await store.execution_by_key(developer, task["id"], idempotency_key)
         if existing is not None:
@@ -97,7 +97,7 @@ def check_storable(value: Any, what: str) -> int:
         raise ApiError(422, f"{what} contains NaN or Infinity, which JSON cannot hold") from None
 
 
-async def _check_input(document: dict[str, Any], body_input: Any) -> None:
+async def check_input(document: dict[str, Any], body_input: Any) -> None:
     size = check_storable(body_input, "input")
     if size > MAX_INPUT_BYTES:
         raise ApiError(413, f"execution input is {size} bytes; the limit is {MAX_INPUT_BYTES}")

@@ -8,7 +8,14 @@ from typing import Any
 from temporalio.client import Client
 
 from api.errors import ApiError, not_found
-from api.executions import MAX_INPUT_BYTES, check_in_flight, check_storable, execution_budget, launch
+from api.executions import (
+    MAX_INPUT_BYTES,
+    check_in_flight,
+    check_input,
+    check_storable,
+    execution_budget,
+    launch,
+)
 from contracts.executions import ResumePoint
 from mint.settings import Settings
 from mint.store.restarts import create_restarted, transitions_through
@@ -42,6 +49,8 @@ async def restart_execution(
     except CannotRestart as exc:
         message = f"cannot restart execution {original['id']} from transition {from_transition}: {exc}"
         raise ApiError(422, message) from None
+    if has_input and plan.index == 0:
+        await check_input(task["document"], new_input)  # it is the execution's input
     await check_in_flight(store, settings, developer)
     execution_input = plan.frame["inputs"][0]
     values = {

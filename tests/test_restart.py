@@ -102,5 +102,17 @@ async def test_restart_refuses_what_it_cannot_do(api):
         f"/executions/{execution['id']}/restart", json={"from_transition": rows[0]["id"][:-4] + "0000"}
     )
     assert other.status_code == 404, other.text
+    typed = {
+        "name": "typed",
+        "input_schema": {"type": "object", "required": ["n"]},
+        "main": [{"evaluate": {"n": "$ _.n"}}],
+    }
+    typed_task = await create_task(api, agent["id"], typed)
+    ran = await wait_for_status(api, (await start(api, typed_task["id"], {"n": 1}))["id"])
+    init = (await transitions(api, ran["id"]))[0]
+    bad = await api.post(
+        f"/executions/{ran['id']}/restart", json={"from_transition": init["id"], "input": {}}
+    )
+    assert bad.status_code == 422 and "input_schema" in bad.text, bad.text
     missing = await api.post(f"/executions/{execution['id']}/restart", json={})
     assert missing.status_code == 422 and "from_transition" in missing.text, missing.text

@@ -36,7 +36,8 @@ class Budgets:
             row = await conn.fetchrow(
                 "SELECT budget, spent_calls, spent_tokens, spent_cost, "
                 "EXISTS (SELECT 1 FROM budget_calls WHERE execution_id = $1 AND call_key = $2) AS reserved "
-                "FROM executions WHERE id = $1 FOR NO KEY UPDATE",
+                # Only a budgeted execution's row is locked (Postgres locks the rows a query returns).
+                "FROM executions WHERE id = $1 AND budget IS NOT NULL FOR NO KEY UPDATE",
                 execution_id,
                 call_key,
             )
