@@ -116,3 +116,35 @@ async def test_restart_refuses_what_it_cannot_do(api):
     assert bad.status_code == 422 and "input_schema" in bad.text, bad.text
     missing = await api.post(f"/executions/{execution['id']}/restart", json={})
     assert missing.status_code == 422 and "from_transition" in missing.text, missing.text
+
+
+async def test_a_restart_rebuilds_state_and_labels_from_branches_and_yields(api):
+    task = {
+        "name": "nested",
+        "main": [
+            {
+                "if": "$ True",
+                "then": [
+                    {"label": "inner", "evaluate": {"v": "$ _.n * 10"}},
+                    {"set": {"from_branch": "$ _.v"}},
+                ],
+            },
+            {"workflow": "helper", "arguments": "$ {'m': 3}"},
+            {"if": "$ not _.get('ok')", "then": {"error": "not ok"}},
+            {
+                "evaluate": {
+                    "branch": "$ state.from_branch",
+                    "helper": "$ state.from_helper",
+                    "inner_in": "$ steps['inner'].input.n",
+                    "inner_out": "$ steps['inner'].output.v",
+                }
+            },
+        ],
+        "helper": [{"set": {"from_helper": "$ _.m"}}],
+    }
+    failed, rows = await run_task(api, task, {"n": 1})
+    assert failed["status"] == "failed" and "not ok" in failed["error"], failed
+    error = next(r for r in rows if r["type"] == "error")
+    done = await _restart(api, failed["id"], {"from_transition": error["id"], "input": {"ok": True}})
+    assert done["status"] == "succeeded", done["error"]
+    assert done["output"] == {"branch": 10, "helper": 3, "inner_in": 1, "inner_out": 10}
