@@ -20,6 +20,7 @@ from contracts.transitions import TERMINAL_STATUSES
 from mint.settings import Settings
 from mint.store.budgets import Budgets
 from mint.store.tables import AGENTS, EXECUTIONS, Conflict, Store
+from mint.telemetry.tracing import execution_context
 from workflows.input_schema import input_problems
 from workflows.language import ToolDef
 
@@ -172,19 +173,20 @@ async def launch(
     with_attributes = settings.search_attributes == "on"  # `auto` was resolved when the API started
     labels = workflow_labels(task, agent or {}, developer, execution["id"], with_attributes)
     try:
-        await temporal.start_workflow(
-            TASK_EXECUTION_WORKFLOW,
-            params,
-            id=execution["id"],
-            task_queue=settings.task_queue,
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            # What the Temporal UI shows of it (api/workflow_labels.py), in this same request.
-            static_summary=labels.summary,
-            static_details=labels.details,
-            search_attributes=labels.search_attributes,
-            # Where a worker shares this client (`mint up`), its first task comes back with the start.
-            request_eager_start=True,
-        )
+        with execution_context(execution["id"]):  # Temporal's spans join the execution's trace
+            await temporal.start_workflow(
+                TASK_EXECUTION_WORKFLOW,
+                params,
+                id=execution["id"],
+                task_queue=settings.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                # What the Temporal UI shows of it (api/workflow_labels.py), in this same request.
+                static_summary=labels.summary,
+                static_details=labels.details,
+                search_attributes=labels.search_attributes,
+                # Where a worker shares this client (`mint up`), its first task comes back with the start.
+                request_eager_start=True,
+            )
     except WorkflowAlreadyStartedError:
         pass  # started by an earlier attempt
     except (
@@ -235,7 +237,10 @@ def _handle(temporal: Client, execution: dict[str, Any]) -> WorkflowHandle:
 
 def _agent_view(agent: dict[str, Any]) -> dict[str, Any]:
     keys = ("id", "name", "about", "model", "instructions", "metadata", "default_settings")
-    return {k: agent.get(k) for k in keys}
+    view = {k: agent.get(k) for k in keys}
+    if agent.get("guardrails"):  # only then: an execution's input is as before for an agent without any
+        view["guardrails"] = agent["guardrails"]
+    return view
 
 
 async def _task_tools(

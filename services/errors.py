@@ -28,6 +28,10 @@ class Invalid(ServiceError):
     """The request cannot be carried out as asked (a 422)."""
 
 
+class Refused(ServiceError):
+    """A check refused the request or its answer (a guardrail): a 400, with the check's message."""
+
+
 class TooLarge(ServiceError):
     """What the request needs does not fit its limit (a session's context in its token budget)."""
 

@@ -46,6 +46,7 @@ def test_histories_are_recorded():
         "yields",
         "failure",
         "ui_status",
+        "guardrail_trip",
     }
 
 

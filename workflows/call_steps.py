@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
 from contracts.calls import CallAnswer, McpTool, ModelAnswer, ModelRequest, Owner, SearchRequest
 from contracts.temporal import CALL_MODEL, LIST_MCP_TOOLS, SEARCH_DOCS
@@ -31,11 +31,14 @@ from workflows.calls import (
     runs_in_worker,
     tool_activity,
 )
-from workflows.failures import StepFailed, TypedFailure, failure_message
+from workflows.failures import StepFailed, TypedFailure, failed_tool, failure_message, tool_error_code
 from workflows.step_runner import StepRunner
 from workflows.tool_loop import MaxTurnsExceeded, ToolLoop
 from workflows.visibility import where
 from workflows.worker_calls import WorkerCalls
+
+# A call that belongs to no step (a guardrail's) takes the task's defaults for timeouts and retries.
+OTHER_CALL = lang.CallStep()
 
 
 @dataclass
@@ -47,13 +50,11 @@ class CallResult:
     attempts: int
     usage: dict[str, Any] | None = None
     cost: float | None = None
+    call: dict[str, Any] | None = None  # a model call's `model` and `started_at`, for traces
 
     def metadata(self) -> dict[str, Any]:
-        extra: dict[str, Any] = {"attempts": self.attempts}
-        if self.usage is not None:
-            extra["usage"] = self.usage
-            extra["cost"] = self.cost
-        return extra
+        used = {"usage": self.usage, "cost": self.cost, **(self.call or {})} if self.usage is not None else {}
+        return {"attempts": self.attempts, **used}
 
 
 class CallSteps:
@@ -208,8 +209,9 @@ class CallSteps:
         summary = f"{where(position, step.label)} · model {request.model or 'by default'}"
 
         async def ask(messages: list[dict[str, Any]]) -> CallResult:
-            request.messages = messages
-            return await self._activity(CALL_MODEL, request, step, summary)
+            request.messages, started = messages, workflow.now().isoformat()
+            answer = await self._activity(CALL_MODEL, request, step, summary)
+            return replace(answer, call={"model": answer.output.get("model"), "started_at": started})
 
         def record_model_turn(turn: int, answer: CallResult) -> None:
             turn_metadata = {**(metadata or {}), "turn": turn, "call": "model"}
@@ -244,7 +246,11 @@ class CallSteps:
             raise TypedFailure(
                 "DecodeError", f"{here}: the model's answer is not the JSON that was asked for"
             ) from None
-        return CallResult(output, answer.attempts, answer.usage, answer.cost)
+        return replace(answer, output=output)
+
+    async def model_call(self, request: ModelRequest, summary: str) -> CallResult:
+        """A model call that is no prompt step's (a guardrail's), with the task's defaults for the calls."""
+        return await self._activity(CALL_MODEL, request, OTHER_CALL, summary)
 
     async def _prompt_request(
         self, step: lang.PromptStep, names: dict[str, Any], here: str
@@ -302,8 +308,8 @@ class CallSteps:
                 error = {"code": "invalid_arguments", "message": str(exc)}
             except (ActivityError, StepFailed) as exc:
                 if tool.get("on_error") == "fail":
-                    raise
-                error = {"code": _error_code(exc), "message": failure_message(exc)}
+                    raise failed_tool(name, exc) from None
+                error = {"code": tool_error_code(exc), "message": failure_message(exc)}
         status = "error" if error else "success"
         result = prompts.tool_result(status, started, workflow.time(), data, error)
         record = {
@@ -390,11 +396,3 @@ class CallSteps:
                 for part in content
             ]
         raise StepFailed(f"{here}: message content must be text or a list of content parts")
-
-
-def _error_code(exc: Exception) -> str:
-    """The code of a tool's error result: the failure's type, when the activity named one."""
-    cause = exc.cause if isinstance(exc, ActivityError) else None
-    if isinstance(cause, ApplicationError) and cause.type:
-        return cause.type
-    return "step_failed" if isinstance(exc, StepFailed) else "tool_failed"

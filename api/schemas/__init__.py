@@ -23,6 +23,8 @@ from api.schemas.executions import (
     ExecutionRestart,
     Position,
     Timer,
+    Trace,
+    TraceItem,
     Transition,
     Usage,
 )
@@ -80,6 +82,8 @@ __all__ = [
     "Timer",
     "Tool",
     "ToolCall",
+    "Trace",
+    "TraceItem",
     "Transition",
     "Usage",
     "User",

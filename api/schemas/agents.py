@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.common import Metadata, Name, ProblemOut, RequestBody
+from workflows.language import Guardrails
 
 
 class AgentCreate(RequestBody):
@@ -20,6 +21,7 @@ class AgentCreate(RequestBody):
     canonical_name: str | None = None
     project: str | None = None
     metadata: Metadata | None = None
+    guardrails: Guardrails | None = None  # run on executions' input and output, and in chats
 
 
 class AgentPatch(AgentCreate):
@@ -37,6 +39,7 @@ class Agent(BaseModel):
     canonical_name: str | None = None
     project: str | None = None
     metadata: Metadata = {}
+    guardrails: dict[str, Any] | None = None
     created_at: datetime
     updated_at: datetime
 

@@ -25,7 +25,7 @@ from contracts.background import SessionRef
 from contracts.temporal import COMPRESS_SESSION_WORKFLOW
 from mint.models.client import ModelClient
 from mint.models.embeddings import Embedder
-from mint.store.budgets import Budgets, OverBudget, tokens_of
+from mint.store.budgets import Budgets
 from mint.store.chat_turns import ChatTurns, SessionBusy
 from mint.store.docs import DocStore
 from mint.store.session_history import SessionHistory
@@ -34,9 +34,11 @@ from services.chat.assemble import ContextAssembler
 from services.chat.calls import ChatCalls
 from services.chat.cast import Cast, cast
 from services.chat.context import Context, count_tokens
+from services.chat.guardrails import ChatGuardrails
 from services.chat.request import Chat, ChatMessage
 from services.chat.slots import ChatSlots
-from services.errors import Busy, Invalid, ModelFailed, NotFound, OutOfBudget
+from services.chat.spending import ChatSpending
+from services.errors import Busy, Invalid, ModelFailed, NotFound
 from services.sessions import owned_row
 from workflows import prompts
 from workflows.storable import find_unstorable, format_path
@@ -65,7 +67,6 @@ class Reply:
     )
     recalled: list[dict[str, Any]] = field(default_factory=list)
     answered: list[dict[str, Any]] = field(default_factory=list)
-    default_budget: dict[str, Any] | None = None  # the developer's, for a session without a budget
 
     def count(self, answer: dict[str, Any]) -> None:
         """Add one model call's tokens to the usage."""
@@ -88,8 +89,11 @@ class Reply:
         self.choices.append({**choice, "index": len(self.choices)})
 
     def response(self) -> dict[str, Any]:
+        answer_id = uuid.uuid4()
         return {
-            "id": str(uuid.uuid4()),
+            "id": str(answer_id),
+            # The chat's trace id (as an execution's is its id's hex digits: mint/telemetry/traces.py).
+            "trace_id": answer_id.hex,
             "created_at": datetime.now(UTC),
             "choices": self.choices,
             "usage": self.usage,
@@ -119,6 +123,7 @@ class Chatter:
         self.history = SessionHistory(store.pool)
         self.assembler = ContextAssembler(self.history, docs, embedder)
         self.calls = ChatCalls(models, temporal, task_queue, max_tool_timeout)
+        self.guardrails = ChatGuardrails(models)
         self.temporal = temporal
         self.task_queue = task_queue
 
@@ -143,11 +148,12 @@ class Chatter:
         async with self._turn(developer, session["id"]):
             reply = Reply()
             # The developer's default budget applies to a session that sets none.
-            reply.default_budget = (
-                None if session.get("budget") else await self.budgets.default_budget(developer)
-            )
+            default_budget = None if session.get("budget") else await self.budgets.default_budget(developer)
+            spending = ChatSpending(self.budgets, session["id"], default_budget, reply.count)
+            await self._check_input(developer, session, body, agent_ids, spending)
+            named = len(agent_ids) > 1
             for agent_id in agent_ids:
-                await self._answer(developer, session, body, agent_id, reply, on_text, len(agent_ids) > 1)
+                await self._answer(developer, session, body, agent_id, reply, spending, on_text, named)
             if body.save:
                 asked = [m.model_dump(exclude_none=True) for m in body.messages]
                 await self._save(developer, session["id"], asked, reply.answered)
@@ -160,6 +166,7 @@ class Chatter:
         body: Chat,
         agent_id: str,
         reply: Reply,
+        spending: ChatSpending,
         on_text: OnChoiceText | None,
         named: bool,
     ) -> None:
@@ -176,12 +183,31 @@ class Chatter:
         reply.recall(docs)
         streamed = functools.partial(on_text, len(reply.choices)) if on_text else None
         try:
-            end = await self._tool_loop(developer, session, body, cast, reply, streamed).run(context.messages)
+            end = await self._tool_loop(developer, session, body, cast, spending, streamed).run(
+                context.messages
+            )
         except MaxTurnsExceeded as exc:
             raise Invalid(
                 f"the model still asked for tools after {exc.max_turns} turns", error_type="MaxTurnsExceeded"
             ) from None
+        await self.guardrails.check_output(session["id"], agent, _message(end.answer), spending)
         reply.add(end, agent, named)
+
+    async def _check_input(
+        self,
+        developer: str,
+        session: dict[str, Any],
+        body: Chat,
+        agent_ids: list[str],
+        spending: ChatSpending,
+    ) -> None:
+        """Every answering agent's input guardrails on the request's messages, before any model is asked."""
+        asked = [m.model_dump(exclude_none=True) for m in body.messages]
+        for agent_id in agent_ids:
+            agent = await owned_row(self.store, AGENTS, developer, agent_id)
+            if agent is None:
+                raise NotFound("agent", agent_id)
+            await self.guardrails.check_input(session["id"], agent, asked, spending)
 
     def _tool_loop(
         self,
@@ -189,7 +215,7 @@ class Chatter:
         session: dict[str, Any],
         body: Chat,
         cast: Cast,
-        reply: Reply,
+        spending: ChatSpending,
         streamed: Callable[[str], Awaitable[None]] | None,
     ) -> ToolLoop[dict[str, Any]]:
         """The model-tool loop of one agent's turn: tools run here only when the session (or request) says
@@ -198,12 +224,9 @@ class Chatter:
         tools = cast.offered_tools()
 
         async def ask(messages: list[dict[str, Any]]) -> dict[str, Any]:
-            await self._reserve(session["id"], reply.default_budget)
+            await spending.before_call()
             answer = await self.calls.complete(body, cast.agent, messages, session["id"], tools, streamed)
-            await self.budgets.settle_session_call(
-                session["id"], tokens_of(answer["usage"]), float(answer.get("cost") or 0)
-            )
-            reply.count(answer)
+            await spending.after_call(answer)
             for call in _message(answer).get("tool_calls") or []:  # fixed values go in, whoever runs the call
                 call["function"]["arguments"] = json.dumps(
                     {**prompts.call_arguments(call), **cast.fixed.get(call["function"]["name"], {})}
@@ -221,13 +244,6 @@ class Chatter:
             run_tool=run_tool,
             max_turns=prompts.MAX_TURNS,
         )
-
-    async def _reserve(self, session_id: str, default_budget: dict[str, Any] | None) -> None:
-        """Count one more model call against the session's budget (contracts/budgets.py), or refuse it."""
-        try:
-            await self.budgets.reserve_session_call(session_id, default_budget)
-        except OverBudget as exc:
-            raise OutOfBudget(f"session {session_id}: {exc}") from None
 
     @contextlib.asynccontextmanager
     async def _turn(self, developer: str, session_id: str) -> AsyncIterator[None]:
