@@ -65,7 +65,7 @@ def plan_restart(
     state: dict[str, Any] = {}
     labels: dict[str, Any] = {}
     for row in keep:
-        if row["type"] != "step" or "turn" in (row["metadata"] or {}) or "tool" in (row["metadata"] or {}):
+        if not _step_output(row):
             continue
         current = row["current"]
         step = _step_at(sequences, current["workflow"], current["step"])
@@ -95,6 +95,13 @@ def _main_step(row: dict[str, Any], main_scope: str, rows: list[dict[str, Any]])
     if found is None:
         raise CannotRestart("the transition is in no step of main")
     return int(found["index"])
+
+
+def _step_output(row: dict[str, Any]) -> bool:
+    """A `step` transition that records a step's output: not a model turn or tool call inside a prompt step,
+    nor a prompt guardrail's verdict (recorded at the position of the step about to run)."""
+    metadata = row["metadata"] or {}
+    return row["type"] == "step" and not {"turn", "tool", "guardrail"} & metadata.keys()
 
 
 def _ends_step(row: dict[str, Any]) -> bool:
@@ -164,9 +171,8 @@ def _input_of(rows: list[dict[str, Any]], row: dict[str, Any], path: str, index:
     if index > 0:
         for earlier in reversed(before):
             current = earlier["current"]
-            if earlier["type"] == "step" and current["workflow"] == path and current["step"] == index - 1:
-                if "turn" not in (earlier["metadata"] or {}) and "tool" not in (earlier["metadata"] or {}):
-                    return earlier["output"]
+            if _step_output(earlier) and current["workflow"] == path and current["step"] == index - 1:
+                return earlier["output"]
         return None
     nested = _PARENT.match(path)
     if nested is None:  # the first step of a named workflow: the workflow's input

@@ -3,12 +3,13 @@ the limit, through the HTTP API on the real stack with the scripted model."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 
 from tests.helpers import create_agent, create_task, run_task, start, wait_for_status
-from tests.model_server import Reply
+from tests.model_server import Call, Reply
 
 
 def _error_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -67,8 +68,38 @@ async def test_max_tokens_counts_the_calls_of_a_maps_child_workflows(
     assert len(children) == 2  # the refused call was the second child's
 
 
-async def _session(api: httpx.AsyncClient, budget: dict[str, Any] | None = None) -> dict[str, Any]:
-    agent = await create_agent(api)
+def _allow_or_echo(call: Call) -> Reply:
+    """The model: a guardrail's call (JSON under a schema) is allowed, any other gets the echo."""
+    if (call.body.get("response_format") or {}).get("type") == "json_schema":
+        return Reply(content=json.dumps({"allowed": True, "reason": "fine"}))
+    return Reply(content=f"echo: {call.messages[-1]['content']}")
+
+
+JUDGE = {"name": "judge", "prompt": "Is {{ _ }} fine?", "model": "gpt-4o-mini"}
+
+
+async def test_a_prompt_guardrails_model_call_counts_against_the_budget(mapi, script, model_server):
+    script.reply = _allow_or_echo
+    task = {
+        "name": "guarded",
+        "budget": {"max_model_calls": 1},
+        "guardrails": {"input": [JUDGE]},
+        "main": [{"prompt": "hi", "unwrap": True}],
+    }
+    execution, rows = await run_task(mapi, task, {"q": 1})
+    assert execution["status"] == "failed"
+    assert execution["error"].startswith("BudgetExceeded: "), execution["error"]
+    (call,) = model_server.calls  # the guardrail's verdict used the one call allowed
+    assert call.body["response_format"]["type"] == "json_schema"
+    assert _error_row(rows)["metadata"]["error_type"] == "BudgetExceeded"
+
+
+async def _session(
+    api: httpx.AsyncClient, budget: dict[str, Any] | None = None, **agent_fields: Any
+) -> dict[str, Any]:
+    response = await api.post("/agents", json={"name": "tester", **agent_fields})
+    assert response.status_code == 201, response.text
+    agent = response.json()
     body: dict[str, Any] = {"agent": agent["id"]}
     if budget is not None:
         body["budget"] = budget
@@ -106,6 +137,17 @@ async def test_a_sessions_token_budget_refuses_once_reached(mapi, script, model_
     refused = await _chat(mapi, session["id"], "three")
     assert refused.status_code == 402 and refused.json()["type"] == "BudgetExceeded", refused.text
     assert "100 tokens" in refused.json()["error"]
+    assert len(model_server.calls) == 2
+
+
+async def test_a_chats_guardrail_calls_count_against_the_sessions_budget(mapi, script, model_server):
+    script.reply = _allow_or_echo
+    session = await _session(mapi, {"max_model_calls": 2}, guardrails={"output": [JUDGE]})
+    answer = await _chat(mapi, session["id"], "one")  # the answer and its output guardrail's verdict
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["usage"]["total_tokens"] > 0
+    refused = await _chat(mapi, session["id"], "two")
+    assert refused.status_code == 402 and refused.json()["type"] == "BudgetExceeded", refused.text
     assert len(model_server.calls) == 2
 
 

@@ -3,10 +3,13 @@ before the step and runs again from there, through the HTTP API on the real stac
 
 from __future__ import annotations
 
+import json
+import uuid
 from typing import Any
 
 from tests.helpers import create_agent, create_task, run_task, start, transitions, wait_for_status
 from tests.local_http import LocalServer, Request
+from tests.model_server import Call, Reply
 
 KEPT = ("type", "output", "current", "next", "step_label", "metadata", "created_at")
 
@@ -148,3 +151,63 @@ async def test_a_restart_rebuilds_state_and_labels_from_branches_and_yields(api)
     done = await _restart(api, failed["id"], {"from_transition": error["id"], "input": {"ok": True}})
     assert done["status"] == "succeeded", done["error"]
     assert done["output"] == {"branch": 10, "helper": 3, "inner_in": 1, "inner_out": 10}
+
+
+def _verdict_or_echo(call: Call) -> Reply:
+    """The model: a guardrail's call (JSON under a schema) is allowed, any other gets the echo."""
+    if (call.body.get("response_format") or {}).get("type") == "json_schema":
+        return Reply(content=json.dumps({"allowed": True, "reason": "fine"}))
+    return Reply(content=f"echo: {call.messages[-1]['content']}")
+
+
+def _shape(item: dict[str, Any]) -> tuple[Any, ...]:
+    data = item["data"]
+    return (item["type"], data.get("workflow"), data.get("step"), data.get("name"))
+
+
+async def test_a_restart_keeps_the_input_guardrails_verdicts_and_has_a_trace(mapi, script, model_server):
+    script.reply = _verdict_or_echo
+    task = {
+        "name": "guarded",
+        "guardrails": {
+            "input": [
+                {"name": "small_n", "check": "$ _.get('n', 0) < 100", "message": "n is too big"},
+                {"name": "judge", "prompt": "Is {{ _ }} fine?", "model": "gpt-4o-mini"},
+            ]
+        },
+        "main": [{"set": {"seen": "$ _.n"}}, {"evaluate": {"state": "$ state", "got": "$ _"}}],
+    }
+    first, rows = await run_task(mapi, task, {"n": 1})
+    assert first["status"] == "succeeded", first["error"]
+    assert first["output"] == {"state": {"seen": 1}, "got": {"seen": 1}}
+    verdict, second_step = rows[1], rows[3]
+    assert verdict["metadata"]["guardrail"] == "judge" and second_step["current"]["step"] == 1
+    model_server.calls.clear()
+
+    # From main[1]: the guardrails' checks are kept, not run again, even with a new input for the step
+    # (one the `small_n` check would refuse as an execution's input); the kept verdict is no `set` output.
+    done = await _restart(mapi, first["id"], {"from_transition": second_step["id"], "input": {"n": 500}})
+    assert done["status"] == "succeeded", done["error"]
+    assert done["output"] == {"state": {"seen": 1}, "got": {"n": 500}}
+    assert model_server.calls == []  # the judge's verdict was kept
+    again = await transitions(mapi, done["id"])
+    assert _same(again[:3]) == _same(rows[:3])
+
+    # Its trace: its own trace id, the kept part as the original recorded it (the same times), then its own.
+    response = await mapi.get(f"/executions/{done['id']}/trace")
+    assert response.status_code == 200, response.text
+    trace = response.json()
+    assert trace["trace_id"] == uuid.UUID(done["id"]).hex
+    original = (await mapi.get(f"/executions/{first['id']}/trace")).json()["items"]
+    assert [_shape(i) for i in trace["items"]] == [_shape(i) for i in original]
+    kept = next(n for n, i in enumerate(original) if _shape(i)[:3] == ("step_start", "main", 1))
+    assert [i["at"] for i in trace["items"][:kept]] == [i["at"] for i in original[:kept]]
+    assert {"guardrail", "llm_call_end"} <= {i["type"] for i in trace["items"][:kept]}
+
+    # From the start with a new input it is a fresh run: the input guardrails check that input.
+    fresh = await _restart(mapi, first["id"], {"from_transition": rows[0]["id"], "input": {"n": 500}})
+    assert fresh["status"] == "failed"
+    assert fresh["error"] == "InputGuardrailTripwire: n is too big"
+    fresh_rows = await transitions(mapi, fresh["id"])
+    assert [r["type"] for r in fresh_rows] == ["init", "error"]
+    assert fresh_rows[-1]["metadata"]["guardrail"] == "small_n"
