@@ -146,30 +146,10 @@ async def launch(
 ) -> None:
     """Start the workflow (id = execution id); a start that fails leaves a `failed` execution saying why.
     With `resume` (a restart), the interpreter picks up there instead of at main's first step."""
-    document = task["document"]
     agent, tools = await asyncio.gather(
-        store.get(AGENTS, developer, task["agent_id"]), _task_tools(store, developer, task, document)
+        store.get(AGENTS, developer, task["agent_id"]), _task_tools(store, developer, task, task["document"])
     )
-    params = ExecutionParams(
-        execution_id=execution["id"],
-        developer_id=developer,
-        task=document,
-        dialect=task["dialect"],
-        input=execution["input"],
-        agent=_agent_view(agent or {}),
-        tools=tools,
-        task_info={
-            "id": task["id"],
-            "name": document["name"],
-            "version": task["version"],
-            "metadata": document.get("metadata", {}),
-        },
-        execution_info={"id": execution["id"], "metadata": execution["metadata"]},
-        max_history_events=settings.max_history_events,
-        max_fan_out=settings.max_fan_out,
-        max_tool_timeout=settings.max_tool_timeout,
-        resume=resume,
-    )
+    params = _params(settings, developer, task, execution, agent or {}, tools, resume)
     with_attributes = settings.search_attributes == "on"  # `auto` was resolved when the API started
     labels = workflow_labels(task, agent or {}, developer, execution["id"], with_attributes)
     try:
@@ -196,6 +176,39 @@ async def launch(
         await store.set_execution_status(developer, execution["id"], "failed", ("queued",), error=error)
         raise ApiError(503, f"could not start execution {execution['id']}: {exc}") from None
     await store.mark_started(developer, execution["id"])
+
+
+def _params(
+    settings: Settings,
+    developer: str,
+    task: dict[str, Any],
+    execution: dict[str, Any],
+    agent: dict[str, Any],
+    tools: list[dict[str, Any]],
+    resume: ResumePoint | None,
+) -> ExecutionParams:
+    """What the execution's workflow runs with (from `resume` on, for a restart)."""
+    document = task["document"]
+    return ExecutionParams(
+        execution_id=execution["id"],
+        developer_id=developer,
+        task=document,
+        dialect=task["dialect"],
+        input=execution["input"],
+        agent=_agent_view(agent),
+        tools=tools,
+        task_info={
+            "id": task["id"],
+            "name": document["name"],
+            "version": task["version"],
+            "metadata": document.get("metadata", {}),
+        },
+        execution_info={"id": execution["id"], "metadata": execution["metadata"]},
+        max_history_events=settings.max_history_events,
+        max_fan_out=settings.max_fan_out,
+        max_tool_timeout=settings.max_tool_timeout,
+        resume=resume,
+    )
 
 
 async def resume_execution(
