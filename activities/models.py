@@ -1,25 +1,51 @@
 """The call_model activity: one model call from a workflow, through the shared model client
-(mint/models/client.py), heartbeating while it runs."""
+(mint/models/client.py), heartbeating while it runs, within the execution's budget."""
 
 from __future__ import annotations
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
 from contracts.calls import ModelAnswer, ModelRequest
 from contracts.temporal import CALL_MODEL
 from contracts.wire import plain
 from mint.models.client import ModelClient
+from mint.store.budgets import Budgets, OverBudget, tokens_of
 
 
 class ModelActivities:
-    def __init__(self, client: ModelClient):
+    def __init__(self, client: ModelClient, budgets: Budgets | None = None):
         self.client = client
+        self.budgets = budgets
 
     @activity.defn(name=CALL_MODEL)
     async def call_model(self, request: ModelRequest) -> ModelAnswer:
         """One chat completion (OpenAI's chat completion shape), with its usage and cost. A JSON answer
-        that does not match the requested schema is retried like a 5xx."""
+        that does not match the requested schema is retried like a 5xx. Refused (BudgetExceeded, not
+        retried) when the execution's budget allows no more calls."""
+        budgeted = await self._reserve(request)
         async with heartbeating():
             answer = await self.client.complete(plain(request))
-            return ModelAnswer(**answer, attempt=activity.info().attempt)
+        if budgeted and self.budgets is not None and request.owner.execution_id:
+            cost = float(answer.get("cost") or 0)
+            await self.budgets.settle_call(
+                request.owner.execution_id, _call_key(), tokens_of(answer["usage"]), cost
+            )
+        return ModelAnswer(**answer, attempt=activity.info().attempt)
+
+    async def _reserve(self, request: ModelRequest) -> bool:
+        """Reserve this call in the execution's budget (the same call across its retries)."""
+        if self.budgets is None or not request.owner.execution_id:
+            return False  # a call with no execution (a session's summary), or from an older history
+        try:
+            return await self.budgets.reserve_call(request.owner.execution_id, _call_key())
+        except OverBudget as exc:
+            raise ApplicationError(str(exc), type="BudgetExceeded", non_retryable=True) from None
+
+
+def _call_key() -> str:
+    """This call's identity, the same across its attempts: its workflow run's and activity's ids (a fan-out
+    child's calls are its own workflow's; in the worker, the local activity's)."""
+    info = activity.info()
+    return f"{info.workflow_id}/{info.workflow_run_id}/{info.activity_id}"

@@ -13,7 +13,7 @@ from api.deps import get_developer
 from api.errors import install_error_handlers
 from api.limits import RateLimiter
 from api.request_check import check_request
-from api.routes import agents, codec, docs, executions, metrics, secrets, sessions, tasks, users
+from api.routes import agents, codec, developer, docs, executions, metrics, secrets, sessions, tasks, users
 from mint.models.client import ModelClient
 from mint.models.embeddings import Embedder
 from mint.settings import Settings
@@ -71,7 +71,7 @@ def create_app(clients: AppClients, settings: Settings) -> FastAPI:
     )
     install_error_handlers(app)
     app.add_middleware(ActingForNoTenant)
-    for module in (agents, users, tasks, executions, docs, sessions, secrets, codec, metrics):
+    for module in (agents, users, tasks, executions, docs, sessions, secrets, codec, metrics, developer):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["health"])

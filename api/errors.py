@@ -55,6 +55,7 @@ SERVICE_STATUS: dict[type[service.ServiceError], int] = {
     service.TooMany: 429,
     service.ModelRefused: 400,
     service.ModelFailed: 502,
+    service.OutOfBudget: 402,  # spent: trying again will not help, a bigger budget will
     service.ServiceError: 500,  # a kind not listed above: listed kinds come first, so this is the last resort
 }
 

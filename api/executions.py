@@ -13,10 +13,12 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from api.errors import ApiError
 from api.workflow_labels import workflow_labels
-from contracts.executions import ExecutionParams, ResumeInput
+from contracts.budgets import Budget
+from contracts.executions import ExecutionParams, ResumeInput, ResumePoint
 from contracts.temporal import RESUME_SIGNAL, TASK_EXECUTION_WORKFLOW
 from contracts.transitions import TERMINAL_STATUSES
 from mint.settings import Settings
+from mint.store.budgets import Budgets
 from mint.store.tables import AGENTS, EXECUTIONS, Conflict, Store
 from mint.telemetry.tracing import execution_context
 from workflows.input_schema import input_problems
@@ -41,19 +43,12 @@ async def start_execution(
     """Validate the input, insert the execution (`queued`), start its workflow; a failed start is recorded.
 
     With an idempotency key, a repeated request returns the execution the first one created."""
-    await _check_input(task["document"], body_input)
+    await check_input(task["document"], body_input)
     if idempotency_key:
         existing = await store.execution_by_key(developer, task["id"], idempotency_key)
         if existing is not None:
             return await _replayed(store, temporal, settings, developer, task, existing, body_input)
-    in_flight = await store.executions_in_flight(developer)
-    if in_flight >= settings.max_executions_in_flight:
-        raise ApiError(
-            429,
-            f"{in_flight} executions are already in flight for this developer; the limit is "
-            f"{settings.max_executions_in_flight} (MINT_MAX_EXECUTIONS_IN_FLIGHT): wait for some to end",
-            headers={"Retry-After": "5"},
-        )
+    await check_in_flight(store, settings, developer)
     values = {
         "task_id": task["id"],
         "task_version": task["version"],
@@ -61,6 +56,7 @@ async def start_execution(
         "input": body_input,
         "metadata": metadata,
         "idempotency_key": idempotency_key,
+        "budget": await execution_budget(store, developer, task["document"]),
     }
     try:
         execution = await store.insert(EXECUTIONS, developer, values)
@@ -69,9 +65,29 @@ async def start_execution(
         if existing is None:
             raise
         return await _replayed(store, temporal, settings, developer, task, existing, body_input)
-    await _launch(store, temporal, settings, developer, task, execution)
+    await launch(store, temporal, settings, developer, task, execution)
     # Its workflow is started; the worker may already have moved the row on (that is what GET answers).
     return {**execution, "status": "starting"}
+
+
+async def check_in_flight(store: Store, settings: Settings, developer: str) -> None:
+    """A 429 when the developer has as many executions in flight as allowed."""
+    in_flight = await store.executions_in_flight(developer)
+    if in_flight >= settings.max_executions_in_flight:
+        raise ApiError(
+            429,
+            f"{in_flight} executions are already in flight for this developer; the limit is "
+            f"{settings.max_executions_in_flight} (MINT_MAX_EXECUTIONS_IN_FLIGHT): wait for some to end",
+            headers={"Retry-After": "5"},
+        )
+
+
+async def execution_budget(store: Store, developer: str, document: dict[str, Any]) -> dict[str, Any] | None:
+    """The limits an execution runs within, fixed when it starts: the task's `budget`, else the developer's
+    default (GET/PUT /developer/settings); None when neither sets one."""
+    if document.get("budget") is not None:
+        return Budget.model_validate(document["budget"]).limits()
+    return await Budgets(store.pool).default_budget(developer)
 
 
 def check_storable(value: Any, what: str) -> int:
@@ -82,7 +98,7 @@ def check_storable(value: Any, what: str) -> int:
         raise ApiError(422, f"{what} contains NaN or Infinity, which JSON cannot hold") from None
 
 
-async def _check_input(document: dict[str, Any], body_input: Any) -> None:
+async def check_input(document: dict[str, Any], body_input: Any) -> None:
     size = check_storable(body_input, "input")
     if size > MAX_INPUT_BYTES:
         raise ApiError(413, f"execution input is {size} bytes; the limit is {MAX_INPUT_BYTES}")
@@ -114,43 +130,26 @@ async def _replayed(
         # The first request stopped between its insert and its start: finish the job (starts are idempotent),
         # with the task version that execution recorded.
         task = await store.get_task(developer, task["id"], existing["task_version"]) or task
-        await _launch(store, temporal, settings, developer, task, existing)
+        await launch(store, temporal, settings, developer, task, existing)
         existing = await store.get(EXECUTIONS, developer, existing["id"]) or existing
     return existing
 
 
-async def _launch(
+async def launch(
     store: Store,
     temporal: Client,
     settings: Settings,
     developer: str,
     task: dict[str, Any],
     execution: dict[str, Any],
+    resume: ResumePoint | None = None,
 ) -> None:
-    """Start the workflow (id = execution id); a start that fails leaves a `failed` execution saying why."""
-    document = task["document"]
+    """Start the workflow (id = execution id); a start that fails leaves a `failed` execution saying why.
+    With `resume` (a restart), the interpreter picks up there instead of at main's first step."""
     agent, tools = await asyncio.gather(
-        store.get(AGENTS, developer, task["agent_id"]), _task_tools(store, developer, task, document)
+        store.get(AGENTS, developer, task["agent_id"]), _task_tools(store, developer, task, task["document"])
     )
-    params = ExecutionParams(
-        execution_id=execution["id"],
-        developer_id=developer,
-        task=document,
-        dialect=task["dialect"],
-        input=execution["input"],
-        agent=_agent_view(agent or {}),
-        tools=tools,
-        task_info={
-            "id": task["id"],
-            "name": document["name"],
-            "version": task["version"],
-            "metadata": document.get("metadata", {}),
-        },
-        execution_info={"id": execution["id"], "metadata": execution["metadata"]},
-        max_history_events=settings.max_history_events,
-        max_fan_out=settings.max_fan_out,
-        max_tool_timeout=settings.max_tool_timeout,
-    )
+    params = _params(settings, developer, task, execution, agent or {}, tools, resume)
     with_attributes = settings.search_attributes == "on"  # `auto` was resolved when the API started
     labels = workflow_labels(task, agent or {}, developer, execution["id"], with_attributes)
     try:
@@ -177,6 +176,39 @@ async def _launch(
         await store.set_execution_status(developer, execution["id"], "failed", ("queued",), error=error)
         raise ApiError(503, f"could not start execution {execution['id']}: {exc}") from None
     await store.mark_started(developer, execution["id"])
+
+
+def _params(
+    settings: Settings,
+    developer: str,
+    task: dict[str, Any],
+    execution: dict[str, Any],
+    agent: dict[str, Any],
+    tools: list[dict[str, Any]],
+    resume: ResumePoint | None,
+) -> ExecutionParams:
+    """What the execution's workflow runs with (from `resume` on, for a restart)."""
+    document = task["document"]
+    return ExecutionParams(
+        execution_id=execution["id"],
+        developer_id=developer,
+        task=document,
+        dialect=task["dialect"],
+        input=execution["input"],
+        agent=_agent_view(agent),
+        tools=tools,
+        task_info={
+            "id": task["id"],
+            "name": document["name"],
+            "version": task["version"],
+            "metadata": document.get("metadata", {}),
+        },
+        execution_info={"id": execution["id"], "metadata": execution["metadata"]},
+        max_history_events=settings.max_history_events,
+        max_fan_out=settings.max_fan_out,
+        max_tool_timeout=settings.max_tool_timeout,
+        resume=resume,
+    )
 
 
 async def resume_execution(

@@ -14,10 +14,12 @@ from contracts.transitions import TransitionBatch
 
 @dataclass
 class Owner:
-    """Whose call this is: the developer, and the agent whose tools and secrets it may use."""
+    """Whose call this is: the developer, the agent whose tools and secrets it may use, and the execution
+    that makes it (None for calls outside one)."""
 
     developer_id: str
     agent_id: str | None = None
+    execution_id: str | None = None  # whose budget a model call counts against (contracts/budgets.py)
 
 
 @dataclass

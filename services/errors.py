@@ -50,3 +50,10 @@ class ModelRefused(ServiceError):
 
 class ModelFailed(ServiceError):
     """The model was unavailable, or its answer unusable: not the caller's fault."""
+
+
+class OutOfBudget(ServiceError):
+    """The budget (the session's, or the developer's default) allows no more model calls (a 402)."""
+
+    def __init__(self, message: str):
+        super().__init__(message, error_type="BudgetExceeded")

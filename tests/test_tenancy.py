@@ -121,6 +121,12 @@ ROUTES: list[Case] = [
         "/executions/{execution_id}/transitions/{transition_id}",
         "/executions/{a_execution}/transitions/{a_transition}",
     ),
+    Case(
+        "POST",
+        "/executions/{execution_id}/restart",
+        "/executions/{a_execution}/restart",
+        {"from_transition": "{a_transition}"},
+    ),
     # Docs: the generic /{owners}/... routes, once with an agent and once with a user as the owner.
     *_doc_cases("agents", "/agents/{a_agent}", "{a_agent_doc}"),
     *_doc_cases("users", "/users/{a_user}", "{a_user_doc}"),
@@ -166,6 +172,13 @@ MIXED: list[Case] = [
         "GET",
         "",
         "/executions/{b_execution}/transitions/{a_transition}",
+        label="B's execution, A's transition",
+    ),
+    Case(
+        "POST",
+        "",
+        "/executions/{b_execution}/restart",
+        {"from_transition": "{a_transition}"},
         label="B's execution, A's transition",
     ),
     Case("POST", "", "/sessions", {"agent": "{a_agent}"}, "A's agent in the body"),

@@ -155,7 +155,7 @@ class CallSteps:
     def _owner(self) -> Owner:
         """Whose calls this execution makes: its developer's, for its agent."""
         params = self.interpreter.params
-        return Owner(params.developer_id, params.agent.get("id"))
+        return Owner(params.developer_id, params.agent.get("id"), params.execution_id)
 
     def _metadata_layers(self) -> list[dict[str, Any] | None]:
         """Where `x-tool-parameters` come from in a task, lowest precedence first."""

@@ -68,7 +68,8 @@ class ExecutionGuardrails:
             tool_choice=None,
             response_format=RESPONSE_FORMAT,
             at=f"{params.task_info.get('name', '')}:guardrails.{stage}.{name}",
-            owner=Owner(params.developer_id, params.agent.get("id")),
+            # Counted against the execution's budget like any of its model calls.
+            owner=Owner(params.developer_id, params.agent.get("id"), params.execution_id),
         )
         summary = f"{stage} guardrail {name} · model {request.model or 'by default'}"
         try:

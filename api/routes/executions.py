@@ -15,6 +15,7 @@ from api import schemas
 from api.deps import Developer, PageDep, StoreDep, TransitionPageDep, checked_id
 from api.errors import ERROR_RESPONSES, not_found
 from api.executions import cancel_execution, resume_execution, start_execution
+from api.restarts import restart_execution
 from api.timers import open_timers
 from contracts.transitions import TERMINAL_STATUSES, TERMINAL_TYPES
 from mint.store.execution_events import ExecutionEvents
@@ -103,6 +104,26 @@ async def change_status(
     else:
         await cancel_execution(store, temporal, developer, execution, body.reason)
     return await store.get(EXECUTIONS, developer, execution["id"])
+
+
+@router.post("/executions/{execution_id}/restart", status_code=201, response_model=schemas.Execution)
+async def restart(
+    execution_id: str, body: schemas.ExecutionRestart, request: Request, developer: Developer, store: StoreDep
+) -> Any:
+    """A new execution that keeps the transitions before `from_transition`'s step and runs again from there
+    (with `input` as that step's input, if given), linked by `restarted_from`."""
+    execution = await execution_or_404(store, developer, execution_id)
+    state = request.app.state
+    return await restart_execution(
+        store,
+        state.temporal,
+        state.settings,
+        developer,
+        execution,
+        checked_id(body.from_transition, "transition"),
+        body.input,
+        "input" in body.model_fields_set,
+    )
 
 
 @router.get("/executions/{execution_id}/transitions", response_model=schemas.ItemList[schemas.Transition])

@@ -33,6 +33,14 @@ class ExecutionChange(RequestBody):
     reason: str | None = None
 
 
+class ExecutionRestart(RequestBody):
+    """POST /executions/{id}/restart: run again from the step of `from_transition`, keeping what came
+    before; `input`, when given, is that step's input (`_`) instead of the original's."""
+
+    from_transition: str
+    input: Any = None
+
+
 class Usage(BaseModel):
     prompt_tokens: int
     completion_tokens: int
@@ -51,6 +59,7 @@ class Execution(BaseModel):
     metadata: Metadata = {}
     transition_count: int = 0
     usage: Usage | None = None
+    restarted_from: str | None = None  # the execution this one restarted (POST /executions/{id}/restart)
     created_at: datetime
     updated_at: datetime
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.common import Metadata
+from contracts.budgets import Budget
 
 
 class SessionCreate(BaseModel):
@@ -25,6 +26,7 @@ class SessionCreate(BaseModel):
     auto_run_tools: bool = False
     forward_tool_calls: bool = False
     metadata: Metadata | None = None
+    budget: Budget | None = None  # limits on the model calls of all its chats (contracts/budgets.py)
 
 
 def _no_default(schema: dict[str, Any]) -> None:
@@ -52,5 +54,6 @@ class Session(BaseModel):
     forward_tool_calls: bool = False
     summary: str | None = None
     metadata: Metadata = {}
+    budget: Budget | None = None
     created_at: datetime
     updated_at: datetime

@@ -30,6 +30,7 @@ from activities.transitions import TransitionWriter
 from api.app import AppClients, create_app, create_internal_app
 from mint.models.client import model_client
 from mint.settings import Settings
+from mint.store.budgets import Budgets
 from mint.store.counts import live_executions
 from mint.store.db import connect_pool, migrate
 from mint.store.docs import DocStore
@@ -153,7 +154,7 @@ def worker_for(
     activities = WorkerActivities(
         writer=TransitionWriter(pool, metrics, tracing),
         tools=HttpActivities(http, egress, clients.secrets, settings.max_tool_timeout),
-        models=ModelActivities(clients.models),
+        models=ModelActivities(clients.models, Budgets(pool)),
         system=SystemActivities(create_internal_app(clients, settings, system_caller)),
         mcp=McpActivities(settings.mcp_servers, egress),
         docs=DocActivities(clients.docs, clients.embedder),

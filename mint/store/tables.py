@@ -60,13 +60,24 @@ SESSIONS = Table(
         "forward_tool_calls",
         "summary",
         "metadata",
+        "budget",
     ),
 )
 TOOLS = Table("tools", ("name", "type", "description", "spec"), parent="agent_id")
 TASKS = Table("tasks", ("name", "version"), parent="agent_id")
 EXECUTIONS = Table(
     "executions",
-    ("task_id", "task_version", "status", "input", "metadata", "error", "idempotency_key"),
+    (
+        "task_id",
+        "task_version",
+        "status",
+        "input",
+        "metadata",
+        "error",
+        "idempotency_key",
+        "budget",
+        "restarted_from",
+    ),
     parent="task_id",
 )
 

@@ -25,6 +25,7 @@ from contracts.background import SessionRef
 from contracts.temporal import COMPRESS_SESSION_WORKFLOW
 from mint.models.client import ModelClient
 from mint.models.embeddings import Embedder
+from mint.store.budgets import Budgets
 from mint.store.chat_turns import ChatTurns, SessionBusy
 from mint.store.docs import DocStore
 from mint.store.session_history import SessionHistory
@@ -36,6 +37,7 @@ from services.chat.context import Context, count_tokens
 from services.chat.guardrails import ChatGuardrails
 from services.chat.request import Chat, ChatMessage
 from services.chat.slots import ChatSlots
+from services.chat.spending import ChatSpending
 from services.errors import Busy, Invalid, ModelFailed, NotFound
 from services.sessions import owned_row
 from workflows import prompts
@@ -117,6 +119,7 @@ class Chatter:
         self.store = store
         self.slots = slots
         self.turns = ChatTurns(store.pool)
+        self.budgets = Budgets(store.pool)
         self.history = SessionHistory(store.pool)
         self.assembler = ContextAssembler(self.history, docs, embedder)
         self.calls = ChatCalls(models, temporal, task_queue, max_tool_timeout)
@@ -144,9 +147,13 @@ class Chatter:
             raise Invalid(f"agent {body.agent} is not part of session {session['id']}")
         async with self._turn(developer, session["id"]):
             reply = Reply()
-            await self._check_input(developer, session, body, agent_ids, reply)
+            # The developer's default budget applies to a session that sets none.
+            default_budget = None if session.get("budget") else await self.budgets.default_budget(developer)
+            spending = ChatSpending(self.budgets, session["id"], default_budget, reply.count)
+            await self._check_input(developer, session, body, agent_ids, spending)
+            named = len(agent_ids) > 1
             for agent_id in agent_ids:
-                await self._answer(developer, session, body, agent_id, reply, on_text, len(agent_ids) > 1)
+                await self._answer(developer, session, body, agent_id, reply, spending, on_text, named)
             if body.save:
                 asked = [m.model_dump(exclude_none=True) for m in body.messages]
                 await self._save(developer, session["id"], asked, reply.answered)
@@ -159,6 +166,7 @@ class Chatter:
         body: Chat,
         agent_id: str,
         reply: Reply,
+        spending: ChatSpending,
         on_text: OnChoiceText | None,
         named: bool,
     ) -> None:
@@ -175,16 +183,23 @@ class Chatter:
         reply.recall(docs)
         streamed = functools.partial(on_text, len(reply.choices)) if on_text else None
         try:
-            end = await self._tool_loop(developer, session, body, cast, reply, streamed).run(context.messages)
+            end = await self._tool_loop(developer, session, body, cast, spending, streamed).run(
+                context.messages
+            )
         except MaxTurnsExceeded as exc:
             raise Invalid(
                 f"the model still asked for tools after {exc.max_turns} turns", error_type="MaxTurnsExceeded"
             ) from None
-        await self.guardrails.check_output(session["id"], agent, _message(end.answer), reply.count)
+        await self.guardrails.check_output(session["id"], agent, _message(end.answer), spending)
         reply.add(end, agent, named)
 
     async def _check_input(
-        self, developer: str, session: dict[str, Any], body: Chat, agent_ids: list[str], reply: Reply
+        self,
+        developer: str,
+        session: dict[str, Any],
+        body: Chat,
+        agent_ids: list[str],
+        spending: ChatSpending,
     ) -> None:
         """Every answering agent's input guardrails on the request's messages, before any model is asked."""
         asked = [m.model_dump(exclude_none=True) for m in body.messages]
@@ -192,7 +207,7 @@ class Chatter:
             agent = await owned_row(self.store, AGENTS, developer, agent_id)
             if agent is None:
                 raise NotFound("agent", agent_id)
-            await self.guardrails.check_input(session["id"], agent, asked, reply.count)
+            await self.guardrails.check_input(session["id"], agent, asked, spending)
 
     def _tool_loop(
         self,
@@ -200,7 +215,7 @@ class Chatter:
         session: dict[str, Any],
         body: Chat,
         cast: Cast,
-        reply: Reply,
+        spending: ChatSpending,
         streamed: Callable[[str], Awaitable[None]] | None,
     ) -> ToolLoop[dict[str, Any]]:
         """The model-tool loop of one agent's turn: tools run here only when the session (or request) says
@@ -209,8 +224,9 @@ class Chatter:
         tools = cast.offered_tools()
 
         async def ask(messages: list[dict[str, Any]]) -> dict[str, Any]:
+            await spending.before_call()
             answer = await self.calls.complete(body, cast.agent, messages, session["id"], tools, streamed)
-            reply.count(answer)
+            await spending.after_call(answer)
             for call in _message(answer).get("tool_calls") or []:  # fixed values go in, whoever runs the call
                 call["function"]["arguments"] = json.dumps(
                     {**prompts.call_arguments(call), **cast.fixed.get(call["function"]["name"], {})}

@@ -9,12 +9,12 @@ then saves nothing (Chatter saves only once every agent has answered).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
 from mint.models.client import ModelClient
+from services.chat.spending import ChatSpending
 from services.errors import Invalid, ModelFailed, ModelRefused, Refused
 from workflows.guardrails import (
     RESPONSE_FORMAT,
@@ -29,7 +29,6 @@ from workflows.language import Guardrail
 from workflows.sandbox.expressions import ExpressionError
 from workflows.values import ValueEvaluator
 
-CountUsage = Callable[[dict[str, Any]], None]  # adds a model call's usage to the chat's answer
 AGENT_KEYS = ("id", "name", "about", "model", "instructions", "metadata", "default_settings")
 
 
@@ -51,16 +50,16 @@ class ChatGuardrails:
         self.models = models
 
     async def check_input(
-        self, session_id: str, agent: dict[str, Any], messages: list[dict[str, Any]], count: CountUsage
+        self, session_id: str, agent: dict[str, Any], messages: list[dict[str, Any]], spending: ChatSpending
     ) -> None:
         """The agent's input guardrails on the request's messages (`_` is their user text)."""
-        await self._run("input", session_id, agent, user_text(messages), messages, count)
+        await self._run("input", session_id, agent, user_text(messages), messages, spending)
 
     async def check_output(
-        self, session_id: str, agent: dict[str, Any], message: dict[str, Any], count: CountUsage
+        self, session_id: str, agent: dict[str, Any], message: dict[str, Any], spending: ChatSpending
     ) -> None:
         """The agent's output guardrails on its answer (`_` is the answer's text)."""
-        await self._run("output", session_id, agent, message.get("content") or "", [message], count)
+        await self._run("output", session_id, agent, message.get("content") or "", [message], spending)
 
     async def _run(
         self,
@@ -69,14 +68,14 @@ class ChatGuardrails:
         agent: dict[str, Any],
         value: Any,
         messages: list[dict[str, Any]],
-        count: CountUsage,
+        spending: ChatSpending,
     ) -> None:
         guardrails = in_order(agent.get("guardrails"), stage=stage)
         if not guardrails:
             return
 
         async def ask(guardrail: Guardrail, prompt: list[dict[str, Any]]) -> Verdict:
-            return await self._verdict(stage, session_id, agent, guardrail, prompt, count)
+            return await self._verdict(stage, session_id, agent, guardrail, prompt, spending)
 
         values = ValueEvaluator("dollar")
         values.budget.start_step()
@@ -107,9 +106,9 @@ class ChatGuardrails:
         agent: dict[str, Any],
         guardrail: Guardrail,
         messages: list[dict[str, Any]],
-        count: CountUsage,
+        spending: ChatSpending,
     ) -> Verdict:
-        """A prompt guardrail's model call, under the verdict's JSON schema."""
+        """A prompt guardrail's model call, under the verdict's JSON schema (within the chat's budget)."""
         request = {
             "model": guardrail.model or agent.get("model"),
             "messages": messages,
@@ -120,6 +119,7 @@ class ChatGuardrails:
             "owner": {"developer_id": agent["developer_id"], "agent_id": agent["id"]},
         }
         where = f"{stage} guardrail {guardrail.name!r}"
+        await spending.before_call()
         try:
             answer = await self.models.complete(request)
         except ApplicationError as exc:
@@ -128,7 +128,7 @@ class ChatGuardrails:
             if exc.type == "ModelUnavailable":
                 raise ModelFailed(f"{where}: {exc.message}") from None
             raise ModelRefused(f"{where}: {exc.message}") from None
-        count(answer)
+        await spending.after_call(answer)
         try:
             return verdict_of(answer["response"]["choices"][0]["message"].get("content"))
         except ValueError as exc:

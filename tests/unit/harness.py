@@ -14,7 +14,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from api.executions import _launch, resume_execution
+from api.executions import launch, resume_execution
 from contracts.transitions import TERMINAL_STATUSES
 from mint.settings import Settings
 from tests.unit.fakes import ExecutionRow, Fakes, FakeStore
@@ -85,7 +85,7 @@ class Outcome:
 
 
 class _KeepsHandles:
-    """The Temporal client as `_launch` sees it, keeping each handle it starts: only those handles skip
+    """The Temporal client as `launch` sees it, keeping each handle it starts: only those handles skip
     time while their result is awaited (the test server's time skipping is unlocked by them)."""
 
     def __init__(self, client: Client):
@@ -132,7 +132,7 @@ class Harness:
         self.fakes.execution(execution["id"])  # the `queued` row the API inserts first
         store = FakeStore(self.fakes, agent_row, agent_tools)
         run_settings = Settings(**{**self.settings.__dict__, **settings})
-        await _launch(store, self.temporal, run_settings, DEVELOPER, task_row, execution)  # type: ignore[arg-type]
+        await launch(store, self.temporal, run_settings, DEVELOPER, task_row, execution)  # type: ignore[arg-type]
         return execution["id"]
 
     async def finish(self, execution_id: str) -> Outcome:

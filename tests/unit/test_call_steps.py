@@ -252,7 +252,8 @@ async def test_a_prompt_answers_with_a_chat_completion_readable_both_ways(mint):
         {"role": "user", "content": "Greet Ada"},
     ]
     assert request["model"] == AGENT["model"] and request["settings"] == {"temperature": 0.2}
-    assert request["owner"] == {"developer_id": DEVELOPER, "agent_id": AGENT["id"]}
+    # The execution's id too: whose budget the call counts against.
+    assert request["owner"] == {"developer_id": DEVELOPER, "agent_id": AGENT["id"], "execution_id": done.id}
     prompted = done.step("main", 1)
     assert prompted["output"]["choices"][0]["finish_reason"] == "stop"
     assert prompted["metadata"]["usage"]["prompt_tokens"] == 7

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from contracts.budgets import Budget
 from workflows.language.guardrails import Guardrails
 from workflows.language.parts import StepDefaults
 from workflows.language.steps import Step, dump_step
@@ -22,6 +23,7 @@ TASK_FIELDS = frozenset(
         "defaults",
         "guardrails",
         "main",
+        "budget",
     }
 )
 IGNORED_TASK_FIELDS = frozenset(
@@ -65,6 +67,7 @@ class TaskSpec(BaseModel):
     inherit_tools: bool = True
     metadata: dict[str, Any] = Field(default_factory=dict)
     defaults: StepDefaults | None = None
+    budget: Budget | None = None  # limits on the execution's model calls (contracts/budgets.py)
     guardrails: Guardrails | None = None  # run on the execution's input and final output
     workflows: dict[str, Annotated[list[Step], Field(min_length=1)]]
 

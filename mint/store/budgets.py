@@ -1,0 +1,124 @@
+"""Budget bookkeeping in Postgres: reserve a model call before it is made, settle its tokens and cost after.
+
+Why here and not from the usage the transition writer sums (executions.prompt_tokens, ...): those totals
+land when a batch of transitions is written, which can be after the next call has started (batches are
+written alongside calls), and a fan-out child's transitions reach the row only when the child ends. The
+counters here are updated by the call itself, on the execution's row, which the main workflow, its
+sub-workflows and its fan-out children all share; the reservation takes the row's lock, so calls running at
+once (a map's children, parallel branches) are counted one by one and `max_model_calls` is exact.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import asyncpg
+
+from contracts.budgets import over_budget
+
+
+class OverBudget(Exception):
+    """The next model call would pass the budget; the message says which limit."""
+
+
+class Budgets:
+    """Reservations and settlements for executions (the worker) and sessions (the API)."""
+
+    def __init__(self, pool: asyncpg.Pool):
+        self.pool = pool
+
+    # Executions (the call_model activity) ------------------------------------------------------------------
+
+    async def reserve_call(self, execution_id: str, call_key: str) -> bool:
+        """Count one more model call of the execution, or raise OverBudget. Idempotent per `call_key` (a
+        retried activity is the same call). False when the execution has no budget (nothing to settle)."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            row = await conn.fetchrow(
+                "SELECT budget, spent_calls, spent_tokens, spent_cost, "
+                "EXISTS (SELECT 1 FROM budget_calls WHERE execution_id = $1 AND call_key = $2) AS reserved "
+                # Only a budgeted execution's row is locked (Postgres locks the rows a query returns).
+                "FROM executions WHERE id = $1 AND budget IS NOT NULL FOR NO KEY UPDATE",
+                execution_id,
+                call_key,
+            )
+            if row is None or not row["budget"]:
+                return False
+            if row["reserved"]:
+                return True
+            refused = over_budget(row["budget"], row["spent_calls"], row["spent_tokens"], row["spent_cost"])
+            if refused:
+                raise OverBudget(refused)
+            await conn.execute(
+                "INSERT INTO budget_calls (execution_id, call_key) VALUES ($1, $2);", execution_id, call_key
+            )
+            await conn.execute(
+                "UPDATE executions SET spent_calls = spent_calls + 1 WHERE id = $1", execution_id
+            )
+            return True
+
+    async def settle_call(self, execution_id: str, call_key: str, tokens: int, cost: float) -> None:
+        """Add a reserved call's tokens and cost, once whatever retries."""
+        await self.pool.execute(
+            """
+            WITH settled AS (
+                UPDATE budget_calls SET settled = true
+                WHERE execution_id = $1 AND call_key = $2 AND NOT settled RETURNING 1
+            )
+            UPDATE executions SET spent_tokens = spent_tokens + $3, spent_cost = spent_cost + $4
+            WHERE id = $1 AND EXISTS (SELECT 1 FROM settled)
+            """,
+            execution_id,
+            call_key,
+            tokens,
+            cost,
+        )
+
+    # Sessions (chat, in the API) ------------------------------------------------------------------------
+
+    async def reserve_session_call(self, session_id: str, default: dict[str, Any] | None) -> None:
+        """Count one more model call of the session's chats, or raise OverBudget (the session's budget, else
+        `default`, the developer's)."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            row = await conn.fetchrow(
+                "SELECT budget, spent_calls, spent_tokens, spent_cost FROM sessions WHERE id = $1 "
+                "FOR NO KEY UPDATE",
+                session_id,
+            )
+            if row is None:
+                return
+            refused = over_budget(
+                row["budget"] or default, row["spent_calls"], row["spent_tokens"], row["spent_cost"]
+            )
+            if refused:
+                raise OverBudget(refused)
+            await conn.execute("UPDATE sessions SET spent_calls = spent_calls + 1 WHERE id = $1", session_id)
+
+    async def settle_session_call(self, session_id: str, tokens: int, cost: float) -> None:
+        await self.pool.execute(
+            "UPDATE sessions SET spent_tokens = spent_tokens + $2, spent_cost = spent_cost + $3 WHERE id = $1",
+            session_id,
+            tokens,
+            cost,
+        )
+
+    # Developer settings ---------------------------------------------------------------------------------
+
+    async def default_budget(self, developer_id: str) -> dict[str, Any] | None:
+        """The developer's default budget (for executions and sessions that set none)."""
+        return await self.pool.fetchval(
+            "SELECT default_budget FROM developer_settings WHERE developer_id = $1", developer_id
+        )
+
+    async def set_default_budget(self, developer_id: str, budget: dict[str, Any] | None) -> None:
+        await self.pool.execute(
+            "INSERT INTO developer_settings (developer_id, default_budget) VALUES ($1, $2) "
+            "ON CONFLICT (developer_id) DO UPDATE SET default_budget = $2, updated_at = now()",
+            developer_id,
+            budget,
+        )
+
+
+def tokens_of(usage: dict[str, Any] | None) -> int:
+    """A call's tokens: prompt plus completion."""
+    usage = usage or {}
+    return int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)
