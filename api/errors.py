@@ -49,6 +49,7 @@ def not_found(kind: str, id_: str) -> ApiError:
 SERVICE_STATUS: dict[type[service.ServiceError], int] = {
     service.NotFound: 404,
     service.Invalid: 422,
+    service.Refused: 400,
     service.TooLarge: 413,
     service.Busy: 409,
     service.TooMany: 429,

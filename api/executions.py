@@ -18,6 +18,7 @@ from contracts.temporal import RESUME_SIGNAL, TASK_EXECUTION_WORKFLOW
 from contracts.transitions import TERMINAL_STATUSES
 from mint.settings import Settings
 from mint.store.tables import AGENTS, EXECUTIONS, Conflict, Store
+from services.handoffs import AGENT_VIEW_KEYS, reachable_agents
 from workflows.input_schema import input_problems
 from workflows.language import ToolDef
 
@@ -131,6 +132,8 @@ async def _launch(
     agent, tools = await asyncio.gather(
         store.get(AGENTS, developer, task["agent_id"]), _task_tools(store, developer, task, document)
     )
+    # The agents a prompt step may be handed to, read now so the workflow stays deterministic (none: no reads).
+    handoff_agents = await reachable_agents(store, developer, agent) if agent and agent["handoffs"] else {}
     params = ExecutionParams(
         execution_id=execution["id"],
         developer_id=developer,
@@ -149,6 +152,7 @@ async def _launch(
         max_history_events=settings.max_history_events,
         max_fan_out=settings.max_fan_out,
         max_tool_timeout=settings.max_tool_timeout,
+        handoff_agents=handoff_agents,
     )
     with_attributes = settings.search_attributes == "on"  # `auto` was resolved when the API started
     labels = workflow_labels(task, agent or {}, developer, execution["id"], with_attributes)
@@ -215,8 +219,10 @@ def _handle(temporal: Client, execution: dict[str, Any]) -> WorkflowHandle:
 
 
 def _agent_view(agent: dict[str, Any]) -> dict[str, Any]:
-    keys = ("id", "name", "about", "model", "instructions", "metadata", "default_settings")
-    return {k: agent.get(k) for k in keys}
+    view = {k: agent.get(k) for k in AGENT_VIEW_KEYS}
+    if not view["handoffs"]:  # as before handoffs, so an execution's parameters change only where used
+        del view["handoffs"]
+    return view
 
 
 async def _task_tools(

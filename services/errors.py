@@ -28,6 +28,10 @@ class Invalid(ServiceError):
     """The request cannot be carried out as asked (a 422)."""
 
 
+class Refused(ServiceError):
+    """A rule the developer set stopped what the model did (a handoff outside the agent's list): a 400."""
+
+
 class TooLarge(ServiceError):
     """What the request needs does not fit its limit (a session's context in its token budget)."""
 

@@ -32,6 +32,8 @@ from workflows.calls import (
     tool_activity,
 )
 from workflows.failures import StepFailed, TypedFailure, failure_message
+from workflows.handoff_steps import Holder
+from workflows.handoffs import HandoffRefused, handoff_record, transfer_data
 from workflows.step_runner import StepRunner
 from workflows.tool_loop import MaxTurnsExceeded, ToolLoop
 from workflows.visibility import where
@@ -47,12 +49,15 @@ class CallResult:
     attempts: int
     usage: dict[str, Any] | None = None
     cost: float | None = None
+    agent_id: str | None = None  # the agent that answered, when a handoff passed the step to another
 
     def metadata(self) -> dict[str, Any]:
         extra: dict[str, Any] = {"attempts": self.attempts}
         if self.usage is not None:
             extra["usage"] = self.usage
             extra["cost"] = self.cost
+        if self.agent_id is not None:
+            extra["agent_id"] = self.agent_id
         return extra
 
 
@@ -90,8 +95,10 @@ class CallSteps:
         position: Position,
         metadata: dict[str, Any] | None,
         call_id: str | None = None,
+        owner: Owner | None = None,
     ) -> Any:
-        """Call any kind of tool; function tools are answered by the client through a wait."""
+        """Call any kind of tool (as `owner`, by default the execution's agent); function tools are answered
+        by the client through a wait."""
         params = self.interpreter.params
         if tool["type"] == "function":
             call = {"type": "function", "name": tool["name"], "arguments": arguments}
@@ -104,7 +111,7 @@ class CallSteps:
             planned = tool_activity(
                 tool,
                 arguments,
-                self._owner(),
+                owner or self._owner(),
                 self.interpreter.values,
                 lambda: str(workflow.uuid4()),
                 params.max_tool_timeout,
@@ -205,10 +212,14 @@ class CallSteps:
         resumes mid-loop. Function tools are answered by the client through a wait."""
         here = f"{position.workflow}[{position.step}]"
         request, tools, fixed = await self._prompt_request(step, names, here)
-        summary = f"{where(position, step.label)} · model {request.model or 'by default'}"
+        holder = Holder.start(self.interpreter.params, tools, fixed, runs_tools=bool(step.auto_run_tools))
+        request.tools += holder.handoffs.offered()
 
         async def ask(messages: list[dict[str, Any]]) -> CallResult:
-            request.messages = messages
+            if holder.pending is not None:
+                await self._hand_over(holder, request, step, here)
+            request.messages = holder.conversation(messages)
+            summary = f"{where(position, step.label)} · model {request.model or 'by default'}"
             return await self._activity(CALL_MODEL, request, step, summary)
 
         def record_model_turn(turn: int, answer: CallResult) -> None:
@@ -219,7 +230,10 @@ class CallSteps:
 
         def run_tool(call: dict[str, Any], turn: int) -> Awaitable[dict[str, Any]]:
             tool_metadata = {**(metadata or {}), "turn": turn, "call": "tool"}
-            return self._loop_tool(call, tools, fixed, step, position, tool_metadata)
+            if holder.handoffs.is_transfer(call):
+                return self._transfer(holder, call, position, tool_metadata, here)
+            owner = Owner(self.interpreter.params.developer_id, holder.agent.get("id"))
+            return self._loop_tool(call, holder.tools, holder.fixed, step, position, tool_metadata, owner)
 
         max_turns = step.max_turns or prompts.MAX_TURNS
         loop = ToolLoop(
@@ -244,7 +258,61 @@ class CallSteps:
             raise TypedFailure(
                 "DecodeError", f"{here}: the model's answer is not the JSON that was asked for"
             ) from None
+        if holder.moved:  # the answer is another agent's: say whose
+            if isinstance(output, dict):
+                output["agent_id"] = holder.agent.get("id")
+            return CallResult(output, answer.attempts, answer.usage, answer.cost, holder.agent.get("id"))
         return CallResult(output, answer.attempts, answer.usage, answer.cost)
+
+    async def _transfer(
+        self,
+        holder: Holder,
+        call: dict[str, Any],
+        position: Position,
+        metadata: dict[str, Any],
+        here: str,
+    ) -> dict[str, Any]:
+        """A transfer call: the target takes the conversation at the next model call; one outside the
+        agent's handoffs fails the execution (HandoffError). Recorded as the step transition of the call."""
+        try:
+            target = holder.handoffs.target(call)
+        except HandoffRefused as exc:
+            raise TypedFailure("HandoffError", f"{here}: {exc}") from None
+        if holder.pending is None:  # the first transfer of a round wins
+            holder.pending = target
+        record = handoff_record(holder.agent, holder.pending)
+        now = workflow.time()
+        result = prompts.tool_result("success", now, now, transfer_data(holder.agent, holder.pending))
+        name = call["function"]["name"]
+        self.interpreter.log.add(
+            "step",
+            {"tool_call": {"id": call["id"], "name": name, "arguments": call["function"].get("arguments")}}
+            | {"result": result, "handoff": record},
+            position,
+            position,
+            metadata={**metadata, "tool": name, "handoff": record},
+        )
+        return result
+
+    async def _hand_over(
+        self, holder: Holder, request: ModelRequest, step: lang.PromptStep, here: str
+    ) -> None:
+        """The pending agent takes the prompt step over: its tools, model and handoffs, from the next call."""
+        params, target = self.interpreter.params, holder.pending
+        assert target is not None
+        tools = await self._described({t["name"]: t for t in target.get("tools") or []}, step, here)
+        layers = [
+            target.get("metadata"),
+            params.task_info.get("metadata"),
+            params.execution_info.get("metadata"),
+        ]
+        fixed = {name: prompts.fixed_arguments(tool, layers) for name, tool in tools.items()}
+        holder.hand_over(tools, fixed, params)
+        settings = target.get("default_settings") or {}
+        request.model = settings.get("model") or target.get("model") or request.model
+        request.owner = Owner(params.developer_id, target.get("id"))
+        request.tools = [prompts.offered_tool(tool, fixed[name]) for name, tool in tools.items()]
+        request.tools += holder.handoffs.offered()
 
     async def _prompt_request(
         self, step: lang.PromptStep, names: dict[str, Any], here: str
@@ -280,6 +348,7 @@ class CallSteps:
         step: lang.PromptStep,
         position: Position,
         metadata: dict[str, Any],
+        owner: Owner | None = None,
     ) -> dict[str, Any]:
         """Run one tool the model asked for; any failure becomes an error result the model reads, unless
         the tool says `on_error: fail`."""
@@ -296,7 +365,9 @@ class CallSteps:
                     **prompts.call_arguments(call),
                     **fixed[name],
                 }  # fixed values are not the model's
-                outcome = await self._run_tool(tool, arguments, step, position, metadata, call_id=call["id"])
+                outcome = await self._run_tool(
+                    tool, arguments, step, position, metadata, call_id=call["id"], owner=owner
+                )
                 data = outcome.output if isinstance(outcome, CallResult) else outcome
             except ValueError as exc:
                 error = {"code": "invalid_arguments", "message": str(exc)}

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.common import Metadata, Name, ProblemOut, RequestBody
+
+MAX_HANDOFFS = 20  # transfer tools offered at once: more would crowd out the agent's own tools
 
 
 class AgentCreate(RequestBody):
@@ -20,6 +22,8 @@ class AgentCreate(RequestBody):
     canonical_name: str | None = None
     project: str | None = None
     metadata: Metadata | None = None
+    # The agents this one may hand a conversation to (ids of the developer's own agents).
+    handoffs: Annotated[list[str], Field(max_length=MAX_HANDOFFS)] | None = None
 
 
 class AgentPatch(AgentCreate):
@@ -37,6 +41,7 @@ class Agent(BaseModel):
     canonical_name: str | None = None
     project: str | None = None
     metadata: Metadata = {}
+    handoffs: list[str] = []
     created_at: datetime
     updated_at: datetime
 
