@@ -129,4 +129,9 @@ def transfer_data(source: Agent, target: Agent) -> dict[str, Any]:
 
 def handoff_record(source: Agent, target: Agent) -> dict[str, Any]:
     """A handoff as transitions and traces record it."""
-    return {"from": source.get("id"), "to": target.get("id"), "to_name": target.get("name")}
+    return {
+        "from": source.get("id"),
+        "to": target.get("id"),
+        "from_name": source.get("name"),
+        "to_name": target.get("name"),
+    }
