@@ -308,8 +308,18 @@ class CallSteps:
         ]
         fixed = {name: prompts.fixed_arguments(tool, layers) for name, tool in tools.items()}
         holder.hand_over(tools, fixed, params)
-        settings = target.get("default_settings") or {}
-        request.model = settings.get("model") or target.get("model") or request.model
+        # The settings layer the agent gave is now the target's; the task's and the step's still apply.
+        task = self.interpreter.task
+        settings = {
+            **(target.get("default_settings") or {}),
+            **((task.defaults.settings if task.defaults else None) or {}),
+            **(step.settings or {}),
+        }
+        settings.pop("response_format", None)  # kept on the request as the step asked
+        step_model = settings.pop("model", None)
+        own_model = (target.get("default_settings") or {}).get("model") or target.get("model")
+        request.model, request.settings = own_model or step_model or request.model, settings
+        request.tool_choice = None  # the step's choice named the tools of the agent it started with
         request.owner = Owner(params.developer_id, target.get("id"))
         request.tools = [prompts.offered_tool(tool, fixed[name]) for name, tool in tools.items()]
         request.tools += holder.handoffs.offered()
