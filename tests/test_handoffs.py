@@ -260,3 +260,30 @@ async def test_the_handoffs_example_runs(mapi, script):
     )
     assert [h["to"] for h in result["task"]["handoffs"]] == [billing]
     assert result["chat"] == {"answer": "billing: invoice 42 was paid", "agent_id": billing}
+
+
+async def test_the_agent_handed_to_offers_its_own_handoffs(mapi, script, model_server, desk):
+    triage, billing = desk
+    refunds = await _agent(mapi, name="Refunds", instructions=["Refund within 30 days"])
+    patched = await mapi.patch(f"/agents/{billing['id']}", json={"handoffs": [refunds["id"]]})
+    assert patched.status_code == 200, patched.text
+
+    def model(call: Call) -> Reply:
+        system = _system(call)
+        if "Refund within 30 days" in system:
+            return Reply(content="refunds: done")
+        if BILLING_RULE in system:
+            return Reply(tool_calls=[("transfer_to_refunds", {})])
+        return Reply(tool_calls=[("transfer_to_billing_desk", {})])
+
+    script.reply = model
+    done = await _run(mapi, triage["id"], HANDOFF_TASK)
+    assert done["status"] == "succeeded" and done["output"] == {"answer": "refunds: done"}, done
+    assert [t["name"] for t in model_server.calls[1].tools] == ["agents", "transfer_to_refunds"]
+    rows = await transitions(mapi, done["id"])
+    hops = [
+        (r["metadata"]["handoff"]["from"], r["metadata"]["handoff"]["to"])
+        for r in rows
+        if "handoff" in r["metadata"]
+    ]
+    assert hops == [(triage["id"], billing["id"]), (billing["id"], refunds["id"])]
