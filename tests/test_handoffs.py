@@ -287,3 +287,16 @@ async def test_the_agent_handed_to_offers_its_own_handoffs(mapi, script, model_s
         if "handoff" in r["metadata"]
     ]
     assert hops == [(triage["id"], billing["id"]), (billing["id"], refunds["id"])]
+
+
+async def test_a_streamed_chat_names_the_agent_that_answered(mapi, script, desk):
+    triage, billing = desk
+    script.reply = _desk_model
+    session = (await mapi.post("/sessions", json={"agent": triage["id"], "auto_run_tools": True})).json()
+    body = {"messages": [{"role": "user", "content": "Is my invoice paid?"}], "stream": True}
+    async with mapi.stream("POST", f"/sessions/{session['id']}/chat", json=body) as response:
+        assert response.status_code == 200
+        chunks = [json.loads(line[6:]) async for line in response.aiter_lines() if line.startswith("data: ")]
+    text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+    assert text == "billing: invoice INV-7 is paid"
+    assert chunks[-1]["choices"][0]["agent_id"] == billing["id"]
