@@ -44,6 +44,9 @@ PASSTHROUGH_MODULES = (
     "workflows.values",
     "workflows.prompts",
     "contracts",  # the payload types: shared, so a payload decoded outside the sandbox is the class inside
+    # Temporal's tracing interceptor (mint/telemetry/tracing.py) works with the one OpenTelemetry context of
+    # the process, not a copy re-imported per run.
+    "opentelemetry",
 )
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import datetime
@@ -23,9 +25,14 @@ from contracts.transitions import (
     check_sequence,
 )
 from mint.store.db_errors import PERMANENT, explain
+from mint.store.tables import Store
 from mint.telemetry.metrics import Metrics
+from mint.telemetry.traces import build_trace
+from mint.telemetry.tracing import Tracing
 from mint.temporal import errors
 from mint.temporal.payload_json import PayloadEncoder
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -97,9 +104,11 @@ def _refusing_bad_data(batch: TransitionBatch | None) -> Iterator[None]:
 
 
 class TransitionWriter:
-    def __init__(self, pool: asyncpg.Pool, metrics: Metrics | None = None):
+    def __init__(self, pool: asyncpg.Pool, metrics: Metrics | None = None, tracing: Tracing | None = None):
         self.pool = pool
         self.metrics = metrics
+        self.tracing = tracing  # exports an execution's spans when it ends (mint/telemetry/tracing.py)
+        self._exports: set[asyncio.Task[None]] = set()
 
     @activity.defn(name=WRITE_TRANSITIONS)
     async def write_transitions(self, batch: TransitionBatch) -> None:
@@ -108,6 +117,20 @@ class TransitionWriter:
             async with self.pool.acquire() as conn, conn.transaction():
                 written = await self._append(conn, batch)
         self._observe(batch, written)
+        if self.tracing is not None and written is not None and batch.status in TERMINAL_STATUSES:
+            # Beside the workflow's end, not before it: a slow read or collector must not delay it.
+            task = asyncio.create_task(self._export(batch.developer_id, batch.execution_id))
+            self._exports.add(task)
+            task.add_done_callback(self._exports.discard)
+
+    async def _export(self, developer_id: str, execution_id: str) -> None:
+        """Send an ended execution's spans (its trace, rebuilt from its transitions)."""
+        assert self.tracing is not None
+        try:
+            rows = await Store(self.pool).all_transitions(developer_id, execution_id)
+            self.tracing.export_trace(build_trace({"id": execution_id}, rows), execution_id)
+        except Exception:  # telemetry never fails an execution; the operator sees why in the log
+            log.exception("could not export the trace of execution %s", execution_id)
 
     async def before_call(self, call: WorkerCall) -> Any | None:
         """For a call in the worker: write the transitions it carries, record the answers it carries, and

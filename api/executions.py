@@ -18,6 +18,7 @@ from contracts.temporal import RESUME_SIGNAL, TASK_EXECUTION_WORKFLOW
 from contracts.transitions import TERMINAL_STATUSES
 from mint.settings import Settings
 from mint.store.tables import AGENTS, EXECUTIONS, Conflict, Store
+from mint.telemetry.tracing import execution_context
 from services.handoffs import AGENT_VIEW_KEYS, reachable_agents
 from workflows.input_schema import input_problems
 from workflows.language import ToolDef
@@ -132,7 +133,6 @@ async def _launch(
     agent, tools = await asyncio.gather(
         store.get(AGENTS, developer, task["agent_id"]), _task_tools(store, developer, task, document)
     )
-    # The agents a prompt step may be handed to, read now so the workflow stays deterministic (none: no reads).
     handoff_agents = await reachable_agents(store, developer, agent) if agent and agent["handoffs"] else {}
     params = ExecutionParams(
         execution_id=execution["id"],
@@ -152,29 +152,29 @@ async def _launch(
         max_history_events=settings.max_history_events,
         max_fan_out=settings.max_fan_out,
         max_tool_timeout=settings.max_tool_timeout,
-        handoff_agents=handoff_agents,
+        handoff_agents=handoff_agents,  # read now, so a handoff in the workflow is deterministic
     )
     with_attributes = settings.search_attributes == "on"  # `auto` was resolved when the API started
     labels = workflow_labels(task, agent or {}, developer, execution["id"], with_attributes)
     try:
-        await temporal.start_workflow(
-            TASK_EXECUTION_WORKFLOW,
-            params,
-            id=execution["id"],
-            task_queue=settings.task_queue,
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            # What the Temporal UI shows of it (api/workflow_labels.py), in this same request.
-            static_summary=labels.summary,
-            static_details=labels.details,
-            search_attributes=labels.search_attributes,
-            # Where a worker shares this client (`mint up`), its first task comes back with the start.
-            request_eager_start=True,
-        )
+        with execution_context(execution["id"]):  # Temporal's spans join the execution's trace
+            await temporal.start_workflow(
+                TASK_EXECUTION_WORKFLOW,
+                params,
+                id=execution["id"],
+                task_queue=settings.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                # What the Temporal UI shows of it (api/workflow_labels.py), in this same request.
+                static_summary=labels.summary,
+                static_details=labels.details,
+                search_attributes=labels.search_attributes,
+                # Where a worker shares this client (`mint up`), its first task comes back with the start.
+                request_eager_start=True,
+            )
     except WorkflowAlreadyStartedError:
         pass  # started by an earlier attempt
-    except (
-        Exception
-    ) as exc:  # any other failure must leave a visible `failed` execution, never a silent `queued`
+    except Exception as exc:
+        # Any other failure must leave a visible `failed` execution, never a silent `queued`.
         error = f"could not start the workflow: {exc}"
         await store.set_execution_status(developer, execution["id"], "failed", ("queued",), error=error)
         raise ApiError(503, f"could not start execution {execution['id']}: {exc}") from None
@@ -220,8 +220,11 @@ def _handle(temporal: Client, execution: dict[str, Any]) -> WorkflowHandle:
 
 def _agent_view(agent: dict[str, Any]) -> dict[str, Any]:
     view = {k: agent.get(k) for k in AGENT_VIEW_KEYS}
-    if not view["handoffs"]:  # as before handoffs, so an execution's parameters change only where used
+    # Only when set: an execution's input is as before for an agent without handoffs or guardrails.
+    if not view["handoffs"]:
         del view["handoffs"]
+    if agent.get("guardrails"):
+        view["guardrails"] = agent["guardrails"]
     return view
 
 

@@ -91,6 +91,8 @@ class Settings:
     # `mint worker` (which has no other port) or any process; unset: only the API's operator-only /metrics.
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    # Traces go over OTLP/HTTP to this collector (`{endpoint}/v1/traces`) when set: mint/telemetry/tracing.py.
+    otlp_endpoint: str | None = None
     # Other processes whose metrics the API's /metrics includes, as (process, URL): `mint up` names its
     # worker's here (not read from the environment).
     metrics_include: tuple[tuple[str, str], ...] = field(default_factory=tuple)
@@ -279,6 +281,7 @@ class Environment(BaseSettings):
     log_level: Annotated[str | None, BeforeValidator(_log_level)] = _env("MINT_LOG_LEVEL")
     metrics_port: int | None = _env("MINT_METRICS_PORT")
     metrics_host: Text = _env("MINT_METRICS_HOST")
+    otlp_endpoint: Text = _env("OTEL_EXPORTER_OTLP_ENDPOINT")
     search_attributes: Annotated[str | None, BeforeValidator(_switch)] = _env("MINT_SEARCH_ATTRIBUTES")
 
 

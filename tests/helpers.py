@@ -82,3 +82,15 @@ async def wait_indexed(api: httpx.AsyncClient, doc_id: str, timeout: float = 60)
             raise AssertionError(f"doc {doc_id} stayed pending")
         await asyncio.sleep(0.1)
     return doc
+
+
+async def queued_execution(store: Any, developer_name: str) -> tuple[str, str]:
+    """A new developer's `queued` execution of an empty task, written straight to the store: (developer, id)."""
+    from mint.store.tables import AGENTS, EXECUTIONS
+
+    developer, _ = await store.create_developer(developer_name)
+    agent = await store.insert(AGENTS, developer, {"name": "a"})
+    task = await store.save_task(developer, agent["id"], None, {"name": "t", "main": []}, "dollar")
+    values = {"task_id": task["id"], "task_version": 1, "status": "queued", "input": {}}
+    execution = await store.insert(EXECUTIONS, developer, values)
+    return developer, execution["id"]

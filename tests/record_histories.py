@@ -159,6 +159,21 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Any, Any]] = {
         {},
         "yes",
     ),
+    # Guardrails (issue 17): the input passes its check, a tool call runs, and the output guardrail trips; the
+    # error transition names it.
+    "guardrail_trip": (
+        {
+            "name": "guarded",
+            "tools": [{"name": "agents", "type": "system", "system": {"call": "agent.list"}}],
+            "guardrails": {
+                "input": [{"name": "has_n", "check": "$ 'n' in _", "message": "the input needs an n"}],
+                "output": [{"name": "small", "check": "$ _.n < 3", "message": "n is {{ _.n }}, over 2"}],
+            },
+            "main": [{"tool": "agents", "arguments": {}}, {"evaluate": {"n": "$ len(_) + 10"}}],
+        },
+        {"n": 1},
+        None,
+    ),
     "nested_branch_yields": (
         {
             "name": "rounds",

@@ -932,6 +932,7 @@ def id_routes(agent: str, task: str, execution: str, tool: str) -> list[tuple[st
         ("GET", f"/executions/{execution}/status.stream", None),
         ("GET", f"/executions/{execution}/transitions.stream", None),
         ("GET", f"/executions/{execution}/timers", None),
+        ("GET", f"/executions/{execution}/trace", None),
         ("PATCH", f"/agents/{agent}/tools/{tool}", {"description": "x"}),
         ("DELETE", f"/agents/{agent}/tools/{tool}", None),
     ]

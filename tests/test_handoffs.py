@@ -5,6 +5,7 @@ the scripted model."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import Any
 
@@ -124,6 +125,7 @@ async def test_a_chat_is_handed_to_the_agent_the_model_transfers_to(mapi, script
     body = answer.json()
     assert body["choices"][0]["message"]["content"] == "billing: invoice INV-7 is paid"
     assert body["choices"][0]["agent_id"] == billing["id"] and body["agent_id"] == billing["id"]
+    assert re.fullmatch(r"[0-9a-f]{32}", body["trace_id"])  # still the chat's trace, after the handoff
 
     first, second, third = model_server.calls
     assert TRIAGE_RULE in _system(first) and first.model == "gpt-4o-mini"
@@ -158,6 +160,30 @@ async def test_a_chat_transfer_outside_the_handoffs_is_a_handoff_error(mapi, scr
     assert (
         answer.json()["error"].startswith("HandoffError: ") and "transfer_to_legal" in answer.json()["error"]
     )
+
+
+async def test_after_a_chat_handoff_the_answering_agents_output_guardrails_apply(mapi, script, desk):
+    triage, billing = desk
+    script.reply = _desk_model
+    says_no_billing = {"name": "triage_rule", "check": "$ 'billing' not in _", "message": "triage's rule"}
+    no_invoices = {"name": "no_invoices", "check": "$ 'INV-' not in _", "message": "no invoice numbers"}
+    patched = await mapi.patch(f"/agents/{triage['id']}", json={"guardrails": {"output": [says_no_billing]}})
+    assert patched.status_code == 200, patched.text
+    session = (await mapi.post("/sessions", json={"agent": triage["id"], "auto_run_tools": True})).json()
+    ask = {"messages": [{"role": "user", "content": "Is my invoice paid?"}], "save": False}
+
+    # Billing answered: triage's output guardrail (which would refuse the answer) does not apply.
+    answer = await mapi.post(f"/sessions/{session['id']}/chat", json=ask)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["agent_id"] == billing["id"]
+
+    # Billing's own does.
+    patched = await mapi.patch(f"/agents/{billing['id']}", json={"guardrails": {"output": [no_invoices]}})
+    assert patched.status_code == 200, patched.text
+    refused = await mapi.post(f"/sessions/{session['id']}/chat", json=ask)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["type"] == "OutputGuardrailTripwire"
+    assert refused.json()["error"] == "OutputGuardrailTripwire: no invoice numbers"
 
 
 # Executions --------------------------------------------------------------------------------------------------
@@ -207,6 +233,15 @@ async def test_a_prompt_step_is_handed_over_and_replays(
     assert handoffs[0]["metadata"]["handoff"] == record and handoffs[0]["output"]["handoff"] == record
     answered = next(r for r in rows if r["output"] == "billing: invoice INV-7 is paid")
     assert answered["metadata"]["agent_id"] == billing["id"]
+
+    # The trace shows the handoff, from the transfer's metadata, after the call that asked for it.
+    trace = (await mapi.get(f"/executions/{done['id']}/trace")).json()
+    kinds = [i["type"] for i in trace["items"]]
+    assert [i["data"] for i in trace["items"] if i["type"] == "handoff"] == [
+        {"from": triage["id"], "to": billing["id"]}
+    ]
+    at = kinds.index("handoff")
+    assert "llm_call_end" in kinds[:at] and "llm_call_start" in kinds[at:], kinds
 
     # The execution, handoff and all, replays against the workflow code.
     history = await temporal_env.client.get_workflow_handle(done["id"]).fetch_history()

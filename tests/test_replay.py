@@ -46,6 +46,7 @@ def test_histories_are_recorded():
         "yields",
         "failure",
         "ui_status",
+        "guardrail_trip",
         "handoff",  # a prompt step handed from one agent to another (issue 17)
     }
 

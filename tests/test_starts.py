@@ -4,19 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
-from mint.store.tables import AGENTS, EXECUTIONS, Store
+from mint.store.tables import Store
 from mint.store.tenancy import acting_as
+from tests.helpers import queued_execution
 
 HANG_GUARD = 60.0  # guards against a hang (mark_started waiting on the lock); measures nothing
-
-
-async def _queued_execution(store: Store) -> tuple[str, str]:
-    developer, _ = await store.create_developer("starts")
-    agent = await store.insert(AGENTS, developer, {"name": "a"})
-    task = await store.save_task(developer, agent["id"], None, {"name": "t", "main": []}, "dollar")
-    values = {"task_id": task["id"], "task_version": 1, "status": "queued", "input": {}}
-    execution = await store.insert(EXECUTIONS, developer, values)
-    return developer, execution["id"]
 
 
 async def _status(store: Store, execution_id: str) -> str:
@@ -24,7 +16,7 @@ async def _status(store: Store, execution_id: str) -> str:
 
 
 async def test_marking_a_start_skips_a_row_the_worker_holds(store):
-    developer, execution_id = await _queued_execution(store)
+    developer, execution_id = await queued_execution(store, "starts")
     async with store.pool.acquire() as worker, worker.transaction():
         # As the transition writer holds it while it writes the first transitions.
         await worker.execute("SELECT 1 FROM executions WHERE id = $1 FOR NO KEY UPDATE", execution_id)
@@ -37,7 +29,7 @@ async def test_marking_a_start_skips_a_row_the_worker_holds(store):
 
 
 async def test_marking_a_start_never_moves_an_execution_back(store):
-    developer, execution_id = await _queued_execution(store)
+    developer, execution_id = await queued_execution(store, "starts")
     await store.pool.execute("UPDATE executions SET status = 'running' WHERE id = $1", execution_id)
     with acting_as(developer):
         await store.mark_started(developer, execution_id)

@@ -17,10 +17,10 @@ import httpx
 import pytest_asyncio
 
 from mint.store.execution_events import APPLICATION_NAME, CHANNEL, ExecutionEvents
-from mint.store.tables import AGENTS, EXECUTIONS, Store
+from mint.store.tables import Store
 from mint.store.tenancy import acting_as
 from tests.conftest import temporal_address
-from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
+from tests.helpers import create_agent, create_task, queued_execution, start, transitions, wait_for_status
 from tests.stack import BackgroundStack
 
 POLL_NEVER = 600.0
@@ -174,17 +174,8 @@ async def test_many_notifications_wake_a_watch_once(hub, store):
     assert hub._watches == {}  # a notification for these ids now costs a lookup that finds nothing
 
 
-async def _execution(store: Store) -> tuple[str, str]:
-    developer, _ = await store.create_developer("streams")
-    agent = await store.insert(AGENTS, developer, {"name": "a"})
-    task = await store.save_task(developer, agent["id"], None, {"name": "t", "main": []}, "dollar")
-    values = {"task_id": task["id"], "task_version": 1, "status": "queued", "input": {}}
-    execution = await store.insert(EXECUTIONS, developer, values)
-    return developer, execution["id"]
-
-
 async def test_a_status_change_notifies_and_the_reconcilers_claim_does_not(hub, store):
-    developer, execution_id = await _execution(store)
+    developer, execution_id = await queued_execution(store, "streams")
     sentinel = str(uuid.uuid4())
     with hub.watch(execution_id) as watch, hub.watch(sentinel) as last:
         with acting_as(developer):  # as the API changes it: the tenant's role, under row-level security

@@ -155,7 +155,9 @@ async def test_status_changes_cost_an_event_each_not_one_a_step(temporal, develo
     task = await create_task(api, (await create_agent(api))["id"], {"name": name, "main": steps})
     execution = await start(api, task["id"])
     assert (await wait_for_status(api, execution["id"]))["status"] == "succeeded"
-    history = await temporal.get_workflow_handle(execution["id"]).fetch_history()
+    handle = temporal.get_workflow_handle(execution["id"])
+    await handle.result()  # the row says succeeded before the last workflow task's commands are in history
+    history = await handle.fetch_history()
     upserts = [e for e in history.events if e.HasField("upsert_workflow_search_attributes_event_attributes")]
     changed = [
         set(e.upsert_workflow_search_attributes_event_attributes.search_attributes.indexed_fields)

@@ -115,6 +115,7 @@ ROUTES: list[Case] = [
     ),
     Case("GET", "/executions/{execution_id}/status.stream", "/executions/{a_execution}/status.stream"),
     Case("GET", "/executions/{execution_id}/timers", "/executions/{a_execution}/timers"),
+    Case("GET", "/executions/{execution_id}/trace", "/executions/{a_execution}/trace"),
     Case(
         "GET",
         "/executions/{execution_id}/transitions/{transition_id}",

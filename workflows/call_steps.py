@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from temporalio import workflow
-from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import ActivityError
 
-from contracts.calls import CallAnswer, McpTool, ModelAnswer, ModelRequest, Owner, SearchRequest
-from contracts.temporal import CALL_MODEL, LIST_MCP_TOOLS, SEARCH_DOCS
+from contracts.calls import CallAnswer, ModelAnswer, ModelRequest, Owner, SearchRequest
+from contracts.temporal import CALL_MODEL, SEARCH_DOCS
 from contracts.transitions import Position
 from workflows import language as lang
 from workflows import prompts
@@ -31,13 +31,16 @@ from workflows.calls import (
     runs_in_worker,
     tool_activity,
 )
-from workflows.failures import StepFailed, TypedFailure, failure_message
-from workflows.handoff_steps import Holder
-from workflows.handoffs import HandoffRefused, handoff_record, transfer_data
+from workflows.failures import StepFailed, TypedFailure, failed_tool, failure_message, tool_error_code
+from workflows.handoff_steps import Holder, answered_by, hand_over, record_transfer
+from workflows.mcp_listing import described
 from workflows.step_runner import StepRunner
 from workflows.tool_loop import MaxTurnsExceeded, ToolLoop
 from workflows.visibility import where
 from workflows.worker_calls import WorkerCalls
+
+# A call that belongs to no step (a guardrail's) takes the task's defaults for timeouts and retries.
+OTHER_CALL = lang.CallStep()
 
 
 @dataclass
@@ -49,16 +52,23 @@ class CallResult:
     attempts: int
     usage: dict[str, Any] | None = None
     cost: float | None = None
+    call: dict[str, Any] | None = None  # a model call's `model` and `started_at`, for traces
     agent_id: str | None = None  # the agent that answered, when a handoff passed the step to another
 
     def metadata(self) -> dict[str, Any]:
-        extra: dict[str, Any] = {"attempts": self.attempts}
-        if self.usage is not None:
-            extra["usage"] = self.usage
-            extra["cost"] = self.cost
-        if self.agent_id is not None:
-            extra["agent_id"] = self.agent_id
-        return extra
+        used = {"usage": self.usage, "cost": self.cost, **(self.call or {})} if self.usage is not None else {}
+        answered = {"agent_id": self.agent_id} if self.agent_id is not None else {}
+        return {"attempts": self.attempts, **used, **answered}
+
+
+def _step_output(answer: CallResult, step: lang.PromptStep, request: ModelRequest, here: str) -> Any:
+    """A prompt step's output from the model's last answer (parsed, when the step asked for JSON)."""
+    try:
+        return prompts.step_output(answer.output, step.unwrap, request.response_format)
+    except ValueError:
+        raise TypedFailure(
+            "DecodeError", f"{here}: the model's answer is not the JSON that was asked for"
+        ) from None
 
 
 class CallSteps:
@@ -216,11 +226,12 @@ class CallSteps:
         request.tools += holder.handoffs.offered()
 
         async def ask(messages: list[dict[str, Any]]) -> CallResult:
-            if holder.pending is not None:
-                await self._hand_over(holder, request, step, here)
-            request.messages = holder.conversation(messages)
+            if holder.pending is not None:  # a transfer: the target takes over from this call
+                await hand_over(self.interpreter, holder, request, step, here)
+            request.messages, started = holder.conversation(messages), workflow.now().isoformat()
             summary = f"{where(position, step.label)} · model {request.model or 'by default'}"
-            return await self._activity(CALL_MODEL, request, step, summary)
+            answer = await self._activity(CALL_MODEL, request, step, summary)
+            return replace(answer, call={"model": answer.output.get("model"), "started_at": started})
 
         def record_model_turn(turn: int, answer: CallResult) -> None:
             turn_metadata = {**(metadata or {}), "turn": turn, "call": "model"}
@@ -231,7 +242,7 @@ class CallSteps:
         def run_tool(call: dict[str, Any], turn: int) -> Awaitable[dict[str, Any]]:
             tool_metadata = {**(metadata or {}), "turn": turn, "call": "tool"}
             if holder.handoffs.is_transfer(call):
-                return self._transfer(holder, call, position, tool_metadata, here)
+                return record_transfer(self.interpreter.log, holder, call, position, tool_metadata, here)
             owner = Owner(self.interpreter.params.developer_id, holder.agent.get("id"))
             return self._loop_tool(call, holder.tools, holder.fixed, step, position, tool_metadata, owner)
 
@@ -252,77 +263,12 @@ class CallSteps:
                 f"{here}: the model still asked for tools after {max_turns} turns "
                 "(raise the step's `max_turns` if the task needs more)",
             ) from None
-        try:
-            output = prompts.step_output(answer.output, step.unwrap, request.response_format)
-        except ValueError:
-            raise TypedFailure(
-                "DecodeError", f"{here}: the model's answer is not the JSON that was asked for"
-            ) from None
-        if holder.moved:  # the answer is another agent's: say whose
-            if isinstance(output, dict):
-                output["agent_id"] = holder.agent.get("id")
-            return CallResult(output, answer.attempts, answer.usage, answer.cost, holder.agent.get("id"))
-        return CallResult(output, answer.attempts, answer.usage, answer.cost)
+        output = _step_output(answer, step, request, here)
+        return replace(answer, output=output, agent_id=answered_by(holder, output))
 
-    async def _transfer(
-        self,
-        holder: Holder,
-        call: dict[str, Any],
-        position: Position,
-        metadata: dict[str, Any],
-        here: str,
-    ) -> dict[str, Any]:
-        """A transfer call: the target takes the conversation at the next model call; one outside the
-        agent's handoffs fails the execution (HandoffError). Recorded as the step transition of the call."""
-        try:
-            target = holder.handoffs.target(call)
-        except HandoffRefused as exc:
-            raise TypedFailure("HandoffError", f"{here}: {exc}") from None
-        if holder.pending is None:  # the first transfer of a round wins
-            holder.pending = target
-        record = handoff_record(holder.agent, holder.pending)
-        now = workflow.time()
-        result = prompts.tool_result("success", now, now, transfer_data(holder.agent, holder.pending))
-        name = call["function"]["name"]
-        self.interpreter.log.add(
-            "step",
-            {"tool_call": {"id": call["id"], "name": name, "arguments": call["function"].get("arguments")}}
-            | {"result": result, "handoff": record},
-            position,
-            position,
-            metadata={**metadata, "tool": name, "handoff": record},
-        )
-        return result
-
-    async def _hand_over(
-        self, holder: Holder, request: ModelRequest, step: lang.PromptStep, here: str
-    ) -> None:
-        """The pending agent takes the prompt step over: its tools, model and handoffs, from the next call."""
-        params, target = self.interpreter.params, holder.pending
-        assert target is not None
-        tools = await self._described({t["name"]: t for t in target.get("tools") or []}, step, here)
-        layers = [
-            target.get("metadata"),
-            params.task_info.get("metadata"),
-            params.execution_info.get("metadata"),
-        ]
-        fixed = {name: prompts.fixed_arguments(tool, layers) for name, tool in tools.items()}
-        holder.hand_over(tools, fixed, params)
-        # The settings layer the agent gave is now the target's; the task's and the step's still apply.
-        task = self.interpreter.task
-        settings = {
-            **(target.get("default_settings") or {}),
-            **((task.defaults.settings if task.defaults else None) or {}),
-            **(step.settings or {}),
-        }
-        settings.pop("response_format", None)  # kept on the request as the step asked
-        step_model = settings.pop("model", None)
-        own_model = (target.get("default_settings") or {}).get("model") or target.get("model")
-        request.model, request.settings = own_model or step_model or request.model, settings
-        request.tool_choice = None  # the step's choice named the tools of the agent it started with
-        request.owner = Owner(params.developer_id, target.get("id"))
-        request.tools = [prompts.offered_tool(tool, fixed[name]) for name, tool in tools.items()]
-        request.tools += holder.handoffs.offered()
+    async def model_call(self, request: ModelRequest, summary: str) -> CallResult:
+        """A model call that is no prompt step's (a guardrail's), with the task's defaults for the calls."""
+        return await self._activity(CALL_MODEL, request, OTHER_CALL, summary)
 
     async def _prompt_request(
         self, step: lang.PromptStep, names: dict[str, Any], here: str
@@ -336,7 +282,7 @@ class CallSteps:
         }
         response_format = settings.pop("response_format", None)
         model = settings.pop("model", None) or params.agent.get("model")
-        tools = await self._described(self._prompt_tools(step, here), step, here)
+        tools = await described(self.interpreter, self._prompt_tools(step, here), step, here)
         fixed = {name: prompts.fixed_arguments(tool, self._metadata_layers()) for name, tool in tools.items()}
         request = ModelRequest(
             model=model,
@@ -383,8 +329,8 @@ class CallSteps:
                 error = {"code": "invalid_arguments", "message": str(exc)}
             except (ActivityError, StepFailed) as exc:
                 if tool.get("on_error") == "fail":
-                    raise
-                error = {"code": _error_code(exc), "message": failure_message(exc)}
+                    raise failed_tool(name, exc) from None
+                error = {"code": tool_error_code(exc), "message": failure_message(exc)}
         status = "error" if error else "success"
         result = prompts.tool_result(status, started, workflow.time(), data, error)
         record = {
@@ -394,36 +340,6 @@ class CallSteps:
             "step", {**record, "result": result}, position, position, metadata={**metadata, "tool": name}
         )
         return result
-
-    async def _described(
-        self, tools: dict[str, dict[str, Any]], step: lang.PromptStep, here: str
-    ) -> dict[str, dict[str, Any]]:
-        """MCP tools take their description and argument schema from their server (listed once per step)."""
-        described = dict(tools)
-        for name, tool in tools.items():
-            integration = tool.get("integration") or {}
-            if integration.get("provider") != "mcp" or integration.get("parameters"):
-                continue
-            timeout, retry = call_options(step, self.interpreter.task.defaults)
-            with self.interpreter.view.doing(f"{here} · list the tools of MCP tool {name}") as summary:
-                listed = await workflow.execute_activity(
-                    LIST_MCP_TOOLS,
-                    integration,
-                    result_type=list[McpTool],
-                    start_to_close_timeout=timeout,
-                    retry_policy=retry,
-                    summary=summary,
-                )
-            method = integration.get("method") or name
-            found = next((t for t in listed if t.name == method), None)
-            if found is None:
-                raise StepFailed(f"MCP server of tool {name!r} has no tool {method!r}")
-            described[name] = {
-                **tool,
-                "description": tool.get("description") or found.description,
-                "parameters": found.parameters,
-            }
-        return described
 
     def _prompt_tools(self, step: lang.PromptStep, here: str) -> dict[str, dict[str, Any]]:
         """The tools a prompt step offers: `all` of the task's, or the ones it names."""
@@ -471,11 +387,3 @@ class CallSteps:
                 for part in content
             ]
         raise StepFailed(f"{here}: message content must be text or a list of content parts")
-
-
-def _error_code(exc: Exception) -> str:
-    """The code of a tool's error result: the failure's type, when the activity named one."""
-    cause = exc.cause if isinstance(exc, ActivityError) else None
-    if isinstance(cause, ApplicationError) and cause.type:
-        return cause.type
-    return "step_failed" if isinstance(exc, StepFailed) else "tool_failed"

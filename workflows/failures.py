@@ -10,7 +10,7 @@ from typing import Any
 
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
 
-from contracts.failures import error_type_of, typed_message
+from contracts.failures import ERROR_TYPES, error_type_of, typed_message
 from workflows.sandbox.expressions import ExpressionError
 from workflows.transition_log import UnrecordableValue
 
@@ -25,6 +25,10 @@ class TypedFailure(StepFailed):
     def __init__(self, error_type: str, message: str):
         self.error_type = error_type
         super().__init__(typed_message(error_type, message))
+
+    def details(self) -> dict[str, Any]:
+        """What the `error` transition's metadata records beside `error_type` (a guardrail's name, say)."""
+        return {}
 
 
 class Returned(Exception):
@@ -44,11 +48,7 @@ def failure_message(exc: Exception) -> str:
         return exc.message  # a local activity's (the transition writer's), already worded for the user
     if isinstance(exc, ActivityError):
         cause = exc.cause
-        if (
-            isinstance(cause, ApplicationError)
-            and cause.type
-            and error_type_of(f"{cause.type}: ") is not None
-        ):
+        if isinstance(cause, ApplicationError) and cause.type in ERROR_TYPES:
             return typed_message(cause.type, cause.message)  # an activity's failure of a named kind
         detail = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
         return f"{exc.activity_type or 'activity'} failed: {detail}"
@@ -59,3 +59,21 @@ def failure_type(message: str) -> str | None:
     """The kind of failure a user-facing message names (its prefix), for the `error` transition's
     metadata; an activity's typed ApplicationError is worded `Type: ...` by failure_message too."""
     return error_type_of(message)
+
+
+def failed_tool(name: str, exc: Exception) -> StepFailed:
+    """The failure of a step whose tool (called by the model) failed and says `on_error: fail`: a
+    ToolCallError, unless the failure already has a kind."""
+    if isinstance(exc, TypedFailure):
+        return exc
+    return TypedFailure(
+        "ToolCallError", f"tool {name!r} failed (its on_error is fail): {failure_message(exc)}"
+    )
+
+
+def tool_error_code(exc: Exception) -> str:
+    """The code of a tool's error result: the failure's type, when the activity named one."""
+    cause = exc.cause if isinstance(exc, ActivityError) else None
+    if isinstance(cause, ApplicationError) and cause.type:
+        return cause.type
+    return "step_failed" if isinstance(exc, StepFailed) else "tool_failed"

@@ -212,6 +212,7 @@ class FanOut:
         interpreter.state, interpreter.labels = dict(chunk.state), dict(chunk.labels)
         before_state, before_labels = dict(interpreter.state), dict(interpreter.labels)
         frame = Frame(chunk.frame["name"], chunk.frame["scope_id"], chunk.frame["inputs"])
+        interpreter.log.start_run(workflow.info().run_id, frame.scope_id, chunk.path)
         body = lang.parse_steps(chunk.body)
         try:
             results = await self.window(body, chunk.items, chunk.first, frame, chunk.path, chunk.parallelism)

@@ -22,7 +22,8 @@ from contracts.executions import ExecutionParams, ResumePoint
 from contracts.transitions import Position
 from workflows import language as lang
 from workflows.call_steps import CallResult, CallSteps
-from workflows.failures import Returned, StepFailed, failure_message, failure_type
+from workflows.execution_guardrails import ExecutionGuardrails
+from workflows.failures import Returned, StepFailed, TypedFailure, failure_message, failure_type
 from workflows.fan_out import CHUNK_ITEMS, FanOut
 from workflows.frames import Frame, StepsView
 from workflows.inbox import Inbox
@@ -69,6 +70,7 @@ class Interpreter:
         self.fan_out = FanOut(self)  # foreach, map_reduce, parallel
         self.waits = Waits(self.log, inbox, self.values, CHUNK_ITEMS if chunk else None, self.view)
         self.call_steps = CallSteps(self)  # tool calls, prompts, search
+        self.guards = ExecutionGuardrails(self, self.call_steps, self._names)  # the task's and agent's
         self.root: Frame  # main's frame, or what replaced it through tail yields (set by _start)
 
     @staticmethod
@@ -86,7 +88,10 @@ class Interpreter:
         """Run `main` (or pick up where the previous run left off) and write the final transition."""
         frame, index = self._start()
         try:
+            if self.params.resume is None:  # a run continued as new checked its input when it started
+                await self.guards.run("input", self.params.input, frame)
             output, frame = await self._run_frame(frame, index)
+            await self.guards.run("output", output, frame)
             self.log.add("finish", output, frame.position())
             await self.log.flush(status="succeeded", output=output)
             return output
@@ -97,7 +102,8 @@ class Interpreter:
         except Exception as exc:  # every failure ends the execution visibly; none leaves it stuck
             # A message may quote the very text that failed (an `error` step's); it must be storable too.
             message = storable_text(failure_message(exc))
-            await self.log.fail(message, self.root.position(), failure_type(message))
+            details = exc.details() if isinstance(exc, TypedFailure) else None
+            await self.log.fail(message, self.root.position(), failure_type(message), details)
             raise StepFailed(message) from None
 
     def _start(self) -> tuple[Frame, int]:
@@ -156,7 +162,9 @@ class Interpreter:
             else self.values.value(step.arguments, self._names(value, frame))
         )
         callee = self._new_frame(step.workflow, arguments, root=frame.root, depth=frame.depth)
-        self.log.add("init_branch", arguments, Position(step.workflow, 0, callee.scope_id), label=step.label)
+        caller = self.log.caller(frame.scope_id)  # for traces: the run it replaces ends here
+        where = Position(step.workflow, 0, callee.scope_id)
+        self.log.add("init_branch", arguments, where, label=step.label, metadata=caller)
         if callee.root:
             self.root = callee
         return callee
@@ -309,7 +317,8 @@ class Interpreter:
                     {"info": info}, position, metadata, wait.timeout, wait, label=step.label
                 )
             case lang.YieldStep():
-                return await self._yield(step, value, names, frame)
+                caller = self.log.caller(frame.scope_id, position, (metadata or {}).get("item"))
+                return await self._yield(step, value, names, frame, caller)
             case lang.ToolCallStep():
                 return await self.call_steps.tool_call(step, names, position, metadata)
             case lang.PromptStep():
@@ -344,8 +353,11 @@ class Interpreter:
                 return await self.run_sequence(branch.then, value, frame, f"{here}.switch[{i}]", tail=tail)
         return None
 
-    async def _yield(self, step: lang.YieldStep, value: Any, names: dict[str, Any], frame: Frame) -> Any:
-        """A nested (non-tail) yield: run the workflow, then carry on with its output."""
+    async def _yield(
+        self, step: lang.YieldStep, value: Any, names: dict[str, Any], frame: Frame, caller: dict[str, Any]
+    ) -> Any:
+        """A nested (non-tail) yield: run the workflow, then carry on with its output (`caller`: for traces,
+        the run and step that called it, TransitionLog.caller)."""
         depth = self.depth if self.legacy else frame.depth
         if depth >= MAX_YIELD_DEPTH:
             raise StepFailed(
@@ -355,7 +367,7 @@ class Interpreter:
             )
         arguments = value if step.arguments in (None, "_") else self.values.value(step.arguments, names)
         callee = self._new_frame(step.workflow, arguments, depth=frame.depth + 1)
-        self.log.add("init_branch", arguments, Position(step.workflow, 0, callee.scope_id))
+        self.log.add("init_branch", arguments, Position(step.workflow, 0, callee.scope_id), metadata=caller)
         output, callee = await self._run_nested(callee)
         self.log.add("finish_branch", output, callee.position())
         return output

@@ -93,6 +93,10 @@ class TransitionLog:
         self.collect = collect
         # Told the status each batch writes (with the error of a failure): workflows/visibility.py shows it.
         self.on_status = on_status
+        # A chunk's own run (see start_run): its transitions carry its run id, for traces.
+        self.run_id: str | None = None
+        self.run_scope: str | None = None
+        self.run_announcement: dict[str, Any] | None = None
         self.pending: list[TransitionRow] = []
         self.pending_bytes = 0
         self.seq = 0
@@ -105,6 +109,25 @@ class TransitionLog:
         # would drop an earlier one).
         self._no_call_writing = asyncio.Event()
         self._no_call_writing.set()
+
+    def start_run(self, run_id: str, scope_id: str, path: str) -> None:
+        """This log records a run of its own (a fan-out chunk's child workflow) in its parent's frame: its
+        transitions in that frame (scope `scope_id`) carry `run_id`, and the first also says where the run
+        sits (the fan-out's body path) and when it started. Traces read them (mint/telemetry/traces.py)."""
+        self.run_id, self.run_scope = run_id, scope_id
+        self.run_announcement = {"run_path": path, "run_started_at": workflow.now().isoformat()}
+
+    def run_of(self, scope_id: str) -> str:
+        """The run id of the frame with this scope: its scope id, unless it is a chunk's borrowed frame."""
+        return self.run_id if self.run_id is not None and scope_id == self.run_scope else scope_id
+
+    def caller(self, scope_id: str, at: Position | None = None, item: Any = None) -> dict[str, Any]:
+        """An init_branch's metadata, for traces: the run that yields and, for a nested yield, its step (a
+        tail yield, `at` None, hands its run over to the workflow it yields to)."""
+        if at is None:
+            return {"caller_run_id": self.run_of(scope_id), "tail": True}
+        step = {"workflow": at.workflow, "step": at.step, **({"item": item} if item is not None else {})}
+        return {"caller_run_id": self.run_of(scope_id), "caller_step": step}
 
     def add(
         self,
@@ -122,6 +145,9 @@ class TransitionLog:
             note = encode(metadata[LOG_NOTE], current, LOG_NOTE)
             _check_size(note, current, "log text")
             size += len(note)
+        if self.run_id is not None and current.scope_id == self.run_scope:
+            metadata = {**(metadata or {}), "run_id": self.run_id, **(self.run_announcement or {})}
+            self.run_announcement = None
         self.seq += 1
         self.pending_bytes += size
         self.pending.append(
@@ -139,8 +165,11 @@ class TransitionLog:
         )
 
     def take(self) -> list[TransitionRow]:
-        """Hand over the collected transitions (a child workflow's, for its parent to adopt)."""
+        """Hand over the collected transitions (a child workflow's, for its parent to adopt); the last says
+        that the chunk's run ends there (for traces)."""
         taken, self.pending, self.pending_bytes = self.pending, [], 0
+        if taken and self.run_id is not None:
+            taken[-1] = {**taken[-1], "metadata": {**taken[-1]["metadata"], "run_ended": self.run_id}}
         return taken
 
     def adopt(self, transitions: list[TransitionRow]) -> None:
@@ -202,12 +231,17 @@ class TransitionLog:
                 raise outcome
         await self._drain(status, output, error)
 
-    async def fail(self, message: str, where: Position, error_type: str | None = None) -> None:
-        """Write the `error` transition (naming the kind of failure, if it has one) and the `failed`
-        status with it."""
-        self.add(
-            "error", {"error": message}, where, metadata={"error_type": error_type} if error_type else None
-        )
+    async def fail(
+        self,
+        message: str,
+        where: Position,
+        error_type: str | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        """Write the `error` transition (naming the kind of failure, if it has one, and its `details`) and
+        the `failed` status with it."""
+        metadata = {"error_type": error_type, **(details or {})} if error_type else None
+        self.add("error", {"error": message}, where, metadata=metadata)
         try:
             await self.flush(status="failed", error=message)
         except (ActivityError, ApplicationError):  # a local activity fails with the ApplicationError itself

@@ -12,6 +12,7 @@ from workflows import ignored_keys
 from workflows import language as lang
 from workflows.calls import bounded_timeout
 from workflows.dialect import Dialect, has_dollar, read_value
+from workflows.guardrails import guardrail_problems
 from workflows.input_schema import schema_problems
 from workflows.partial_parse import TaskParts, parse_task
 from workflows.plain_errors import format_loc
@@ -77,6 +78,8 @@ def validate_task(
         problems += _argument_timeout_problems(step, path, dialect, api_calls, limits.max_tool_timeout)
         refused, ignored = ignored_keys.step_keys(step, path, suggest)
         problems, warnings = problems + refused, warnings + ignored
+    if parts.spec is not None:
+        problems += guardrail_problems(parts.spec.guardrails, "guardrails", dialect)
     if problems or parts.spec is None:
         raise TaskInvalid(problems)
     spec = parts.spec

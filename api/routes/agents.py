@@ -16,6 +16,7 @@ from mint.store.docs import DocStore
 from mint.store.tables import AGENTS, TOOLS, Store
 from services.handoffs import checked_handoffs
 from workflows import ignored_keys
+from workflows.guardrails import guardrail_problems
 from workflows.language import ToolDef
 from workflows.plain_errors import plain_problems
 from workflows.problems import Problem, capped_warnings
@@ -68,7 +69,7 @@ async def reset_agent(agent_id: str, body: schemas.AgentCreate, developer: Devel
 
 @router.patch("/agents/{agent_id}", response_model=schemas.Agent)
 async def patch_agent(agent_id: str, body: schemas.AgentPatch, developer: Developer, store: StoreDep) -> Any:
-    values = body.model_dump(exclude_unset=True)
+    values = _with_guardrails(body, body.model_dump(exclude_unset=True))
     if "name" in values and values["name"] is None:
         raise ApiError(422, "name cannot be null", [Problem("body.name", "an agent needs a name")])
     agent = await agent_or_404(store, developer, agent_id)
@@ -196,7 +197,7 @@ def _deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 
 
 def _agent_values(body: schemas.AgentCreate, replace: bool = False) -> dict[str, Any]:
-    values = body.model_dump(exclude_unset=not replace)
+    values = _with_guardrails(body, body.model_dump(exclude_unset=not replace))
     values["metadata"] = values.get("metadata") or {}
     return values
 
@@ -208,3 +209,15 @@ async def _checked(
     if "handoffs" in values:
         values["handoffs"] = await checked_handoffs(store, developer, values["handoffs"] or [], agent_id)
     return values
+
+
+def _with_guardrails(body: schemas.AgentCreate, values: dict[str, Any]) -> dict[str, Any]:
+    """The agent's guardrails as stored (as written, unset fields left out), once their expressions and
+    templates are checked; a 422 names each problem's path."""
+    if body.guardrails is None:
+        return values
+    problems = guardrail_problems(body.guardrails, "body.guardrails")
+    if problems:
+        summary = "; ".join(f"{p.path}: {p.message}" for p in problems[:5])
+        raise ApiError(422, f"invalid guardrails: {summary}", problems)
+    return {**values, "guardrails": body.guardrails.dump()}

@@ -19,6 +19,7 @@ from api.timers import open_timers
 from contracts.transitions import TERMINAL_STATUSES, TERMINAL_TYPES
 from mint.store.execution_events import ExecutionEvents
 from mint.store.tables import EXECUTIONS, Store
+from mint.telemetry.traces import build_trace
 
 router = APIRouter(tags=["executions"], responses=ERROR_RESPONSES)
 # A quiet stream sends a keep-alive this often. Streams wait for a change of their execution (pushed by
@@ -119,6 +120,14 @@ async def list_transitions(
             for t in await store.list_transitions(developer, execution["id"], page, scope_id=scope_id)
         ]
     }
+
+
+@router.get("/executions/{execution_id}/trace", response_model=schemas.Trace)
+async def get_trace(execution_id: str, developer: Developer, store: StoreDep) -> Any:
+    """The execution's trace: runs, steps, model and tool calls, handoffs and guardrails, in order, under one
+    trace id (built from its transitions: mint/telemetry/traces.py)."""
+    execution = await execution_or_404(store, developer, execution_id)
+    return build_trace(execution, await store.all_transitions(developer, execution["id"]))
 
 
 @router.get(

@@ -206,7 +206,9 @@ async def _as_events(
             known = isinstance(value, ApiError | ServiceError)  # a failure worded for the caller
             if not known:
                 log.error("a streamed chat failed", exc_info=value)
-            yield _event({"error": value.message if known else "the chat failed"})
+            # A failure of a named kind (a guardrail's refusal, say) says which, as its 4xx would.
+            named = {"type": value.error_type} if isinstance(value, ServiceError) and value.error_type else {}
+            yield _event({"error": value.message if known else "the chat failed", **named})
             return
         else:
             for choice in value["choices"]:
@@ -226,6 +228,7 @@ async def _as_events(
                     ],
                     "usage": value["usage"],
                     "docs": value["docs"],
+                    "trace_id": value["trace_id"],
                 }
                 yield _event(chunk)
             await runner

@@ -22,6 +22,8 @@ from api.schemas.executions import (
     ExecutionListed,
     Position,
     Timer,
+    Trace,
+    TraceItem,
     Transition,
     Usage,
 )
@@ -78,6 +80,8 @@ __all__ = [
     "Timer",
     "Tool",
     "ToolCall",
+    "Trace",
+    "TraceItem",
     "Transition",
     "Usage",
     "User",

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.common import Metadata, Name, ProblemOut, RequestBody
+from workflows.language import Guardrails
 
 MAX_HANDOFFS = 20  # transfer tools offered at once: more would crowd out the agent's own tools
 
@@ -24,6 +25,7 @@ class AgentCreate(RequestBody):
     metadata: Metadata | None = None
     # The agents this one may hand a conversation to (ids of the developer's own agents).
     handoffs: Annotated[list[str], Field(max_length=MAX_HANDOFFS)] | None = None
+    guardrails: Guardrails | None = None  # run on executions' input and output, and in chats
 
 
 class AgentPatch(AgentCreate):
@@ -42,6 +44,7 @@ class Agent(BaseModel):
     project: str | None = None
     metadata: Metadata = {}
     handoffs: list[str] = []
+    guardrails: dict[str, Any] | None = None
     created_at: datetime
     updated_at: datetime
 

@@ -100,3 +100,30 @@ class Transition(BaseModel):
     metadata: Metadata = {}
     created_at: datetime
     updated_at: datetime
+
+
+class TraceItem(BaseModel):
+    """One event of an execution's trace (mint/telemetry/traces.py lists the types and their data)."""
+
+    type: Literal[
+        "run_start",
+        "run_end",
+        "step_start",
+        "step_end",
+        "llm_call_start",
+        "llm_call_end",
+        "tool_call_start",
+        "tool_call_end",
+        "handoff",
+        "guardrail",
+    ]
+    run_id: str  # the workflow run it happened in: `main`, a yielded workflow, a fan-out chunk
+    at: datetime
+    data: dict[str, Any] = {}
+
+
+class Trace(BaseModel):
+    """`GET /executions/{id}/trace`: one trace id for the whole execution, its items in recorded order."""
+
+    trace_id: str
+    items: list[TraceItem]

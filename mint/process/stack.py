@@ -37,6 +37,7 @@ from mint.store.execution_events import ExecutionEvents
 from mint.store.secrets import SecretStore
 from mint.store.tables import Store
 from mint.telemetry.metrics import Metrics, metrics_app
+from mint.telemetry.tracing import Tracing
 from mint.temporal.client import connect_from_settings
 from mint.temporal.reconciler import Reconciler, ReconcilerSettings
 from mint.temporal.search_attributes import resolve_search_attributes
@@ -141,6 +142,7 @@ def worker_for(
     settings: Settings,
     events: ExecutionEvents,
     metrics: Metrics | None = None,
+    tracing: Tracing | None = None,
 ) -> Worker:
     """The worker, its activities built with their clients. The model client, secrets and stores are the
     same ones the in-process API (which system tools call) uses."""
@@ -149,7 +151,7 @@ def worker_for(
     # httpx logs every request's URL at INFO, and a tool's URL may carry a secret (activities/secrets.py).
     logging.getLogger("httpx").setLevel(logging.WARNING)
     activities = WorkerActivities(
-        writer=TransitionWriter(pool, metrics),
+        writer=TransitionWriter(pool, metrics, tracing),
         tools=HttpActivities(http, egress, clients.secrets, settings.max_tool_timeout),
         models=ModelActivities(clients.models),
         system=SystemActivities(create_internal_app(clients, settings, system_caller)),
@@ -202,6 +204,7 @@ async def run_stack(
     http = httpx.AsyncClient(trust_env=False)  # no proxies from the environment: egress is checked here
     # One per process, listening only where the API runs: the worker's in-process API (system tools) shares it.
     events = ExecutionEvents(options.database_url, settings.stream_poll_seconds)
+    tracing = Tracing(settings.otlp_endpoint) if settings.otlp_endpoint else None
     try:
         worker_pool, api_pool = await _pools(settings, options)
         main_pool = worker_pool or api_pool
@@ -213,12 +216,13 @@ async def run_stack(
         await migrate(main_pool)
         if options.default_key:
             await Store(main_pool).ensure_developer_key("default", options.default_key)
-        temporal = await connect_from_settings(settings, main_pool, options.temporal_address)
+        interceptors = [tracing.interceptor()] if tracing else []
+        temporal = await connect_from_settings(settings, main_pool, options.temporal_address, interceptors)
         if api_pool is not None:  # the API starts the workflows, with Mint's search attributes or without
             settings = await resolve_search_attributes(settings, temporal)
         async with contextlib.AsyncExitStack() as parts:
             if worker_pool is not None:
-                worker = worker_for(temporal, worker_pool, http, settings, events, metrics)
+                worker = worker_for(temporal, worker_pool, http, settings, events, metrics, tracing)
                 await parts.enter_async_context(worker)
                 reconciler = Reconciler(
                     Store(worker_pool),
@@ -240,5 +244,7 @@ async def run_stack(
             await (stop.wait() if stop else asyncio.Event().wait())
     finally:
         await http.aclose()
+        if tracing is not None:
+            await asyncio.to_thread(tracing.shutdown)  # sends what is queued
         for pool in (api_pool, worker_pool):
             await _close(pool, settings.shutdown_grace_seconds)

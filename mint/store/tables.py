@@ -42,6 +42,7 @@ AGENTS = Table(
         "project",
         "metadata",
         "handoffs",
+        "guardrails",
     ),
 )
 USERS = Table("users", ("name", "about", "project", "metadata"))
@@ -502,6 +503,16 @@ class Store:
             page.offset,
         )
         return [record(r) for r in rows]  # type: ignore[misc]
+
+    async def all_transitions(self, developer_id: str, execution_id: str) -> list[dict[str, Any]]:
+        """Every transition of an execution, oldest first (what its trace is built from)."""
+        rows = await self.pool.fetch(
+            "SELECT type, output, current, metadata, created_at FROM transitions "
+            "WHERE developer_id = $1 AND execution_id = $2 ORDER BY seq",
+            developer_id,
+            execution_id,
+        )
+        return [dict(r) for r in rows]
 
     async def transitions_after(
         self, developer_id: str, execution_id: str, after_seq: int, limit: int

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import asyncpg
-from temporalio.client import Client
+from temporalio.client import Client, Interceptor
 
 from mint.settings import Settings
 from mint.telemetry.temporal_sdk import temporal_runtime
@@ -18,6 +20,7 @@ async def connect_temporal(
     api_key: str | None = None,
     claim_check_bytes: int = THRESHOLD_BYTES,
     encryption_keys: tuple[str, ...] = (),
+    interceptors: Sequence[Interceptor] = (),
 ) -> Client:
     """Connect with Mint's data converter (JSON; large payloads claim-checked into Postgres; all payloads
     encrypted when keys are given)."""
@@ -30,10 +33,16 @@ async def connect_temporal(
         tls=bool(api_key),
         data_converter=converter,
         runtime=runtime,
+        interceptors=interceptors,  # (tracing's also act on the workers that share the client)
     )
 
 
-async def connect_from_settings(settings: Settings, pool: asyncpg.Pool, address: str | None = None) -> Client:
+async def connect_from_settings(
+    settings: Settings,
+    pool: asyncpg.Pool,
+    address: str | None = None,
+    interceptors: Sequence[Interceptor] = (),
+) -> Client:
     return await connect_temporal(
         address or settings.temporal_address or "127.0.0.1:7233",
         pool,
@@ -41,4 +50,5 @@ async def connect_from_settings(settings: Settings, pool: asyncpg.Pool, address:
         settings.temporal_api_key,
         settings.claim_check_bytes,
         settings.encryption_keys,
+        interceptors,
     )

@@ -57,7 +57,9 @@ class ChatCalls:
         try:
             return await self.models.complete(request, on_text)
         except ApplicationError as exc:
-            if exc.type in ("ModelUnavailable", "InvalidModelOutput"):
+            if exc.type == "InvalidModelOutput":  # still, after the client's retries
+                raise ModelFailed(exc.message, error_type="ModelBehaviorError") from None
+            if exc.type == "ModelUnavailable":
                 raise ModelFailed(exc.message) from None
             raise ModelRefused(exc.message) from None
 

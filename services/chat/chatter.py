@@ -33,6 +33,7 @@ from services.chat.assemble import ContextAssembler
 from services.chat.calls import ChatCalls
 from services.chat.cast import Cast, cast
 from services.chat.context import Context, count_tokens
+from services.chat.guardrails import ChatGuardrails
 from services.chat.handover import Holder
 from services.chat.request import Chat, ChatMessage
 from services.chat.slots import ChatSlots
@@ -89,8 +90,11 @@ class Reply:
         self.choices.append({**choice, "index": len(self.choices), "agent_id": agent["id"]})
 
     def response(self) -> dict[str, Any]:
+        answer_id = uuid.uuid4()
         return {
-            "id": str(uuid.uuid4()),
+            "id": str(answer_id),
+            # The chat's trace id (as an execution's is its id's hex digits: mint/telemetry/traces.py).
+            "trace_id": answer_id.hex,
             "created_at": datetime.now(UTC),
             "choices": self.choices,
             "usage": self.usage,
@@ -120,6 +124,7 @@ class Chatter:
         self.history = SessionHistory(store.pool)
         self.assembler = ContextAssembler(self.history, docs, embedder)
         self.calls = ChatCalls(models, temporal, task_queue, max_tool_timeout)
+        self.guardrails = ChatGuardrails(models)
         self.temporal = temporal
         self.task_queue = task_queue
 
@@ -143,6 +148,7 @@ class Chatter:
             raise Invalid(f"agent {body.agent} is not part of session {session['id']}")
         async with self._turn(developer, session["id"]):
             reply = Reply()
+            await self._check_input(developer, session, body, agent_ids, reply)
             for agent_id in agent_ids:
                 await self._answer(developer, session, body, agent_id, reply, on_text, len(agent_ids) > 1)
             if body.save:
@@ -180,7 +186,22 @@ class Chatter:
             raise Invalid(
                 f"the model still asked for tools after {exc.max_turns} turns", error_type="MaxTurnsExceeded"
             ) from None
-        reply.add(end, holder.cast.agent, named)
+        # After a handoff the answer is the answering agent's (the one holding the turn at the end), so its
+        # output guardrails apply, not those of the agent the session or request named.
+        answering = holder.cast.agent
+        await self.guardrails.check_output(session["id"], answering, _message(end.answer), reply.count)
+        reply.add(end, answering, named)
+
+    async def _check_input(
+        self, developer: str, session: dict[str, Any], body: Chat, agent_ids: list[str], reply: Reply
+    ) -> None:
+        """Every answering agent's input guardrails on the request's messages, before any model is asked."""
+        asked = [m.model_dump(exclude_none=True) for m in body.messages]
+        for agent_id in agent_ids:
+            agent = await owned_row(self.store, AGENTS, developer, agent_id)
+            if agent is None:
+                raise NotFound("agent", agent_id)
+            await self.guardrails.check_input(session["id"], agent, asked, reply.count)
 
     def _tool_loop(
         self,

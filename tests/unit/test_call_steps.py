@@ -284,7 +284,8 @@ async def test_an_answer_that_is_not_the_json_asked_for_fails_the_step(mint):
     mint.fakes.model = lambda request: completion("not json")
     spec = task({"prompt": "rate", "unwrap": True, "settings": {"response_format": {"type": "json_object"}}})
     done = await mint.fail(spec)
-    assert done.error == "main[0]: the model's answer is not the JSON that was asked for"
+    assert done.error == "DecodeError: main[0]: the model's answer is not the JSON that was asked for"
+    assert done.transitions[-1]["metadata"] == {"error_type": "DecodeError"}
 
 
 CALC = {

@@ -8,6 +8,7 @@ by `workflows.values` according to the task's dialect.
 """
 
 from workflows.language.common import NAME_PATTERN, Lenient, Seconds, model_keys
+from workflows.language.guardrails import Guardrail, Guardrails
 from workflows.language.nesting import replace_nested, walk_step, walk_steps
 from workflows.language.parts import Message, RetrySpec, SearchSpec, SleepFor, StepDefaults, ToolRef, WaitInfo
 from workflows.language.steps import (
@@ -75,6 +76,8 @@ __all__ = [
     "ForeachStep",
     "FunctionDef",
     "GetStep",
+    "Guardrail",
+    "Guardrails",
     "IfElseStep",
     "Lenient",
     "LogStep",

@@ -6,12 +6,23 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from workflows.language.guardrails import Guardrails
 from workflows.language.parts import StepDefaults
 from workflows.language.steps import Step, dump_step
 from workflows.language.tools import ToolDef
 
 TASK_FIELDS = frozenset(
-    {"name", "description", "input_schema", "tools", "inherit_tools", "metadata", "defaults", "main"}
+    {
+        "name",
+        "description",
+        "input_schema",
+        "tools",
+        "inherit_tools",
+        "metadata",
+        "defaults",
+        "guardrails",
+        "main",
+    }
 )
 IGNORED_TASK_FIELDS = frozenset(
     {
@@ -54,6 +65,7 @@ class TaskSpec(BaseModel):
     inherit_tools: bool = True
     metadata: dict[str, Any] = Field(default_factory=dict)
     defaults: StepDefaults | None = None
+    guardrails: Guardrails | None = None  # run on the execution's input and final output
     workflows: dict[str, Annotated[list[Step], Field(min_length=1)]]
 
     @model_validator(mode="before")
