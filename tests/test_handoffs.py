@@ -335,3 +335,4 @@ async def test_a_streamed_chat_names_the_agent_that_answered(mapi, script, desk)
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
     assert text == "billing: invoice INV-7 is paid"
     assert chunks[-1]["choices"][0]["agent_id"] == billing["id"]
+    assert re.fullmatch(r"[0-9a-f]{32}", chunks[-1]["trace_id"])
