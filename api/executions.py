@@ -133,7 +133,7 @@ async def _launch(
     agent, tools = await asyncio.gather(
         store.get(AGENTS, developer, task["agent_id"]), _task_tools(store, developer, task, document)
     )
-    handoff_agents = await reachable_agents(store, developer, agent) if agent and agent["handoffs"] else {}
+    handoff_agents = await reachable_agents(store, developer, agent or {})  # no handoffs: no reads
     params = ExecutionParams(
         execution_id=execution["id"],
         developer_id=developer,
