@@ -21,6 +21,7 @@ from mint.settings import Settings
 from mint.store.budgets import Budgets
 from mint.store.tables import AGENTS, EXECUTIONS, Conflict, Store
 from mint.telemetry.tracing import execution_context
+from services.handoffs import AGENT_VIEW_KEYS, reachable_agents
 from workflows.input_schema import input_problems
 from workflows.language import ToolDef
 
@@ -149,7 +150,9 @@ async def launch(
     agent, tools = await asyncio.gather(
         store.get(AGENTS, developer, task["agent_id"]), _task_tools(store, developer, task, task["document"])
     )
-    params = _params(settings, developer, task, execution, agent or {}, tools, resume)
+    # The agents it may be handed to are read now, so a handoff in the workflow is deterministic.
+    handoff_agents = await reachable_agents(store, developer, agent or {})  # no handoffs: no reads
+    params = _params(settings, developer, task, execution, agent or {}, tools, resume, handoff_agents)
     with_attributes = settings.search_attributes == "on"  # `auto` was resolved when the API started
     labels = workflow_labels(task, agent or {}, developer, execution["id"], with_attributes)
     try:
@@ -169,9 +172,8 @@ async def launch(
             )
     except WorkflowAlreadyStartedError:
         pass  # started by an earlier attempt
-    except (
-        Exception
-    ) as exc:  # any other failure must leave a visible `failed` execution, never a silent `queued`
+    except Exception as exc:
+        # Any other failure must leave a visible `failed` execution, never a silent `queued`.
         error = f"could not start the workflow: {exc}"
         await store.set_execution_status(developer, execution["id"], "failed", ("queued",), error=error)
         raise ApiError(503, f"could not start execution {execution['id']}: {exc}") from None
@@ -186,6 +188,7 @@ def _params(
     agent: dict[str, Any],
     tools: list[dict[str, Any]],
     resume: ResumePoint | None,
+    handoff_agents: dict[str, dict[str, Any]],
 ) -> ExecutionParams:
     """What the execution's workflow runs with (from `resume` on, for a restart)."""
     document = task["document"]
@@ -208,6 +211,7 @@ def _params(
         max_fan_out=settings.max_fan_out,
         max_tool_timeout=settings.max_tool_timeout,
         resume=resume,
+        handoff_agents=handoff_agents,
     )
 
 
@@ -249,9 +253,11 @@ def _handle(temporal: Client, execution: dict[str, Any]) -> WorkflowHandle:
 
 
 def _agent_view(agent: dict[str, Any]) -> dict[str, Any]:
-    keys = ("id", "name", "about", "model", "instructions", "metadata", "default_settings")
-    view = {k: agent.get(k) for k in keys}
-    if agent.get("guardrails"):  # only then: an execution's input is as before for an agent without any
+    view = {k: agent.get(k) for k in AGENT_VIEW_KEYS}
+    # Only when set: an execution's input is as before for an agent without handoffs or guardrails.
+    if not view["handoffs"]:
+        del view["handoffs"]
+    if agent.get("guardrails"):
         view["guardrails"] = agent["guardrails"]
     return view
 

@@ -51,6 +51,9 @@ class ExecutionParams:
     max_fan_out: int = 100_000  # items one foreach or map may run over (MINT_MAX_FAN_OUT)
     max_tool_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS  # MINT_MAX_TOOL_TIMEOUT_SECONDS
     resume: ResumePoint | None = None  # set when the execution continued as new
+    # The agents a prompt step may be handed to (the agent's handoffs, theirs, ...), by id, each with its
+    # `tools`: read when the execution starts, so a handoff inside the workflow is deterministic.
+    handoff_agents: dict[str, dict[str, Any]] = field(default_factory=dict)
 
 
 @dataclass

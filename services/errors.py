@@ -29,7 +29,8 @@ class Invalid(ServiceError):
 
 
 class Refused(ServiceError):
-    """A check refused the request or its answer (a guardrail): a 400, with the check's message."""
+    """A rule the developer set refused the request or what the model did (a guardrail trip, a handoff
+    outside the agent's list): a 400, with the rule's message."""
 
 
 class TooLarge(ServiceError):

@@ -17,6 +17,7 @@ import httpx
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
+from tests.model_server import Call, ModelServer, Reply
 from tests.stack import LocalMint
 
 FOLDER = Path(__file__).parent / "histories"
@@ -194,8 +195,14 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Any, Any]] = {
 }
 
 
-async def _record(api: httpx.AsyncClient, env: WorkflowEnvironment, agent_id: str, name: str) -> None:
-    task, input_, resume = SCENARIOS[name]
+async def _record(
+    api: httpx.AsyncClient,
+    env: WorkflowEnvironment,
+    agent_id: str,
+    name: str,
+    scenario: tuple[dict[str, Any], Any, Any] | None = None,
+) -> None:
+    task, input_, resume = scenario or SCENARIOS[name]
     created = (await api.post(f"/agents/{agent_id}/tasks", json=task)).json()
     execution = (await api.post(f"/tasks/{created['id']}/executions", json={"input": input_})).json()
     while True:
@@ -215,16 +222,70 @@ async def _record(api: httpx.AsyncClient, env: WorkflowEnvironment, agent_id: st
     print(f"recorded {name}: {status}, {len(history.events)} events")
 
 
+# Scenarios whose prompts a scripted model answers (tests/model_server.py), each set up by its function.
+HANDOFF_TASK = {
+    "name": "help desk",
+    "main": [
+        {"prompt": "Is my invoice paid?", "auto_run_tools": True, "unwrap": True},
+        {"evaluate": {"answer": "$ _"}},
+    ],
+}
+
+
+def _handoff_model(call: Call) -> Reply:
+    """Triage transfers to billing, which calls its own tool, then answers."""
+    system = " ".join(m["content"] for m in call.messages if m["role"] == "system")
+    if "Billing" not in system:
+        return Reply(tool_calls=[("transfer_to_billing", {})])
+    if sum(m["role"] == "tool" for m in call.messages) < 2:
+        return Reply(tool_calls=[("agents", {})])
+    return Reply(content="billing: paid")
+
+
+async def _record_handoff(api: httpx.AsyncClient, env: WorkflowEnvironment) -> None:
+    """A prompt step handed from one agent to another (issue 17): the transfer adds no command of its own."""
+    billing = (
+        await api.post(
+            "/agents", json={"name": "billing", "instructions": "Billing desk.", "model": "gpt-4o-mini"}
+        )
+    ).json()
+    tool = {"name": "agents", "type": "system", "system": {"call": "agent.list"}}
+    await api.post(f"/agents/{billing['id']}/tools", json=tool)
+    triage = (
+        await api.post(
+            "/agents", json={"name": "triage", "model": "gpt-4o-mini", "handoffs": [billing["id"]]}
+        )
+    ).json()
+    await _record(api, env, triage["id"], "handoff", (HANDOFF_TASK, {}, None))
+
+
+MODEL_SCENARIOS = {"handoff": (_record_handoff, _handoff_model)}
+
+
 async def main(names: list[str]) -> None:
     local = await LocalMint().start()
+    wanted = names or [*SCENARIOS, *MODEL_SCENARIOS]
     try:
         # Payloads stay inline (no claim check) and plain (no encryption key), so a checked-in history replays
         # without the recorder's blobs or key.
         stack = await local.stack(claim_check_bytes=4 * 1024 * 1024, encryption_keys=())
         async with local.api(stack) as api:
             agent = (await api.post("/agents", json={"name": "recorder"})).json()
-            for name in names or SCENARIOS:
-                await _record(api, local.env, agent["id"], name)
+            for name in wanted:
+                if name in SCENARIOS:
+                    await _record(api, local.env, agent["id"], name)
+        for name in (n for n in wanted if n in MODEL_SCENARIOS):
+            record, script = MODEL_SCENARIOS[name]
+            with ModelServer(script) as model:
+                stack = await local.stack(
+                    claim_check_bytes=4 * 1024 * 1024,
+                    encryption_keys=(),
+                    task_queue=f"record-{name}",
+                    openai_api_key="sk-recorder",
+                    openai_base_url=model.openai_base_url,
+                )
+                async with local.api(stack) as api:
+                    await record(api, local.env)
     finally:
         await local.close()
 

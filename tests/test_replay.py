@@ -47,6 +47,7 @@ def test_histories_are_recorded():
         "failure",
         "ui_status",
         "guardrail_trip",
+        "handoff",  # a prompt step handed from one agent to another (issue 17)
     }
 
 

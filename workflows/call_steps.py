@@ -17,8 +17,8 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
-from contracts.calls import CallAnswer, McpTool, ModelAnswer, ModelRequest, Owner, SearchRequest
-from contracts.temporal import CALL_MODEL, LIST_MCP_TOOLS, SEARCH_DOCS
+from contracts.calls import CallAnswer, ModelAnswer, ModelRequest, Owner, SearchRequest
+from contracts.temporal import CALL_MODEL, SEARCH_DOCS
 from contracts.transitions import Position
 from workflows import language as lang
 from workflows import prompts
@@ -32,6 +32,8 @@ from workflows.calls import (
     tool_activity,
 )
 from workflows.failures import StepFailed, TypedFailure, failed_tool, failure_message, tool_error_code
+from workflows.handoff_steps import Holder, answered_by, hand_over, record_transfer
+from workflows.mcp_listing import described
 from workflows.step_runner import StepRunner
 from workflows.tool_loop import MaxTurnsExceeded, ToolLoop
 from workflows.visibility import where
@@ -51,10 +53,22 @@ class CallResult:
     usage: dict[str, Any] | None = None
     cost: float | None = None
     call: dict[str, Any] | None = None  # a model call's `model` and `started_at`, for traces
+    agent_id: str | None = None  # the agent that answered, when a handoff passed the step to another
 
     def metadata(self) -> dict[str, Any]:
         used = {"usage": self.usage, "cost": self.cost, **(self.call or {})} if self.usage is not None else {}
-        return {"attempts": self.attempts, **used}
+        answered = {"agent_id": self.agent_id} if self.agent_id is not None else {}
+        return {"attempts": self.attempts, **used, **answered}
+
+
+def _step_output(answer: CallResult, step: lang.PromptStep, request: ModelRequest, here: str) -> Any:
+    """A prompt step's output from the model's last answer (parsed, when the step asked for JSON)."""
+    try:
+        return prompts.step_output(answer.output, step.unwrap, request.response_format)
+    except ValueError:
+        raise TypedFailure(
+            "DecodeError", f"{here}: the model's answer is not the JSON that was asked for"
+        ) from None
 
 
 class CallSteps:
@@ -91,8 +105,10 @@ class CallSteps:
         position: Position,
         metadata: dict[str, Any] | None,
         call_id: str | None = None,
+        owner: Owner | None = None,
     ) -> Any:
-        """Call any kind of tool; function tools are answered by the client through a wait."""
+        """Call any kind of tool (as `owner`, by default the execution's agent); function tools are answered
+        by the client through a wait."""
         params = self.interpreter.params
         if tool["type"] == "function":
             call = {"type": "function", "name": tool["name"], "arguments": arguments}
@@ -105,7 +121,7 @@ class CallSteps:
             planned = tool_activity(
                 tool,
                 arguments,
-                self._owner(),
+                owner or self._owner(),
                 self.interpreter.values,
                 lambda: str(workflow.uuid4()),
                 params.max_tool_timeout,
@@ -206,10 +222,14 @@ class CallSteps:
         resumes mid-loop. Function tools are answered by the client through a wait."""
         here = f"{position.workflow}[{position.step}]"
         request, tools, fixed = await self._prompt_request(step, names, here)
-        summary = f"{where(position, step.label)} · model {request.model or 'by default'}"
+        holder = Holder.start(self.interpreter.params, tools, fixed, runs_tools=bool(step.auto_run_tools))
+        request.tools += holder.handoffs.offered()
 
         async def ask(messages: list[dict[str, Any]]) -> CallResult:
-            request.messages, started = messages, workflow.now().isoformat()
+            if holder.pending is not None:  # a transfer: the target takes over from this call
+                await hand_over(self.interpreter, holder, request, step, here)
+            request.messages, started = holder.conversation(messages), workflow.now().isoformat()
+            summary = f"{where(position, step.label)} · model {request.model or 'by default'}"
             answer = await self._activity(CALL_MODEL, request, step, summary)
             return replace(answer, call={"model": answer.output.get("model"), "started_at": started})
 
@@ -221,7 +241,10 @@ class CallSteps:
 
         def run_tool(call: dict[str, Any], turn: int) -> Awaitable[dict[str, Any]]:
             tool_metadata = {**(metadata or {}), "turn": turn, "call": "tool"}
-            return self._loop_tool(call, tools, fixed, step, position, tool_metadata)
+            if holder.handoffs.is_transfer(call):
+                return record_transfer(self.interpreter.log, holder, call, position, tool_metadata, here)
+            owner = Owner(self.interpreter.params.developer_id, holder.agent.get("id"))
+            return self._loop_tool(call, holder.tools, holder.fixed, step, position, tool_metadata, owner)
 
         max_turns = step.max_turns or prompts.MAX_TURNS
         loop = ToolLoop(
@@ -240,13 +263,8 @@ class CallSteps:
                 f"{here}: the model still asked for tools after {max_turns} turns "
                 "(raise the step's `max_turns` if the task needs more)",
             ) from None
-        try:
-            output = prompts.step_output(answer.output, step.unwrap, request.response_format)
-        except ValueError:
-            raise TypedFailure(
-                "DecodeError", f"{here}: the model's answer is not the JSON that was asked for"
-            ) from None
-        return replace(answer, output=output)
+        output = _step_output(answer, step, request, here)
+        return replace(answer, output=output, agent_id=answered_by(holder, output))
 
     async def model_call(self, request: ModelRequest, summary: str) -> CallResult:
         """A model call that is no prompt step's (a guardrail's), with the task's defaults for the calls."""
@@ -264,7 +282,7 @@ class CallSteps:
         }
         response_format = settings.pop("response_format", None)
         model = settings.pop("model", None) or params.agent.get("model")
-        tools = await self._described(self._prompt_tools(step, here), step, here)
+        tools = await described(self.interpreter, self._prompt_tools(step, here), step, here)
         fixed = {name: prompts.fixed_arguments(tool, self._metadata_layers()) for name, tool in tools.items()}
         request = ModelRequest(
             model=model,
@@ -286,6 +304,7 @@ class CallSteps:
         step: lang.PromptStep,
         position: Position,
         metadata: dict[str, Any],
+        owner: Owner | None = None,
     ) -> dict[str, Any]:
         """Run one tool the model asked for; any failure becomes an error result the model reads, unless
         the tool says `on_error: fail`."""
@@ -302,7 +321,9 @@ class CallSteps:
                     **prompts.call_arguments(call),
                     **fixed[name],
                 }  # fixed values are not the model's
-                outcome = await self._run_tool(tool, arguments, step, position, metadata, call_id=call["id"])
+                outcome = await self._run_tool(
+                    tool, arguments, step, position, metadata, call_id=call["id"], owner=owner
+                )
                 data = outcome.output if isinstance(outcome, CallResult) else outcome
             except ValueError as exc:
                 error = {"code": "invalid_arguments", "message": str(exc)}
@@ -319,36 +340,6 @@ class CallSteps:
             "step", {**record, "result": result}, position, position, metadata={**metadata, "tool": name}
         )
         return result
-
-    async def _described(
-        self, tools: dict[str, dict[str, Any]], step: lang.PromptStep, here: str
-    ) -> dict[str, dict[str, Any]]:
-        """MCP tools take their description and argument schema from their server (listed once per step)."""
-        described = dict(tools)
-        for name, tool in tools.items():
-            integration = tool.get("integration") or {}
-            if integration.get("provider") != "mcp" or integration.get("parameters"):
-                continue
-            timeout, retry = call_options(step, self.interpreter.task.defaults)
-            with self.interpreter.view.doing(f"{here} · list the tools of MCP tool {name}") as summary:
-                listed = await workflow.execute_activity(
-                    LIST_MCP_TOOLS,
-                    integration,
-                    result_type=list[McpTool],
-                    start_to_close_timeout=timeout,
-                    retry_policy=retry,
-                    summary=summary,
-                )
-            method = integration.get("method") or name
-            found = next((t for t in listed if t.name == method), None)
-            if found is None:
-                raise StepFailed(f"MCP server of tool {name!r} has no tool {method!r}")
-            described[name] = {
-                **tool,
-                "description": tool.get("description") or found.description,
-                "parameters": found.parameters,
-            }
-        return described
 
     def _prompt_tools(self, step: lang.PromptStep, here: str) -> dict[str, dict[str, Any]]:
         """The tools a prompt step offers: `all` of the task's, or the ones it names."""

@@ -13,7 +13,8 @@ from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
 from mint.models.catalog import available_models
 from mint.store.docs import DocStore
-from mint.store.tables import AGENTS, TOOLS
+from mint.store.tables import AGENTS, TOOLS, Store
+from services.handoffs import checked_handoffs
 from workflows import ignored_keys
 from workflows.guardrails import guardrail_problems
 from workflows.language import ToolDef
@@ -33,7 +34,7 @@ async def list_models(developer: Developer, request: Request) -> dict[str, Any]:
 
 @router.post("/agents", status_code=201, response_model=schemas.Agent)
 async def create_agent(body: schemas.AgentCreate, developer: Developer, store: StoreDep) -> Any:
-    return await store.insert(AGENTS, developer, _agent_values(body))
+    return await store.insert(AGENTS, developer, await _checked(store, developer, _agent_values(body)))
 
 
 @router.get("/agents", response_model=schemas.ItemList[schemas.Agent])
@@ -51,13 +52,16 @@ async def create_or_update_agent(
     agent_id: str, body: schemas.AgentCreate, developer: Developer, store: StoreDep
 ) -> Any:
     agent_id = checked_id(agent_id, "agent")
-    updated = await store.update(AGENTS, developer, agent_id, _agent_values(body, replace=True))
-    return updated or await store.insert(AGENTS, developer, _agent_values(body), id_=agent_id)
+    values = await _checked(store, developer, _agent_values(body, replace=True), agent_id)
+    updated = await store.update(AGENTS, developer, agent_id, values)
+    return updated or await store.insert(AGENTS, developer, values, id_=agent_id)
 
 
 @router.put("/agents/{agent_id}", response_model=schemas.Agent)
 async def reset_agent(agent_id: str, body: schemas.AgentCreate, developer: Developer, store: StoreDep) -> Any:
-    updated = await store.update(AGENTS, developer, checked_id(agent_id, "agent"), _agent_values(body, True))
+    agent_id = checked_id(agent_id, "agent")
+    values = await _checked(store, developer, _agent_values(body, True), agent_id)
+    updated = await store.update(AGENTS, developer, agent_id, values)
     if updated is None:
         raise not_found("agent", agent_id)
     return updated
@@ -71,7 +75,9 @@ async def patch_agent(agent_id: str, body: schemas.AgentPatch, developer: Develo
     agent = await agent_or_404(store, developer, agent_id)
     if "metadata" in values:
         values["metadata"] = {**agent["metadata"], **(values["metadata"] or {})}
-    return await store.update(AGENTS, developer, agent["id"], values)
+    return await store.update(
+        AGENTS, developer, agent["id"], await _checked(store, developer, values, agent["id"])
+    )
 
 
 @router.delete("/agents/{agent_id}", response_model=schemas.ResourceDeleted, status_code=202)
@@ -193,6 +199,15 @@ def _deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 def _agent_values(body: schemas.AgentCreate, replace: bool = False) -> dict[str, Any]:
     values = _with_guardrails(body, body.model_dump(exclude_unset=not replace))
     values["metadata"] = values.get("metadata") or {}
+    return values
+
+
+async def _checked(
+    store: Store, developer: str, values: dict[str, Any], agent_id: str | None = None
+) -> dict[str, Any]:
+    """The values with their handoffs checked to be the developer's own other agents (null is none)."""
+    if "handoffs" in values:
+        values["handoffs"] = await checked_handoffs(store, developer, values["handoffs"] or [], agent_id)
     return values
 
 

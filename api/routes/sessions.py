@@ -223,6 +223,7 @@ async def _as_events(
                             "index": choice["index"],
                             "delta": delta,
                             "finish_reason": choice.get("finish_reason"),
+                            "agent_id": choice.get("agent_id"),  # who answered (a handoff may change it)
                         }
                     ],
                     "usage": value["usage"],

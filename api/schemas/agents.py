@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from api.schemas.common import Metadata, Name, ProblemOut, RequestBody
 from workflows.language import Guardrails
+
+MAX_HANDOFFS = 20  # transfer tools offered at once: more would crowd out the agent's own tools
 
 
 class AgentCreate(RequestBody):
@@ -21,6 +23,8 @@ class AgentCreate(RequestBody):
     canonical_name: str | None = None
     project: str | None = None
     metadata: Metadata | None = None
+    # The agents this one may hand a conversation to (ids of the developer's own agents).
+    handoffs: Annotated[list[str], Field(max_length=MAX_HANDOFFS)] | None = None
     guardrails: Guardrails | None = None  # run on executions' input and output, and in chats
 
 
@@ -39,6 +43,7 @@ class Agent(BaseModel):
     canonical_name: str | None = None
     project: str | None = None
     metadata: Metadata = {}
+    handoffs: list[str] = []
     guardrails: dict[str, Any] | None = None
     created_at: datetime
     updated_at: datetime

@@ -41,6 +41,7 @@ AGENTS = Table(
         "default_system_template",
         "project",
         "metadata",
+        "handoffs",
         "guardrails",
     ),
 )

@@ -35,10 +35,12 @@ from services.chat.calls import ChatCalls
 from services.chat.cast import Cast, cast
 from services.chat.context import Context, count_tokens
 from services.chat.guardrails import ChatGuardrails
+from services.chat.handover import Holder
 from services.chat.request import Chat, ChatMessage
 from services.chat.slots import ChatSlots
 from services.chat.spending import ChatSpending
 from services.errors import Busy, Invalid, ModelFailed, NotFound
+from services.handoffs import handoff_targets
 from services.sessions import owned_row
 from workflows import prompts
 from workflows.storable import find_unstorable, format_path
@@ -86,7 +88,8 @@ class Reply:
         )
         if named:
             self.answered[-1]["name"] = agent.get("name")
-        self.choices.append({**choice, "index": len(self.choices)})
+        # Each choice says which agent answered it: after a handoff, not the one the session named.
+        self.choices.append({**choice, "index": len(self.choices), "agent_id": agent["id"]})
 
     def response(self) -> dict[str, Any]:
         answer_id = uuid.uuid4()
@@ -99,6 +102,7 @@ class Reply:
             "usage": self.usage,
             "docs": self.recalled,
             "jobs": [],
+            "agent_id": self.choices[-1]["agent_id"] if self.choices else None,  # who answered last
         }
 
 
@@ -182,16 +186,19 @@ class Chatter:
         await self._maybe_compress(developer, session, context)
         reply.recall(docs)
         streamed = functools.partial(on_text, len(reply.choices)) if on_text else None
+        holder = Holder.start(cast, context.messages, await handoff_targets(self.store, developer, agent))
+        loop = self._tool_loop(developer, session, body, holder, reply, spending, streamed, turn)
         try:
-            end = await self._tool_loop(developer, session, body, cast, spending, streamed).run(
-                context.messages
-            )
+            end = await loop.run(context.messages)
         except MaxTurnsExceeded as exc:
             raise Invalid(
                 f"the model still asked for tools after {exc.max_turns} turns", error_type="MaxTurnsExceeded"
             ) from None
-        await self.guardrails.check_output(session["id"], agent, _message(end.answer), spending)
-        reply.add(end, agent, named)
+        # After a handoff the answer is the answering agent's (the one holding the turn at the end), so its
+        # output guardrails apply, not those of the agent the session or request named.
+        answering = holder.cast.agent
+        await self.guardrails.check_output(session["id"], answering, _message(end.answer), spending)
+        reply.add(end, answering, named)
 
     async def _check_input(
         self,
@@ -214,19 +221,25 @@ class Chatter:
         developer: str,
         session: dict[str, Any],
         body: Chat,
-        cast: Cast,
+        holder: Holder,
+        reply: Reply,
         spending: ChatSpending,
         streamed: Callable[[str], Awaitable[None]] | None,
+        turn_body: Chat,
     ) -> ToolLoop[dict[str, Any]]:
         """The model-tool loop of one agent's turn: tools run here only when the session (or request) says
-        `auto_run_tools` and every call asks for a server-side tool; others go back to the client."""
+        `auto_run_tools` and every call asks for a server-side tool (or a handoff); others go back to the
+        client. After a handoff, `holder` names the agent that answers."""
         auto_run = session["auto_run_tools"] if body.auto_run_tools is None else body.auto_run_tools
-        tools = cast.offered_tools()
 
         async def ask(messages: list[dict[str, Any]]) -> dict[str, Any]:
+            if holder.pending is not None:
+                await self._hand_over(developer, session, body, turn_body, holder, reply)
+            cast, tools = holder.cast, holder.offered_tools()
+            conversation = holder.conversation(messages)
             await spending.before_call()
-            answer = await self.calls.complete(body, cast.agent, messages, session["id"], tools, streamed)
-            await spending.after_call(answer)
+            answer = await self.calls.complete(body, cast.agent, conversation, session["id"], tools, streamed)
+            await spending.after_call(answer)  # counts it in the answer's usage too
             for call in _message(answer).get("tool_calls") or []:  # fixed values go in, whoever runs the call
                 call["function"]["arguments"] = json.dumps(
                     {**prompts.call_arguments(call), **cast.fixed.get(call["function"]["name"], {})}
@@ -234,16 +247,36 @@ class Chatter:
             return answer
 
         def run_tool(call: dict[str, Any], turn: int) -> Awaitable[dict[str, Any]]:
-            spec = cast.specs[call["function"]["name"]]
-            return self.calls.run_tool(developer, cast.agent["id"], spec, call)
+            if holder.handoffs.is_transfer(call):
+                return holder.transfer(call)
+            spec = holder.cast.specs[call["function"]["name"]]
+            return self.calls.run_tool(developer, holder.cast.agent["id"], spec, call)
 
         return ToolLoop(
             ask=ask,
             message_of=_message,
-            runs_here=lambda calls: bool(auto_run) and all(cast.runs_here(c) for c in calls),
+            runs_here=lambda calls: all(holder.runs_here(c, bool(auto_run)) for c in calls),
             run_tool=run_tool,
             max_turns=prompts.MAX_TURNS,
         )
+
+    async def _hand_over(
+        self,
+        developer: str,
+        session: dict[str, Any],
+        body: Chat,
+        turn_body: Chat,
+        holder: Holder,
+        reply: Reply,
+    ) -> None:
+        """The agent a transfer named takes the turn: its cast, and the context (system message, history,
+        recalled docs) the session gives it, as if it had been asked."""
+        agent = holder.pending
+        assert agent is not None
+        cast = await self.cast(developer, session, agent, body)
+        context, docs = await self.prepare(developer, session, turn_body, cast)
+        reply.recall(docs)
+        holder.hand_over(cast, context.messages, await handoff_targets(self.store, developer, agent))
 
     @contextlib.asynccontextmanager
     async def _turn(self, developer: str, session_id: str) -> AsyncIterator[None]:

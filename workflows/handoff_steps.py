@@ -1,0 +1,154 @@
+"""Handoffs (workflows/handoffs.py) in a prompt step: who holds the step's conversation (Holder), the transfer
+call's transition (record_transfer) and the target taking the step's request over (hand_over). CallSteps
+runs the loop; this module is what a handoff changes in it.
+
+The agents a step may be handed to came with the execution's parameters (ExecutionParams.handoff_agents, read
+once when it started), so a handoff reads nothing (only a target's MCP tools are listed, as any step's are).
+Its transfer call is recorded as a step transition like any tool call, with `handoff: {from, to}` in its
+output and metadata; the agent that took over answers the rest of the loop, and the step's transition names
+it (`agent_id`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from temporalio import workflow
+
+from contracts.calls import ModelRequest, Owner
+from contracts.executions import ExecutionParams
+from contracts.transitions import Position
+from workflows import language as lang
+from workflows import prompts
+from workflows.failures import TypedFailure
+from workflows.handoffs import Agent, HandoffRefused, Handoffs, handoff_record, system_message, transfer_data
+from workflows.mcp_listing import described
+from workflows.step_runner import StepRunner
+from workflows.transition_log import TransitionLog
+
+Message = dict[str, Any]
+
+
+@dataclass
+class Holder:
+    """The agent holding a prompt step's conversation, the tools it offers (by name) with their fixed
+    arguments, and its handoffs. A transfer is `pending` until the next model call, so the other tool calls
+    of the same round still run as the agent that asked for them."""
+
+    agent: Agent
+    tools: dict[str, dict[str, Any]]
+    fixed: dict[str, dict[str, Any]]
+    handoffs: Handoffs
+    pending: Agent | None = None
+    moved: bool = False  # a handoff happened: the system message and model are the new agent's
+
+    @classmethod
+    def start(
+        cls,
+        params: ExecutionParams,
+        tools: dict[str, dict[str, Any]],
+        fixed: dict[str, dict[str, Any]],
+        runs_tools: bool,
+    ) -> Holder:
+        """The execution's agent holds it first; it hands off only where the step runs tools itself."""
+        agent = params.agent
+        targets = reachable(params, agent) if runs_tools else []
+        return cls(agent, tools, fixed, Handoffs.of(agent if runs_tools else {}, targets, set(tools)))
+
+    def hand_over(
+        self, tools: dict[str, dict[str, Any]], fixed: dict[str, dict[str, Any]], params: ExecutionParams
+    ) -> None:
+        """The pending agent takes the conversation, with these tools (its own, described)."""
+        target = self.pending
+        assert target is not None
+        self.agent, self.tools, self.fixed = target, tools, fixed
+        self.handoffs = Handoffs.of(target, reachable(params, target), set(tools))
+        self.pending, self.moved = None, True
+
+    def conversation(self, messages: list[Message]) -> list[Message]:
+        """What the model reads: after a handoff, the new agent's system message instead of the step's."""
+        if not self.moved:
+            return messages
+        head = {"role": "system", "content": system_message(self.agent)}
+        return [head, *(m for m in messages if m.get("role") != "system")]
+
+
+def reachable(params: ExecutionParams, agent: Agent) -> list[Agent]:
+    """The agents `agent` may hand off to, as the execution read them at its start, in the agent's order."""
+    known = params.handoff_agents
+    return [known[i] for i in agent.get("handoffs") or [] if i in known]
+
+
+async def record_transfer(
+    log: TransitionLog,
+    holder: Holder,
+    call: dict[str, Any],
+    position: Position,
+    metadata: dict[str, Any],
+    here: str,
+) -> dict[str, Any]:
+    """A transfer call: the target takes the conversation at the next model call; one outside the agent's
+    handoffs fails the execution (HandoffError). Recorded as the step transition of the call, with
+    `handoff: {from, to, ...}` in its metadata (what a trace's `handoff` item reads)."""
+    try:
+        target = holder.handoffs.target(call)
+    except HandoffRefused as exc:
+        raise TypedFailure("HandoffError", f"{here}: {exc}") from None
+    if holder.pending is None:  # the first transfer of a round wins
+        holder.pending = target
+    record = handoff_record(holder.agent, holder.pending)
+    now = workflow.time()
+    result = prompts.tool_result("success", now, now, transfer_data(holder.agent, holder.pending))
+    name = call["function"]["name"]
+    log.add(
+        "step",
+        {"tool_call": {"id": call["id"], "name": name, "arguments": call["function"].get("arguments")}}
+        | {"result": result, "handoff": record},
+        position,
+        position,
+        metadata={**metadata, "tool": name, "handoff": record},
+    )
+    return result
+
+
+def answered_by(holder: Holder, output: Any) -> str | None:
+    """After a handoff, the id of the agent that answered the step (also put in its output, when that is a
+    completion); None when the step's own agent did."""
+    if not holder.moved:
+        return None
+    if isinstance(output, dict):
+        output["agent_id"] = holder.agent.get("id")
+    return holder.agent.get("id")
+
+
+async def hand_over(
+    runner: StepRunner, holder: Holder, request: ModelRequest, step: lang.PromptStep, here: str
+) -> None:
+    """The pending agent takes the prompt step over from the next call: its tools (MCP ones described by
+    their server), model and handoffs go on the step's request."""
+    params, target = runner.params, holder.pending
+    assert target is not None
+    tools = await described(runner, {t["name"]: t for t in target.get("tools") or []}, step, here)
+    layers = [
+        target.get("metadata"),
+        params.task_info.get("metadata"),
+        params.execution_info.get("metadata"),
+    ]
+    fixed = {name: prompts.fixed_arguments(tool, layers) for name, tool in tools.items()}
+    holder.hand_over(tools, fixed, params)
+    # The settings layer the agent gave is now the target's; the task's and the step's still apply.
+    task = runner.task
+    settings = {
+        **(target.get("default_settings") or {}),
+        **((task.defaults.settings if task.defaults else None) or {}),
+        **(step.settings or {}),
+    }
+    settings.pop("response_format", None)  # kept on the request as the step asked
+    step_model = settings.pop("model", None)
+    own_model = (target.get("default_settings") or {}).get("model") or target.get("model")
+    request.model, request.settings = own_model or step_model or request.model, settings
+    request.tool_choice = None  # the step's choice named the tools of the agent it started with
+    request.owner = Owner(params.developer_id, target.get("id"))
+    request.tools = [prompts.offered_tool(tool, fixed[name]) for name, tool in tools.items()]
+    request.tools += holder.handoffs.offered()

@@ -1,0 +1,48 @@
+"""MCP tools described by their server: a tool whose integration gives no argument schema takes its
+description and parameters from the server's tool list (one listing activity per tool, per prompt step,
+and again for the tools of an agent a step is handed to)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from temporalio import workflow
+
+from contracts.calls import McpTool
+from contracts.temporal import LIST_MCP_TOOLS
+from workflows import language as lang
+from workflows.calls import call_options
+from workflows.failures import StepFailed
+from workflows.step_runner import StepRunner
+
+
+async def described(
+    runner: StepRunner, tools: dict[str, dict[str, Any]], step: lang.PromptStep, here: str
+) -> dict[str, dict[str, Any]]:
+    """The tools with each MCP tool's description and argument schema from its server, with the step's
+    timeout and retries for the listing."""
+    listed_tools = dict(tools)
+    for name, tool in tools.items():
+        integration = tool.get("integration") or {}
+        if integration.get("provider") != "mcp" or integration.get("parameters"):
+            continue
+        timeout, retry = call_options(step, runner.task.defaults)
+        with runner.view.doing(f"{here} · list the tools of MCP tool {name}") as summary:
+            listed = await workflow.execute_activity(
+                LIST_MCP_TOOLS,
+                integration,
+                result_type=list[McpTool],
+                start_to_close_timeout=timeout,
+                retry_policy=retry,
+                summary=summary,
+            )
+        method = integration.get("method") or name
+        found = next((t for t in listed if t.name == method), None)
+        if found is None:
+            raise StepFailed(f"MCP server of tool {name!r} has no tool {method!r}")
+        listed_tools[name] = {
+            **tool,
+            "description": tool.get("description") or found.description,
+            "parameters": found.parameters,
+        }
+    return listed_tools
