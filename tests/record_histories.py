@@ -17,6 +17,7 @@ import httpx
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
+from tests.model_server import Call, ModelServer, Reply
 from tests.stack import LocalMint
 
 FOLDER = Path(__file__).parent / "histories"
@@ -173,6 +174,47 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Any, Any]] = {
         {"n": 1},
         None,
     ),
+    # Pass by reference (issue 17): a state value and a tool result become variables, the model passes both
+    # to a by-reference function tool (answered through the resume) and names a variable there is not (an
+    # error result, no call). The model is tests/model_server.py, scripted by _by_reference_model.
+    "by_reference": (
+        {
+            "name": "by reference",
+            "tools": [
+                {"name": "agents", "type": "system", "system": {"call": "agent.list"}},
+                {
+                    "name": "publish",
+                    "type": "function",
+                    "function": {
+                        "parameters": {
+                            "type": "object",
+                            "properties": {
+                                "report": {"type": "string", "x-by-reference": True},
+                                "agents": {"type": "array", "x-by-reference": True},
+                            },
+                            "required": ["report", "agents"],
+                        }
+                    },
+                },
+            ],
+            "main": [
+                {"set": {"report": "$ 'all quiet ' * 20"}},
+                {
+                    "prompt": "Publish the report with the agents.",
+                    "tools": "all",
+                    "auto_run_tools": True,
+                    "unwrap": True,
+                    "settings": {
+                        "model": "gpt-4o-mini",
+                        "pass_by_reference": True,
+                        "reference_threshold": 10,
+                    },
+                },
+            ],
+        },
+        {},
+        {"published": True},
+    ),
     "nested_branch_yields": (
         {
             "name": "rounds",
@@ -192,6 +234,22 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Any, Any]] = {
         None,
     ),
 }
+
+
+def _by_reference_model(call: Call) -> Reply:
+    """The by_reference scenario's model: list the agents, pass the lists by reference, then answer."""
+    results = [json.loads(m["content"]) for m in call.messages if m["role"] == "tool"]
+    if not results:
+        return Reply(tool_calls=[("agents", {})])
+    if len(results) == 1:
+        listed = results[0]["data"]["reference"]  # the list became a variable: the model read its name
+        return Reply(
+            tool_calls=[
+                ("publish", {"report": "<<var:report>>", "agents": listed}),
+                ("agents", {"limit": "<<var:missing>>"}),
+            ]
+        )
+    return Reply(content="published")
 
 
 async def _record(api: httpx.AsyncClient, env: WorkflowEnvironment, agent_id: str, name: str) -> None:
@@ -217,16 +275,23 @@ async def _record(api: httpx.AsyncClient, env: WorkflowEnvironment, agent_id: st
 
 async def main(names: list[str]) -> None:
     local = await LocalMint().start()
+    model = ModelServer(_by_reference_model)
     try:
         # Payloads stay inline (no claim check) and plain (no encryption key), so a checked-in history replays
         # without the recorder's blobs or key.
-        stack = await local.stack(claim_check_bytes=4 * 1024 * 1024, encryption_keys=())
+        stack = await local.stack(
+            claim_check_bytes=4 * 1024 * 1024,
+            encryption_keys=(),
+            openai_api_key="sk-recorder",
+            openai_base_url=model.openai_base_url,
+        )
         async with local.api(stack) as api:
             agent = (await api.post("/agents", json={"name": "recorder"})).json()
             for name in names or SCENARIOS:
                 await _record(api, local.env, agent["id"], name)
     finally:
         await local.close()
+        model.close()
 
 
 if __name__ == "__main__":

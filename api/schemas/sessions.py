@@ -10,6 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from api.schemas.common import Metadata
 
 
+class SessionSettings(BaseModel):
+    """Mint's settings for a session's chats: pass by reference (workflows/references.py)."""
+
+    model_config = ConfigDict(extra="ignore")
+    pass_by_reference: Annotated[bool, Field(strict=True)] | None = None
+    reference_threshold: Annotated[int, Field(strict=True, ge=1)] | None = None  # characters
+
+
 class SessionCreate(BaseModel):
     model_config = ConfigDict(extra="ignore")
     agent: str | None = None
@@ -24,6 +32,7 @@ class SessionCreate(BaseModel):
     recall_options: dict[str, Any] | None = None
     auto_run_tools: bool = False
     forward_tool_calls: bool = False
+    settings: SessionSettings | None = None
     metadata: Metadata | None = None
 
 
@@ -51,6 +60,7 @@ class Session(BaseModel):
     auto_run_tools: bool = False
     forward_tool_calls: bool = False
     summary: str | None = None
+    settings: dict[str, Any] | None = None
     metadata: Metadata = {}
     created_at: datetime
     updated_at: datetime

@@ -38,7 +38,7 @@ from services.chat.request import Chat, ChatMessage
 from services.chat.slots import ChatSlots
 from services.errors import Busy, Invalid, ModelFailed, NotFound
 from services.sessions import owned_row
-from workflows import prompts
+from workflows import prompts, references
 from workflows.storable import find_unstorable, format_path
 from workflows.tool_loop import LoopEnd, MaxTurnsExceeded, ToolLoop
 
@@ -207,9 +207,13 @@ class Chatter:
         `auto_run_tools` and every call asks for a server-side tool; others go back to the client."""
         auto_run = session["auto_run_tools"] if body.auto_run_tools is None else body.auto_run_tools
         tools = cast.offered_tools()
+        by_reference, _ = references.split_settings(session.get("settings") or {})
+        # Pass by reference: the variables last for this agent's turn (its tool loop).
+        variables = references.Variables.start(by_reference) if by_reference.enabled else None
 
         async def ask(messages: list[dict[str, Any]]) -> dict[str, Any]:
-            answer = await self.calls.complete(body, cast.agent, messages, session["id"], tools, streamed)
+            offered = variables.offer(tools) if variables else tools  # by-reference tools once they can run
+            answer = await self.calls.complete(body, cast.agent, messages, session["id"], offered, streamed)
             reply.count(answer)
             for call in _message(answer).get("tool_calls") or []:  # fixed values go in, whoever runs the call
                 call["function"]["arguments"] = json.dumps(
@@ -219,7 +223,7 @@ class Chatter:
 
         def run_tool(call: dict[str, Any], turn: int) -> Awaitable[dict[str, Any]]:
             spec = cast.specs[call["function"]["name"]]
-            return self.calls.run_tool(developer, cast.agent["id"], spec, call)
+            return self.calls.run_tool(developer, cast.agent["id"], spec, call, variables)
 
         return ToolLoop(
             ask=ask,
