@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 
+from contracts.temporal import CALL_API, CALL_MODEL
+from tests.unit.fakes import completion, http_response
+from tests.unit.harness import task
 from workflows.references import (
     DEFAULT_THRESHOLD,
     BadReference,
@@ -182,3 +185,57 @@ def test_a_by_reference_parameter_takes_no_literal():
         _variables(page=PAGE).resolve(SUMMARISE["function"]["parameters"], {"text": "the whole text"})
     assert "argument 'text' takes a variable by reference only" in str(raised.value)
     assert "variables that fit: page (string)" in str(raised.value)
+
+
+# in a workflow (the faked activities of tests/unit/fakes.py) ------------------------------------------------
+
+FETCH = {"name": "fetch", "type": "api_call", "api_call": {"url": "https://site.example/page"}}
+POST = {
+    "name": "post",
+    "type": "api_call",
+    "api_call": {
+        "method": "POST",
+        "url": "https://site.example/post",
+        "json": {"text": "{{ arguments.page.json.text }}", "note": "{{ arguments.note }}"},
+        "params_schema": {
+            "type": "object",
+            "properties": {"page": {"type": "object", "x-by-reference": True}, "note": {"type": "string"}},
+            "required": ["page"],
+        },
+    },
+}
+
+
+def _fetch_then_post(request: dict[str, Any]) -> dict[str, Any]:
+    results = [json.loads(m["content"]) for m in request["messages"] if m["role"] == "tool"]
+    if not results:
+        return completion(tool_calls=[("fetch", {})])
+    if len(results) == 1:
+        reference = results[0]["data"]["reference"]
+        return completion(tool_calls=[("post", {"page": reference, "note": "from <<var:who>>"})])
+    return completion("posted")
+
+
+async def test_a_prompt_step_passes_a_fetched_page_and_a_state_value_by_reference(mint):
+    mint.fakes.model = _fetch_then_post
+    mint.fakes.api = lambda request: http_response(
+        200, {"text": PAGE} if request["url"].endswith("page") else {}
+    )
+    step = {
+        "prompt": "post the page",
+        "tools": "all",
+        "auto_run_tools": True,
+        "unwrap": True,
+        "settings": {"pass_by_reference": True, "temperature": 0},
+    }
+    done = await mint.succeed(task({"set": {"who": "ada"}}, step, tools=[FETCH, POST]))
+    assert done.output == "posted"
+    first, second, _ = mint.fakes.requests(CALL_MODEL)
+    assert first["settings"] == {"temperature": 0}  # Mint's own settings are not the model's
+    assert [t["function"]["name"] for t in first["tools"]] == ["fetch"]
+    assert [t["function"]["name"] for t in second["tools"]] == ["fetch", "post"]
+    assert PAGE not in second["messages"][-1]["content"]
+    posted = mint.fakes.requests(CALL_API)[1]
+    assert posted["json"] == {"text": PAGE, "note": "from ada"}
+    fetched = done.of_type("step")[2]["output"]
+    assert fetched["variable"] == "fetch_1" and fetched["result"]["data"]["json"] == {"text": PAGE}
