@@ -70,14 +70,18 @@ class ChatCalls:
         spec: dict[str, Any],
         call: dict[str, Any],
         variables: references.Variables | None = None,
+        fixed: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """One server-side tool call, on the worker; a failure is a result the model reads, as in a task's
         tool loop. With `variables` (a session that passes by reference), references in the arguments get
-        their values, and a large result becomes a variable the model reads a preview of."""
+        their values (`fixed`, the x-tool-parameters values in the call, are not the model's and stay as
+        they are), and a large result becomes a variable the model reads a preview of."""
         if variables is None:
             return await self._run_tool(developer, agent_id, spec, prompts.call_arguments(call))
+        fixed = fixed or {}
+        own = {k: v for k, v in prompts.call_arguments(call).items() if k not in fixed}
         try:
-            arguments = variables.resolve(prompts.parameters_schema(spec), prompts.call_arguments(call))
+            arguments = {**variables.resolve(prompts.parameters_schema(spec), own), **fixed}
         except references.BadReference as exc:
             return prompts.tool_result("error", 0, 0, error=references.error_result(exc))
         result = await self._run_tool(developer, agent_id, spec, arguments)

@@ -223,7 +223,8 @@ class Chatter:
 
         def run_tool(call: dict[str, Any], turn: int) -> Awaitable[dict[str, Any]]:
             spec = cast.specs[call["function"]["name"]]
-            return self.calls.run_tool(developer, cast.agent["id"], spec, call, variables)
+            fixed = cast.fixed.get(call["function"]["name"])
+            return self.calls.run_tool(developer, cast.agent["id"], spec, call, variables, fixed)
 
         return ToolLoop(
             ask=ask,
