@@ -331,7 +331,7 @@ class CallSteps:
                 error = {"code": tool_error_code(exc), "message": failure_message(exc)}
         status = "error" if error else "success"
         result = prompts.tool_result(status, started, workflow.time(), data, error)
-        shown, variable = variables.keep(name, result) if variables else (result, None)
+        shown, variable = variables.keep(name, result) if variables is not None else (result, None)
         record: dict[str, Any] = {
             "tool_call": {"id": call["id"], "name": name, "arguments": call["function"].get("arguments")},
             "result": result,  # in full; with `variable`, the model read a preview naming it

@@ -212,7 +212,8 @@ class Chatter:
         variables = references.Variables.start(by_reference) if by_reference.enabled else None
 
         async def ask(messages: list[dict[str, Any]]) -> dict[str, Any]:
-            offered = variables.offer(tools) if variables else tools  # by-reference tools once they can run
+            # With variables, a by-reference tool is offered once one fits it.
+            offered = variables.offer(tools) if variables is not None else tools
             answer = await self.calls.complete(body, cast.agent, messages, session["id"], offered, streamed)
             reply.count(answer)
             for call in _message(answer).get("tool_calls") or []:  # fixed values go in, whoever runs the call
