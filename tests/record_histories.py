@@ -195,6 +195,22 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Any, Any]] = {
 }
 
 
+def _by_reference_model(call: Call) -> Reply:
+    """The by_reference scenario's model: list the agents, pass the lists by reference, then answer."""
+    results = [json.loads(m["content"]) for m in call.messages if m["role"] == "tool"]
+    if not results:
+        return Reply(tool_calls=[("agents", {})])
+    if len(results) == 1:
+        listed = results[0]["data"]["reference"]  # the list became a variable: the model read its name
+        return Reply(
+            tool_calls=[
+                ("publish", {"report": "<<var:report>>", "agents": listed}),
+                ("agents", {"limit": "<<var:missing>>"}),
+            ]
+        )
+    return Reply(content="published")
+
+
 async def _record(
     api: httpx.AsyncClient,
     env: WorkflowEnvironment,
@@ -259,7 +275,58 @@ async def _record_handoff(api: httpx.AsyncClient, env: WorkflowEnvironment) -> N
     await _record(api, env, triage["id"], "handoff", (HANDOFF_TASK, {}, None))
 
 
-MODEL_SCENARIOS = {"handoff": (_record_handoff, _handoff_model)}
+# Pass by reference (issue 17): a state value and a tool result become variables, the model passes both
+# to a by-reference function tool (answered through the resume) and names a variable there is not (an
+# error result, no call). The model is tests/model_server.py, scripted by _by_reference_model.
+BY_REFERENCE = (
+    {
+        "name": "by reference",
+        "tools": [
+            {"name": "agents", "type": "system", "system": {"call": "agent.list"}},
+            {
+                "name": "publish",
+                "type": "function",
+                "function": {
+                    "parameters": {
+                        "type": "object",
+                        "properties": {
+                            "report": {"type": "string", "x-by-reference": True},
+                            "agents": {"type": "array", "x-by-reference": True},
+                        },
+                        "required": ["report", "agents"],
+                    }
+                },
+            },
+        ],
+        "main": [
+            {"set": {"report": "$ 'all quiet ' * 20"}},
+            {
+                "prompt": "Publish the report with the agents.",
+                "tools": "all",
+                "auto_run_tools": True,
+                "unwrap": True,
+                "settings": {
+                    "model": "gpt-4o-mini",
+                    "pass_by_reference": True,
+                    "reference_threshold": 10,
+                },
+            },
+        ],
+    },
+    {},
+    {"published": True},
+)
+
+
+async def _record_by_reference(api: httpx.AsyncClient, env: WorkflowEnvironment) -> None:
+    agent = (await api.post("/agents", json={"name": "recorder"})).json()
+    await _record(api, env, agent["id"], "by_reference", BY_REFERENCE)
+
+
+MODEL_SCENARIOS = {
+    "handoff": (_record_handoff, _handoff_model),
+    "by_reference": (_record_by_reference, _by_reference_model),
+}
 
 
 async def main(names: list[str]) -> None:

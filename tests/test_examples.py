@@ -1,8 +1,13 @@
 """The examples in examples/ run as documented."""
 
+import uuid
 from pathlib import Path
 
+import httpx
+
+from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
+from tests.stack import BackgroundStack
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 
@@ -59,3 +64,32 @@ async def test_daily_motivation_without_a_model_stops_clearly_at_its_first_promp
     rows = await transitions(api, execution["id"])
     assert rows[1]["output"] == {"chosen_topic": "focus"}  # randint(len(topics)) picked the only topic
     assert done["status"] == "failed" and "set OPENAI_API_KEY" in done["error"]
+
+
+async def test_pass_by_reference_example_runs_offline_from_its_recording(postgres_url, temporal_env, api_key):
+    """As the README runs it: `MINT_MODEL_REPLAY=examples/recordings.jsonl mint up`, then `mint run`."""
+    async with BackgroundStack(
+        postgres_url,
+        temporal_address(temporal_env),
+        task_queue=f"by-reference-{uuid.uuid4()}",
+        model_replay=str(EXAMPLES / "recordings.jsonl"),
+    ) as stack:
+        async with httpx.AsyncClient(
+            base_url=stack.url, headers={"Authorization": f"Bearer {api_key}"}
+        ) as api:
+            _, execution = await _run(api, "pass_by_reference.yaml", {"lines": 200})
+            await wait_for_status(api, execution["id"], {"awaiting_input"})
+            wait = [t for t in await transitions(api, execution["id"]) if t["type"] == "wait"][-1]
+            # The model wrote <<var:report>>; the client publishing the report gets all of it.
+            call = wait["output"]["tool_call"]
+            report = "\n".join(f"line {i}: all systems nominal" for i in range(200))
+            assert call["name"] == "publish"
+            assert call["arguments"] == {"report": report, "title": "Status: all systems nominal"}
+            answer = await api.put(
+                f"/executions/{execution['id']}",
+                json={"status": "running", "input": {"url": "https://example.com/reports/1"}},
+            )
+            assert answer.status_code == 200, answer.text
+            done = await wait_for_status(api, execution["id"])
+    assert done["status"] == "succeeded", done["error"]
+    assert done["output"].startswith("Published the status report")

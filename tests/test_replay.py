@@ -48,6 +48,7 @@ def test_histories_are_recorded():
         "ui_status",
         "guardrail_trip",
         "handoff",  # a prompt step handed from one agent to another (issue 17)
+        "by_reference",  # a tool call whose argument is a reference to an earlier result (issue 17)
     }
 
 

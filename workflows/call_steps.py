@@ -9,7 +9,6 @@ one Interpreter and shares its values and log.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,7 +20,7 @@ from contracts.calls import CallAnswer, ModelAnswer, ModelRequest, Owner, Search
 from contracts.temporal import CALL_MODEL, SEARCH_DOCS
 from contracts.transitions import Position
 from workflows import language as lang
-from workflows import prompts
+from workflows import prompts, references
 from workflows.calls import (
     CALLS_IN_WORKER_PATCH,
     HEARTBEAT_TIMEOUT,
@@ -221,14 +220,20 @@ class CallSteps:
         Each model call and each tool call is its own activity and its own transition, so a crash mid-loop
         resumes mid-loop. Function tools are answered by the client through a wait."""
         here = f"{position.workflow}[{position.step}]"
-        request, tools, fixed = await self._prompt_request(step, names, here)
+        request, tools, fixed, by_reference = await self._prompt_request(step, names, here)
         holder = Holder.start(self.interpreter.params, tools, fixed, runs_tools=bool(step.auto_run_tools))
         request.tools += holder.handoffs.offered()
+        variables = self._variables(by_reference)  # pass by reference: None unless the settings ask for it
+        offered = request.tools  # by-reference tools among them go to the model once a variable fits
 
         async def ask(messages: list[dict[str, Any]]) -> CallResult:
+            nonlocal offered
             if holder.pending is not None:  # a transfer: the target takes over from this call
                 await hand_over(self.interpreter, holder, request, step, here)
+                offered = request.tools
             request.messages, started = holder.conversation(messages), workflow.now().isoformat()
+            if variables is not None:
+                request.tools = variables.offer(offered)
             summary = f"{where(position, step.label)} · model {request.model or 'by default'}"
             answer = await self._activity(CALL_MODEL, request, step, summary)
             return replace(answer, call={"model": answer.output.get("model"), "started_at": started})
@@ -244,7 +249,9 @@ class CallSteps:
             if holder.handoffs.is_transfer(call):
                 return record_transfer(self.interpreter.log, holder, call, position, tool_metadata, here)
             owner = Owner(self.interpreter.params.developer_id, holder.agent.get("id"))
-            return self._loop_tool(call, holder.tools, holder.fixed, step, position, tool_metadata, owner)
+            return self._loop_tool(
+                call, holder.tools, holder.fixed, step, position, tool_metadata, owner, variables
+            )
 
         max_turns = step.max_turns or prompts.MAX_TURNS
         loop = ToolLoop(
@@ -272,14 +279,19 @@ class CallSteps:
 
     async def _prompt_request(
         self, step: lang.PromptStep, names: dict[str, Any], here: str
-    ) -> tuple[ModelRequest, dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
-        """The call_model request for a prompt step, the tools it offers, and their fixed arguments."""
+    ) -> tuple[
+        ModelRequest, dict[str, dict[str, Any]], dict[str, dict[str, Any]], references.ReferenceSettings
+    ]:
+        """The call_model request for a prompt step, the tools it offers, their fixed arguments, and
+        whether values pass by reference (settings of Mint's, not sent to the model)."""
         params, task = self.interpreter.params, self.interpreter.task
-        settings = {
-            **(params.agent.get("default_settings") or {}),
-            **((task.defaults.settings if task.defaults else None) or {}),
-            **(step.settings or {}),
-        }
+        by_reference, settings = references.split_settings(
+            {
+                **(params.agent.get("default_settings") or {}),
+                **((task.defaults.settings if task.defaults else None) or {}),
+                **(step.settings or {}),
+            }
+        )
         response_format = settings.pop("response_format", None)
         model = settings.pop("model", None) or params.agent.get("model")
         tools = await described(self.interpreter, self._prompt_tools(step, here), step, here)
@@ -294,7 +306,14 @@ class CallSteps:
             at=f"{params.task_info.get('name', '')}:{here}",  # where recordings file it
             owner=self._owner(),
         )
-        return request, tools, fixed
+        return request, tools, fixed, by_reference
+
+    def _variables(self, settings: references.ReferenceSettings) -> references.Variables | None:
+        """A prompt step's variables, starting with the task's state, when its settings pass by reference
+        (an execution that started before the feature existed replays without it)."""
+        if not settings.enabled or not workflow.patched(references.REFERENCES_PATCH):
+            return None
+        return references.Variables.start(settings, self.interpreter.state)
 
     async def _loop_tool(
         self,
@@ -305,9 +324,11 @@ class CallSteps:
         position: Position,
         metadata: dict[str, Any],
         owner: Owner | None = None,
+        variables: references.Variables | None = None,
     ) -> dict[str, Any]:
         """Run one tool the model asked for; any failure becomes an error result the model reads, unless
-        the tool says `on_error: fail`."""
+        the tool says `on_error: fail`. With `variables`, references in the arguments get their values, and
+        a large result becomes a variable the model reads a preview of."""
         name = call["function"]["name"]
         started = workflow.time()
         tool = tools.get(name)
@@ -317,14 +338,16 @@ class CallSteps:
             error = {"code": "unknown_tool", "message": f"there is no tool named {name!r}"}
         else:
             try:
-                arguments = {
-                    **prompts.call_arguments(call),
-                    **fixed[name],
-                }  # fixed values are not the model's
+                arguments = prompts.call_arguments(call)
+                if variables is not None:
+                    arguments = variables.resolve(prompts.parameters_schema(tool), arguments)
+                arguments = {**arguments, **fixed[name]}  # fixed values are not the model's
                 outcome = await self._run_tool(
                     tool, arguments, step, position, metadata, call_id=call["id"], owner=owner
                 )
                 data = outcome.output if isinstance(outcome, CallResult) else outcome
+            except references.BadReference as exc:
+                error = references.error_result(exc)
             except ValueError as exc:
                 error = {"code": "invalid_arguments", "message": str(exc)}
             except (ActivityError, StepFailed) as exc:
@@ -333,13 +356,15 @@ class CallSteps:
                 error = {"code": tool_error_code(exc), "message": failure_message(exc)}
         status = "error" if error else "success"
         result = prompts.tool_result(status, started, workflow.time(), data, error)
-        record = {
-            "tool_call": {"id": call["id"], "name": name, "arguments": call["function"].get("arguments")}
+        shown, variable = variables.keep(name, result) if variables is not None else (result, None)
+        record: dict[str, Any] = {
+            "tool_call": {"id": call["id"], "name": name, "arguments": call["function"].get("arguments")},
+            "result": result,  # in full; with `variable`, the model read a preview naming it
         }
-        self.interpreter.log.add(
-            "step", {**record, "result": result}, position, position, metadata={**metadata, "tool": name}
-        )
-        return result
+        if variable:
+            record["variable"] = variable
+        self.interpreter.log.add("step", record, position, position, metadata={**metadata, "tool": name})
+        return shown
 
     def _prompt_tools(self, step: lang.PromptStep, here: str) -> dict[str, dict[str, Any]]:
         """The tools a prompt step offers: `all` of the task's, or the ones it names."""
@@ -357,33 +382,9 @@ class CallSteps:
     def _messages(
         self, prompt: str | list[lang.Message], names: dict[str, Any], here: str
     ) -> list[dict[str, Any]]:
-        """The prompt as chat messages: a string is one user message; each content is a template (or, with
-        `$ `, an expression) over the step's names plus the agent and the task's tools."""
+        """The prompt as chat messages, over the step's names plus the agent and the task's tools."""
         scope = {**names, "tools": list(self.interpreter.tools.values())}
-        if isinstance(prompt, str):
-            return [{"role": "user", "content": self._content(prompt, scope, here)}]
-        messages = []
-        for message in prompt:
-            rendered: dict[str, Any] = {
-                "role": message.role,
-                "content": self._content(message.content, scope, here),
-            }
-            if message.name:
-                rendered["name"] = message.name
-            messages.append(rendered)
-        return messages
-
-    def _content(self, content: Any, scope: dict[str, Any], here: str) -> Any:
-        """A message's content rendered: text, or content parts whose text is rendered."""
-        template = self.interpreter.values.template
-        if isinstance(content, str):
-            value = template(content, scope)
-            return value if isinstance(value, str | list) else json.dumps(value)
-        if isinstance(content, list):  # content parts: the text of each part is a template
-            return [
-                {**part, "text": template(part["text"], scope)}
-                if isinstance(part, dict) and isinstance(part.get("text"), str)
-                else part
-                for part in content
-            ]
-        raise StepFailed(f"{here}: message content must be text or a list of content parts")
+        try:
+            return prompts.render_messages(prompt, scope, self.interpreter.values.template)
+        except prompts.BadContent as exc:
+            raise StepFailed(f"{here}: {exc}") from None

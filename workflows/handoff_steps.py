@@ -20,7 +20,7 @@ from contracts.calls import ModelRequest, Owner
 from contracts.executions import ExecutionParams
 from contracts.transitions import Position
 from workflows import language as lang
-from workflows import prompts
+from workflows import prompts, references
 from workflows.failures import TypedFailure
 from workflows.handoffs import Agent, HandoffRefused, Handoffs, handoff_record, system_message, transfer_data
 from workflows.mcp_listing import described
@@ -139,11 +139,13 @@ async def hand_over(
     holder.hand_over(tools, fixed, params)
     # The settings layer the agent gave is now the target's; the task's and the step's still apply.
     task = runner.task
-    settings = {
-        **(target.get("default_settings") or {}),
-        **((task.defaults.settings if task.defaults else None) or {}),
-        **(step.settings or {}),
-    }
+    _, settings = references.split_settings(  # pass-by-reference settings are Mint's, not the model's
+        {
+            **(target.get("default_settings") or {}),
+            **((task.defaults.settings if task.defaults else None) or {}),
+            **(step.settings or {}),
+        }
+    )
     settings.pop("response_format", None)  # kept on the request as the step asked
     step_model = settings.pop("model", None)
     own_model = (target.get("default_settings") or {}).get("model") or target.get("model")

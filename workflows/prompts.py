@@ -6,7 +6,11 @@ Pure functions, run inside the workflow; the model call itself is an activity (a
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workflows.language import Message
 
 MAX_TURNS = 10
 TOOL_PARAMETERS_KEY = "x-tool-parameters"
@@ -105,3 +109,41 @@ def tool_result(
     else:
         result["error"] = error
     return result
+
+
+class BadContent(Exception):
+    """A prompt message's content is neither text nor a list of content parts."""
+
+
+def render_messages(
+    prompt: str | list[Message], scope: dict[str, Any], template: Callable[[str, dict[str, Any]], Any]
+) -> list[dict[str, Any]]:
+    """A prompt step's prompt as chat messages: a string is one user message; each content is a template
+    (or, with `$ `, an expression) over `scope`."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": _content(prompt, scope, template)}]
+    messages = []
+    for message in prompt:
+        rendered: dict[str, Any] = {
+            "role": message.role,
+            "content": _content(message.content, scope, template),
+        }
+        if message.name:
+            rendered["name"] = message.name
+        messages.append(rendered)
+    return messages
+
+
+def _content(content: Any, scope: dict[str, Any], template: Callable[[str, dict[str, Any]], Any]) -> Any:
+    """A message's content rendered: text, or content parts whose text is rendered."""
+    if isinstance(content, str):
+        value = template(content, scope)
+        return value if isinstance(value, str | list) else json.dumps(value)
+    if isinstance(content, list):  # content parts: the text of each part is a template
+        return [
+            {**part, "text": template(part["text"], scope)}
+            if isinstance(part, dict) and isinstance(part.get("text"), str)
+            else part
+            for part in content
+        ]
+    raise BadContent("message content must be text or a list of content parts")

@@ -17,6 +17,7 @@ from workflows.input_schema import schema_problems
 from workflows.partial_parse import TaskParts, parse_task
 from workflows.plain_errors import format_loc
 from workflows.problems import Problem, Suggestions, capped_warnings, in_path_order
+from workflows.references import setting_problems
 from workflows.sandbox.expressions import CONTEXT_NAMES, KNOWN_NAMES, MAX_EXPRESSION_LENGTH
 from workflows.values import check_value, reading_warnings
 
@@ -135,7 +136,12 @@ class _StepChecks:
     labels: dict[str, str] = field(default_factory=dict)
 
     def __call__(self, step: lang.StepModel, path: str) -> list[Problem]:
-        return self._fields(step, path) + self._label(step, path) + self._references(step, path)
+        return (
+            self._fields(step, path)
+            + self._label(step, path)
+            + self._references(step, path)
+            + _reference_settings(step, path)
+        )
 
     def _fields(self, step: lang.StepModel, path: str) -> list[Problem]:
         problems = []
@@ -171,6 +177,14 @@ class _StepChecks:
                 listed = ", ".join(sorted(self.names[what])) or "none"
                 problems.append(Problem(where, f"unknown {what} {name!r}{hint} ({what}s: {listed})"))
         return problems
+
+
+def _reference_settings(step: lang.StepModel, path: str) -> list[Problem]:
+    """A prompt step's pass-by-reference settings (workflows/references.py) are Mint's, and checked here."""
+    settings = getattr(step, "settings", None)
+    if not isinstance(step, lang.PromptStep) or not isinstance(settings, dict):
+        return []
+    return [Problem(f"{path}.settings", message) for message in setting_problems(settings)]
 
 
 def tool_timeout_problems(tool: lang.ToolDef, path: str, limit: float) -> list[Problem]:

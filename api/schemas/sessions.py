@@ -11,6 +11,14 @@ from api.schemas.common import Metadata
 from contracts.budgets import Budget
 
 
+class SessionSettings(BaseModel):
+    """Mint's settings for a session's chats: pass by reference (workflows/references.py)."""
+
+    model_config = ConfigDict(extra="ignore")
+    pass_by_reference: Annotated[bool, Field(strict=True)] | None = None
+    reference_threshold: Annotated[int, Field(strict=True, ge=1)] | None = None  # characters
+
+
 class SessionCreate(BaseModel):
     model_config = ConfigDict(extra="ignore")
     agent: str | None = None
@@ -25,6 +33,7 @@ class SessionCreate(BaseModel):
     recall_options: dict[str, Any] | None = None
     auto_run_tools: bool = False
     forward_tool_calls: bool = False
+    settings: SessionSettings | None = None
     metadata: Metadata | None = None
     budget: Budget | None = None  # limits on the model calls of all its chats (contracts/budgets.py)
 
@@ -53,6 +62,7 @@ class Session(BaseModel):
     auto_run_tools: bool = False
     forward_tool_calls: bool = False
     summary: str | None = None
+    settings: dict[str, Any] | None = None
     metadata: Metadata = {}
     budget: Budget | None = None
     created_at: datetime

@@ -60,6 +60,7 @@ SESSIONS = Table(
         "auto_run_tools",
         "forward_tool_calls",
         "summary",
+        "settings",
         "metadata",
         "budget",
     ),

@@ -16,7 +16,7 @@ from contracts.temporal import RUN_TOOL_WORKFLOW
 from mint.models.client import ModelClient, OnText
 from services.chat.request import Chat
 from services.errors import ModelFailed, ModelRefused
-from workflows import prompts
+from workflows import prompts, references
 
 # The request's settings that override the agent's default_settings.
 SETTING_KEYS = ("temperature", "max_tokens", "top_p", "stop", "seed", "frequency_penalty", "presence_penalty")
@@ -64,10 +64,32 @@ class ChatCalls:
             raise ModelRefused(exc.message) from None
 
     async def run_tool(
-        self, developer: str, agent_id: str, spec: dict[str, Any], call: dict[str, Any]
+        self,
+        developer: str,
+        agent_id: str,
+        spec: dict[str, Any],
+        call: dict[str, Any],
+        variables: references.Variables | None = None,
+        fixed: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """One server-side tool call, on the worker; a failure is a result the model reads, as in a task's
-        tool loop."""
+        tool loop. With `variables` (a session that passes by reference), references in the arguments get
+        their values (`fixed`, the x-tool-parameters values in the call, are not the model's and stay as
+        they are), and a large result becomes a variable the model reads a preview of."""
+        if variables is None:
+            return await self._run_tool(developer, agent_id, spec, prompts.call_arguments(call))
+        fixed = fixed or {}
+        own = {k: v for k, v in prompts.call_arguments(call).items() if k not in fixed}
+        try:
+            arguments = {**variables.resolve(prompts.parameters_schema(spec), own), **fixed}
+        except references.BadReference as exc:
+            return prompts.tool_result("error", 0, 0, error=references.error_result(exc))
+        result = await self._run_tool(developer, agent_id, spec, arguments)
+        return variables.keep(spec["name"], result)[0]
+
+    async def _run_tool(
+        self, developer: str, agent_id: str, spec: dict[str, Any], arguments: dict[str, Any]
+    ) -> dict[str, Any]:
         started = time.monotonic()
         try:
             data = await self.temporal.execute_workflow(
@@ -75,7 +97,7 @@ class ChatCalls:
                 RunToolRequest(
                     owner=Owner(developer_id=developer, agent_id=agent_id),
                     tool=spec,
-                    arguments=prompts.call_arguments(call),
+                    arguments=arguments,
                     max_tool_timeout=self.max_tool_timeout,
                 ),
                 id=f"chat-tool-{uuid.uuid4()}",

@@ -42,7 +42,7 @@ from services.chat.spending import ChatSpending
 from services.errors import Busy, Invalid, ModelFailed, NotFound
 from services.handoffs import handoff_targets
 from services.sessions import owned_row
-from workflows import prompts
+from workflows import prompts, references
 from workflows.storable import find_unstorable, format_path
 from workflows.tool_loop import LoopEnd, MaxTurnsExceeded, ToolLoop
 
@@ -231,14 +231,21 @@ class Chatter:
         `auto_run_tools` and every call asks for a server-side tool (or a handoff); others go back to the
         client. After a handoff, `holder` names the agent that answers."""
         auto_run = session["auto_run_tools"] if body.auto_run_tools is None else body.auto_run_tools
+        by_reference, _ = references.split_settings(session.get("settings") or {})
+        # Pass by reference: the variables last for this agent's turn (its tool loop, handoffs included).
+        variables = references.Variables.start(by_reference) if by_reference.enabled else None
 
         async def ask(messages: list[dict[str, Any]]) -> dict[str, Any]:
             if holder.pending is not None:
                 await self._hand_over(developer, session, body, turn_body, holder, reply)
             cast, tools = holder.cast, holder.offered_tools()
+            # With variables, a by-reference tool is offered once one fits it.
+            offered = variables.offer(tools) if variables is not None else tools
             conversation = holder.conversation(messages)
             await spending.before_call()
-            answer = await self.calls.complete(body, cast.agent, conversation, session["id"], tools, streamed)
+            answer = await self.calls.complete(
+                body, cast.agent, conversation, session["id"], offered, streamed
+            )
             await spending.after_call(answer)  # counts it in the answer's usage too
             for call in _message(answer).get("tool_calls") or []:  # fixed values go in, whoever runs the call
                 call["function"]["arguments"] = json.dumps(
@@ -249,8 +256,10 @@ class Chatter:
         def run_tool(call: dict[str, Any], turn: int) -> Awaitable[dict[str, Any]]:
             if holder.handoffs.is_transfer(call):
                 return holder.transfer(call)
-            spec = holder.cast.specs[call["function"]["name"]]
-            return self.calls.run_tool(developer, holder.cast.agent["id"], spec, call)
+            cast, name = holder.cast, call["function"]["name"]
+            return self.calls.run_tool(
+                developer, cast.agent["id"], cast.specs[name], call, variables, cast.fixed.get(name)
+            )
 
         return ToolLoop(
             ask=ask,
