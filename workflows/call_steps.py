@@ -9,8 +9,8 @@ one Interpreter and shares its values and log.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
-from dataclasses import dataclass, replace
+from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import Any
 
 from temporalio import workflow
@@ -25,6 +25,7 @@ from workflows.calls import (
     CALLS_IN_WORKER_PATCH,
     HEARTBEAT_TIMEOUT,
     CallRequest,
+    CallResult,
     ToolError,
     call_options,
     runs_in_worker,
@@ -40,24 +41,6 @@ from workflows.worker_calls import WorkerCalls
 
 # A call that belongs to no step (a guardrail's) takes the task's defaults for timeouts and retries.
 OTHER_CALL = lang.CallStep()
-
-
-@dataclass
-class CallResult:
-    """A call's output, how many attempts it took and, for model calls, the tokens used and their cost
-    (recorded in the step transition's metadata; the writer sums usage on the execution)."""
-
-    output: Any
-    attempts: int
-    usage: dict[str, Any] | None = None
-    cost: float | None = None
-    call: dict[str, Any] | None = None  # a model call's `model` and `started_at`, for traces
-    agent_id: str | None = None  # the agent that answered, when a handoff passed the step to another
-
-    def metadata(self) -> dict[str, Any]:
-        used = {"usage": self.usage, "cost": self.cost, **(self.call or {})} if self.usage is not None else {}
-        answered = {"agent_id": self.agent_id} if self.agent_id is not None else {}
-        return {"attempts": self.attempts, **used, **answered}
 
 
 def _step_output(answer: CallResult, step: lang.PromptStep, request: ModelRequest, here: str) -> Any:
@@ -224,19 +207,6 @@ class CallSteps:
         holder = Holder.start(self.interpreter.params, tools, fixed, runs_tools=bool(step.auto_run_tools))
         request.tools += holder.handoffs.offered()
         variables = self._variables(by_reference)  # pass by reference: None unless the settings ask for it
-        offered = request.tools  # by-reference tools among them go to the model once a variable fits
-
-        async def ask(messages: list[dict[str, Any]]) -> CallResult:
-            nonlocal offered
-            if holder.pending is not None:  # a transfer: the target takes over from this call
-                await hand_over(self.interpreter, holder, request, step, here)
-                offered = request.tools
-            request.messages, started = holder.conversation(messages), workflow.now().isoformat()
-            if variables is not None:
-                request.tools = variables.offer(offered)
-            summary = f"{where(position, step.label)} · model {request.model or 'by default'}"
-            answer = await self._activity(CALL_MODEL, request, step, summary)
-            return replace(answer, call={"model": answer.output.get("model"), "started_at": started})
 
         def record_model_turn(turn: int, answer: CallResult) -> None:
             turn_metadata = {**(metadata or {}), "turn": turn, "call": "model"}
@@ -255,7 +225,7 @@ class CallSteps:
 
         max_turns = step.max_turns or prompts.MAX_TURNS
         loop = ToolLoop(
-            ask=ask,
+            ask=self._asker(request, holder, variables, step, position),
             message_of=lambda answer: answer.output["choices"][0]["message"],
             runs_here=lambda calls: bool(step.auto_run_tools),
             run_tool=run_tool,
@@ -272,6 +242,33 @@ class CallSteps:
             ) from None
         output = _step_output(answer, step, request, here)
         return replace(answer, output=output, agent_id=answered_by(holder, output))
+
+    def _asker(
+        self,
+        request: ModelRequest,
+        holder: Holder,
+        variables: references.Variables | None,
+        step: lang.PromptStep,
+        position: Position,
+    ) -> Callable[[list[dict[str, Any]]], Awaitable[CallResult]]:
+        """A prompt step's model call, each round of its tool loop: after a transfer, the target's request;
+        with variables, the by-reference tools some variable fits."""
+        here = f"{position.workflow}[{position.step}]"
+        offered = request.tools
+
+        async def ask(messages: list[dict[str, Any]]) -> CallResult:
+            nonlocal offered
+            if holder.pending is not None:  # a transfer: the target takes over from this call
+                await hand_over(self.interpreter, holder, request, step, here)
+                offered = request.tools
+            request.messages, started = holder.conversation(messages), workflow.now().isoformat()
+            if variables is not None:
+                request.tools = variables.offer(offered)
+            summary = f"{where(position, step.label)} · model {request.model or 'by default'}"
+            answer = await self._activity(CALL_MODEL, request, step, summary)
+            return replace(answer, call={"model": answer.output.get("model"), "started_at": started})
+
+        return ask
 
     async def model_call(self, request: ModelRequest, summary: str) -> CallResult:
         """A model call that is no prompt step's (a guardrail's), with the task's defaults for the calls."""

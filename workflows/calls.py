@@ -1,4 +1,5 @@
-"""How steps that call out are shaped: their activity timeout and retry policy, and api_call requests."""
+"""How steps that call out are shaped: their activity timeout and retry policy, api_call requests, and what a
+call gives back (CallResult)."""
 
 from __future__ import annotations
 
@@ -218,3 +219,21 @@ def _render(value: Any, scope: dict[str, Any], values: ValueEvaluator) -> Any:
     if isinstance(value, list):
         return [_render(v, scope, values) for v in value]
     return value
+
+
+@dataclass
+class CallResult:
+    """A call's output, how many attempts it took and, for model calls, the tokens used and their cost
+    (recorded in the step transition's metadata; the writer sums usage on the execution)."""
+
+    output: Any
+    attempts: int
+    usage: dict[str, Any] | None = None
+    cost: float | None = None
+    call: dict[str, Any] | None = None  # a model call's `model` and `started_at`, for traces
+    agent_id: str | None = None  # the agent that answered, when a handoff passed the step to another
+
+    def metadata(self) -> dict[str, Any]:
+        used = {"usage": self.usage, "cost": self.cost, **(self.call or {})} if self.usage is not None else {}
+        answered = {"agent_id": self.agent_id} if self.agent_id is not None else {}
+        return {"attempts": self.attempts, **used, **answered}

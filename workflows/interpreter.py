@@ -21,7 +21,8 @@ from temporalio import workflow
 from contracts.executions import ExecutionParams, ResumePoint
 from contracts.transitions import Position
 from workflows import language as lang
-from workflows.call_steps import CallResult, CallSteps
+from workflows.call_steps import CallSteps
+from workflows.calls import CallResult
 from workflows.execution_guardrails import ExecutionGuardrails
 from workflows.failures import Returned, StepFailed, TypedFailure, failure_message, failure_type
 from workflows.fan_out import CHUNK_ITEMS, FanOut
