@@ -143,7 +143,9 @@ def _add(builder: _Builder, transition: dict[str, Any]) -> None:  # noqa: C901 (
         builder.start_run(_Run(run_id), at, current["workflow"])
     previous = builder.last_at.get(run_id, at)
     builder.last_at[run_id] = at
-    if kind in ("step", "wait", "resume"):
+    if kind == "step" and metadata.get("stage") in ("input", "output") and "guardrail" in metadata:
+        _verdict(builder, run_id, transition, at, previous)
+    elif kind in ("step", "wait", "resume"):
         builder.open_containers(run_id, transition, previous)
         key = builder.step_key(run_id, transition)
         builder.open_step(key, _call_start(transition) or previous)
@@ -235,6 +237,23 @@ def _calls(builder: _Builder, run_id: str, transition: dict[str, Any], at: str, 
         if result.get("error") is not None:
             end["error"] = result["error"]
         builder.item("tool_call_end", run_id, at, **end)
+
+
+def _verdict(builder: _Builder, run_id: str, transition: dict[str, Any], at: str, previous: str) -> None:
+    """A prompt guardrail's verdict: its model call and a `guardrail` item, but no step of its own (it is
+    recorded at the position of the step about to run, or one past main's last for the output)."""
+    metadata = transition["metadata"]
+    _calls(builder, run_id, transition, at, previous)
+    verdict = transition.get("output") if isinstance(transition.get("output"), dict) else {}
+    builder.item(
+        "guardrail",
+        run_id,
+        at,
+        name=metadata["guardrail"],
+        stage=metadata["stage"],
+        allowed=verdict.get("allowed"),
+        reason=verdict.get("reason"),
+    )
 
 
 def _notes(builder: _Builder, run_id: str, transition: dict[str, Any], at: str) -> None:

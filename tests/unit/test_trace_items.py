@@ -72,3 +72,27 @@ def test_a_handoff_and_a_guardrail_trip_appear_where_they_were_recorded():
         "error_type": "OutputGuardrailTripwire",
     }
     assert {i["run_id"] for i in items} == {RUN}
+
+
+def test_a_prompt_guardrails_verdict_is_a_model_call_and_a_guardrail_item_not_a_step():
+    usage = {"prompt_tokens": 3, "completion_tokens": 2}
+    verdict = {"guardrail": "polite", "allowed": True, "reason": "fine"}
+    rows = [
+        _row("init", "00", output={}),
+        _row(
+            "step", "01", output=verdict, guardrail="polite", stage="input", usage=usage, cost=0.1, model="m"
+        ),
+        _row("step", "02", output={"x": 1}),
+        _row("finish", "03", step=0, output={"x": 1}),
+    ]
+    items = build_trace({"id": str(uuid.uuid4())}, rows)["items"]
+    assert [i["type"] for i in items] == [
+        "run_start",
+        "llm_call_start",
+        "llm_call_end",
+        "guardrail",
+        "step_start",
+        "step_end",
+        "run_end",
+    ]
+    assert items[3]["data"] == {"name": "polite", "stage": "input", "allowed": True, "reason": "fine"}
