@@ -1,0 +1,272 @@
+"""Integration tools (Julep's `type: integration`): each provider against a local fake of its service
+(tests/integration_fakes.py, which the model stack's MINT_<PROVIDER>_BASE_URL and MINT_SMTP_HOST point at):
+its answer in Julep's shape, the service's error answer, a timeout; secrets in `setup`; refusals at creation."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.helpers import create_agent, run_task
+from tests.integration_fakes import BAD_KEY, SLOW_SECONDS
+from tests.test_secrets import _plain_history_text
+
+CANARY = "canary-integration-9d2f61b7e4a3"
+
+
+@dataclass(frozen=True)
+class ProviderCase:
+    integration: dict[str, Any]
+    arguments: dict[str, Any]
+    output: Callable[[Any], bool]  # True when the answer has Julep's shape and the fake's content
+    error: str  # a regex the execution's error matches when the service refuses
+    refusing_arguments: dict[str, Any] = field(default_factory=dict)
+    refusing_setup: dict[str, Any] = field(default_factory=dict)
+    slow_arguments: dict[str, Any] = field(default_factory=dict)
+
+
+EMAIL = {"to": "ada@example.com", "from": "mint@example.com", "subject": "Hello", "body": "Hi Ada."}
+CASES = {
+    "weather": ProviderCase(
+        {"provider": "weather", "setup": {"openweathermap_api_key": "owm-key"}},
+        {"location": "London"},
+        lambda out: out["result"].startswith("In London") and "broken clouds" in out["result"],
+        r"OpenWeatherMap refused the call \(404\): city not found",
+        refusing_arguments={"location": "Atlantis"},
+        slow_arguments={"location": "slow"},
+    ),
+    "brave": ProviderCase(
+        {"provider": "brave", "method": "search", "setup": {"brave_api_key": "brave-key"}},
+        {"query": "mint"},
+        lambda out: (
+            out["result"][0]
+            == {"title": "mint news", "link": "https://news.example/1", "snippet": "All about mint."}
+        ),
+        r"Brave Search refused the call \(401\): The provided token is invalid",
+        refusing_setup={"brave_api_key": BAD_KEY},
+        slow_arguments={"query": "slow"},
+    ),
+    "wikipedia": ProviderCase(
+        {"provider": "wikipedia"},
+        {"query": "Julep", "load_max_docs": 2},
+        lambda out: (
+            [d["metadata"]["title"] for d in out["documents"]] == ["Julep", "Julep 1"]
+            and out["documents"][0]["page_content"] == "Julep is a subject of article 0."
+        ),
+        r'Wikipedia refused the search: The "gsrsearch" parameter must be set',
+        refusing_arguments={"query": " "},
+        slow_arguments={"query": "slow"},
+    ),
+    "spider": ProviderCase(
+        {"provider": "spider", "setup": {"spider_api_key": "spider-key"}},
+        {"url": "https://julep.ai", "params": {"limit": 2, "return_format": "markdown"}},
+        lambda out: (
+            [p["content"] for p in out["result"]]
+            == ["# Page 0 of https://julep.ai", "# Page 1 of https://julep.ai"]
+        ),
+        r"Spider refused the call \(401\): Unauthorized: invalid API key",
+        refusing_setup={"spider_api_key": BAD_KEY},
+        slow_arguments={"url": "slow"},
+    ),
+    "arxiv": ProviderCase(
+        {"provider": "arxiv"},
+        {"query": "agents", "max_results": 2},
+        lambda out: (
+            len(out["result"]) == 2
+            and out["result"][0]["title"] == "Paper 0 on agents"
+            and out["result"][0]["authors"] == ["Ada Lovelace", "Alan Turing"]
+            and out["result"][0]["pdf_url"] == "http://arxiv.org/pdf/2401.00000v1"
+            and out["result"][0]["categories"] == ["cs.AI", "cs.LG"]
+        ),
+        r"arXiv refused the call \(400\): malformed query: not a query",
+        refusing_arguments={"query": "not a query"},
+        slow_arguments={"query": "slow"},
+    ),
+    "email": ProviderCase(
+        {"provider": "email", "setup": {"user": "mint", "password": "smtp-pass"}},
+        EMAIL,
+        lambda out: out == {"success": True},
+        r"the SMTP server refused the recipients: nobody@refused\.example: 550",
+        refusing_arguments={"to": "nobody@refused.example"},
+        slow_arguments={"subject": "slow"},
+    ),
+}
+
+
+def _task(integration: dict[str, Any], arguments: dict[str, Any], **step: Any) -> dict[str, Any]:
+    tool = {"name": "the_tool", "type": "integration", "integration": integration}
+    return {
+        "name": "integration",
+        "tools": [tool],
+        "main": [{"tool": "the_tool", "arguments": arguments, **step}],
+    }
+
+
+@pytest.mark.parametrize("provider", CASES)
+async def test_a_provider_answers_in_julep_shape(provider, mapi, integration_fakes):
+    case = CASES[provider]
+    execution, _ = await run_task(mapi, _task(case.integration, case.arguments))
+    assert execution["status"] == "succeeded", execution["error"]
+    assert case.output(execution["output"]), execution["output"]
+
+
+@pytest.mark.parametrize("provider", CASES)
+async def test_the_services_error_answer_fails_the_step_with_its_message(provider, mapi):
+    case = CASES[provider]
+    integration = {**case.integration, "setup": {**case.integration.get("setup", {}), **case.refusing_setup}}
+    task = _task(integration, {**case.arguments, **case.refusing_arguments})
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "failed"
+    assert re.search(case.error, execution["error"]), execution["error"]
+
+
+@pytest.mark.parametrize("provider", CASES)
+async def test_a_service_slower_than_the_steps_timeout_fails_the_step(provider, mapi):
+    case = CASES[provider]
+    timeout = SLOW_SECONDS / 3
+    task = _task(
+        case.integration,
+        {**case.arguments, **case.slow_arguments},
+        timeout=timeout,
+        retry={"max_attempts": 1},
+    )
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "failed"
+    assert "did not finish within its timeout" in execution["error"], execution["error"]
+
+
+async def test_an_email_reaches_the_smtp_server_as_written(mapi, integration_fakes):
+    before = len(integration_fakes.mailbox.messages)
+    execution, _ = await run_task(mapi, _task(CASES["email"].integration, EMAIL))
+    assert execution["status"] == "succeeded", execution["error"]
+    sender, recipients, text, user = integration_fakes.mailbox.messages[before]
+    assert (sender, recipients, user) == ("mint@example.com", ["ada@example.com"], "mint")
+    assert "Subject: Hello" in text and "Hi Ada." in text
+
+
+async def test_a_refused_smtp_login_is_not_retried(mapi):
+    integration = {"provider": "email", "setup": {"user": "mint", "password": BAD_KEY}}
+    execution, rows = await run_task(mapi, _task(integration, EMAIL))
+    assert execution["status"] == "failed"
+    assert re.search(r"refused the message \(535\)", execution["error"]), execution["error"]
+    assert BAD_KEY not in json.dumps([execution, rows])  # a password written in the task is masked too
+
+
+@pytest.mark.parametrize(
+    "form", ["secrets.BRAVE_TOKEN", "{{ secrets.BRAVE_TOKEN }}", "$ secrets.BRAVE_TOKEN"]
+)
+async def test_a_secret_in_setup_reaches_the_service_and_nothing_else(
+    form, mapi, integration_fakes, temporal_env, caplog
+):
+    caplog.set_level(logging.DEBUG)
+    assert (await mapi.post("/secrets", json={"name": "BRAVE_TOKEN", "value": CANARY})).status_code == 201
+    before = len(integration_fakes.requests)
+    integration = {"provider": "brave", "setup": {"brave_api_key": form}}
+    execution, rows = await run_task(mapi, _task(integration, {"query": "echo: the key"}, local=False))
+    assert execution["status"] == "succeeded", execution["error"]
+    sent = [r for r in integration_fakes.requests[before:] if "echo" in r.path]
+    assert [r.headers["X-Subscription-Token"] for r in sent] == [CANARY]
+    # The fake echoed the key in its answer: masked there.
+    assert execution["output"]["result"][0]["snippet"] == "token [secret BRAVE_TOKEN]"
+    everything = [
+        json.dumps(rows),
+        json.dumps(execution),
+        await _plain_history_text(temporal_env, execution["id"], marker="brave_api_key"),
+        "\n".join(f"{r.getMessage()} {r.args!r} {r.exc_text or ''}" for r in caplog.records),
+    ]
+    for text in everything:
+        assert CANARY not in text
+
+
+async def test_a_key_written_in_setup_is_masked_in_the_answer(mapi):
+    key = "spider-literal-key-3b8e0c"
+    integration = {"provider": "spider", "setup": {"spider_api_key": key}}
+    execution, rows = await run_task(mapi, _task(integration, {"url": "https://echo:site"}))
+    assert execution["status"] == "succeeded", execution["error"]
+    assert execution["output"]["result"][0]["content"].endswith("key [secret spider_api_key]")
+    assert key not in json.dumps(rows)
+
+
+async def test_without_a_key_in_setup_the_owners_secret_of_the_providers_name_is_used(
+    mapi, integration_fakes
+):
+    task = _task({"provider": "weather"}, {"location": "Paris"})
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "failed"
+    assert "no secret named OPENWEATHERMAP_API_KEY" in execution["error"], execution["error"]
+    created = await mapi.post("/secrets", json={"name": "OPENWEATHERMAP_API_KEY", "value": "owm-own-key"})
+    assert created.status_code == 201, created.text
+    before = len(integration_fakes.requests)
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "succeeded", execution["error"]
+    (sent,) = integration_fakes.requests[before:]
+    assert parse_qs(urlsplit(sent.path).query)["appid"] == ["owm-own-key"]
+
+
+@pytest.mark.parametrize(
+    ("integration", "arguments", "path", "message"),
+    [
+        (
+            {"provider": "browserbase", "method": "create_session", "setup": {"api_key": "k"}},
+            {},
+            "tools[0].integration",
+            r"provider 'browserbase' is not available: .*api_call",
+        ),
+        (
+            {"provider": "remote_browser"},
+            {},
+            "tools[0].integration",
+            r"provider 'remote_browser'.*MCP server",
+        ),
+        ({"provider": "cloudinary"}, {}, "tools[0].integration", r"provider 'cloudinary' is not available"),
+        ({"provider": "llama_parse"}, {}, "tools[0].integration", r"provider 'llama_parse' is not available"),
+        ({"provider": "duckduckgo"}, {}, "tools[0].integration", r"provider 'duckduckgo' is not available"),
+        (
+            {"provider": "weather", "setup": {"api_key": "k"}},
+            {"location": "x"},
+            "tools[0].integration",
+            r"provider 'weather' has no setup field 'api_key' \(it takes openweathermap_api_key\)",
+        ),
+        (
+            {"provider": "spider", "method": "crawler"},
+            {"url": "x"},
+            "tools[0].integration",
+            r"provider 'spider' has no method 'crawler': did you mean `crawl`\?",
+        ),
+        (
+            {"provider": "weather"},
+            {"city": "x"},
+            "main[0].arguments",
+            r"tool 'the_tool': provider 'weather', method 'get' takes no argument 'city' \(it takes location\)",
+        ),
+    ],
+)
+async def test_a_tool_mint_cannot_run_is_refused_when_the_task_is_created(
+    integration, arguments, path, message, mapi
+):
+    agent = await create_agent(mapi)
+    response = await mapi.post(f"/agents/{agent['id']}/tasks", json=_task(integration, arguments))
+    assert response.status_code == 422, response.text
+    problems = {p["path"]: p["message"] for p in response.json()["problems"]}
+    assert re.search(message, problems.get(path, "")), problems
+
+
+async def test_an_agent_tool_with_a_refused_provider_is_refused(mapi):
+    agent = await create_agent(mapi)
+    tool = {"name": "browse", "type": "integration", "integration": {"provider": "browserbase"}}
+    response = await mapi.post(f"/agents/{agent['id']}/tools", json=tool)
+    assert 400 <= response.status_code < 500, response.text
+    assert "browserbase" in response.text
+
+
+async def test_a_missing_argument_fails_the_step_naming_it(mapi):
+    execution, _ = await run_task(mapi, _task({"provider": "brave", "setup": {"brave_api_key": "k"}}, {}))
+    assert execution["status"] == "failed"
+    assert "provider 'brave', method 'search' needs the argument query" in execution["error"]
