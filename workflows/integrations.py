@@ -88,6 +88,25 @@ PROVIDERS: dict[str, Provider] = {
                 )
             },
         ),
+        _provider(
+            "mailgun",
+            {"send_email": Method(("to", "from", "subject", "body"), ("cc", "bcc"))},
+            ("api_key",),
+            credentials={"api_key": "MAILGUN_API_KEY"},
+        ),
+        _provider(
+            "algolia",
+            {"search": Method(("index_name", "query"), ("attributes_to_retrieve", "hits_per_page"))},
+            ("algolia_application_id", "algolia_api_key"),
+            credentials={"algolia_api_key": "ALGOLIA_API_KEY"},
+        ),
+        _provider(
+            "unstructured",
+            {"partition": Method(("file",), ("filename", "partition_params"))},
+            ("unstructured_api_key", "server_url"),
+            credentials={"unstructured_api_key": "UNSTRUCTURED_API_KEY"},
+        ),
+        _provider("ffmpeg", {"bash_cmd": Method(("cmd",), ("file",))}, base_url_variable=None),
     )
 }
 

@@ -20,7 +20,18 @@ from temporalio import activity
 from activities.egress import EgressPolicy
 from activities.heartbeat import heartbeating
 from activities.http import HttpActivities
-from activities.integrations import arxiv, brave, email, spider, weather, wikipedia
+from activities.integrations import (
+    algolia,
+    arxiv,
+    brave,
+    email,
+    ffmpeg,
+    mailgun,
+    spider,
+    unstructured,
+    weather,
+    wikipedia,
+)
 from activities.secrets import reveal
 from contracts.calls import CallAnswer, IntegrationCallRequest
 from contracts.temporal import CALL_INTEGRATION
@@ -30,7 +41,8 @@ from workflows.integrations import PROVIDERS
 
 # provider name -> its module (DEFAULT_BASE_URL, call)
 MODULES: dict[str, ModuleType] = {
-    m.__name__.rsplit(".", 1)[-1]: m for m in (weather, brave, wikipedia, spider, email, arxiv)
+    m.__name__.rsplit(".", 1)[-1]: m
+    for m in (weather, brave, wikipedia, spider, email, arxiv, mailgun, algolia, unstructured, ffmpeg)
 }
 
 
