@@ -15,12 +15,14 @@ What a fake answers depends on what it is asked, so one server serves every test
 from __future__ import annotations
 
 import asyncio
+import base64
+import email
 import json
 import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, Envelope, LoginPassword
@@ -174,6 +176,59 @@ def arxiv(request: Request) -> Answer:
     return 200, headers, f"{ATOM_HEAD}<title>arXiv Query</title>{entries}</feed>".encode()
 
 
+def mailgun(request: Request) -> Answer:
+    """POST /v3/{domain}/messages, a form, basic auth `api:{key}`."""
+    form = {k: v[0] for k, v in parse_qs(request.body.decode()).items()}
+    _slow(form.get("subject"))
+    credentials = base64.b64decode(request.headers.get("Authorization", "Basic ").split()[-1]).decode()
+    if not credentials.startswith("api:") or credentials == f"api:{BAD_KEY}":
+        return 401, {"Content-Type": "text/plain"}, b"Forbidden"
+    if "@" not in form.get("to", ""):
+        return _json(400, {"message": "'to' parameter is not a valid address. please check documentation"})
+    domain = urlsplit(request.path).path.split("/")[2]
+    return _json(200, {"id": f"<20260101.1@{domain}>", "message": "Queued. Thank you."})
+
+
+def algolia(request: Request) -> Answer:
+    """POST /1/indexes/{index}/query, the application id and key in X-Algolia-* headers."""
+    body = json.loads(request.body or b"{}")
+    _slow(body.get("query"))
+    if request.headers.get("X-Algolia-API-Key") == BAD_KEY:
+        return _json(403, {"message": "Invalid Application-ID or API key", "status": 403})
+    index = unquote(urlsplit(request.path).path.split("/")[3])
+    if index == "missing":
+        return _json(404, {"message": "Index does not exist", "status": 404})
+    count = int(body.get("hitsPerPage") or 10)
+    hits = [{"objectID": str(i), "name": f"{body.get('query')} {i}"} for i in range(min(count, 3))]
+    meta = {"nbHits": len(hits), "page": 0, "nbPages": 1, "hitsPerPage": count, "processingTimeMS": 1}
+    return _json(200, {"hits": hits, **meta, "query": body.get("query"), "params": ""})
+
+
+def unstructured(request: Request) -> Answer:
+    """POST /general/v0/general, the document as multipart form data (`files`), the key in
+    unstructured-api-key: one element per line of text."""
+    if request.headers.get("unstructured-api-key") == BAD_KEY:
+        return _json(401, {"detail": "API key is invalid"})
+    head = f"Content-Type: {request.headers.get('Content-Type')}\r\n\r\n".encode()
+    form = email.message_from_bytes(head + request.body)
+    parts = {p.get_param("name", header="content-disposition"): p for p in form.get_payload()}
+    document = parts["files"]
+    filename = document.get_filename()
+    _slow(filename)
+    lines = document.get_payload(decode=True).decode().splitlines()
+    strategy = parts["strategy"].get_payload() if "strategy" in parts else "auto"
+    elements = [
+        {
+            "type": "Title" if i == 0 else "NarrativeText",
+            "element_id": str(i),
+            "text": line,
+            "metadata": {"filename": filename, "strategy": strategy},
+        }
+        for i, line in enumerate(lines)
+    ]
+    return _json(200, elements)
+
+
 ROUTES = {
     "/data/2.5/weather": weather,
     "/res/v1/web/search": brave,
@@ -183,11 +238,17 @@ ROUTES = {
     "/screenshot": spider,
     "/search": spider,
     "/api/query": arxiv,
+    "/general/v0/general": unstructured,
 }
 
 
 def respond(request: Request) -> Answer:
-    route = ROUTES.get(urlsplit(request.path).path)
+    path = urlsplit(request.path).path
+    route = ROUTES.get(path)
+    if path.startswith("/v3/") and path.endswith("/messages"):
+        route = mailgun
+    elif path.startswith("/1/indexes/") and path.endswith("/query"):
+        route = algolia
     return route(request) if route else (404, {}, b"no such path")
 
 
@@ -246,7 +307,8 @@ class IntegrationFakes:
 
     @property
     def base_urls(self) -> dict[str, str]:
-        return {name: self.http.url for name in ("weather", "brave", "wikipedia", "spider", "arxiv")}
+        names = ("weather", "brave", "wikipedia", "spider", "arxiv", "mailgun", "algolia", "unstructured")
+        return {name: self.http.url for name in names}
 
     @property
     def requests(self) -> list[Request]:

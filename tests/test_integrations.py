@@ -4,9 +4,12 @@ its answer in Julep's shape, the service's error answer, a timeout; secrets in `
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import os
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,6 +91,41 @@ CASES = {
         r"arXiv refused the call \(400\): malformed query: not a query",
         refusing_arguments={"query": "not a query"},
         slow_arguments={"query": "slow"},
+    ),
+    "mailgun": ProviderCase(
+        {"provider": "mailgun", "method": "send_email", "setup": {"api_key": "mailgun-key"}},
+        EMAIL,
+        lambda out: out == {"success": True, "error": None},
+        r"Mailgun refused the call \(400\): 'to' parameter is not a valid address",
+        refusing_arguments={"to": "not-an-address"},
+        slow_arguments={"subject": "slow"},
+    ),
+    "algolia": ProviderCase(
+        {"provider": "algolia", "setup": {"algolia_application_id": "APP1", "algolia_api_key": "alg-key"}},
+        {"index_name": "docs", "query": "mint", "hits_per_page": 2},
+        lambda out: (
+            [h["name"] for h in out["hits"]] == ["mint 0", "mint 1"] and out["metadata"]["nbHits"] == 2
+        ),
+        r"Algolia refused the call \(404\): Index does not exist",
+        refusing_arguments={"index_name": "missing"},
+        slow_arguments={"query": "slow"},
+    ),
+    "unstructured": ProviderCase(
+        {"provider": "unstructured", "setup": {"unstructured_api_key": "uns-key"}},
+        {
+            "file": base64.b64encode(b"Mint\nDurable agent workflows.").decode(),
+            "filename": "readme.txt",
+            "partition_params": {"strategy": "fast"},
+        },
+        lambda out: (
+            [(e["type"], e["text"]) for e in out["content"]]
+            == [("Title", "Mint"), ("NarrativeText", "Durable agent workflows.")]
+            and out["content"][0]["metadata"] == {"filename": "readme.txt", "strategy": "fast"}
+            and out["status_code"] == 200
+        ),
+        r"Unstructured refused the call \(401\): API key is invalid",
+        refusing_setup={"unstructured_api_key": BAD_KEY},
+        slow_arguments={"filename": "slow"},
     ),
     "email": ProviderCase(
         {"provider": "email", "setup": {"user": "mint", "password": "smtp-pass"}},
@@ -270,3 +308,56 @@ async def test_a_missing_argument_fails_the_step_naming_it(mapi):
     execution, _ = await run_task(mapi, _task({"provider": "brave", "setup": {"brave_api_key": "k"}}, {}))
     assert execution["status"] == "failed"
     assert "provider 'brave', method 'search' needs the argument query" in execution["error"]
+
+
+FAKE_FFMPEG = f"""#!{sys.executable}
+import json, sys
+# Writes the arguments it was given next to its input, as ffmpeg writes its output file.
+open("out.json", "w").write(json.dumps(sys.argv[1:] + [open("input").read()]))
+"""
+
+
+async def test_ffmpeg_runs_the_workers_binary_with_its_arguments_as_a_list(mapi, monkeypatch, tmp_path):
+    binary = tmp_path / "ffmpeg"
+    binary.write_text(FAKE_FFMPEG)
+    binary.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    arguments = {
+        "cmd": "ffmpeg -i input -vf 'scale=iw/2:ih/2' out.json; touch pwned $(id)",
+        "file": base64.b64encode(b"a video").decode(),
+    }
+    execution, _ = await run_task(mapi, _task({"provider": "ffmpeg"}, arguments))
+    assert execution["status"] == "succeeded", execution["error"]
+    output = execution["output"]
+    assert (output["result"], output["mime_type"]) == (True, "application/json")
+    # No shell: `;` and `$(id)` reached ffmpeg as words.
+    argv = json.loads(base64.b64decode(output["fileoutput"]))
+    assert argv == [
+        "-i",
+        "input",
+        "-vf",
+        "scale=iw/2:ih/2",
+        "out.json;",
+        "touch",
+        "pwned",
+        "$(id)",
+        "a video",
+    ]
+    assert not (tmp_path / "pwned").exists()
+
+
+async def test_ffmpeg_may_not_read_files_outside_its_folder(mapi, monkeypatch, tmp_path):
+    binary = tmp_path / "ffmpeg"
+    binary.write_text(FAKE_FFMPEG)
+    binary.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    execution, _ = await run_task(mapi, _task({"provider": "ffmpeg"}, {"cmd": "-i /etc/passwd out.txt"}))
+    assert execution["status"] == "failed"
+    assert "not '/etc/passwd'" in execution["error"], execution["error"]
+
+
+async def test_ffmpeg_without_the_binary_fails_saying_what_to_install(mapi, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no ffmpeg on the worker's PATH
+    execution, _ = await run_task(mapi, _task({"provider": "ffmpeg"}, {"cmd": "-version"}))
+    assert execution["status"] == "failed"
+    assert "ffmpeg is not installed on this worker" in execution["error"], execution["error"]

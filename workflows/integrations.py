@@ -27,6 +27,24 @@ class Method:
     def takes(self) -> tuple[str, ...]:
         return self.required + self.optional
 
+    def schema(self) -> dict[str, Any]:
+        """The arguments as a JSON schema, for a model that is offered the tool."""
+        properties = {name: ARGUMENT_TYPES.get(name, {"type": "string"}) for name in self.takes()}
+        return {"type": "object", "properties": properties, "required": list(self.required)}
+
+
+# The arguments that are not text (for the schema a model sees).
+ARGUMENT_TYPES: dict[str, dict[str, Any]] = {
+    "load_max_docs": {"type": "integer"},
+    "max_results": {"type": "integer"},
+    "hits_per_page": {"type": "integer"},
+    "download_pdf": {"type": "boolean"},
+    "params": {"type": "object"},
+    "partition_params": {"type": "object"},
+    "id_list": {"type": "array", "items": {"type": "string"}},
+    "attributes_to_retrieve": {"type": "array", "items": {"type": "string"}},
+}
+
 
 @dataclass(frozen=True)
 class Provider:
@@ -202,3 +220,17 @@ def argument_problems(integration: dict[str, Any], names: Any, complete: bool = 
 
 def provider_of(integration: dict[str, Any]) -> Provider | None:
     return PROVIDERS.get(integration.get("provider"))  # type: ignore[arg-type]
+
+
+def arguments_schema(integration: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema of the arguments the tool's method takes (less its pre-set ones), or None for a
+    provider not declared here (mcp)."""
+    provider = provider_of(integration)
+    method = provider.methods.get(integration.get("method") or provider.default_method) if provider else None
+    if method is None:
+        return None
+    schema = method.schema()
+    preset = integration.get("arguments") or {}
+    schema["properties"] = {k: v for k, v in schema["properties"].items() if k not in preset}
+    schema["required"] = [k for k in schema["required"] if k not in preset]
+    return schema

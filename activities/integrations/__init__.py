@@ -38,6 +38,7 @@ from contracts.temporal import CALL_INTEGRATION
 from mint.temporal import errors
 from workflows.calls import DEADLINE_SLACK_SECONDS
 from workflows.integrations import PROVIDERS
+from workflows.secret_refs import MARK
 
 # provider name -> its module (DEFAULT_BASE_URL, call)
 MODULES: dict[str, ModuleType] = {
@@ -98,13 +99,21 @@ class IntegrationActivities:
             return CallAnswer(response=redactor.value(result), attempt=activity.info().attempt)
 
 
+# A credential written in a task shorter than this is not masked: masking `k` everywhere would garble the
+# answer, and so short a value is no secret anyway.
+LEAST_MASKED = 6
+
+
 def _written_credentials(request: IntegrationCallRequest) -> dict[str, str]:
-    """Credentials the task wrote as they are (`brave_api_key: abc`): masked like secrets."""
+    """Credentials the task wrote as they are (`brave_api_key: abc123...`): masked like secrets (the field's
+    name stands for them). References to secrets are masked by `reveal` itself."""
     provider = PROVIDERS[request.provider]
     return {
         name: value
         for name in provider.credentials
-        if isinstance(value := request.setup.get(name), str) and value and "\u2063" not in value
+        if isinstance(value := request.setup.get(name), str)
+        and len(value) >= LEAST_MASKED
+        and MARK not in value
     }
 
 
