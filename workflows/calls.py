@@ -48,6 +48,9 @@ HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 LOCAL_CALL_MAX_SECONDS = DEFAULT_TIMEOUT_SECONDS
 # Executions that started before calls could run in the worker keep the activities their histories hold.
 CALLS_IN_WORKER_PATCH = "calls-run-in-the-worker"
+# Executions whose histories were recorded before the integration providers existed failed such a tool call
+# at once; they still do when replayed.
+INTEGRATIONS_PATCH = "integration-providers"
 WHOLE_TEMPLATE = re.compile(r"^\{\{((?:(?!\}\}|\{\{).)*)\}\}$", re.DOTALL)
 
 
@@ -139,12 +142,14 @@ def tool_activity(
     values: ValueEvaluator,
     new_key: Callable[[], str],
     max_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS,
+    patched: Callable[[str], bool] = lambda _: True,
 ) -> ToolActivity:
     """The activity call for an api_call, system or MCP integration tool (function tools go to the client).
 
     `owner` is whose tools these are, and so whose secrets they may use. `new_key`
     makes the api_call's Idempotency-Key: the same on every attempt (retries reuse the activity's input), so
-    the server can drop repeats. An api_call's timeout may not exceed `max_timeout` seconds."""
+    the server can drop repeats. An api_call's timeout may not exceed `max_timeout` seconds. `patched` is
+    the workflow's `workflow.patched` (INTEGRATIONS_PATCH)."""
     if not isinstance(arguments, dict):
         raise ToolError(f"arguments for {tool['type']} tool {tool['name']!r} must be a mapping")
     if tool["type"] == "api_call":
@@ -179,14 +184,14 @@ def tool_activity(
         method = integration.get("method") or tool["name"]
         return ToolActivity(CALL_MCP, McpCallRequest(integration, method, arguments))
     provider = provider_of(dict(integration)) if tool["type"] == "integration" else None
-    if provider is not None:
+    if provider is not None and patched(INTEGRATIONS_PATCH):
         deadline = min(DEFAULT_TIMEOUT_SECONDS, max_timeout)
         call = integration_request(provider, dict(integration), arguments, owner, values, new_key)
         call.timeout = deadline  # the activity also keeps within the step's own `timeout`
         return ToolActivity(CALL_INTEGRATION, call, deadline)
     # A tool stored before its provider was checked at creation (or an agent's) can still name one.
     name = integration.get("provider")
-    why = REFUSED.get(str(name)) or "Mint runs mcp and the providers listed in the README"
+    why = REFUSED.get(str(name)) or "Mint runs mcp and the providers in the README's table"
     raise ToolError(f"{tool['type']} tool {tool['name']!r}: provider {name!r} is not available: {why}")
 
 
