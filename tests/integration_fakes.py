@@ -284,7 +284,8 @@ class Mailbox:
 def _authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
     """Any login but one whose password is BAD_KEY (the cookbooks' placeholder credentials log in)."""
     ok = isinstance(data, LoginPassword) and data.password != BAD_KEY.encode()
-    return AuthResult(success=ok, auth_data=data.login if ok else None)
+    # handled=False: aiosmtpd answers the failure (535) itself.
+    return AuthResult(success=ok, handled=False, auth_data=data.login if ok else None)
 
 
 class IntegrationFakes:

@@ -11,6 +11,7 @@ attempt, so that a retry after a lost answer is recognisably the same message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 from email.message import EmailMessage
 from typing import Any
@@ -40,8 +41,10 @@ async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict
         timeout=service.deadline,
     )
     try:
-        async with client:
-            await client.send_message(message)
+        await client.connect()
+        await client.send_message(message)
+        with contextlib.suppress(aiosmtplib.SMTPException):
+            await client.quit()
     except aiosmtplib.SMTPResponseException as exc:
         # 5xx: the server refuses (a bad login, an unknown recipient); 4xx: try again later.
         text = f"the SMTP server refused the message ({exc.code}): {exc.message}"
@@ -52,6 +55,8 @@ async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict
     except aiosmtplib.SMTPException as exc:
         raise errors.transient(f"the SMTP server could not be used: {exc}", "EmailUnavailable") from None
     finally:
+        # Closed at once, not with QUIT: on a deadline the server may still be busy with the message.
+        client.close()
         sock.close()
     return {"success": True}
 
