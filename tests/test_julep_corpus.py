@@ -239,9 +239,12 @@ async def agent_email_tool(world: World) -> None:
     await post(world, f"/agents/{world.agent['id']}/tools", tool)
 
 
-def email_sent(to: str) -> Check:
+def email_sent(to: str, sender: str) -> Check:
+    """The SMTP fake received a message from `sender` to `to`."""
+
     async def check(world: World) -> None:
-        assert any(to in recipients for _, recipients, _, _ in world.mailbox.messages), world.mailbox.messages
+        sent = [(s, r) for s, r, _, _ in world.mailbox.messages]
+        assert (sender, [to]) in sent, sent
 
     return check
 
@@ -349,7 +352,7 @@ CASES: dict[str, Case] = {
         output={"success": True},
         model=email_model,
         smtp_host="smtp.mailgun.org",
-        check=email_sent("help@julep.ai"),
+        check=email_sent("ada@example.com", "postmaster@email.julep.ai"),
     ),
     "cb01_website_crawler": Case(
         why="notebook input {url}; step 0 is the `spider` integration (its fake crawls `limit` pages)",
@@ -672,7 +675,7 @@ CASES: dict[str, Case] = {
         input={"customer_email": "ada@example.com", "subject": "Refund", "body": "Please refund me."},
         output={"success": True},
         setup=agent_email_tool,
-        check=email_sent("ada@example.com"),
+        check=email_sent("ada@example.com", "support@julep.ai"),
     ),
     "doc_tasks_weather_inline_tool": Case(
         why="docs: `location: New York` is a literal (SOURCES.md rule); the `weather` integration",
