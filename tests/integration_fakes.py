@@ -5,6 +5,7 @@ arXiv's export API (Atom) on one HTTP server (their paths differ), and an SMTP s
 What a fake answers depends on what it is asked, so one server serves every test at once:
 - `slow` as the place, query or URL: the answer comes after SLOW_SECONDS (a step's timeout runs out first);
 - `BAD_KEY` as the credential: the service's own "invalid key" answer;
+- a weather place starting with `flaky`: 503 the first time (a retry then gets the weather);
 - `Atlantis` (weather), an empty query (wikipedia), `not a query` (arxiv): the service's own error answer;
 - a query or URL holding `echo:` gets the credential the call carried back in its answer (as a careless
   service might), so tests can see it masked;
@@ -47,10 +48,18 @@ def _slow(*values: Any) -> None:
         time.sleep(SLOW_SECONDS)
 
 
+FLAKY_SEEN: set[str] = set()
+
+
 def weather(request: Request) -> Answer:
-    """GET /data/2.5/weather?q=&appid=&units=: 401 for a bad key, 404 for an unknown city."""
+    """GET /data/2.5/weather?q=&appid=&units=: 401 for a bad key, 404 for an unknown city; a place that
+    starts with `flaky` answers 503 the first time it is asked."""
     q = _query(request)
     _slow(q.get("q"))
+    place = q.get("q", "")
+    if place.startswith("flaky") and place not in FLAKY_SEEN:
+        FLAKY_SEEN.add(place)
+        return _json(503, {"cod": 503, "message": "service unavailable"})
     if q.get("appid") == BAD_KEY:
         return _json(
             401, {"cod": 401, "message": "Invalid API key. Please see https://openweathermap.org/faq"}

@@ -19,6 +19,7 @@ import pytest
 
 from tests.helpers import create_agent, run_task
 from tests.integration_fakes import BAD_KEY, SLOW_SECONDS
+from tests.model_server import Reply
 from tests.test_secrets import _plain_history_text
 
 CANARY = "canary-integration-9d2f61b7e4a3"
@@ -361,3 +362,49 @@ async def test_ffmpeg_without_the_binary_fails_saying_what_to_install(mapi, monk
     execution, _ = await run_task(mapi, _task({"provider": "ffmpeg"}, {"cmd": "-version"}))
     assert execution["status"] == "failed"
     assert "ffmpeg is not installed on this worker" in execution["error"], execution["error"]
+
+
+async def test_a_5xx_is_retried_with_the_same_idempotency_key(mapi, integration_fakes):
+    place = f"flaky-{os.urandom(4).hex()}"
+    integration = {"provider": "weather", "setup": {"openweathermap_api_key": "owm-key"}}
+    task = _task(integration, {"location": place}, retry={"initial_interval": 0.1})
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "succeeded", execution["error"]
+    asked = [r for r in integration_fakes.requests if place in r.path]
+    assert len(asked) == 2
+    keys = {r.headers["Idempotency-Key"] for r in asked}
+    assert len(keys) == 1 and keys != {""}
+
+
+async def test_a_providers_address_passes_the_egress_check(mapi):
+    # `server_url` may point unstructured elsewhere: a private address outside MINT_EGRESS_ALLOW is refused.
+    setup = {"unstructured_api_key": "uns-key", "server_url": "http://10.1.2.3:8000"}
+    arguments = {"file": base64.b64encode(b"x").decode()}
+    execution, _ = await run_task(mapi, _task({"provider": "unstructured", "setup": setup}, arguments))
+    assert execution["status"] == "failed"
+    assert "not a public address; list it in MINT_EGRESS_ALLOW" in execution["error"], execution["error"]
+
+
+async def test_a_model_is_offered_the_methods_arguments_and_its_call_runs(mapi, script, model_server):
+    script.reply = lambda call: (
+        Reply(content=f"found: {json.loads(call.messages[-1]['content'])['data']['result'][0]['title']}")
+        if call.messages[-1]["role"] == "tool"
+        else Reply(tool_calls=[("web_search", {"query": "mint"})])
+    )
+    tool = {
+        "name": "web_search",
+        "description": "Search the web.",
+        "type": "integration",
+        "integration": {"provider": "brave", "setup": {"brave_api_key": "brave-key"}},
+    }
+    task = {
+        "name": "search",
+        "tools": [tool],
+        "main": [{"prompt": "find mint", "tools": "all", "auto_run_tools": True, "unwrap": True}],
+    }
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "succeeded", execution["error"]
+    assert execution["output"] == "found: mint news"
+    offered = model_server.calls[0].tools[0]
+    assert offered["parameters"]["properties"] == {"query": {"type": "string"}}
+    assert offered["parameters"]["required"] == ["query"]

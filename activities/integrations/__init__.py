@@ -84,7 +84,7 @@ class IntegrationActivities:
             deadline = _deadline(request.timeout)
             service = Service(
                 base_url=self.base_urls.get(request.provider) or module.DEFAULT_BASE_URL,
-                fetch=lambda spec: self.http.fetch({**spec, "timeout": deadline}),
+                fetch=lambda spec: self.http.fetch(_with_key(spec, request.key, deadline)),
                 egress=self.http.egress,
                 deadline=deadline,
                 key=request.key,
@@ -97,6 +97,12 @@ class IntegrationActivities:
             except Exception as exc:
                 raise redactor.error(exc) from None
             return CallAnswer(response=redactor.value(result), attempt=activity.info().attempt)
+
+
+def _with_key(spec: dict[str, Any], key: str, deadline: float) -> dict[str, Any]:
+    """The request with the call's deadline and, as api_call sends, an Idempotency-Key that is the same on
+    every attempt (a service that honours it drops the repeats)."""
+    return {**spec, "timeout": deadline, "headers": {"Idempotency-Key": key, **(spec.get("headers") or {})}}
 
 
 # A credential written in a task shorter than this is not masked: masking `k` everywhere would garble the
