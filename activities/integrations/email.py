@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import socket
 from email.message import EmailMessage
 from typing import Any
@@ -31,13 +32,17 @@ async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict
     if not host:
         raise errors.permanent("the email integration needs `setup.host` (or MINT_SMTP_HOST)", "BadToolCall")
     message = _message(arguments, service.key)
-    sock = await _connected(service, str(host), port)
+    sock, public = await _connected(service, str(host), port)
+    user = setup.get("user") or None
     client = aiosmtplib.SMTP(
         hostname=str(host),
         sock=sock,
-        username=setup.get("user") or None,
+        username=user,
         password=setup.get("password") or None,
         use_tls=port == SMTPS_PORT,
+        # A login to a server on the internet must not travel in the clear: STARTTLS is then required (a
+        # server the operator allowed on a private address may do without); otherwise it is used if offered.
+        start_tls=True if user and public and port != SMTPS_PORT else None,
         timeout=service.deadline,
     )
     try:
@@ -83,8 +88,9 @@ def _port(raw: Any) -> int:
     return port
 
 
-async def _connected(service: Any, host: str, port: int) -> socket.socket:
-    """A socket connected to the checked address of the SMTP server (its name is resolved once, here)."""
+async def _connected(service: Any, host: str, port: int) -> tuple[socket.socket, bool]:
+    """A socket connected to the checked address of the SMTP server (its name is resolved once, here), and
+    whether that address is a public one."""
     try:
         destination = await service.egress.resolve(f"http://{host}:{port}/", quote=False)
     except EgressRefused as exc:
@@ -99,4 +105,4 @@ async def _connected(service: Any, host: str, port: int) -> socket.socket:
         raise errors.transient(
             f"cannot reach the SMTP server {host}:{port}: {exc}", "EmailUnavailable"
         ) from None
-    return sock
+    return sock, ipaddress.ip_address(destination.address.split("%")[0]).is_global
