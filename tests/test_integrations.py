@@ -312,17 +312,27 @@ async def test_a_missing_argument_fails_the_step_naming_it(mapi):
 
 
 FAKE_FFMPEG = f"""#!{sys.executable}
-import json, sys
-# Writes the arguments it was given next to its input, as ffmpeg writes its output file.
+import json, sys, time
+# Writes the arguments it was given next to its input, as ffmpeg writes its output file; `fail` makes it
+# exit 1 with a message on stderr, `slow` makes it take SLOW_SECONDS.
+if "fail" in sys.argv:
+    sys.exit("Invalid argument: fail")
+if "slow" in sys.argv:
+    time.sleep({SLOW_SECONDS})
 open("out.json", "w").write(json.dumps(sys.argv[1:] + [open("input").read()]))
 """
 
 
-async def test_ffmpeg_runs_the_workers_binary_with_its_arguments_as_a_list(mapi, monkeypatch, tmp_path):
+@pytest.fixture
+def fake_ffmpeg(monkeypatch, tmp_path):
     binary = tmp_path / "ffmpeg"
     binary.write_text(FAKE_FFMPEG)
     binary.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    return tmp_path
+
+
+async def test_ffmpeg_runs_the_workers_binary_with_its_arguments_as_a_list(mapi, fake_ffmpeg):
     arguments = {
         "cmd": "ffmpeg -i input -vf 'scale=iw/2:ih/2' out.json; touch pwned $(id)",
         "file": base64.b64encode(b"a video").decode(),
@@ -344,17 +354,28 @@ async def test_ffmpeg_runs_the_workers_binary_with_its_arguments_as_a_list(mapi,
         "$(id)",
         "a video",
     ]
-    assert not (tmp_path / "pwned").exists()
+    assert not (fake_ffmpeg / "pwned").exists()
 
 
-async def test_ffmpeg_may_not_read_files_outside_its_folder(mapi, monkeypatch, tmp_path):
-    binary = tmp_path / "ffmpeg"
-    binary.write_text(FAKE_FFMPEG)
-    binary.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+async def test_ffmpeg_may_not_read_files_outside_its_folder(mapi, fake_ffmpeg):
     execution, _ = await run_task(mapi, _task({"provider": "ffmpeg"}, {"cmd": "-i /etc/passwd out.txt"}))
     assert execution["status"] == "failed"
     assert "not '/etc/passwd'" in execution["error"], execution["error"]
+
+
+async def test_ffmpeg_failing_fails_the_step_with_its_message(mapi, fake_ffmpeg):
+    arguments = {"cmd": "-i input fail", "file": base64.b64encode(b"v").decode()}
+    execution, _ = await run_task(mapi, _task({"provider": "ffmpeg"}, arguments))
+    assert execution["status"] == "failed"
+    assert "ffmpeg failed (1): Invalid argument: fail" in execution["error"], execution["error"]
+
+
+async def test_ffmpeg_slower_than_the_steps_timeout_is_stopped(mapi, fake_ffmpeg):
+    arguments = {"cmd": "-i input slow", "file": base64.b64encode(b"v").decode()}
+    task = _task({"provider": "ffmpeg"}, arguments, timeout=SLOW_SECONDS / 3, retry={"max_attempts": 1})
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "failed"
+    assert "did not finish within its timeout" in execution["error"], execution["error"]
 
 
 async def test_ffmpeg_without_the_binary_fails_saying_what_to_install(mapi, monkeypatch, tmp_path):
