@@ -25,7 +25,13 @@ from contracts.calls import (
 from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
 from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_SYSTEM
 from workflows import language as lang
-from workflows.integrations import REFUSED, Provider, argument_problems, provider_of
+from workflows.integrations import (
+    REFUSED,
+    Provider,
+    argument_problems,
+    integration_problems,
+    provider_of,
+)
 from workflows.sandbox.expressions import ExpressionError
 from workflows.secret_refs import SecretRefs
 from workflows.values import ValueEvaluator
@@ -206,6 +212,9 @@ def integration_request(
     """The call of an integration tool: its setup with `secrets.NAME` (bare, `$ secrets.NAME` or in a
     `{{ }}` template) as references, an absent credential as a reference to the owner's secret of its
     default name, and the tool's pre-set `arguments` under the step's."""
+    stored = integration_problems(integration)  # (checked at creation: this is a tool stored before that)
+    if stored:
+        raise ToolError("; ".join(stored))
     nonce = new_key()
     secrets = SecretRefs(nonce)
     scope = {"secrets": secrets}

@@ -156,18 +156,20 @@ def integration_problems(integration: Any) -> list[str]:
     if not isinstance(integration, dict):
         return ["an integration tool needs an `integration` mapping: {provider, method, setup}"]
     name = integration.get("provider")
+    if not isinstance(name, str):
+        return [f"an integration needs `provider` as a name, such as {', '.join(sorted([*PROVIDERS, MCP]))}"]
     if name == MCP:
         return []
     if name in REFUSED:
         return [f"provider {name!r} is not available: {REFUSED[name]}"]
-    provider = PROVIDERS.get(name) if isinstance(name, str) else None
+    provider = PROVIDERS.get(name)
     if provider is None:
         known = ", ".join(sorted([*PROVIDERS, MCP]))
         return [
             f"provider {name!r} is not available{did_you_mean(str(name), [*PROVIDERS, MCP])} (Mint runs {known})"
         ]
     method = integration.get("method") or provider.default_method
-    if method not in provider.methods:
+    if not isinstance(method, str) or method not in provider.methods:
         methods = ", ".join(provider.methods)
         return [
             f"provider {name!r} has no method {method!r}{did_you_mean(str(method), provider.methods)} ({methods})"
@@ -195,11 +197,11 @@ def integration_problems(integration: Any) -> list[str]:
 def argument_problems(integration: dict[str, Any], names: Any, complete: bool = True) -> list[str]:
     """What is wrong with the argument `names` a call of this integration gives: one it does not take, or
     (when `complete`, with the tool's pre-set `arguments` counted) one it needs and does not get."""
-    provider = PROVIDERS.get(integration.get("provider"))  # type: ignore[arg-type]
+    provider = provider_of(integration)
     if provider is None:
         return []
     method_name = integration.get("method") or provider.default_method
-    method = provider.methods.get(method_name)
+    method = provider.methods.get(method_name) if isinstance(method_name, str) else None
     if method is None:
         return []
     what = f"provider {provider.name!r}, method {method_name!r}"
@@ -219,14 +221,16 @@ def argument_problems(integration: dict[str, Any], names: Any, complete: bool = 
 
 
 def provider_of(integration: dict[str, Any]) -> Provider | None:
-    return PROVIDERS.get(integration.get("provider"))  # type: ignore[arg-type]
+    name = integration.get("provider")
+    return PROVIDERS.get(name) if isinstance(name, str) else None
 
 
 def arguments_schema(integration: dict[str, Any]) -> dict[str, Any] | None:
     """The JSON schema of the arguments the tool's method takes (less its pre-set ones), or None for a
     provider not declared here (mcp)."""
     provider = provider_of(integration)
-    method = provider.methods.get(integration.get("method") or provider.default_method) if provider else None
+    name = (integration.get("method") or provider.default_method) if provider else None
+    method = provider.methods.get(name) if provider and isinstance(name, str) else None
     if method is None:
         return None
     schema = method.schema()
