@@ -47,6 +47,7 @@ def test_histories_are_recorded():
         "failure",
         "ui_status",
         "guardrail_trip",
+        "integration_before_providers",
     }
 
 
