@@ -14,13 +14,14 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 
 from activities.docs import DocActivities
 from activities.http import HttpActivities
+from activities.integrations import IntegrationActivities
 from activities.mcp import McpActivities
 from activities.models import ModelActivities
 from activities.sessions import SessionActivities
 from activities.system import SystemActivities
 from activities.transitions import TransitionWriter
 from activities.worker_calls import WorkerCalls
-from contracts.temporal import CALL_API, CALL_MCP, CALL_MODEL, CALL_SYSTEM, SEARCH_DOCS
+from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_MODEL, CALL_SYSTEM, SEARCH_DOCS
 from mint.settings import Settings
 from workflows.docs import IndexDocWorkflow
 from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
@@ -69,6 +70,7 @@ class WorkerActivities:
     models: ModelActivities
     system: SystemActivities
     mcp: McpActivities
+    integrations: IntegrationActivities
     docs: DocActivities
     sessions: SessionActivities
 
@@ -88,6 +90,7 @@ def build_worker(
             CALL_API: a.tools.call_api,
             CALL_SYSTEM: a.system.call_system,
             CALL_MCP: a.mcp.call_mcp,
+            CALL_INTEGRATION: a.integrations.call_integration,
             SEARCH_DOCS: a.docs.search_docs,
         },
     )
@@ -113,6 +116,7 @@ def build_worker(
             a.system.call_system,
             a.mcp.call_mcp,
             a.mcp.list_mcp_tools,
+            a.integrations.call_integration,
             in_worker.call_in_worker,
         ],
         workflow_runner=workflow_runner(),

@@ -63,6 +63,12 @@ class HttpActivities:
                 raise redactor.error(exc) from None
             return CallAnswer(response=redactor.value(response), attempt=activity.info().attempt)
 
+    async def fetch(self, request: dict[str, Any]) -> dict[str, Any]:
+        """One request with api_call's rules, for the integration providers (activities/integrations/): its
+        secrets already filled in, so its URL is never quoted; 5xx and 429 raise (to retry), other answers
+        come back as {status_code, headers, content, json}."""
+        return await self._call(request, carries_secrets=True)
+
     async def _call(self, request: dict[str, Any], carries_secrets: bool) -> dict[str, Any]:
         try:
             deadline = bounded_timeout(request.get("timeout"), self.max_timeout)

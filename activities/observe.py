@@ -25,7 +25,7 @@ from temporalio.worker import (
 )
 
 from contracts.calls import WorkerCall
-from contracts.temporal import CALL_API, CALL_MCP, CALL_MODEL, CALL_SYSTEM, SEARCH_DOCS
+from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_MODEL, CALL_SYSTEM, SEARCH_DOCS
 from mint.telemetry.logs import execution_of
 from mint.telemetry.metrics import Metrics
 
@@ -37,6 +37,7 @@ CALL_KINDS = {
     CALL_API: "api_call",
     CALL_SYSTEM: "system",
     CALL_MCP: "mcp",
+    CALL_INTEGRATION: "integration",
     SEARCH_DOCS: "search",
 }
 
@@ -130,6 +131,8 @@ def call_target(name: str, request: Any) -> str:
         return ".".join(str(spec[k]) for k in ("resource", "subresource", "operation") if spec.get(k))
     if name == CALL_MCP:
         return str(_field(request, "tool") or "unknown")
+    if name == CALL_INTEGRATION:
+        return f"{_field(request, 'provider')}.{_field(request, 'method')}"
     return str(_field(request, "mode") or "unknown")
 
 

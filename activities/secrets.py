@@ -13,12 +13,15 @@ from mint.temporal import errors
 from workflows.secret_refs import names_in, substitute
 
 
-async def reveal(store: SecretStore, request: dict[str, Any]) -> tuple[dict[str, Any], Redactor]:
+async def reveal(
+    store: SecretStore, request: dict[str, Any], also: dict[str, str] | None = None
+) -> tuple[dict[str, Any], Redactor]:
     """`request` with its secret references filled in (and its `secrets` entry removed), and the Redactor
-    for what comes back. A request without references comes back as it is."""
+    for what comes back, which masks `also` ({name: value}) too. A request without references comes back as
+    it is."""
     scope = request.get("secrets")
     if not scope:
-        return request, Redactor({})
+        return {k: v for k, v in request.items() if k != "secrets"}, Redactor(also or {})
     request = {k: v for k, v in request.items() if k != "secrets"}
     names = names_in(request, scope["nonce"])
     try:
@@ -31,4 +34,4 @@ async def reveal(store: SecretStore, request: dict[str, Any]) -> tuple[dict[str,
             f"no secret named {', '.join(missing)}: create it with POST /secrets (or /agents/{{id}}/secrets)",
             "SecretNotFound",
         )
-    return substitute(request, scope["nonce"], values), Redactor(values)
+    return substitute(request, scope["nonce"], values), Redactor({**(also or {}), **values})

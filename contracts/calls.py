@@ -107,6 +107,22 @@ class McpCallRequest:
 
 
 @dataclass
+class IntegrationCallRequest:
+    """call_integration's input: one call of a provider's method (workflows/integrations.py). `setup` and
+    `arguments` may hold secret references (`secrets` says whose, as for api_call); `timeout` is the whole
+    call's deadline in seconds; `key` is the same on every attempt (an Idempotency-Key where the service
+    takes one)."""
+
+    provider: str
+    method: str
+    setup: dict[str, Any]
+    arguments: dict[str, Any]
+    timeout: float
+    key: str
+    secrets: SecretScope | None = None
+
+
+@dataclass
 class McpTool:
     """One tool list_mcp_tools found on a server."""
 

@@ -15,6 +15,7 @@ from contracts.background import Compressed, DocFailure, DocRef, IndexedDoc, Run
 from contracts.calls import (
     ApiCallRequest,
     CallAnswer,
+    IntegrationCallRequest,
     McpCallRequest,
     McpIntegration,
     McpTool,
@@ -54,6 +55,7 @@ CALL_MODEL = "call_model"
 CALL_API = "call_api"
 CALL_SYSTEM = "call_system"
 CALL_MCP = "call_mcp"
+CALL_INTEGRATION = "call_integration"
 LIST_MCP_TOOLS = "list_mcp_tools"
 SEARCH_DOCS = "search_docs"
 INDEX_DOC = "index_doc"
@@ -61,7 +63,7 @@ MARK_DOC_FAILED = "mark_doc_failed"
 COMPRESS_SESSION = "compress_session"
 CALL_IN_WORKER = "call_in_worker"
 # The activities a step may run through CALL_IN_WORKER.
-WORKER_CALLS = frozenset({CALL_MODEL, CALL_API, CALL_SYSTEM, CALL_MCP, SEARCH_DOCS})
+WORKER_CALLS = frozenset({CALL_MODEL, CALL_API, CALL_SYSTEM, CALL_MCP, CALL_INTEGRATION, SEARCH_DOCS})
 
 # name -> (input type, result type).
 ACTIVITIES: dict[str, tuple[Any, Any]] = {
@@ -71,6 +73,7 @@ ACTIVITIES: dict[str, tuple[Any, Any]] = {
     CALL_API: (ApiCallRequest, CallAnswer),
     CALL_SYSTEM: (SystemCallRequest, CallAnswer),
     CALL_MCP: (McpCallRequest, CallAnswer),
+    CALL_INTEGRATION: (IntegrationCallRequest, CallAnswer),
     LIST_MCP_TOOLS: (McpIntegration, list[McpTool]),
     SEARCH_DOCS: (SearchRequest, CallAnswer),
     INDEX_DOC: (DocRef, IndexedDoc),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -75,6 +76,12 @@ class Settings:
     embedding_model: str = "all-MiniLM-L6-v2"
     # MCP servers integration tools may start over stdio: {"name": {"command": ..., "args": [...], "env": {}}}.
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Integration providers' services (activities/integrations/): a base URL per provider, from
+    # MINT_<PROVIDER>_BASE_URL (MINT_WEATHER_BASE_URL, ...), for a proxy or a local fake; the `email`
+    # provider's SMTP server when a tool's setup names none.
+    integration_base_urls: dict[str, str] = field(default_factory=dict)
+    smtp_host: str | None = None
+    smtp_port: int | None = None
     # Secrets at rest and Temporal payloads are encrypted with these keys (mint/store/crypto.py; the first one
     # encrypts). Without a key, secrets are unavailable and payloads travel in the clear.
     encryption_keys: tuple[str, ...] = field(default_factory=tuple)
@@ -110,7 +117,7 @@ class Settings:
             found = Environment().model_dump(exclude_none=True)
         except ValidationError as exc:
             raise _readable(exc) from None
-        return cls(**found)
+        return cls(**found, integration_base_urls=_base_urls(os.environ))
 
     def embedder(self) -> Embedder:
         from mint.models.embeddings import embedder_for  # (the SDKs it needs load only here)
@@ -131,6 +138,19 @@ class Settings:
             },
             default_model=self.default_model,
         )
+
+
+BASE_URL_VARIABLE = re.compile(r"^MINT_([A-Z0-9_]+)_BASE_URL$")
+
+
+def _base_urls(environ: Any) -> dict[str, str]:
+    """{provider: URL} from every non-empty MINT_<PROVIDER>_BASE_URL (`weather` from MINT_WEATHER_BASE_URL)."""
+    found = {}
+    for name, value in environ.items():
+        match = BASE_URL_VARIABLE.match(name)
+        if match and value.strip():
+            found[match.group(1).lower()] = value.strip()
+    return found
 
 
 def _empty_is_unset(raw: str) -> str | None:
@@ -272,6 +292,8 @@ class Environment(BaseSettings):
     )
     # Any JSON object passes, as it always has (Settings.mcp_servers says what an entry holds).
     mcp_servers: Annotated[dict[str, Any] | None, BeforeValidator(_json_object)] = _env("MINT_MCP_SERVERS")
+    smtp_host: Text = _env("MINT_SMTP_HOST")
+    smtp_port: int | None = _env("MINT_SMTP_PORT")
     encryption_keys: Annotated[tuple[str, ...] | None, BeforeValidator(parse_keys)] = _env(
         "MINT_ENCRYPTION_KEY"
     )

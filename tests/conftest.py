@@ -141,8 +141,20 @@ def model_server(script: Script) -> Iterator[ModelServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def integration_fakes() -> Iterator[Any]:
+    """Local fakes of the integration providers' services (tests/integration_fakes.py)."""
+    from tests.integration_fakes import IntegrationFakes
+
+    fakes = IntegrationFakes()
+    yield fakes
+    fakes.close()
+
+
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def model_stack(postgres_url, temporal_env, model_server) -> AsyncIterator[BackgroundStack]:
+async def model_stack(
+    postgres_url, temporal_env, model_server, integration_fakes
+) -> AsyncIterator[BackgroundStack]:
     from tests.stack import BackgroundStack
 
     async with BackgroundStack(
@@ -154,6 +166,10 @@ async def model_stack(postgres_url, temporal_env, model_server) -> AsyncIterator
         anthropic_api_key=ANTHROPIC_KEY,
         anthropic_base_url=model_server.anthropic_base_url,
         mcp_servers={"calc": {"command": sys.executable, "args": [str(MCP_SERVER)]}},
+        # Integration tools reach local fakes of their services (the base URLs an operator may set).
+        integration_base_urls=integration_fakes.base_urls,
+        smtp_host="127.0.0.1",
+        smtp_port=integration_fakes.smtp_port,
     ) as stack:
         yield stack
 

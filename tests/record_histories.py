@@ -174,6 +174,18 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Any, Any]] = {
         {"n": 1},
         None,
     ),
+    # Recorded before the integration providers (issue 18): a `brave` tool was "not available", and the step
+    # failed at once, with no activity. Replaying must still fail it so (workflows/calls.py,
+    # INTEGRATIONS_PATCH); recorded again today, the call would run.
+    "integration_before_providers": (
+        {
+            "name": "search",
+            "tools": [{"name": "search", "type": "integration", "integration": {"provider": "brave"}}],
+            "main": [{"evaluate": {"q": "$ 'mint'"}}, {"tool": "search", "arguments": {"query": "$ _.q"}}],
+        },
+        {},
+        None,
+    ),
     "nested_branch_yields": (
         {
             "name": "rounds",

@@ -13,6 +13,7 @@ from temporalio.converter import DefaultPayloadConverter
 
 from activities.docs import DocActivities
 from activities.http import HttpActivities
+from activities.integrations import IntegrationActivities
 from activities.mcp import McpActivities
 from activities.models import ModelActivities
 from activities.sessions import SessionActivities
@@ -38,6 +39,7 @@ ACTIVITY_FUNCTIONS = [
     SystemActivities.call_system,
     McpActivities.call_mcp,
     McpActivities.list_mcp_tools,
+    IntegrationActivities.call_integration,
     DocActivities.search_docs,
     DocActivities.index_doc,
     DocActivities.mark_doc_failed,

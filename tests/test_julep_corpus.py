@@ -8,9 +8,7 @@ defines. The files are read in place, never copied; the only change a test makes
 internet), each said in the case's `why`.
 
 Outcomes: `succeeded` (with the output Julep's docs or upstream test define), `failed` (the execution ends
-with an error matching `error`), `unavailable_provider` (an integration Mint does not ship yet: the execution
-ends with Mint's "provider '...' is not available" error, after every step before it ran as Julep runs it),
-`refused` (task creation answers 4xx, as Julep's schema refuses the file) and `error` (Julep fails this task;
+with an error matching `error`), `refused` (task creation answers 4xx, as Julep's schema refuses the file) and `error` (Julep fails this task;
 Mint may refuse it at creation or fail the execution, as long as the message names the cause).
 
 Where Mint differs from Julep today the case carries `xfail`, strict, naming the issue-13 rule and the cause;
@@ -53,6 +51,7 @@ class World:
     waits: list[Any] = field(default_factory=list)  # the output of each `wait` transition answered
     execution: dict[str, Any] = field(default_factory=dict)
     transitions: list[dict[str, Any]] = field(default_factory=list)
+    mailbox: Any = None  # what the SMTP fake received (tests/integration_fakes.py)
 
 
 Setup = Callable[[World], Awaitable[None]]
@@ -66,7 +65,7 @@ class Case:
     outcome: str = "succeeded"
     output: Any = ANY  # the expected output, or a function of it that returns True when it is right
     error: str = ""  # a regex the error (execution error or refusal body) must match
-    provider: str = ""  # for `unavailable_provider`
+    smtp_host: str = ""  # the SMTP server the file names (with `port: 587`), rewritten to the local fake
     model: Callable[[Call], Reply | str] | None = None  # the fake model; default: echo the last message
     answers: tuple[Any, ...] = ()  # resume inputs, in order, for waits and function tool calls
     web: Callable[[Request], Answer] | None = None  # the fake for the public hosts in `hosts`
@@ -235,9 +234,19 @@ async def agent_email_tool(world: World) -> None:
     tool = {
         "name": "send_email",
         "type": "integration",
-        "integration": {"provider": "email", "setup": {"host": "smtp.example.com", "port": 587}},
+        "integration": {"provider": "email"},
     }
     await post(world, f"/agents/{world.agent['id']}/tools", tool)
+
+
+def email_sent(to: str, sender: str) -> Check:
+    """The SMTP fake received a message from `sender` to `to`."""
+
+    async def check(world: World) -> None:
+        sent = [(s, r) for s, r, _, _ in world.mailbox.messages]
+        assert (sender, [to]) in sent, sent
+
+    return check
 
 
 async def docs_of(world: World, owner: str) -> list[dict[str, Any]]:
@@ -340,27 +349,31 @@ CASES: dict[str, Case] = {
             "subject": "Agents",
             "body": "How do I start?",
         },
-        outcome="unavailable_provider",
-        provider="email",
+        output={"success": True},
         model=email_model,
+        smtp_host="smtp.mailgun.org",
+        check=email_sent("ada@example.com", "postmaster@email.julep.ai"),
     ),
     "cb01_website_crawler": Case(
-        why="notebook input {url}; step 0 is the `spider` integration",
+        why="notebook input {url}; step 0 is the `spider` integration (its fake crawls `limit` pages)",
         input={"url": "https://julep.ai"},
-        outcome="unavailable_provider",
-        provider="spider",
+        output=lambda out: "# Page 0 of https://julep.ai # Page 1 of https://julep.ai" in out,
     ),
     "cb02_sarcastic_headline": Case(
         why="notebook input {topic}; step 0 is the `brave` integration",
         input={"topic": "elon musk"},
-        outcome="unavailable_provider",
-        provider="brave",
+        output=lambda out: "'snippet': 'All about elon musk funny news.'" in out,
     ),
     "cb03_trip_planning": Case(
-        why="notebook input {locations}; step 0 maps the `weather` integration",
+        why=(
+            "notebook input {locations}; step 0 maps the `weather` integration, step 1 the `brave` one; the "
+            "echo model's itinerary per location quotes both"
+        ),
         input={"locations": ["New York", "London"]},
-        outcome="unavailable_provider",
-        provider="weather",
+        output=lambda out: (
+            "In New York, the current weather" in out["final_plan"]
+            and "tourist attractions in London" in out["final_plan"]
+        ),
     ),
     "cb04_reel_hook_generator": Case(
         why=(
@@ -377,30 +390,30 @@ CASES: dict[str, Case] = {
     ),
     "cb05_video_processing": Case(
         why=(
-            "notebook input {video_url, public_id, transformation_prompt}; step 0 is the `cloudinary` "
-            "integration"
+            "notebook input {video_url, public_id, transformation_prompt}; the `cloudinary` integration is "
+            "refused at creation, by name (issue 18: Mint has no Cloudinary client)"
         ),
         input={"video_url": "https://example.com/v.mp4", "public_id": "v1", "transformation_prompt": "crop"},
-        outcome="unavailable_provider",
-        provider="cloudinary",
+        outcome="refused",
+        error=r"tools\[0\]\.integration.*provider 'cloudinary' is not available",
     ),
     "cb06_browser_use": Case(
         why=(
-            "notebook input {goal}; session.create (system) runs, then step 2 is the `browserbase` "
-            "integration"
+            "notebook input {goal}; the `browserbase` and `remote_browser` integrations are refused at "
+            "creation, by name (issue 18: Mint runs no hosted browser)"
         ),
         input={"goal": "find the julep docs"},
-        outcome="unavailable_provider",
-        provider="browserbase",
+        outcome="refused",
+        error=r"provider 'browserbase' is not available.*provider 'remote_browser' is not available",
     ),
     "cb07_research_assistant": Case(
         why=(
-            "notebook input {topics, user_id}; step 0 maps the `brave` integration (`over: _.topics` is "
-            "Python, SOURCES.md rule `_.x`)"
+            "notebook input {topics, user_id}; its `llama_parse` integration is refused at creation, by name "
+            "(issue 18: Mint has no LlamaParse client)"
         ),
         input={"topics": ["LLMs"], "user_id": "u-1"},
-        outcome="unavailable_provider",
-        provider="brave",
+        outcome="refused",
+        error=r"tools\[2\]\.integration.*provider 'llama_parse' is not available",
     ),
     "cb08_rag_jina_crawler": Case(
         why=(
@@ -470,11 +483,9 @@ CASES: dict[str, Case] = {
         why=(
             "tutorial input {min_score, num_stories, user_preferences}; HN host rewritten to a local fake "
             "(two stories, one over 50 points); steps 0-5 run (in Julep `inputs` is a dict keyed by step, so "
-            "`inputs.get('min_score', 50)` is 50), then step 6 maps the `spider` integration"
+            "`inputs.get('min_score', 50)` is 50), then step 6 maps the `spider` integration (its local fake)"
         ),
         input={"min_score": 50, "num_stories": 10, "user_preferences": ["AI"]},
-        outcome="unavailable_provider",
-        provider="spider",
         web=hacker_news,
         hosts=HN,
         xfail=(
@@ -546,10 +557,13 @@ CASES: dict[str, Case] = {
         ),
     ),
     "st_integration_example": Case(
-        why="input {topics}; the foreach of prompts runs, then the `duckduckgo` integration",
+        why=(
+            "input {topics}; the `duckduckgo` integration is refused at creation (Julep's schema has no such "
+            "provider either)"
+        ),
         input={"topics": ["history"]},
-        outcome="unavailable_provider",
-        provider="duckduckgo",
+        outcome="refused",
+        error=r"tools\[1\]\.integration.*provider 'duckduckgo' is not available",
     ),
     # src/agents-api/tests/test_execution_workflow.py: the upstream test's input and assertion (SOURCES.md)
     "jt_yield_step": Case(
@@ -655,24 +669,22 @@ CASES: dict[str, Case] = {
     ),
     "doc_tasks_handle_support_request": Case(
         why=(
-            "docs: the agent owns the `send_email` email integration the task inherits; the prompt runs, then"
-            " send_email"
+            "docs: the agent owns the `send_email` email integration the task inherits (its setup names no "
+            "server, so MINT_SMTP_HOST, the local SMTP fake, is used); the prompt runs, then send_email"
         ),
         input={"customer_email": "ada@example.com", "subject": "Refund", "body": "Please refund me."},
-        outcome="unavailable_provider",
-        provider="email",
+        output={"success": True},
         setup=agent_email_tool,
+        check=email_sent("ada@example.com", "support@julep.ai"),
     ),
     "doc_tasks_weather_inline_tool": Case(
         why="docs: `location: New York` is a literal (SOURCES.md rule); the `weather` integration",
-        outcome="unavailable_provider",
-        provider="weather",
+        output=lambda out: out["result"].startswith("In New York, the current weather is as follows:"),
     ),
     "doc_steps_multi_step_demo": Case(
         why="docs input {topic}; the prompt runs, then the foreach calls the `brave` integration",
         input={"topic": "quantum computing"},
-        outcome="unavailable_provider",
-        provider="brave",
+        output=lambda out: out["topic"] == "quantum computing" and "Summary" not in out["summary"],
     ),
     "doc_steps_subworkflow": Case(
         why="docs: the subworkflow returns {result: 'This is the subworkflow'} (literals), read via steps[1]",
@@ -680,8 +692,7 @@ CASES: dict[str, Case] = {
     ),
     "doc_tools_wikipedia_integration": Case(
         why='docs: `query: "Julep"` is a literal (SOURCES.md rule); the `wikipedia` integration',
-        outcome="unavailable_provider",
-        provider="wikipedia",
+        output=lambda out: out["documents"][0]["metadata"]["title"] == "Julep",
     ),
     "doc_tools_api_call_weather": Case(
         why=(
@@ -853,10 +864,15 @@ def marks(case: Case) -> list[Any]:
     return [pytest.mark.xfail(strict=True, reason=case.xfail)] if case.xfail else []
 
 
-def task_text(name: str, agent_id: str, web_url: str, hosts: tuple[str, ...]) -> str:
+def task_text(name: str, agent_id: str, web_url: str, hosts: tuple[str, ...], smtp_port: int = 0) -> str:
     text = (CORPUS / f"{name}.yaml").read_text().replace("__AGENT_ID__", agent_id)
     for host in hosts:
         text = text.replace(host, web_url.rstrip("/"))
+    smtp_host = CASES[name].smtp_host
+    if smtp_host:
+        text = text.replace(f"host: {smtp_host}", "host: 127.0.0.1").replace(
+            "port: 587", f"port: {smtp_port}"
+        )
     return text
 
 
@@ -923,19 +939,21 @@ def resolve(value: Any, world: World) -> Any:
 
 
 @pytest.mark.parametrize("name", params())
-async def test_julep_task_runs_as_julep_runs_it(name: str, mapi, model_stack, model_server, script, api_key):
+async def test_julep_task_runs_as_julep_runs_it(
+    name: str, mapi, model_stack, model_server, script, api_key, integration_fakes
+):
     case = CASES[name]
     script.reply = case.model or echo
     agent = await create_agent(mapi, "julep-corpus")
     fields = {"about": "an agent that runs Julep's own tasks", "model": "gpt-4o-mini", **case.agent}
     updated = await mapi.patch(f"/agents/{agent['id']}", json=fields)
     assert updated.status_code == 200, updated.text
-    world = World(mapi, updated.json(), model_server.calls)
+    world = World(mapi, updated.json(), model_server.calls, mailbox=integration_fakes.mailbox)
     if case.setup:
         await case.setup(world)
     with LocalServer(case.web or (lambda _: (404, {}, b""))) as web:
         world.http = web.requests
-        text = task_text(name, world.agent["id"], web.url, case.hosts)
+        text = task_text(name, world.agent["id"], web.url, case.hosts, integration_fakes.smtp_port)
         status, body, task_id = await create_task(world, name, text, model_stack.url, api_key)
         if case.outcome == "refused" or (case.outcome == "error" and status >= 400):
             assert 400 <= status < 500, f"Julep refuses this task; Mint answered {status}: {body}"
@@ -957,9 +975,6 @@ def check_outcome(case: Case, execution: dict[str, Any]) -> None:
     if case.outcome == "succeeded":
         assert status == "succeeded", f"{status}: {error}"
         check_output(case, execution["output"])
-    elif case.outcome == "unavailable_provider":
-        assert status == "failed", f"{status}; output {execution.get('output')!r}"
-        assert re.search(rf"provider '{case.provider}' is not available", error), error
     else:  # failed, or `error` once the task was accepted
         assert status == "failed", f"{status}; output {execution.get('output')!r}"
         assert re.search(case.error, error), error

@@ -65,3 +65,14 @@ def test_settings_stay_a_plain_frozen_value():
     assert settings.api_port == 1
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.api_port = 2  # type: ignore[misc]
+
+
+def test_integration_base_urls_and_the_smtp_server_come_from_their_variables(monkeypatch):
+    monkeypatch.setenv("MINT_WEATHER_BASE_URL", " http://proxy.internal/weather ")
+    monkeypatch.setenv("MINT_BRAVE_BASE_URL", "")  # empty: the service itself
+    monkeypatch.setenv("MINT_SMTP_HOST", "mail.internal")
+    monkeypatch.setenv("MINT_SMTP_PORT", "2525")
+    settings = Settings.from_env()
+    assert settings.integration_base_urls["weather"] == "http://proxy.internal/weather"
+    assert "brave" not in settings.integration_base_urls
+    assert (settings.smtp_host, settings.smtp_port) == ("mail.internal", 2525)

@@ -107,6 +107,7 @@ class CallSteps:
                 self.interpreter.values,
                 lambda: str(workflow.uuid4()),
                 params.max_tool_timeout,
+                workflow.patched,
             )
         except ToolError as exc:
             raise StepFailed(str(exc)) from None

@@ -14,16 +14,25 @@ from temporalio.common import RetryPolicy
 
 from contracts.calls import (
     ApiCallRequest,
+    IntegrationCallRequest,
     McpCallRequest,
     McpIntegration,
     ModelRequest,
     Owner,
     SearchRequest,
+    SecretScope,
     SystemCallRequest,
 )
 from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
-from contracts.temporal import CALL_API, CALL_MCP, CALL_SYSTEM
+from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_SYSTEM
 from workflows import language as lang
+from workflows.integrations import (
+    REFUSED,
+    Provider,
+    argument_problems,
+    integration_problems,
+    provider_of,
+)
 from workflows.sandbox.expressions import ExpressionError
 from workflows.secret_refs import SecretRefs
 from workflows.values import ValueEvaluator
@@ -46,6 +55,9 @@ HEARTBEAT_TIMEOUT = timedelta(seconds=10)
 LOCAL_CALL_MAX_SECONDS = DEFAULT_TIMEOUT_SECONDS
 # Executions that started before calls could run in the worker keep the activities their histories hold.
 CALLS_IN_WORKER_PATCH = "calls-run-in-the-worker"
+# Executions whose histories were recorded before the integration providers existed failed such a tool call
+# at once; they still do when replayed.
+INTEGRATIONS_PATCH = "integration-providers"
 WHOLE_TEMPLATE = re.compile(r"^\{\{((?:(?!\}\}|\{\{).)*)\}\}$", re.DOTALL)
 
 
@@ -115,7 +127,7 @@ class ToolError(ValueError):
 
 
 # The input of the activity that runs a server-side tool (call_api, call_system, call_mcp).
-ToolCallRequest = ApiCallRequest | SystemCallRequest | McpCallRequest
+ToolCallRequest = ApiCallRequest | SystemCallRequest | McpCallRequest | IntegrationCallRequest
 # The input of any activity a step calls (contracts.temporal.ACTIVITIES has which is whose).
 CallRequest = ModelRequest | SearchRequest | ToolCallRequest
 
@@ -125,7 +137,7 @@ class ToolActivity:
     """How to run one server-side tool call: the activity, its input, and the call's own deadline (seconds),
     when it has one."""
 
-    name: str  # CALL_API, CALL_SYSTEM or CALL_MCP
+    name: str  # CALL_API, CALL_SYSTEM, CALL_MCP or CALL_INTEGRATION
     request: ToolCallRequest
     deadline: float | None = None
 
@@ -137,12 +149,14 @@ def tool_activity(
     values: ValueEvaluator,
     new_key: Callable[[], str],
     max_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS,
+    patched: Callable[[str], bool] = lambda _: True,
 ) -> ToolActivity:
     """The activity call for an api_call, system or MCP integration tool (function tools go to the client).
 
     `owner` is whose tools these are, and so whose secrets they may use. `new_key`
     makes the api_call's Idempotency-Key: the same on every attempt (retries reuse the activity's input), so
-    the server can drop repeats. An api_call's timeout may not exceed `max_timeout` seconds."""
+    the server can drop repeats. An api_call's timeout may not exceed `max_timeout` seconds. `patched` is
+    the workflow's `workflow.patched` (INTEGRATIONS_PATCH)."""
     if not isinstance(arguments, dict):
         raise ToolError(f"arguments for {tool['type']} tool {tool['name']!r} must be a mapping")
     if tool["type"] == "api_call":
@@ -176,10 +190,75 @@ def tool_activity(
     if tool["type"] == "integration" and integration.get("provider") == "mcp":
         method = integration.get("method") or tool["name"]
         return ToolActivity(CALL_MCP, McpCallRequest(integration, method, arguments))
-    raise ToolError(
-        f"{tool['type']} tool {tool['name']!r}: provider {integration.get('provider')!r} is not available "
-        "(Mint ships the `mcp` provider)"
+    provider = provider_of(dict(integration)) if tool["type"] == "integration" else None
+    if provider is not None and patched(INTEGRATIONS_PATCH):
+        deadline = min(DEFAULT_TIMEOUT_SECONDS, max_timeout)
+        call = integration_request(provider, dict(integration), arguments, owner, values, new_key)
+        call.timeout = deadline  # the activity also keeps within the step's own `timeout`
+        return ToolActivity(CALL_INTEGRATION, call, deadline)
+    # A tool stored before its provider was checked at creation (or an agent's) can still name one.
+    name = integration.get("provider")
+    why = REFUSED.get(str(name)) or "Mint runs mcp and the providers in the README's table"
+    raise ToolError(f"{tool['type']} tool {tool['name']!r}: provider {name!r} is not available: {why}")
+
+
+def integration_request(
+    provider: Provider,
+    integration: dict[str, Any],
+    arguments: dict[str, Any],
+    owner: Owner,
+    values: ValueEvaluator,
+    new_key: Callable[[], str],
+) -> IntegrationCallRequest:
+    """The call of an integration tool: its setup with `secrets.NAME` (bare, `$ secrets.NAME` or in a
+    `{{ }}` template) as references, an absent credential as a reference to the owner's secret of its
+    default name, and the tool's pre-set `arguments` under the step's."""
+    stored = integration_problems(integration)  # (checked at creation: this is a tool stored before that)
+    if stored:
+        raise ToolError("; ".join(stored))
+    nonce = new_key()
+    secrets = SecretRefs(nonce)
+    scope = {"secrets": secrets}
+    try:
+        setup = {k: _setup_value(v, scope, values) for k, v in (integration.get("setup") or {}).items()}
+    except ExpressionError as exc:
+        raise ToolError(f"provider {provider.name!r}: a setup value cannot be read: {exc}") from None
+    for name, secret in provider.credentials.items():
+        if setup.get(name) in (None, "") and secret:
+            setup[name] = secrets[secret]
+    if not secrets.intact(setup):
+        raise ToolError(
+            f"provider {provider.name!r}: a setup value changes a secret before using it: a secret can only "
+            "be inserted as it is (`secrets.KEY` or `{{ secrets.KEY }}`)"
+        )
+    merged = {**(integration.get("arguments") or {}), **arguments}
+    missing = argument_problems(integration, merged.keys())
+    if missing:
+        raise ToolError("; ".join(missing))
+    scope_of = SecretScope(developer_id=owner.developer_id, agent_id=owner.agent_id, nonce=nonce)
+    method = integration.get("method") or provider.default_method
+    return IntegrationCallRequest(
+        provider.name,
+        method,
+        setup,
+        merged,
+        timeout=DEFAULT_TIMEOUT_SECONDS,  # (tool_activity bounds it)
+        key=new_key(),
+        secrets=scope_of if secrets.lookups else None,
     )
+
+
+BARE_SECRET = re.compile(r"^\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*$")
+
+
+def _setup_value(value: Any, scope: dict[str, Any], values: ValueEvaluator) -> Any:
+    if isinstance(value, str):
+        bare = BARE_SECRET.match(value)
+        if bare:
+            return scope["secrets"][bare.group(1)]
+        if value.startswith("$"):
+            return values.expression(value[1:].strip(), scope)
+    return _render(value, scope, values)
 
 
 def api_request(

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from workflows.language import Message
 
+from workflows.integrations import arguments_schema
+
 MAX_TURNS = 10
 TOOL_PARAMETERS_KEY = "x-tool-parameters"
 OPEN_OBJECT: dict[str, Any] = {"type": "object", "properties": {}, "additionalProperties": True}
@@ -24,7 +26,8 @@ def parameters_schema(tool: dict[str, Any]) -> dict[str, Any]:
         return spec.get("parameters") or OPEN_OBJECT
     if tool["type"] == "api_call":
         return spec.get("params_schema") or OPEN_OBJECT
-    return spec.get("parameters") or tool.get("parameters") or OPEN_OBJECT
+    declared = arguments_schema(spec) if tool["type"] == "integration" else None
+    return spec.get("parameters") or tool.get("parameters") or declared or OPEN_OBJECT
 
 
 def fixed_arguments(tool: dict[str, Any], layers: list[dict[str, Any] | None]) -> dict[str, Any]:

@@ -35,7 +35,13 @@ class RunToolWorkflow:
         limit = request.max_tool_timeout or DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
         try:
             planned = tool_activity(
-                tool, request.arguments, request.owner, values, lambda: str(workflow.uuid4()), limit
+                tool,
+                request.arguments,
+                request.owner,
+                values,
+                lambda: str(workflow.uuid4()),
+                limit,
+                workflow.patched,
             )
         except ToolError as exc:
             raise ApplicationError(str(exc), type="BadToolCall", non_retryable=True) from None

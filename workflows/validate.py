@@ -14,6 +14,7 @@ from workflows.calls import bounded_timeout
 from workflows.dialect import Dialect, has_dollar, read_value
 from workflows.guardrails import guardrail_problems
 from workflows.input_schema import schema_problems
+from workflows.integrations import argument_problems
 from workflows.partial_parse import TaskParts, parse_task
 from workflows.plain_errors import format_loc
 from workflows.problems import Problem, Suggestions, capped_warnings, in_path_order
@@ -74,9 +75,13 @@ def validate_task(
     }
     check_step = _StepChecks(dialect, names, limits.max_expression_length, suggest)
     api_calls = {tool.name for _, tool in parts.tools if tool.type == "api_call"}
+    integrations = {
+        t.name: t.integration for _, t in parts.tools if t.type == "integration" and t.integration
+    }
     for path, step in parts.steps:
         problems += check_step(step, path)
         problems += _argument_timeout_problems(step, path, dialect, api_calls, limits.max_tool_timeout)
+        problems += _integration_argument_problems(step, path, integrations)
         refused, ignored = ignored_keys.step_keys(step, path, suggest)
         problems, warnings = problems + refused, warnings + ignored
     if parts.spec is not None:
@@ -216,6 +221,20 @@ def _argument_timeout_problems(
     except ValueError as exc:
         return [Problem(f"{path}.{step.arguments_path}.timeout", str(exc))]
     return []
+
+
+def _integration_argument_problems(
+    step: lang.StepModel, path: str, integrations: dict[str, dict[str, Any]]
+) -> list[Problem]:
+    """Arguments a step gives one of the task's integration tools that its provider's method does not take
+    (one it needs and does not get is told when the step runs: metadata may still fill it in)."""
+    if not isinstance(step, lang.ToolCallStep) or step.tool_name not in integrations:
+        return []
+    if not isinstance(step.tool_arguments, dict):
+        return []
+    where = f"{path}.{step.arguments_path}"
+    found = argument_problems(integrations[step.tool_name], step.tool_arguments.keys(), complete=False)
+    return [Problem(where, f"tool {step.tool_name!r}: {message}") for message in found]
 
 
 def _duplicate_tools(tools: list[tuple[str, lang.ToolDef]]) -> list[Problem]:

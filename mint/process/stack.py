@@ -21,6 +21,7 @@ from temporalio.worker import Worker
 from activities.docs import DocActivities
 from activities.egress import EgressPolicy
 from activities.http import HttpActivities
+from activities.integrations import IntegrationActivities
 from activities.mcp import McpActivities
 from activities.models import ModelActivities
 from activities.observe import ActivityObserver
@@ -151,12 +152,16 @@ def worker_for(
     egress = EgressPolicy(settings.egress_allow)
     # httpx logs every request's URL at INFO, and a tool's URL may carry a secret (activities/secrets.py).
     logging.getLogger("httpx").setLevel(logging.WARNING)
+    tools = HttpActivities(http, egress, clients.secrets, settings.max_tool_timeout)
     activities = WorkerActivities(
         writer=TransitionWriter(pool, metrics, tracing),
-        tools=HttpActivities(http, egress, clients.secrets, settings.max_tool_timeout),
+        tools=tools,
         models=ModelActivities(clients.models, Budgets(pool)),
         system=SystemActivities(create_internal_app(clients, settings, system_caller)),
         mcp=McpActivities(settings.mcp_servers, egress),
+        integrations=IntegrationActivities(
+            tools, settings.integration_base_urls, (settings.smtp_host, settings.smtp_port)
+        ),
         docs=DocActivities(clients.docs, clients.embedder),
         sessions=SessionActivities(clients.store, clients.models),
     )

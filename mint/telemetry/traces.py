@@ -244,7 +244,8 @@ def _verdict(builder: _Builder, run_id: str, transition: dict[str, Any], at: str
     recorded at the position of the step about to run, or one past main's last for the output)."""
     metadata = transition["metadata"]
     _calls(builder, run_id, transition, at, previous)
-    verdict = transition.get("output") if isinstance(transition.get("output"), dict) else {}
+    output = transition.get("output")
+    verdict: dict[str, Any] = output if isinstance(output, dict) else {}
     builder.item(
         "guardrail",
         run_id,

@@ -223,10 +223,11 @@ async def test_an_mcp_tool_calls_its_servers_method(mint):
     assert request["tool"] == "plus" and request["integration"]["setup"] == {"server": "calc"}
 
 
-async def test_an_integration_mint_does_not_have_fails_saying_so(mint):
+async def test_an_integration_call_without_an_argument_its_method_needs_fails_saying_so(mint):
+    # (An unknown argument or provider is refused when the task is created: tests/test_integrations.py.)
     tool = {"name": "weather", "type": "integration", "integration": {"provider": "weather"}}
-    done = await mint.fail(task({"tool": "weather", "arguments": {"city": "Oslo"}}, tools=[tool]))
-    assert "provider 'weather' is not available" in done.error
+    done = await mint.fail(task({"tool": "weather", "arguments": {}}, tools=[tool]))
+    assert "provider 'weather', method 'get' needs the argument location" in done.error
 
 
 # prompts ---------------------------------------------------------------------------------------------------

@@ -10,9 +10,10 @@ from itertools import count
 import pytest
 
 from contracts.calls import McpCallRequest, Owner, SystemCallRequest
-from contracts.temporal import CALL_API, CALL_MCP, CALL_SYSTEM
+from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_SYSTEM
 from workflows import language as lang
 from workflows.calls import ToolError, bounded_timeout, call_options, tool_activity
+from workflows.secret_refs import reference
 from workflows.values import ValueEvaluator
 
 OWNER = Owner(developer_id="dev", agent_id="agent")
@@ -182,5 +183,26 @@ def test_an_mcp_tool_goes_to_call_mcp_with_its_method_or_its_name():
 
 
 def test_an_integration_provider_mint_does_not_ship_is_refused():
+    with pytest.raises(ToolError, match="provider 'duckduckgo' is not available"):
+        plan({"name": "b", "type": "integration", "integration": {"provider": "duckduckgo"}})
+
+
+def test_an_integration_provider_goes_to_call_integration_with_secret_references():
+    tool = {
+        "name": "b",
+        "type": "integration",
+        "integration": {"provider": "brave", "setup": {"brave_api_key": "secrets.BRAVE"}},
+    }
+    planned = plan(tool, {"query": "mint"})
+    assert (planned.name, planned.deadline) == (CALL_INTEGRATION, 60)
+    request = planned.request
+    assert (request.provider, request.method, request.arguments) == ("brave", "search", {"query": "mint"})
+    assert request.setup["brave_api_key"] == reference("key-1", "BRAVE")
+    assert request.secrets == {"developer_id": "dev", "agent_id": OWNER.agent_id, "nonce": "key-1"}
+
+
+def test_a_history_from_before_the_providers_still_refuses_them():
+    keys = (f"key-{i}" for i in count(1))
+    tool = {"name": "b", "type": "integration", "integration": {"provider": "brave"}}
     with pytest.raises(ToolError, match="provider 'brave' is not available"):
-        plan({"name": "b", "type": "integration", "integration": {"provider": "brave"}})
+        tool_activity(tool, {"query": "x"}, OWNER, values(), lambda: next(keys), 300, lambda _: False)

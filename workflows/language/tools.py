@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from workflows.integrations import integration_problems
 from workflows.language.common import NAME_PATTERN, Lenient
 from workflows.system_ops import operation_key
 
@@ -45,7 +46,7 @@ class ToolDef(BaseModel):
     function: FunctionDef | None = None
     api_call: ApiCallDef | None = Field(default=None, validate_default=True)
     system: dict[str, Any] | None = Field(default=None, validate_default=True)
-    integration: dict[str, Any] | None = None
+    integration: dict[str, Any] | None = Field(default=None, validate_default=True)
     # In a prompt's tool loop, a failed call goes back to the model as an error result ("report"), or
     # fails the step ("fail").
     on_error: Literal["report", "fail"] | None = None
@@ -79,4 +80,15 @@ class ToolDef(BaseModel):
     def _api_call_present(cls, value: ApiCallDef | None, info: ValidationInfo) -> ApiCallDef | None:
         if value is None and info.data.get("type") == "api_call":
             raise ValueError("an api_call tool needs an `api_call` spec with at least `url`")
+        return value
+
+    @field_validator("integration")
+    @classmethod
+    def _known_integration(cls, value: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
+        # Its provider, method and setup fields are refused when the task is created (workflows/integrations.py).
+        if info.data.get("type") != "integration":
+            return value
+        problems = integration_problems(value)
+        if problems:
+            raise ValueError("; ".join(problems))
         return value

@@ -1,0 +1,37 @@
+"""`algolia`: search an Algolia index (POST /1/indexes/{index}/query on the application's DSN host, the
+application id and key in X-Algolia-* headers). Julep's answer is {hits, metadata}."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from activities.integrations.common import answer_json, join
+from mint.temporal import errors
+
+DEFAULT_BASE_URL = "https://{application_id}-dsn.algolia.net"
+METADATA = ("nbHits", "page", "nbPages", "hitsPerPage", "processingTimeMS", "query", "params")
+
+
+async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
+    application = str(setup["algolia_application_id"])
+    if not application.replace("-", "").isalnum():
+        raise errors.permanent("algolia_application_id must be letters and digits", "BadToolCall")
+    body: dict[str, Any] = {"query": str(arguments["query"])}
+    body["hitsPerPage"] = arguments.get("hits_per_page") or 10
+    if arguments.get("attributes_to_retrieve"):
+        body["attributesToRetrieve"] = arguments["attributes_to_retrieve"]
+    base = service.base_url.replace("{application_id}", application.lower())
+    response = await service.fetch(
+        {
+            "method": "POST",
+            "url": join(base, f"/1/indexes/{quote(str(arguments['index_name']), safe='')}/query"),
+            "json": body,
+            "headers": {
+                "X-Algolia-Application-Id": application,
+                "X-Algolia-API-Key": setup["algolia_api_key"],
+            },
+        }
+    )
+    data = answer_json("Algolia", response)
+    return {"hits": data.get("hits", []), "metadata": {k: data[k] for k in METADATA if k in data}}

@@ -1,0 +1,108 @@
+"""`email`: send one message over SMTP with aiosmtplib. The server is `setup.host`/`setup.port`, else
+MINT_SMTP_HOST/MINT_SMTP_PORT; port 465 speaks TLS from the start (SMTPS), any other port upgrades with
+STARTTLS when the server offers it. `user`/`password`, when given, log in. The server's address passes the
+same egress check as HTTP calls, and the connection goes to exactly the address checked. Julep's answer is
+{success: true}.
+
+SMTP has no idempotency key: the message's Message-ID is made from the call's key, the same on every
+attempt, so that a retry after a lost answer is recognisably the same message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ipaddress
+import socket
+from email.message import EmailMessage
+from typing import Any
+
+import aiosmtplib
+
+from activities.egress import EgressRefused
+from mint.temporal import errors
+
+DEFAULT_BASE_URL = ""  # (SMTP: host and port instead)
+SMTPS_PORT = 465
+
+
+async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
+    host = setup.get("host") or service.smtp[0]
+    port = _port(setup.get("port") or service.smtp[1] or 587)
+    if not host:
+        raise errors.permanent("the email integration needs `setup.host` (or MINT_SMTP_HOST)", "BadToolCall")
+    message = _message(arguments, service.key)
+    sock, public = await _connected(service, str(host), port)
+    user = setup.get("user") or None
+    client = aiosmtplib.SMTP(
+        hostname=str(host),
+        sock=sock,
+        username=user,
+        password=setup.get("password") or None,
+        use_tls=port == SMTPS_PORT,
+        # A login to a server on the internet must not travel in the clear: STARTTLS is then required (a
+        # server the operator allowed on a private address may do without); otherwise it is used if offered.
+        start_tls=True if user and public and port != SMTPS_PORT else None,
+        timeout=service.deadline,
+    )
+    try:
+        await client.connect()
+        await client.send_message(message)
+        with contextlib.suppress(aiosmtplib.SMTPException):
+            await client.quit()
+    except aiosmtplib.SMTPResponseException as exc:
+        # 5xx: the server refuses (a bad login, an unknown recipient); 4xx: try again later.
+        text = f"the SMTP server refused the message ({exc.code}): {exc.message}"
+        raise (errors.permanent if exc.code >= 500 else errors.transient)(text, "EmailRefused") from None
+    except aiosmtplib.SMTPRecipientsRefused as exc:
+        refused = "; ".join(f"{r.recipient}: {r.code} {r.message}" for r in exc.recipients)
+        raise errors.permanent(f"the SMTP server refused the recipients: {refused}", "EmailRefused") from None
+    except aiosmtplib.SMTPException as exc:
+        raise errors.transient(f"the SMTP server could not be used: {exc}", "EmailUnavailable") from None
+    finally:
+        # Closed at once, not with QUIT: on a deadline the server may still be busy with the message.
+        client.close()
+        sock.close()
+    return {"success": True}
+
+
+def _message(arguments: dict[str, Any], key: str) -> EmailMessage:
+    message = EmailMessage()
+    try:
+        message["From"], message["To"] = str(arguments["from"]), str(arguments["to"])
+        message["Subject"] = str(arguments["subject"])
+        message["Message-ID"] = f"<{key}@mint.invalid>"
+        message.set_content(str(arguments["body"]))
+    except ValueError as exc:  # a header with a line break in it, say
+        raise errors.permanent(f"the message cannot be written: {exc}", "BadToolCall") from None
+    return message
+
+
+def _port(raw: Any) -> int:
+    try:
+        port = int(raw)
+    except (TypeError, ValueError):
+        port = 0
+    if not 0 < port < 65536:
+        raise errors.permanent(f"the SMTP port must be a number from 1 to 65535, not {raw!r}", "BadToolCall")
+    return port
+
+
+async def _connected(service: Any, host: str, port: int) -> tuple[socket.socket, bool]:
+    """A socket connected to the checked address of the SMTP server (its name is resolved once, here), and
+    whether that address is a public one."""
+    try:
+        destination = await service.egress.resolve(f"http://{host}:{port}/", quote=False)
+    except EgressRefused as exc:
+        raise errors.permanent(f"SMTP server {host}:{port}: {exc}", "EgressRefused") from None
+    family = socket.AF_INET6 if ":" in destination.address else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    try:
+        await asyncio.get_running_loop().sock_connect(sock, (destination.address, port))
+    except OSError as exc:
+        sock.close()
+        raise errors.transient(
+            f"cannot reach the SMTP server {host}:{port}: {exc}", "EmailUnavailable"
+        ) from None
+    return sock, ipaddress.ip_address(destination.address.split("%")[0]).is_global

@@ -1,0 +1,329 @@
+"""Local fakes of the services Mint's integration providers call, each speaking that service's documented
+protocol: OpenWeatherMap's current weather, Brave Search's web search, the MediaWiki Action API, spider.cloud,
+arXiv's export API (Atom) on one HTTP server (their paths differ), and an SMTP server (aiosmtpd).
+
+What a fake answers depends on what it is asked, so one server serves every test at once:
+- `slow` as the place, query or URL: the answer comes after SLOW_SECONDS (a step's timeout runs out first);
+- `BAD_KEY` as the credential: the service's own "invalid key" answer;
+- a weather place starting with `flaky`: 503 the first time (a retry then gets the weather);
+- `Atlantis` (weather), an empty query (wikipedia), `not a query` (arxiv): the service's own error answer;
+- a query or URL holding `echo:` gets the credential the call carried back in its answer (as a careless
+  service might), so tests can see it masked;
+- a recipient at `refused.example` is refused by the SMTP server (550), a login with BAD_KEY as its password
+  too (535), and a message whose subject is `slow` is answered after SLOW_SECONDS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import email
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
+
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, Envelope, LoginPassword
+
+from tests.local_http import Answer, LocalServer, Request
+from tests.stack import free_port
+
+SLOW_SECONDS = 6.0
+BAD_KEY = "BAD_KEY"
+
+
+def _json(status: int, body: Any) -> Answer:
+    return status, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+
+def _query(request: Request) -> dict[str, str]:
+    return {k: v[0] for k, v in parse_qs(urlsplit(request.path).query).items()}
+
+
+def _slow(*values: Any) -> None:
+    if "slow" in values:
+        time.sleep(SLOW_SECONDS)
+
+
+FLAKY_SEEN: set[str] = set()
+
+
+def weather(request: Request) -> Answer:
+    """GET /data/2.5/weather?q=&appid=&units=: 401 for a bad key, 404 for an unknown city; a place that
+    starts with `flaky` answers 503 the first time it is asked."""
+    q = _query(request)
+    _slow(q.get("q"))
+    place = q.get("q", "")
+    if place.startswith("flaky") and place not in FLAKY_SEEN:
+        FLAKY_SEEN.add(place)
+        return _json(503, {"cod": 503, "message": "service unavailable"})
+    if q.get("appid") == BAD_KEY:
+        return _json(
+            401, {"cod": 401, "message": "Invalid API key. Please see https://openweathermap.org/faq"}
+        )
+    if q.get("q") == "Atlantis":
+        return _json(404, {"cod": "404", "message": "city not found"})
+    return _json(
+        200,
+        {
+            "name": q.get("q"),
+            "weather": [{"main": "Clouds", "description": "broken clouds"}],
+            "main": {"temp": 12.5, "feels_like": 11.0, "temp_min": 10.0, "temp_max": 14.0, "humidity": 70},
+            "wind": {"speed": 4.1, "deg": 240},
+            "clouds": {"all": 75},
+        },
+    )
+
+
+def brave(request: Request) -> Answer:
+    """GET /res/v1/web/search?q=, the key in X-Subscription-Token."""
+    q, token = _query(request).get("q", ""), request.headers.get("X-Subscription-Token", "")
+    _slow(q)
+    if token == BAD_KEY or not token:
+        error = {
+            "status": 401,
+            "code": "SUBSCRIPTION_TOKEN_INVALID",
+            "detail": "The provided token is invalid.",
+        }
+        return _json(401, {"type": "ErrorResponse", "error": error})
+    snippet = f"token {token}" if "echo:" in q else f"All about {q}."
+    results = [
+        {"title": f"{q} news", "url": "https://news.example/1", "description": snippet},
+        {"title": f"More {q}", "url": "https://news.example/2", "description": "Another page."},
+    ]
+    return _json(200, {"type": "search", "web": {"type": "search", "results": results}})
+
+
+def wikipedia(request: Request) -> Answer:
+    """GET /w/api.php?action=query&generator=search&gsrsearch=&prop=extracts|info (formatversion 2).
+    MediaWiki reports a bad request with 200 and an `error` object."""
+    q = _query(request)
+    search = q.get("gsrsearch", "")
+    _slow(search)
+    if not search.strip():
+        return _json(
+            200, {"error": {"code": "missingparam", "info": 'The "gsrsearch" parameter must be set.'}}
+        )
+    count = int(q.get("gsrlimit", "2"))
+    pages = [
+        {
+            "pageid": 100 + i,
+            "title": f"{search} {i}" if i else search,
+            "index": i + 1,
+            "extract": f"{search} is a subject of article {i}.",
+            "fullurl": f"https://en.wikipedia.org/wiki/{search.replace(' ', '_')}_{i}",
+        }
+        for i in range(count)
+    ]
+    return _json(200, {"batchcomplete": True, "query": {"pages": list(reversed(pages))}})
+
+
+def spider(request: Request) -> Answer:
+    """POST /crawl (and /links, /screenshot, /search): JSON body, the key as a bearer token."""
+    body = json.loads(request.body or b"{}")
+    url = str(body.get("url") or body.get("search") or "")
+    _slow(url)
+    token = request.headers.get("Authorization", "").removeprefix("Bearer ")
+    if token == BAD_KEY:
+        return 401, {"Content-Type": "text/plain"}, b"Unauthorized: invalid API key"
+    limit = int(body.get("limit") or 1)
+    pages = [
+        {
+            "content": f"# Page {i} of {url}" + (f" key {token}" if "echo:" in url else ""),
+            "url": f"{url.rstrip('/')}/{i}",
+            "status": 200,
+            "error": None,
+            "costs": {"total_cost": 0.0001},
+        }
+        for i in range(limit)
+    ]
+    return _json(200, pages)
+
+
+ATOM_HEAD = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n<feed xmlns="http://www.w3.org/2005/Atom" '
+    'xmlns:arxiv="http://arxiv.org/schemas/atom" '
+    'xmlns:opensearch="http://a9.com/-/spec/opensearch/1.1/">'
+)
+
+
+def _arxiv_entry(i: int, query: str) -> str:
+    return f"""<entry>
+<id>http://arxiv.org/abs/2401.0000{i}v1</id>
+<updated>2024-01-0{i + 1}T00:00:00Z</updated><published>2024-01-0{i + 1}T00:00:00Z</published>
+<title>Paper {i} on
+  {query}</title>
+<summary>  We study {query}.  </summary>
+<author><name>Ada Lovelace</name></author><author><name>Alan Turing</name></author>
+<arxiv:comment>10 pages</arxiv:comment>
+<link href="http://arxiv.org/abs/2401.0000{i}v1" rel="alternate" type="text/html"/>
+<link title="pdf" href="http://arxiv.org/pdf/2401.0000{i}v1" rel="related" type="application/pdf"/>
+<arxiv:primary_category term="cs.AI" scheme="http://arxiv.org/schemas/atom"/>
+<category term="cs.AI" scheme="http://arxiv.org/schemas/atom"/>
+<category term="cs.LG" scheme="http://arxiv.org/schemas/atom"/>
+</entry>"""
+
+
+def arxiv(request: Request) -> Answer:
+    """GET /api/query?search_query=&max_results=&sortBy=&sortOrder=: an Atom feed; a malformed query is a
+    400 whose feed holds one entry with the error in its summary."""
+    q = _query(request)
+    query = q.get("search_query", "")
+    _slow(query)
+    headers = {"Content-Type": "application/atom+xml; charset=utf-8"}
+    if query == "not a query":
+        error = (
+            f"{ATOM_HEAD}<entry><id>http://arxiv.org/api/errors#incorrect_query</id><title>Error</title>"
+            "<summary>malformed query: not a query</summary></entry></feed>"
+        )
+        return 400, headers, error.encode()
+    count = min(int(q.get("max_results", "5")), 3)
+    entries = "".join(_arxiv_entry(i, query) for i in range(count))
+    return 200, headers, f"{ATOM_HEAD}<title>arXiv Query</title>{entries}</feed>".encode()
+
+
+def mailgun(request: Request) -> Answer:
+    """POST /v3/{domain}/messages, a form, basic auth `api:{key}`."""
+    form = {k: v[0] for k, v in parse_qs(request.body.decode()).items()}
+    _slow(form.get("subject"))
+    credentials = base64.b64decode(request.headers.get("Authorization", "Basic ").split()[-1]).decode()
+    if not credentials.startswith("api:") or credentials == f"api:{BAD_KEY}":
+        return 401, {"Content-Type": "text/plain"}, b"Forbidden"
+    if "@" not in form.get("to", ""):
+        return _json(400, {"message": "'to' parameter is not a valid address. please check documentation"})
+    domain = urlsplit(request.path).path.split("/")[2]
+    return _json(200, {"id": f"<20260101.1@{domain}>", "message": "Queued. Thank you."})
+
+
+def algolia(request: Request) -> Answer:
+    """POST /1/indexes/{index}/query, the application id and key in X-Algolia-* headers."""
+    body = json.loads(request.body or b"{}")
+    _slow(body.get("query"))
+    if request.headers.get("X-Algolia-API-Key") == BAD_KEY:
+        return _json(403, {"message": "Invalid Application-ID or API key", "status": 403})
+    index = unquote(urlsplit(request.path).path.split("/")[3])
+    if index == "missing":
+        return _json(404, {"message": "Index does not exist", "status": 404})
+    count = int(body.get("hitsPerPage") or 10)
+    hits = [{"objectID": str(i), "name": f"{body.get('query')} {i}"} for i in range(min(count, 3))]
+    meta = {"nbHits": len(hits), "page": 0, "nbPages": 1, "hitsPerPage": count, "processingTimeMS": 1}
+    return _json(200, {"hits": hits, **meta, "query": body.get("query"), "params": ""})
+
+
+def unstructured(request: Request) -> Answer:
+    """POST /general/v0/general, the document as multipart form data (`files`), the key in
+    unstructured-api-key: one element per line of text."""
+    if request.headers.get("unstructured-api-key") == BAD_KEY:
+        return _json(401, {"detail": "API key is invalid"})
+    head = f"Content-Type: {request.headers.get('Content-Type')}\r\n\r\n".encode()
+    form = email.message_from_bytes(head + request.body)
+    parts = {p.get_param("name", header="content-disposition"): p for p in form.get_payload()}
+    document = parts["files"]
+    filename = document.get_filename()
+    _slow(filename)
+    lines = document.get_payload(decode=True).decode().splitlines()
+    strategy = parts["strategy"].get_payload() if "strategy" in parts else "auto"
+    elements = [
+        {
+            "type": "Title" if i == 0 else "NarrativeText",
+            "element_id": str(i),
+            "text": line,
+            "metadata": {"filename": filename, "strategy": strategy},
+        }
+        for i, line in enumerate(lines)
+    ]
+    return _json(200, elements)
+
+
+ROUTES = {
+    "/data/2.5/weather": weather,
+    "/res/v1/web/search": brave,
+    "/w/api.php": wikipedia,
+    "/crawl": spider,
+    "/links": spider,
+    "/screenshot": spider,
+    "/search": spider,
+    "/api/query": arxiv,
+    "/general/v0/general": unstructured,
+}
+
+
+def respond(request: Request) -> Answer:
+    path = urlsplit(request.path).path
+    route = ROUTES.get(path)
+    if path.startswith("/v3/") and path.endswith("/messages"):
+        route = mailgun
+    elif path.startswith("/1/indexes/") and path.endswith("/query"):
+        route = algolia
+    return route(request) if route else (404, {}, b"no such path")
+
+
+@dataclass
+class Mailbox:
+    """What the SMTP fake accepted: (sender, recipients, message text, logged-in user)."""
+
+    messages: list[tuple[str, list[str], str, str | None]] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    async def handle_RCPT(
+        self, server: Any, session: Any, envelope: Envelope, address: str, options: Any
+    ) -> str:  # noqa: N802 - aiosmtpd's hook names
+        if address.endswith("@refused.example"):
+            return "550 5.1.1 mailbox unavailable"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Envelope) -> str:  # noqa: N802
+        if b"Subject: slow" in (envelope.original_content or b""):
+            await asyncio.sleep(SLOW_SECONDS)
+        text = (
+            (envelope.content or b"").decode()
+            if isinstance(envelope.content, bytes)
+            else str(envelope.content)
+        )
+        user = session.auth_data.decode() if isinstance(session.auth_data, bytes) else None
+        with self.lock:
+            self.messages.append((str(envelope.mail_from), list(envelope.rcpt_tos), text, user))
+        return "250 Message accepted"
+
+
+def _authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+    """Any login but one whose password is BAD_KEY (the cookbooks' placeholder credentials log in)."""
+    ok = isinstance(data, LoginPassword) and data.password != BAD_KEY.encode()
+    # handled=False: aiosmtpd answers the failure (535) itself.
+    return AuthResult(success=ok, handled=False, auth_data=data.login if ok else None)
+
+
+class IntegrationFakes:
+    """The HTTP fakes on one local server and the SMTP fake; `base_urls` points every provider at them."""
+
+    def __init__(self) -> None:
+        self.http = LocalServer(respond)
+        self.mailbox = Mailbox()
+        # Login is offered without TLS (a local test server); the client logs in only when setup has a user.
+        self.smtp_port = free_port()
+        self.smtp = Controller(
+            self.mailbox,
+            hostname="127.0.0.1",
+            port=self.smtp_port,
+            authenticator=_authenticate,
+            auth_require_tls=False,
+            auth_required=False,
+        )
+        self.smtp.start()
+
+    @property
+    def base_urls(self) -> dict[str, str]:
+        names = ("weather", "brave", "wikipedia", "spider", "arxiv", "mailgun", "algolia", "unstructured")
+        return {name: self.http.url for name in names}
+
+    @property
+    def requests(self) -> list[Request]:
+        return self.http.requests
+
+    def close(self) -> None:
+        self.smtp.stop()
+        self.http.close()

@@ -1,0 +1,431 @@
+"""Integration tools (Julep's `type: integration`): each provider against a local fake of its service
+(tests/integration_fakes.py, which the model stack's MINT_<PROVIDER>_BASE_URL and MINT_SMTP_HOST point at):
+its answer in Julep's shape, the service's error answer, a timeout; secrets in `setup`; refusals at creation."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+
+from tests.helpers import create_agent, run_task
+from tests.integration_fakes import BAD_KEY, SLOW_SECONDS
+from tests.model_server import Reply
+from tests.test_secrets import _plain_history_text
+
+CANARY = "canary-integration-9d2f61b7e4a3"
+
+
+@dataclass(frozen=True)
+class ProviderCase:
+    integration: dict[str, Any]
+    arguments: dict[str, Any]
+    output: Callable[[Any], bool]  # True when the answer has Julep's shape and the fake's content
+    error: str  # a regex the execution's error matches when the service refuses
+    refusing_arguments: dict[str, Any] = field(default_factory=dict)
+    refusing_setup: dict[str, Any] = field(default_factory=dict)
+    slow_arguments: dict[str, Any] = field(default_factory=dict)
+
+
+EMAIL = {"to": "ada@example.com", "from": "mint@example.com", "subject": "Hello", "body": "Hi Ada."}
+CASES = {
+    "weather": ProviderCase(
+        {"provider": "weather", "setup": {"openweathermap_api_key": "owm-key"}},
+        {"location": "London"},
+        lambda out: out["result"].startswith("In London") and "broken clouds" in out["result"],
+        r"OpenWeatherMap refused the call \(404\): city not found",
+        refusing_arguments={"location": "Atlantis"},
+        slow_arguments={"location": "slow"},
+    ),
+    "brave": ProviderCase(
+        {"provider": "brave", "method": "search", "setup": {"brave_api_key": "brave-key"}},
+        {"query": "mint"},
+        lambda out: (
+            out["result"][0]
+            == {"title": "mint news", "link": "https://news.example/1", "snippet": "All about mint."}
+        ),
+        r"Brave Search refused the call \(401\): The provided token is invalid",
+        refusing_setup={"brave_api_key": BAD_KEY},
+        slow_arguments={"query": "slow"},
+    ),
+    "wikipedia": ProviderCase(
+        {"provider": "wikipedia"},
+        {"query": "Julep", "load_max_docs": 2},
+        lambda out: (
+            [d["metadata"]["title"] for d in out["documents"]] == ["Julep", "Julep 1"]
+            and out["documents"][0]["page_content"] == "Julep is a subject of article 0."
+        ),
+        r'Wikipedia refused the search: The "gsrsearch" parameter must be set',
+        refusing_arguments={"query": " "},
+        slow_arguments={"query": "slow"},
+    ),
+    "spider": ProviderCase(
+        {"provider": "spider", "setup": {"spider_api_key": "spider-key"}},
+        {"url": "https://julep.ai", "params": {"limit": 2, "return_format": "markdown"}},
+        lambda out: (
+            [p["content"] for p in out["result"]]
+            == ["# Page 0 of https://julep.ai", "# Page 1 of https://julep.ai"]
+        ),
+        r"Spider refused the call \(401\): Unauthorized: invalid API key",
+        refusing_setup={"spider_api_key": BAD_KEY},
+        slow_arguments={"url": "slow"},
+    ),
+    "arxiv": ProviderCase(
+        {"provider": "arxiv"},
+        {"query": "agents", "max_results": 2},
+        lambda out: (
+            len(out["result"]) == 2
+            and out["result"][0]["title"] == "Paper 0 on agents"
+            and out["result"][0]["authors"] == ["Ada Lovelace", "Alan Turing"]
+            and out["result"][0]["pdf_url"] == "http://arxiv.org/pdf/2401.00000v1"
+            and out["result"][0]["categories"] == ["cs.AI", "cs.LG"]
+        ),
+        r"arXiv refused the call \(400\): malformed query: not a query",
+        refusing_arguments={"query": "not a query"},
+        slow_arguments={"query": "slow"},
+    ),
+    "mailgun": ProviderCase(
+        {"provider": "mailgun", "method": "send_email", "setup": {"api_key": "mailgun-key"}},
+        EMAIL,
+        lambda out: out == {"success": True, "error": None},
+        r"Mailgun refused the call \(400\): 'to' parameter is not a valid address",
+        refusing_arguments={"to": "not-an-address"},
+        slow_arguments={"subject": "slow"},
+    ),
+    "algolia": ProviderCase(
+        {"provider": "algolia", "setup": {"algolia_application_id": "APP1", "algolia_api_key": "alg-key"}},
+        {"index_name": "docs", "query": "mint", "hits_per_page": 2},
+        lambda out: (
+            [h["name"] for h in out["hits"]] == ["mint 0", "mint 1"] and out["metadata"]["nbHits"] == 2
+        ),
+        r"Algolia refused the call \(404\): Index does not exist",
+        refusing_arguments={"index_name": "missing"},
+        slow_arguments={"query": "slow"},
+    ),
+    "unstructured": ProviderCase(
+        {"provider": "unstructured", "setup": {"unstructured_api_key": "uns-key"}},
+        {
+            "file": base64.b64encode(b"Mint\nDurable agent workflows.").decode(),
+            "filename": "readme.txt",
+            "partition_params": {"strategy": "fast"},
+        },
+        lambda out: (
+            [(e["type"], e["text"]) for e in out["content"]]
+            == [("Title", "Mint"), ("NarrativeText", "Durable agent workflows.")]
+            and out["content"][0]["metadata"] == {"filename": "readme.txt", "strategy": "fast"}
+            and out["status_code"] == 200
+        ),
+        r"Unstructured refused the call \(401\): API key is invalid",
+        refusing_setup={"unstructured_api_key": BAD_KEY},
+        slow_arguments={"filename": "slow"},
+    ),
+    "email": ProviderCase(
+        {"provider": "email", "setup": {"user": "mint", "password": "smtp-pass"}},
+        EMAIL,
+        lambda out: out == {"success": True},
+        r"the SMTP server refused the recipients: nobody@refused\.example: 550",
+        refusing_arguments={"to": "nobody@refused.example"},
+        slow_arguments={"subject": "slow"},
+    ),
+}
+
+
+def _task(integration: dict[str, Any], arguments: dict[str, Any], **step: Any) -> dict[str, Any]:
+    tool = {"name": "the_tool", "type": "integration", "integration": integration}
+    return {
+        "name": "integration",
+        "tools": [tool],
+        "main": [{"tool": "the_tool", "arguments": arguments, **step}],
+    }
+
+
+@pytest.mark.parametrize("provider", CASES)
+async def test_a_provider_answers_in_julep_shape(provider, mapi, integration_fakes):
+    case = CASES[provider]
+    execution, _ = await run_task(mapi, _task(case.integration, case.arguments))
+    assert execution["status"] == "succeeded", execution["error"]
+    assert case.output(execution["output"]), execution["output"]
+
+
+@pytest.mark.parametrize("provider", CASES)
+async def test_the_services_error_answer_fails_the_step_with_its_message(provider, mapi):
+    case = CASES[provider]
+    integration = {**case.integration, "setup": {**case.integration.get("setup", {}), **case.refusing_setup}}
+    task = _task(integration, {**case.arguments, **case.refusing_arguments})
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "failed"
+    assert re.search(case.error, execution["error"]), execution["error"]
+
+
+@pytest.mark.parametrize("provider", CASES)
+async def test_a_service_slower_than_the_steps_timeout_fails_the_step(provider, mapi):
+    case = CASES[provider]
+    timeout = SLOW_SECONDS / 3
+    task = _task(
+        case.integration,
+        {**case.arguments, **case.slow_arguments},
+        timeout=timeout,
+        retry={"max_attempts": 1},
+    )
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "failed"
+    assert "did not finish within its timeout" in execution["error"], execution["error"]
+
+
+async def test_an_email_reaches_the_smtp_server_as_written(mapi, integration_fakes):
+    before = len(integration_fakes.mailbox.messages)
+    execution, _ = await run_task(mapi, _task(CASES["email"].integration, EMAIL))
+    assert execution["status"] == "succeeded", execution["error"]
+    sender, recipients, text, user = integration_fakes.mailbox.messages[before]
+    assert (sender, recipients, user) == ("mint@example.com", ["ada@example.com"], "mint")
+    assert "Subject: Hello" in text and "Hi Ada." in text
+
+
+async def test_a_refused_smtp_login_is_not_retried(mapi):
+    integration = {"provider": "email", "setup": {"user": "mint", "password": BAD_KEY}}
+    execution, rows = await run_task(mapi, _task(integration, EMAIL))
+    assert execution["status"] == "failed"
+    assert re.search(r"refused the message \(535\)", execution["error"]), execution["error"]
+    assert BAD_KEY not in json.dumps([execution, rows])  # a password written in the task is masked too
+
+
+@pytest.mark.parametrize(
+    "form", ["secrets.BRAVE_TOKEN", "{{ secrets.BRAVE_TOKEN }}", "$ secrets.BRAVE_TOKEN"]
+)
+async def test_a_secret_in_setup_reaches_the_service_and_nothing_else(
+    form, mapi, integration_fakes, temporal_env, caplog
+):
+    caplog.set_level(logging.DEBUG)
+    assert (await mapi.post("/secrets", json={"name": "BRAVE_TOKEN", "value": CANARY})).status_code == 201
+    before = len(integration_fakes.requests)
+    integration = {"provider": "brave", "setup": {"brave_api_key": form}}
+    execution, rows = await run_task(mapi, _task(integration, {"query": "echo: the key"}, local=False))
+    assert execution["status"] == "succeeded", execution["error"]
+    sent = [r for r in integration_fakes.requests[before:] if "echo" in r.path]
+    assert [r.headers["X-Subscription-Token"] for r in sent] == [CANARY]
+    # The fake echoed the key in its answer: masked there.
+    assert execution["output"]["result"][0]["snippet"] == "token [secret BRAVE_TOKEN]"
+    everything = [
+        json.dumps(rows),
+        json.dumps(execution),
+        await _plain_history_text(temporal_env, execution["id"], marker="brave_api_key"),
+        "\n".join(f"{r.getMessage()} {r.args!r} {r.exc_text or ''}" for r in caplog.records),
+    ]
+    for text in everything:
+        assert CANARY not in text
+
+
+async def test_a_key_written_in_setup_is_masked_in_the_answer(mapi):
+    key = "spider-literal-key-3b8e0c"
+    integration = {"provider": "spider", "setup": {"spider_api_key": key}}
+    execution, rows = await run_task(mapi, _task(integration, {"url": "https://echo:site"}))
+    assert execution["status"] == "succeeded", execution["error"]
+    assert execution["output"]["result"][0]["content"].endswith("key [secret spider_api_key]")
+    assert key not in json.dumps(rows)
+
+
+async def test_without_a_key_in_setup_the_owners_secret_of_the_providers_name_is_used(
+    mapi, integration_fakes
+):
+    task = _task({"provider": "weather"}, {"location": "Paris"})
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "failed"
+    assert "no secret named OPENWEATHERMAP_API_KEY" in execution["error"], execution["error"]
+    created = await mapi.post("/secrets", json={"name": "OPENWEATHERMAP_API_KEY", "value": "owm-own-key"})
+    assert created.status_code == 201, created.text
+    before = len(integration_fakes.requests)
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "succeeded", execution["error"]
+    (sent,) = integration_fakes.requests[before:]
+    assert parse_qs(urlsplit(sent.path).query)["appid"] == ["owm-own-key"]
+
+
+@pytest.mark.parametrize(
+    ("integration", "arguments", "path", "message"),
+    [
+        (
+            {"provider": "browserbase", "method": "create_session", "setup": {"api_key": "k"}},
+            {},
+            "tools[0].integration",
+            r"provider 'browserbase' is not available: .*api_call",
+        ),
+        (
+            {"provider": "remote_browser"},
+            {},
+            "tools[0].integration",
+            r"provider 'remote_browser'.*MCP server",
+        ),
+        ({"provider": "cloudinary"}, {}, "tools[0].integration", r"provider 'cloudinary' is not available"),
+        ({"provider": "llama_parse"}, {}, "tools[0].integration", r"provider 'llama_parse' is not available"),
+        ({"provider": "duckduckgo"}, {}, "tools[0].integration", r"provider 'duckduckgo' is not available"),
+        (
+            {"provider": "weather", "setup": {"api_key": "k"}},
+            {"location": "x"},
+            "tools[0].integration",
+            r"provider 'weather' has no setup field 'api_key' \(it takes openweathermap_api_key\)",
+        ),
+        (
+            {"provider": "spider", "method": "crawler"},
+            {"url": "x"},
+            "tools[0].integration",
+            r"provider 'spider' has no method 'crawler': did you mean `crawl`\?",
+        ),
+        (
+            {"provider": "weather"},
+            {"city": "x"},
+            "main[0].arguments",
+            r"tool 'the_tool': provider 'weather', method 'get' takes no argument 'city' \(it takes location\)",
+        ),
+    ],
+)
+async def test_a_tool_mint_cannot_run_is_refused_when_the_task_is_created(
+    integration, arguments, path, message, mapi
+):
+    agent = await create_agent(mapi)
+    response = await mapi.post(f"/agents/{agent['id']}/tasks", json=_task(integration, arguments))
+    assert response.status_code == 422, response.text
+    problems = {p["path"]: p["message"] for p in response.json()["problems"]}
+    assert re.search(message, problems.get(path, "")), problems
+
+
+async def test_an_agent_tool_with_a_refused_provider_is_refused(mapi):
+    agent = await create_agent(mapi)
+    tool = {"name": "browse", "type": "integration", "integration": {"provider": "browserbase"}}
+    response = await mapi.post(f"/agents/{agent['id']}/tools", json=tool)
+    assert 400 <= response.status_code < 500, response.text
+    assert "browserbase" in response.text
+
+
+async def test_a_missing_argument_fails_the_step_naming_it(mapi):
+    execution, _ = await run_task(mapi, _task({"provider": "brave", "setup": {"brave_api_key": "k"}}, {}))
+    assert execution["status"] == "failed"
+    assert "provider 'brave', method 'search' needs the argument query" in execution["error"]
+
+
+FAKE_FFMPEG = f"""#!{sys.executable}
+import json, sys, time
+# Writes the arguments it was given next to its input, as ffmpeg writes its output file; `fail` makes it
+# exit 1 with a message on stderr, `slow` makes it take SLOW_SECONDS.
+if "fail" in sys.argv:
+    sys.exit("Invalid argument: fail")
+if "slow" in sys.argv:
+    time.sleep({SLOW_SECONDS})
+open("out.json", "w").write(json.dumps(sys.argv[1:] + [open("input").read()]))
+"""
+
+
+@pytest.fixture
+def fake_ffmpeg(monkeypatch, tmp_path):
+    binary = tmp_path / "ffmpeg"
+    binary.write_text(FAKE_FFMPEG)
+    binary.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    return tmp_path
+
+
+async def test_ffmpeg_runs_the_workers_binary_with_its_arguments_as_a_list(mapi, fake_ffmpeg):
+    arguments = {
+        "cmd": "ffmpeg -i input -vf 'scale=iw/2:ih/2' out.json; touch pwned $(id)",
+        "file": base64.b64encode(b"a video").decode(),
+    }
+    execution, _ = await run_task(mapi, _task({"provider": "ffmpeg"}, arguments))
+    assert execution["status"] == "succeeded", execution["error"]
+    output = execution["output"]
+    assert (output["result"], output["mime_type"]) == (True, "application/json")
+    # No shell: `;` and `$(id)` reached ffmpeg as words.
+    argv = json.loads(base64.b64decode(output["fileoutput"]))
+    assert argv == [
+        "-i",
+        "input",
+        "-vf",
+        "scale=iw/2:ih/2",
+        "out.json;",
+        "touch",
+        "pwned",
+        "$(id)",
+        "a video",
+    ]
+    assert not (fake_ffmpeg / "pwned").exists()
+
+
+async def test_ffmpeg_may_not_read_files_outside_its_folder(mapi, fake_ffmpeg):
+    execution, _ = await run_task(mapi, _task({"provider": "ffmpeg"}, {"cmd": "-i /etc/passwd out.txt"}))
+    assert execution["status"] == "failed"
+    assert "not '/etc/passwd'" in execution["error"], execution["error"]
+
+
+async def test_ffmpeg_failing_fails_the_step_with_its_message(mapi, fake_ffmpeg):
+    arguments = {"cmd": "-i input fail", "file": base64.b64encode(b"v").decode()}
+    execution, _ = await run_task(mapi, _task({"provider": "ffmpeg"}, arguments))
+    assert execution["status"] == "failed"
+    assert "ffmpeg failed (1): Invalid argument: fail" in execution["error"], execution["error"]
+
+
+async def test_ffmpeg_slower_than_the_steps_timeout_is_stopped(mapi, fake_ffmpeg):
+    arguments = {"cmd": "-i input slow", "file": base64.b64encode(b"v").decode()}
+    task = _task({"provider": "ffmpeg"}, arguments, timeout=SLOW_SECONDS / 3, retry={"max_attempts": 1})
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "failed"
+    assert "did not finish within its timeout" in execution["error"], execution["error"]
+
+
+async def test_ffmpeg_without_the_binary_fails_saying_what_to_install(mapi, monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no ffmpeg on the worker's PATH
+    execution, _ = await run_task(mapi, _task({"provider": "ffmpeg"}, {"cmd": "-version"}))
+    assert execution["status"] == "failed"
+    assert "ffmpeg is not installed on this worker" in execution["error"], execution["error"]
+
+
+async def test_a_5xx_is_retried_with_the_same_idempotency_key(mapi, integration_fakes):
+    place = f"flaky-{os.urandom(4).hex()}"
+    integration = {"provider": "weather", "setup": {"openweathermap_api_key": "owm-key"}}
+    task = _task(integration, {"location": place}, retry={"initial_interval": 0.1})
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "succeeded", execution["error"]
+    asked = [r for r in integration_fakes.requests if place in r.path]
+    assert len(asked) == 2
+    keys = {r.headers["Idempotency-Key"] for r in asked}
+    assert len(keys) == 1 and keys != {""}
+
+
+async def test_a_providers_address_passes_the_egress_check(mapi):
+    # `server_url` may point unstructured elsewhere: a private address outside MINT_EGRESS_ALLOW is refused.
+    setup = {"unstructured_api_key": "uns-key", "server_url": "http://10.1.2.3:8000"}
+    arguments = {"file": base64.b64encode(b"x").decode()}
+    execution, _ = await run_task(mapi, _task({"provider": "unstructured", "setup": setup}, arguments))
+    assert execution["status"] == "failed"
+    assert "not a public address; list it in MINT_EGRESS_ALLOW" in execution["error"], execution["error"]
+
+
+async def test_a_model_is_offered_the_methods_arguments_and_its_call_runs(mapi, script, model_server):
+    script.reply = lambda call: (
+        Reply(content=f"found: {json.loads(call.messages[-1]['content'])['data']['result'][0]['title']}")
+        if call.messages[-1]["role"] == "tool"
+        else Reply(tool_calls=[("web_search", {"query": "mint"})])
+    )
+    tool = {
+        "name": "web_search",
+        "description": "Search the web.",
+        "type": "integration",
+        "integration": {"provider": "brave", "setup": {"brave_api_key": "brave-key"}},
+    }
+    task = {
+        "name": "search",
+        "tools": [tool],
+        "main": [{"prompt": "find mint", "tools": "all", "auto_run_tools": True, "unwrap": True}],
+    }
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "succeeded", execution["error"]
+    assert execution["output"] == "found: mint news"
+    offered = model_server.calls[0].tools[0]
+    assert offered["parameters"]["properties"] == {"query": {"type": "string"}}
+    assert offered["parameters"]["required"] == ["query"]

@@ -1,0 +1,240 @@
+"""The integration providers Mint runs (Julep's `type: integration` tools), as tasks write them: for each, its
+methods, the arguments each method takes and the `setup` fields the provider takes, as Julep documents them.
+
+This is data only, so that a task is checked against it when it is created (a tool's provider, method and
+setup here; a step's literal arguments in workflows/validate.py) and the workflow can plan the call
+(workflows/calls.py). How each provider calls its service is in activities/integrations/, one module each.
+
+A setup field that holds a credential may be omitted: the call then uses the owner's secret of the name given
+here (`BRAVE_API_KEY`), as a model call uses `OPENAI_API_KEY`; Julep uses its own keys there instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from workflows.problems import did_you_mean
+
+MCP = "mcp"  # served by MCP servers: activities/mcp.py, its own activity
+
+
+@dataclass(frozen=True)
+class Method:
+    required: tuple[str, ...] = ()  # arguments the call needs
+    optional: tuple[str, ...] = ()
+
+    def takes(self) -> tuple[str, ...]:
+        return self.required + self.optional
+
+    def schema(self) -> dict[str, Any]:
+        """The arguments as a JSON schema, for a model that is offered the tool."""
+        properties = {name: ARGUMENT_TYPES.get(name, {"type": "string"}) for name in self.takes()}
+        return {"type": "object", "properties": properties, "required": list(self.required)}
+
+
+# The arguments that are not text (for the schema a model sees).
+ARGUMENT_TYPES: dict[str, dict[str, Any]] = {
+    "load_max_docs": {"type": "integer"},
+    "max_results": {"type": "integer"},
+    "hits_per_page": {"type": "integer"},
+    "download_pdf": {"type": "boolean"},
+    "params": {"type": "object"},
+    "partition_params": {"type": "object"},
+    "id_list": {"type": "array", "items": {"type": "string"}},
+    "attributes_to_retrieve": {"type": "array", "items": {"type": "string"}},
+}
+
+
+@dataclass(frozen=True)
+class Provider:
+    name: str
+    methods: dict[str, Method]
+    setup: tuple[str, ...] = ()  # the setup fields it takes
+    # Credential fields: masked in everything the call returns or raises; when absent, the owner's secret of
+    # the name given is used (None: the field is simply left out).
+    credentials: dict[str, str | None] = field(default_factory=dict)
+    base_url_variable: str | None = None  # the environment variable that points it elsewhere
+
+    @property
+    def default_method(self) -> str:
+        return next(iter(self.methods))
+
+
+def _provider(name: str, methods: dict[str, Method], setup: tuple[str, ...] = (), **more: Any) -> Provider:
+    variable = more.pop("base_url_variable", f"MINT_{name.upper()}_BASE_URL")
+    return Provider(name, methods, setup, base_url_variable=variable, **more)
+
+
+PROVIDERS: dict[str, Provider] = {
+    p.name: p
+    for p in (
+        _provider(
+            "weather",
+            {"get": Method(("location",))},
+            ("openweathermap_api_key",),
+            credentials={"openweathermap_api_key": "OPENWEATHERMAP_API_KEY"},
+        ),
+        _provider(
+            "brave",
+            {"search": Method(("query",))},
+            ("brave_api_key",),
+            credentials={"brave_api_key": "BRAVE_API_KEY"},
+        ),
+        _provider("wikipedia", {"search": Method(("query",), ("load_max_docs",))}),
+        _provider(
+            "spider",
+            {
+                method: Method(("url",), ("content_type", "params"))
+                for method in ("crawl", "links", "screenshot", "search")
+            },
+            ("spider_api_key",),
+            credentials={"spider_api_key": "SPIDER_API_KEY"},
+        ),
+        _provider(
+            "email",
+            {"send": Method(("to", "from", "subject", "body"))},
+            ("host", "port", "user", "password"),
+            credentials={"password": None},  # a server without login needs none
+            base_url_variable=None,  # MINT_SMTP_HOST and MINT_SMTP_PORT
+        ),
+        _provider(
+            "arxiv",
+            {
+                "search": Method(
+                    ("query",), ("id_list", "max_results", "download_pdf", "sort_by", "sort_order")
+                )
+            },
+        ),
+        _provider(
+            "mailgun",
+            {"send_email": Method(("to", "from", "subject", "body"), ("cc", "bcc"))},
+            ("api_key",),
+            credentials={"api_key": "MAILGUN_API_KEY"},
+        ),
+        _provider(
+            "algolia",
+            {"search": Method(("index_name", "query"), ("attributes_to_retrieve", "hits_per_page"))},
+            ("algolia_application_id", "algolia_api_key"),
+            credentials={"algolia_api_key": "ALGOLIA_API_KEY"},
+        ),
+        _provider(
+            "unstructured",
+            {"partition": Method(("file",), ("filename", "partition_params"))},
+            ("unstructured_api_key", "server_url"),
+            credentials={"unstructured_api_key": "UNSTRUCTURED_API_KEY"},
+        ),
+        _provider("ffmpeg", {"bash_cmd": Method(("cmd",), ("file",))}, base_url_variable=None),
+    )
+}
+
+# Providers Mint refuses when a task is created, with what would make the task work instead.
+REFUSED: dict[str, str] = {
+    "browserbase": (
+        "it drives a hosted browser (a Browserbase session), which Mint does not run; call Browserbase's HTTP "
+        "API with an `api_call` tool and your key in `secrets`, or serve a browser through an MCP server "
+        "(provider `mcp`)"
+    ),
+    "remote_browser": (
+        "it drives a browser over a live connection to a hosted session, which Mint does not hold; serve a "
+        "browser through an MCP server (provider `mcp`, e.g. a Playwright MCP server in MINT_MCP_SERVERS)"
+    ),
+    "cloudinary": (
+        "Mint has no Cloudinary client (uploads are signed multipart requests); call Cloudinary's upload API "
+        "with an `api_call` tool, or through an MCP server (provider `mcp`)"
+    ),
+    "llama_parse": (
+        "Mint has no LlamaParse client (it uploads a file and polls for the parsed result); call LlamaParse's "
+        "API with `api_call` tools, or through an MCP server (provider `mcp`)"
+    ),
+}
+
+
+def integration_problems(integration: Any) -> list[str]:
+    """What is wrong with a tool's `integration` (provider, method, setup, pre-set arguments), in plain
+    words; [] when it can run."""
+    if not isinstance(integration, dict):
+        return ["an integration tool needs an `integration` mapping: {provider, method, setup}"]
+    name = integration.get("provider")
+    if not isinstance(name, str):
+        return [f"an integration needs `provider` as a name, such as {', '.join(sorted([*PROVIDERS, MCP]))}"]
+    if name == MCP:
+        return []
+    if name in REFUSED:
+        return [f"provider {name!r} is not available: {REFUSED[name]}"]
+    provider = PROVIDERS.get(name)
+    if provider is None:
+        known = ", ".join(sorted([*PROVIDERS, MCP]))
+        return [
+            f"provider {name!r} is not available{did_you_mean(str(name), [*PROVIDERS, MCP])} (Mint runs {known})"
+        ]
+    method = integration.get("method") or provider.default_method
+    if not isinstance(method, str) or method not in provider.methods:
+        methods = ", ".join(provider.methods)
+        return [
+            f"provider {name!r} has no method {method!r}{did_you_mean(str(method), provider.methods)} ({methods})"
+        ]
+    setup = integration.get("setup")
+    problems = []
+    if setup is not None and not isinstance(setup, dict):
+        problems.append(
+            f"provider {name!r}: `setup` must be a mapping of {', '.join(provider.setup) or 'nothing'}"
+        )
+    for key in setup if isinstance(setup, dict) else ():
+        if key not in provider.setup:
+            takes = f"it takes {', '.join(provider.setup)}" if provider.setup else "it takes none"
+            problems.append(
+                f"provider {name!r} has no setup field {key!r}{did_you_mean(str(key), provider.setup)} ({takes})"
+            )
+    preset = integration.get("arguments")
+    if preset is not None and not isinstance(preset, dict):
+        problems.append(f"provider {name!r}: `arguments` (pre-set arguments) must be a mapping")
+    elif preset:
+        problems += argument_problems(integration, preset.keys(), complete=False)
+    return problems
+
+
+def argument_problems(integration: dict[str, Any], names: Any, complete: bool = True) -> list[str]:
+    """What is wrong with the argument `names` a call of this integration gives: one it does not take, or
+    (when `complete`, with the tool's pre-set `arguments` counted) one it needs and does not get."""
+    provider = provider_of(integration)
+    if provider is None:
+        return []
+    method_name = integration.get("method") or provider.default_method
+    method = provider.methods.get(method_name) if isinstance(method_name, str) else None
+    if method is None:
+        return []
+    what = f"provider {provider.name!r}, method {method_name!r}"
+    problems = [
+        f"{what} takes no argument {n!r}{did_you_mean(str(n), method.takes())} (it takes {', '.join(method.takes())})"
+        for n in names
+        if n not in method.takes()
+    ]
+    if complete:
+        given = set(names) | set(integration.get("arguments") or {})
+        missing = [n for n in method.required if n not in given]
+        if missing:
+            problems.append(
+                f"{what} needs the argument{'s' if len(missing) > 1 else ''} {', '.join(missing)}"
+            )
+    return problems
+
+
+def provider_of(integration: dict[str, Any]) -> Provider | None:
+    name = integration.get("provider")
+    return PROVIDERS.get(name) if isinstance(name, str) else None
+
+
+def arguments_schema(integration: dict[str, Any]) -> dict[str, Any] | None:
+    """The JSON schema of the arguments the tool's method takes (less its pre-set ones), or None for a
+    provider not declared here (mcp)."""
+    provider = provider_of(integration)
+    name = (integration.get("method") or provider.default_method) if provider else None
+    method = provider.methods.get(name) if provider and isinstance(name, str) else None
+    if method is None:
+        return None
+    schema = method.schema()
+    preset = integration.get("arguments") or {}
+    schema["properties"] = {k: v for k, v in schema["properties"].items() if k not in preset}
+    schema["required"] = [k for k in schema["required"] if k not in preset]
+    return schema
