@@ -93,3 +93,22 @@ async def test_pass_by_reference_example_runs_offline_from_its_recording(postgre
             done = await wait_for_status(api, execution["id"])
     assert done["status"] == "succeeded", done["error"]
     assert done["output"].startswith("Published the status report")
+
+
+async def test_restart_example_goes_on_from_the_step_that_failed(api):
+    _, execution = await _run(api, "restart.yaml", {"total": 90, "people": 0})
+    failed = await wait_for_status(api, execution["id"])
+    assert failed["status"] == "failed", failed
+    rows = await transitions(api, execution["id"])
+    error = next(t for t in rows if t["type"] == "error")
+    assert error["current"]["step"] == 1
+    response = await api.post(
+        f"/executions/{execution['id']}/restart",
+        json={"from_transition": error["id"], "input": {"total": 90, "people": 3}},
+    )
+    assert response.status_code == 201, response.text
+    done = await wait_for_status(api, response.json()["id"])
+    assert done["status"] == "succeeded" and done["output"] == {"each": 30.0}, done
+    assert done["restarted_from"] == execution["id"]
+    kept = (await transitions(api, done["id"]))[1]  # main[0], as the original recorded it
+    assert (kept["type"], kept["output"]) == ("step", rows[1]["output"])
