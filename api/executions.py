@@ -14,6 +14,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from api.errors import ApiError
 from api.workflow_labels import workflow_labels
 from contracts.executions import ExecutionParams, ResumeInput
+from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.temporal import RESUME_SIGNAL, TASK_EXECUTION_WORKFLOW
 from contracts.transitions import TERMINAL_STATUSES
 from mint.settings import Settings
@@ -150,6 +151,7 @@ async def _launch(
         max_history_events=settings.max_history_events,
         max_fan_out=settings.max_fan_out,
         max_tool_timeout=settings.max_tool_timeout,
+        queues=settings.activity_queues(),
     )
     with_attributes = settings.search_attributes == "on"  # `auto` was resolved when the API started
     labels = workflow_labels(task, agent or {}, developer, execution["id"], with_attributes)
@@ -167,6 +169,8 @@ async def _launch(
                 search_attributes=labels.search_attributes,
                 # Where a worker shares this client (`mint up`), its first task comes back with the start.
                 request_eager_start=True,
+                # A workflow task lost with its worker is retried within seconds (contracts/liveness.py).
+                task_timeout=WORKFLOW_TASK_TIMEOUT,
             )
     except WorkflowAlreadyStartedError:
         pass  # started by an earlier attempt

@@ -51,6 +51,10 @@ class ExecutionParams:
     max_fan_out: int = 100_000  # items one foreach or map may run over (MINT_MAX_FAN_OUT)
     max_tool_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS  # MINT_MAX_TOOL_TIMEOUT_SECONDS
     resume: ResumePoint | None = None  # set when the execution continued as new
+    # Activity name -> the task queue it runs on, for the kinds the deployment gives queues of their own
+    # (contracts/temporal.py QUEUE_KINDS): fixed when the execution starts, so that every replay schedules
+    # the same commands whatever a worker's settings say. A call with a queue never runs in the worker.
+    queues: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
