@@ -169,8 +169,7 @@ async def _launch(
                 search_attributes=labels.search_attributes,
                 # Where a worker shares this client (`mint up`), its first task comes back with the start.
                 request_eager_start=True,
-                # A workflow task lost with its worker is retried within seconds (contracts/liveness.py).
-                task_timeout=WORKFLOW_TASK_TIMEOUT,
+                task_timeout=WORKFLOW_TASK_TIMEOUT,  # a lost worker costs seconds (contracts/liveness.py)
             )
     except WorkflowAlreadyStartedError:
         pass  # started by an earlier attempt
