@@ -4,9 +4,10 @@ activities come built, their clients injected, from the composition root (mint/p
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import Interceptor, Worker
@@ -21,7 +22,24 @@ from activities.sessions import SessionActivities
 from activities.system import SystemActivities
 from activities.transitions import TransitionWriter
 from activities.worker_calls import WorkerCalls
-from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_MODEL, CALL_SYSTEM, SEARCH_DOCS
+from contracts.liveness import HEARTBEAT_THROTTLE, STICKY_TIMEOUT
+from contracts.temporal import (
+    CALL_API,
+    CALL_IN_WORKER,
+    CALL_INTEGRATION,
+    CALL_MCP,
+    CALL_MODEL,
+    CALL_SYSTEM,
+    COMPRESS_SESSION,
+    INDEX_DOC,
+    LIST_MCP_TOOLS,
+    MARK_DOC_FAILED,
+    MARK_FAILED,
+    QUEUE_KINDS,
+    SEARCH_DOCS,
+    WORKFLOWS_KIND,
+    WRITE_TRANSITIONS,
+)
 from mint.settings import Settings
 from workflows.docs import IndexDocWorkflow
 from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
@@ -75,13 +93,25 @@ class WorkerActivities:
     sessions: SessionActivities
 
 
-def build_worker(
+# Every workflow Mint runs: the main queue's workers run them all.
+WORKFLOWS = [
+    TaskExecutionWorkflow,
+    MapChunkWorkflow,
+    IndexDocWorkflow,
+    CompressSessionWorkflow,
+    RunToolWorkflow,
+]
+
+
+def build_workers(
     client: Client,
     activities: WorkerActivities,
     settings: Settings,
     interceptors: Sequence[Interceptor] = (),
-) -> Worker:
-    """A worker with every workflow and activity registered (and `interceptors`: activities/observe.py)."""
+) -> list[Worker]:
+    """One worker per task queue this process polls (Settings.polled_queues): the main queue's runs every
+    workflow and activity (executions started before a kind had a queue of its own still schedule it here);
+    a kind's own queue runs only that kind's activities (contracts/temporal.py QUEUE_KINDS)."""
     a = activities
     in_worker = WorkerCalls(
         a.writer,
@@ -94,35 +124,54 @@ def build_worker(
             SEARCH_DOCS: a.docs.search_docs,
         },
     )
+    every: dict[str, Callable[..., Any]] = {
+        INDEX_DOC: a.docs.index_doc,
+        COMPRESS_SESSION: a.sessions.compress_session,
+        MARK_DOC_FAILED: a.docs.mark_doc_failed,
+        SEARCH_DOCS: a.docs.search_docs,
+        WRITE_TRANSITIONS: a.writer.write_transitions,
+        MARK_FAILED: a.writer.mark_failed,
+        CALL_API: a.tools.call_api,
+        CALL_MODEL: a.models.call_model,
+        CALL_SYSTEM: a.system.call_system,
+        CALL_MCP: a.mcp.call_mcp,
+        LIST_MCP_TOOLS: a.mcp.list_mcp_tools,
+        CALL_INTEGRATION: a.integrations.call_integration,
+        CALL_IN_WORKER: in_worker.call_in_worker,
+    }
+    workers = []
+    for queue, kinds in settings.polled_queues().items():
+        if WORKFLOWS_KIND in kinds:
+            workers.append(_worker(client, queue, list(every.values()), WORKFLOWS, settings, interceptors))
+        else:
+            own = [every[name] for kind in kinds for name in QUEUE_KINDS[kind]]
+            workers.append(_worker(client, queue, own, [], settings, interceptors))
+    return workers
+
+
+def _worker(
+    client: Client,
+    queue: str,
+    activities: Sequence[Callable[..., Any]],
+    workflows: Sequence[type],
+    settings: Settings,
+    interceptors: Sequence[Interceptor],
+) -> Worker:
+    """A worker on `queue`, sized by the MINT_WORKER_* settings."""
     return Worker(
         client,
-        task_queue=settings.task_queue,
-        workflows=[
-            TaskExecutionWorkflow,
-            MapChunkWorkflow,
-            IndexDocWorkflow,
-            CompressSessionWorkflow,
-            RunToolWorkflow,
-        ],
-        activities=[
-            a.docs.index_doc,
-            a.sessions.compress_session,
-            a.docs.mark_doc_failed,
-            a.docs.search_docs,
-            a.writer.write_transitions,
-            a.writer.mark_failed,
-            a.tools.call_api,
-            a.models.call_model,
-            a.system.call_system,
-            a.mcp.call_mcp,
-            a.mcp.list_mcp_tools,
-            a.integrations.call_integration,
-            in_worker.call_in_worker,
-        ],
+        task_queue=queue,
+        workflows=workflows,
+        activities=activities,
         workflow_runner=workflow_runner(),
         interceptors=interceptors,
-        max_concurrent_activities=200,
-        max_concurrent_local_activities=200,  # the call steps that run in the worker (call_steps.py)
+        max_concurrent_workflow_tasks=settings.worker_max_workflow_tasks,
+        max_concurrent_activities=settings.worker_max_activities,
+        # The call steps that run in the worker (call_steps.py) use these slots.
+        max_concurrent_local_activities=settings.worker_max_local_activities,
         # On stop, running activities get this long to finish before they are cancelled (and retried).
         graceful_shutdown_timeout=timedelta(seconds=settings.shutdown_grace_seconds),
+        # A lost worker is noticed within seconds (contracts/liveness.py).
+        max_heartbeat_throttle_interval=HEARTBEAT_THROTTLE,
+        sticky_queue_schedule_to_start_timeout=STICKY_TIMEOUT,
     )

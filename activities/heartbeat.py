@@ -1,5 +1,5 @@
 """Heartbeats for activities that call out, so a worker that dies mid-call is noticed within the step's
-heartbeat timeout (workflows/calls.py), not at the end of the call's whole start-to-close timeout."""
+heartbeat timeout (contracts/liveness.py), not at the end of the call's whole start-to-close timeout."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from collections.abc import AsyncIterator
 
 from temporalio import activity
 
-HEARTBEAT_SECONDS = 2.0
+from contracts.liveness import HEARTBEAT_EVERY
+
+HEARTBEAT_SECONDS = HEARTBEAT_EVERY
 
 
 @contextlib.asynccontextmanager
@@ -17,7 +19,7 @@ async def heartbeating(every: float = HEARTBEAT_SECONDS) -> AsyncIterator[None]:
     """Heartbeat while a call runs, so that Temporal notices a dead worker within the heartbeat timeout
     (seconds), not at the end of the call's whole start-to-close timeout. A local activity sends none: the
     workflow task it runs in is kept alive by the worker instead, and a lost worker fails that task."""
-    if activity.info().is_local:
+    if not activity.in_activity() or activity.info().is_local:  # (called directly, e.g. by a bench)
         yield
         return
 

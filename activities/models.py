@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
@@ -15,17 +18,20 @@ from mint.store.budgets import Budgets, OverBudget, tokens_of
 
 
 class ModelActivities:
-    def __init__(self, client: ModelClient, budgets: Budgets | None = None):
+    def __init__(self, client: ModelClient, budgets: Budgets | None = None, most_at_once: int = 0):
         self.client = client
         self.budgets = budgets
+        # MINT_WORKER_MAX_MODEL_CALLS: model calls in flight in this worker (0: only its activity slots
+        # bound them), so that slow models cannot take every slot from HTTP calls and writes.
+        self.slots = asyncio.Semaphore(most_at_once) if most_at_once > 0 else contextlib.nullcontext()
 
     @activity.defn(name=CALL_MODEL)
     async def call_model(self, request: ModelRequest) -> ModelAnswer:
         """One chat completion (OpenAI's chat completion shape), with its usage and cost. A JSON answer
-        that does not match the requested schema is retried like a 5xx. Refused (BudgetExceeded, not
-        retried) when the execution's budget allows no more calls."""
+        that does not match the requested schema is retried like a 5xx. Waiting for a slot heartbeats too.
+        Refused (BudgetExceeded, not retried) when the execution's budget allows no more calls."""
         budgeted = await self._reserve(request)
-        async with heartbeating():
+        async with heartbeating(), self.slots:
             answer = await self.client.complete(plain(request))
         if budgeted and self.budgets is not None and request.owner.execution_id:
             cost = float(answer.get("cost") or 0)

@@ -15,6 +15,7 @@ import asyncpg
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.heartbeat import heartbeating
 from contracts.calls import WorkerCall
 from contracts.temporal import MARK_FAILED, WRITE_TRANSITIONS
 from contracts.transitions import (
@@ -112,9 +113,11 @@ class TransitionWriter:
 
     @activity.defn(name=WRITE_TRANSITIONS)
     async def write_transitions(self, batch: TransitionBatch) -> None:
-        """Idempotent: rows are unique on (execution_id, seq), and a retried batch changes nothing."""
+        """Idempotent: rows are unique on (execution_id, seq), and a retried batch changes nothing. Run in
+        the background (a regular activity), it heartbeats, so that a write lost with its worker is retried
+        within seconds (contracts/liveness.py)."""
         with _refusing_bad_data(batch):
-            async with self.pool.acquire() as conn, conn.transaction():
+            async with heartbeating(), self.pool.acquire() as conn, conn.transaction():
                 written = await self._append(conn, batch)
         self._observe(batch, written)
         if self.tracing is not None and written is not None and batch.status in TERMINAL_STATUSES:

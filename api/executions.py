@@ -15,6 +15,7 @@ from api.errors import ApiError
 from api.workflow_labels import workflow_labels
 from contracts.budgets import Budget
 from contracts.executions import ExecutionParams, ResumeInput, ResumePoint
+from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.temporal import RESUME_SIGNAL, TASK_EXECUTION_WORKFLOW
 from contracts.transitions import TERMINAL_STATUSES
 from mint.settings import Settings
@@ -169,6 +170,7 @@ async def launch(
                 search_attributes=labels.search_attributes,
                 # Where a worker shares this client (`mint up`), its first task comes back with the start.
                 request_eager_start=True,
+                task_timeout=WORKFLOW_TASK_TIMEOUT,  # a lost worker costs seconds (contracts/liveness.py)
             )
     except WorkflowAlreadyStartedError:
         pass  # started by an earlier attempt
@@ -212,6 +214,7 @@ def _params(
         max_tool_timeout=settings.max_tool_timeout,
         resume=resume,
         handoff_agents=handoff_agents,
+        queues=settings.activity_queues(),
     )
 
 

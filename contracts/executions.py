@@ -54,6 +54,10 @@ class ExecutionParams:
     # The agents a prompt step may be handed to (the agent's handoffs, theirs, ...), by id, each with its
     # `tools`: read when the execution starts, so a handoff inside the workflow is deterministic.
     handoff_agents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # Activity name -> the task queue it runs on, for the kinds the deployment gives queues of their own
+    # (contracts/temporal.py QUEUE_KINDS): fixed when the execution starts, so that every replay schedules
+    # the same commands whatever a worker's settings say. A call with a queue never runs in the worker.
+    queues: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

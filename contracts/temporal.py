@@ -65,6 +65,17 @@ CALL_IN_WORKER = "call_in_worker"
 # The activities a step may run through CALL_IN_WORKER.
 WORKER_CALLS = frozenset({CALL_MODEL, CALL_API, CALL_SYSTEM, CALL_MCP, CALL_INTEGRATION, SEARCH_DOCS})
 
+# The kinds of activity an operator may give task queues of their own (MINT_MODEL_QUEUE, MINT_HTTP_QUEUE,
+# MINT_WRITE_QUEUE), to size and scale the workers of each apart; `workflows` is the main queue
+# (MINT_TASK_QUEUE), where workflows and every other activity run. A worker polls the kinds it is given
+# (`mint worker --queues`); a kind without a queue of its own runs on the main one.
+QUEUE_KINDS: dict[str, tuple[str, ...]] = {
+    "models": (CALL_MODEL,),
+    "http": (CALL_API, CALL_MCP, LIST_MCP_TOOLS, CALL_INTEGRATION),
+    "writes": (WRITE_TRANSITIONS,),
+}
+WORKFLOWS_KIND = "workflows"
+
 # name -> (input type, result type).
 ACTIVITIES: dict[str, tuple[Any, Any]] = {
     WRITE_TRANSITIONS: (TransitionBatch, None),

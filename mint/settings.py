@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BeforeValidator, Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from contracts.temporal import QUEUE_KINDS, WORKFLOWS_KIND
 from mint.store.crypto import MIN_KEY_CHARS, parse_keys
+from mint.temporal.tls import TemporalTls
 
 if TYPE_CHECKING:
     from mint.models.embeddings import Embedder
@@ -26,8 +28,31 @@ class Settings:
     temporal_address: str | None = None
     temporal_namespace: str = "default"
     temporal_api_key: str | None = None
+    # TLS to Temporal, by the variables Temporal's CLI reads (mint/temporal/tls.py): TEMPORAL_TLS, and the
+    # client certificate, its key and the server's CA as PEM files (`*_PATH`) or inline (`*_DATA`).
+    temporal_tls: bool | None = None
+    temporal_tls_client_cert_path: str | None = None
+    temporal_tls_client_cert_data: str | None = None
+    temporal_tls_client_key_path: str | None = None
+    temporal_tls_client_key_data: str | None = None
+    temporal_tls_server_ca_cert_path: str | None = None
+    temporal_tls_server_ca_cert_data: str | None = None
+    temporal_tls_server_name: str | None = None
     egress_allow: tuple[str, ...] = field(default_factory=tuple)
     task_queue: str = "mint-tasks"
+    # Task queues of their own for model calls, HTTP calls (api_call, MCP) and background transition writes,
+    # so that each can have workers sized and scaled apart (unset: the main task_queue). The API fixes them
+    # into each execution when it starts; every process of a deployment must have the same.
+    model_queue: str | None = None
+    http_queue: str | None = None
+    write_queue: str | None = None
+    # This worker: which queues it polls (`workflows` is task_queue; the others are the kinds above) and how
+    # much it runs at once; model calls have a cap of their own within its activities (0: none).
+    worker_queues: tuple[str, ...] = ("workflows", "models", "http", "writes")
+    worker_max_workflow_tasks: int = 100
+    worker_max_activities: int = 200
+    worker_max_local_activities: int = 200
+    worker_max_model_calls: int = 0
     # Executions continue as new past this many Temporal history events (Temporal stops at 51,200).
     max_history_events: int = 10_000
     # Temporal payloads larger than this are stored in Postgres and travel as references (claim check).
@@ -118,6 +143,48 @@ class Settings:
         except ValidationError as exc:
             raise _readable(exc) from None
         return cls(**found, integration_base_urls=_base_urls(os.environ))
+
+    def activity_queues(self) -> dict[str, str]:
+        """Activity name -> its task queue, for the kinds given a queue other than the main one (what the API
+        fixes into each execution: ExecutionParams.queues)."""
+        queues = {"models": self.model_queue, "http": self.http_queue, "writes": self.write_queue}
+        return {
+            name: queue
+            for kind, queue in queues.items()
+            if queue and queue != self.task_queue
+            for name in QUEUE_KINDS[kind]
+        }
+
+    def polled_queues(self) -> dict[str, tuple[str, ...]]:
+        """This worker's task queues, each with the kinds it runs there: the main queue for `workflows` (where
+        every kind without a queue of its own runs too), and the queue of each other kind in worker_queues
+        that has one. ValueError when that leaves nothing to poll."""
+        own = {"models": self.model_queue, "http": self.http_queue, "writes": self.write_queue}
+        polled: dict[str, tuple[str, ...]] = {}
+        for kind in self.worker_queues:
+            queue = self.task_queue if kind == WORKFLOWS_KIND else own[kind]
+            if queue:
+                polled[queue] = (*polled.get(queue, ()), kind)
+        if not polled:
+            raise ValueError(
+                f"this worker polls no queue: MINT_WORKER_QUEUES (--queues) names {', '.join(self.worker_queues)}, "
+                "which have no queue of their own (MINT_MODEL_QUEUE, MINT_HTTP_QUEUE, MINT_WRITE_QUEUE) and "
+                "so run with the workflows"
+            )
+        return polled
+
+    def temporal_tls_options(self) -> TemporalTls:
+        """The TEMPORAL_TLS* settings, for mint/temporal/tls.py to check and turn into the client's TLS."""
+        return TemporalTls(
+            enabled=self.temporal_tls,
+            client_cert_path=self.temporal_tls_client_cert_path,
+            client_cert_data=self.temporal_tls_client_cert_data,
+            client_key_path=self.temporal_tls_client_key_path,
+            client_key_data=self.temporal_tls_client_key_data,
+            server_ca_path=self.temporal_tls_server_ca_cert_path,
+            server_ca_data=self.temporal_tls_server_ca_cert_data,
+            server_name=self.temporal_tls_server_name,
+        )
 
     def embedder(self) -> Embedder:
         from mint.models.embeddings import embedder_for  # (the SDKs it needs load only here)
@@ -214,6 +281,44 @@ def _origins(raw: str) -> tuple[str, ...]:
     return tuple(o.rstrip("/") for o in _names(raw))
 
 
+def parse_queue_kinds(raw: str, name: str = "MINT_WORKER_QUEUES") -> tuple[str, ...]:
+    """MINT_WORKER_QUEUES (or `mint worker --queues`): `workflows,models,http,writes` or some of them."""
+    kinds = _names(raw)
+    unknown = [k for k in kinds if k not in (WORKFLOWS_KIND, *QUEUE_KINDS)]
+    if unknown or not kinds:
+        what = f"unknown queue {unknown[0]!r}" if unknown else "no queue named"
+        raise ValueError(f"{name}: {what}; the queues are {', '.join((WORKFLOWS_KIND, *QUEUE_KINDS))}")
+    return kinds
+
+
+def _queue_kinds(raw: str) -> tuple[str, ...] | None:
+    return parse_queue_kinds(raw) if raw.strip() else None
+
+
+def _at_least_one(raw: str) -> int | None:
+    if not raw.strip():
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"a MINT_WORKER_MAX_* setting must be a whole number, not {raw!r}") from None
+    if value < 1:
+        raise ValueError(f"a MINT_WORKER_MAX_* setting must be at least 1, not {raw!r}")
+    return value
+
+
+def _flag(raw: str) -> bool | None:
+    """TEMPORAL_TLS: true or false (1/0, yes/no, on/off; empty: unset), as Temporal's CLI reads it."""
+    value = raw.strip().lower()
+    if not value:
+        return None
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"TEMPORAL_TLS must be true or false, not {raw!r}")
+
+
 def _switch(raw: str) -> str | None:
     """MINT_SEARCH_ATTRIBUTES: `auto`, `on` or `off` (empty: unset)."""
     value = raw.strip().lower()
@@ -258,8 +363,32 @@ class Environment(BaseSettings):
     temporal_address: Text = _env("TEMPORAL_ADDRESS")
     temporal_namespace: str | None = _env("TEMPORAL_NAMESPACE")
     temporal_api_key: Text = _env("TEMPORAL_API_KEY")
+    temporal_tls: Annotated[bool | None, BeforeValidator(_flag)] = _env("TEMPORAL_TLS")
+    temporal_tls_client_cert_path: Text = _env("TEMPORAL_TLS_CLIENT_CERT_PATH")
+    temporal_tls_client_cert_data: Text = _env("TEMPORAL_TLS_CLIENT_CERT_DATA")
+    temporal_tls_client_key_path: Text = _env("TEMPORAL_TLS_CLIENT_KEY_PATH")
+    temporal_tls_client_key_data: Text = _env("TEMPORAL_TLS_CLIENT_KEY_DATA")
+    temporal_tls_server_ca_cert_path: Text = _env("TEMPORAL_TLS_SERVER_CA_CERT_PATH")
+    temporal_tls_server_ca_cert_data: Text = _env("TEMPORAL_TLS_SERVER_CA_CERT_DATA")
+    temporal_tls_server_name: Text = _env("TEMPORAL_TLS_SERVER_NAME")
     egress_allow: Names = _env("MINT_EGRESS_ALLOW")
     task_queue: str | None = _env("MINT_TASK_QUEUE")
+    model_queue: Text = _env("MINT_MODEL_QUEUE")
+    http_queue: Text = _env("MINT_HTTP_QUEUE")
+    write_queue: Text = _env("MINT_WRITE_QUEUE")
+    worker_queues: Annotated[tuple[str, ...] | None, BeforeValidator(_queue_kinds)] = _env(
+        "MINT_WORKER_QUEUES"
+    )
+    worker_max_workflow_tasks: Annotated[int | None, BeforeValidator(_at_least_one)] = _env(
+        "MINT_WORKER_MAX_WORKFLOW_TASKS"
+    )
+    worker_max_activities: Annotated[int | None, BeforeValidator(_at_least_one)] = _env(
+        "MINT_WORKER_MAX_ACTIVITIES"
+    )
+    worker_max_local_activities: Annotated[int | None, BeforeValidator(_at_least_one)] = _env(
+        "MINT_WORKER_MAX_LOCAL_ACTIVITIES"
+    )
+    worker_max_model_calls: int | None = _env("MINT_WORKER_MAX_MODEL_CALLS")
     max_history_events: int | None = _env("MINT_MAX_HISTORY_EVENTS")
     claim_check_bytes: int | None = _env("MINT_CLAIM_CHECK_BYTES")
     reconcile_interval: float | None = _env("MINT_RECONCILE_INTERVAL")

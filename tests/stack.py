@@ -91,8 +91,16 @@ class BackgroundStack:
         self._thread.join(60)
 
 
-def spawn_worker(database_url: str, temporal_address: str, task_queue: str) -> subprocess.Popen:
-    """`mint worker` in a process of its own (so that a test can kill it), allowed to call loopback."""
+def spawn_worker(
+    database_url: str,
+    temporal_address: str,
+    task_queue: str,
+    *args: str,
+    log: Path | None = None,
+    **env: str,
+) -> subprocess.Popen:
+    """`mint worker` in a process of its own (so that a test can kill it), allowed to call loopback; `args`
+    are its flags, `env` more variables, `log` a file for what it prints (else it is dropped)."""
     env = {
         **os.environ,
         "MINT_DATABASE_URL": database_url,
@@ -100,13 +108,19 @@ def spawn_worker(database_url: str, temporal_address: str, task_queue: str) -> s
         "MINT_TASK_QUEUE": task_queue,
         "MINT_EGRESS_ALLOW": "127.0.0.1,localhost",
         "MINT_ENCRYPTION_KEY": TEST_ENCRYPTION_KEY,  # the key the test stacks encrypt payloads with
+        **env,
     }
-    return subprocess.Popen(
-        [sys.executable, "-m", "mint.process.cli", "worker"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    out = log.open("ab") if log is not None else subprocess.DEVNULL
+    try:
+        return subprocess.Popen(
+            [sys.executable, "-m", "mint.process.cli", "worker", *args],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT if log is not None else subprocess.DEVNULL,
+        )
+    finally:
+        if log is not None:
+            out.close()  # type: ignore[union-attr]
 
 
 class MintUp:

@@ -55,3 +55,70 @@ def test_the_api_and_worker_still_share_their_settings(services):
     for name in ("api", "worker"):
         env = services[name]["environment"]
         assert env["TEMPORAL_ADDRESS"] == "temporal:7233" and "MINT_ENCRYPTION_KEY" in env
+
+
+# What the code reads, to check the file against: the variables Settings reads, the commands `mint` has, and
+# what `mint api` / `mint worker` refuse to start without.
+def _read_by_settings() -> set[str]:
+    from mint.settings import Environment
+
+    return {str(f.validation_alias) for f in Environment.model_fields.values()}
+
+
+# The services that run Mint (the others run images that read their own variables).
+MINT_SERVICES = ("api", "worker")
+REQUIRED = {"MINT_DATABASE_URL", "TEMPORAL_ADDRESS", "MINT_ENCRYPTION_KEY", "MINT_CODEC_TOKEN"}
+
+
+def test_every_variable_the_mint_services_set_is_one_settings_reads(services):
+    read = _read_by_settings()
+    for name in MINT_SERVICES:
+        unknown = set(services[name]["environment"]) - read
+        assert unknown == set(), f"{name} sets variables Mint does not read: {sorted(unknown)}"
+
+
+def test_the_required_variables_are_set_and_the_api_key_guards_the_api(services):
+    for name in MINT_SERVICES:
+        env = services[name]["environment"]
+        assert REQUIRED <= set(env), f"{name} lacks {sorted(REQUIRED - set(env))}"
+        for secret in ("MINT_ENCRYPTION_KEY", "MINT_CODEC_TOKEN"):
+            assert ":?" in env[secret], (
+                f"{name}: {secret} must be required (${{VAR:?message}}), not defaulted"
+            )
+    assert ":?" in services["api"]["environment"]["MINT_API_KEY"]
+
+
+def test_the_commands_are_mint_commands(services):
+    from mint.process.cli import cli
+
+    for name in MINT_SERVICES:
+        program, command = services[name]["command"].split()
+        assert program == "mint" and command in cli.commands and command == name
+
+
+def test_published_ports_are_the_authenticated_api_or_loopback(services):
+    from mint.settings import Settings
+
+    api = services["api"]
+    port = int(api["environment"].get("MINT_API_PORT", Settings().api_port))
+    assert api["environment"]["MINT_API_HOST"] == "0.0.0.0"
+    assert [str(p).rsplit(":", 1)[-1] for p in api["ports"]] == [str(port)]
+    for name, service in services.items():
+        if name != "api":
+            assert set(_host_ips(service)) <= LOOPBACK, f"{name} is published beyond loopback"
+    worker = services["worker"]
+    assert "ports" not in worker and worker["environment"]["MINT_METRICS_PORT"]
+
+
+def test_stopping_waits_longer_than_mint_does(services):
+    """Docker's SIGKILL comes after stop_grace_period: it must not cut short Mint's own bounded stop."""
+    from mint.process.cli import _stop_deadline
+    from mint.settings import Settings
+
+    for name in MINT_SERVICES:
+        service = services[name]
+        grace = float(service["environment"]["MINT_SHUTDOWN_GRACE_SECONDS"])
+        period = float(service["stop_grace_period"].removesuffix("s"))
+        assert period > _stop_deadline(Settings(shutdown_grace_seconds=grace))
+        probe = " ".join(service["healthcheck"]["test"])
+        assert "/healthz" in probe

@@ -145,12 +145,20 @@ async def test_a_developer_key_does_not_open_the_metrics(metrics_stack, tenant):
         assert wrong.status_code == 401
 
 
-async def test_the_metrics_port_serves_them_without_a_key(metrics_stack):
+async def test_the_metrics_port_asks_for_the_operators_token_when_there_is_one(metrics_stack):
     port = metrics_stack.settings.metrics_port
-    samples, types = await scrape(f"http://127.0.0.1:{port}/metrics")
+    samples, types = await scrape(f"http://127.0.0.1:{port}/metrics", {"Authorization": f"Bearer {TOKEN}"})
     assert (
         types["mint_executions"] == "gauge" and value(samples, "mint_db_pool_max_connections", pool="api") > 0
     )
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as anonymous:
+        refused = await anonymous.get("/metrics")
+        assert refused.status_code == 401 and "mint_" not in refused.text
+        assert (
+            await anonymous.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}x"})
+        ).status_code == 401
+        # Its health route (a probe's, for `mint worker`, which has no other port) needs no token.
+        assert (await anonymous.get("/healthz")).json() == {"status": "ok"}
 
 
 async def test_without_an_operator_token_there_are_no_metrics(api):

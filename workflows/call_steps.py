@@ -1,11 +1,9 @@
 """The steps that call out of the workflow: tool calls, prompts (with their tool-running loop) and doc search.
 
-Each call is an activity with the step's timeout and retries, and comes back as a CallResult whose
-attempts, usage and cost go on the step's transition; a `function` tool is answered by the client through
-the interpreter's wait. How a call is shaped (timeouts, retries, api_call requests) is calls.py's business
-and what a prompt sends and returns prompts.py's; this module runs the steps. CallSteps is a collaborator of
-one Interpreter and shares its values and log.
-"""
+Each call is an activity with the step's timeout and retries; its CallResult's attempts, usage and cost go on
+the step's transition; a `function` tool is answered by the client through the interpreter's wait. Shaping
+a call (timeouts, retries, where it runs) is calls.py's business, a prompt's messages prompts.py's; CallSteps
+(sharing one Interpreter's values and log) runs them."""
 
 from __future__ import annotations
 
@@ -17,13 +15,13 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 from contracts.calls import CallAnswer, ModelAnswer, ModelRequest, Owner, SearchRequest
+from contracts.liveness import HEARTBEAT_TIMEOUT
 from contracts.temporal import CALL_MODEL, SEARCH_DOCS
 from contracts.transitions import Position
 from workflows import language as lang
 from workflows import prompts, references
 from workflows.calls import (
     CALLS_IN_WORKER_PATCH,
-    HEARTBEAT_TIMEOUT,
     CallRequest,
     CallResult,
     ToolError,
@@ -134,7 +132,8 @@ class CallSteps:
         timeout, retry = call_options(step, defaults, deadline)
         result_type = ModelAnswer if name == CALL_MODEL else CallAnswer
         longest = timeout.total_seconds() if deadline is None else min(deadline, timeout.total_seconds())
-        if runs_in_worker(step, defaults, longest) and workflow.patched(CALLS_IN_WORKER_PATCH):
+        queue = self.interpreter.params.queues.get(name)  # a task queue of its own (ExecutionParams.queues)
+        if runs_in_worker(step, defaults, longest, queue) and workflow.patched(CALLS_IN_WORKER_PATCH):
             answer = await self.in_worker.call(name, request, result_type, timeout, retry, summary)
         else:
             self.interpreter.log.submit()
@@ -146,6 +145,7 @@ class CallSteps:
                 retry_policy=retry,
                 heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 summary=summary,
+                task_queue=queue,
             )
         if isinstance(answer, ModelAnswer):
             return CallResult(answer.response, answer.attempt, answer.usage, answer.cost)

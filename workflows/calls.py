@@ -44,8 +44,8 @@ DEFAULT_TIMEOUT_SECONDS = 60.0
 # start-to-close timeout is that deadline plus a little, so that the call's own, clearer error wins the race.
 DEADLINE_SLACK_SECONDS = 5.0
 DEFAULT_RETRY = lang.RetrySpec(max_attempts=5, initial_interval=1.0, backoff=2.0, max_interval=60.0)
-# Activities heartbeat every 2 s: a worker that dies mid-call is noticed after this long, and the call retried.
-HEARTBEAT_TIMEOUT = timedelta(seconds=10)
+# Call activities heartbeat while they run: a worker that dies mid-call is noticed after HEARTBEAT_TIMEOUT,
+# and the call retried (contracts/liveness.py).
 # A call whose timeout is at most this runs in the worker that runs its workflow (a Temporal local activity):
 # one round trip, its transitions written alongside it. A longer call goes through Temporal's task queue as a
 # regular activity: any worker may take it, a lost worker is noticed by its heartbeat within
@@ -89,9 +89,14 @@ def call_options(
     return timedelta(seconds=timeout), policy
 
 
-def runs_in_worker(step: lang.CallStep, defaults: lang.StepDefaults | None, timeout: float) -> bool:
+def runs_in_worker(
+    step: lang.CallStep, defaults: lang.StepDefaults | None, timeout: float, queue: str | None = None
+) -> bool:
     """Whether a call that may last `timeout` seconds (its own deadline, not its attempt's slack) runs in
-    the worker (see LOCAL_CALL_MAX_SECONDS)."""
+    the worker (see LOCAL_CALL_MAX_SECONDS). A call whose kind has a task queue of its own (`queue`, from
+    ExecutionParams.queues) never does: it runs where the operator scaled workers for it."""
+    if queue is not None:
+        return False
     for choice in (step.local, defaults.local if defaults else None):
         if choice is not None:
             return choice

@@ -9,6 +9,7 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from contracts.background import DocFailure, DocRef, IndexedDoc
+from contracts.liveness import HEARTBEAT_TIMEOUT, WRITE_TIMEOUT
 from contracts.temporal import INDEX_DOC, INDEX_DOC_WORKFLOW, MARK_DOC_FAILED
 
 
@@ -24,7 +25,7 @@ class IndexDocWorkflow:
                 request,
                 result_type=IndexedDoc,
                 start_to_close_timeout=timedelta(minutes=10),
-                heartbeat_timeout=timedelta(seconds=30),
+                heartbeat_timeout=HEARTBEAT_TIMEOUT,
                 retry_policy=RetryPolicy(maximum_attempts=5, maximum_interval=timedelta(seconds=30)),
             )
         except ActivityError as exc:
@@ -33,7 +34,7 @@ class IndexDocWorkflow:
             await workflow.execute_activity(
                 MARK_DOC_FAILED,
                 DocFailure(request.developer_id, request.doc_id, f"embedding failed: {error}"),
-                start_to_close_timeout=timedelta(seconds=30),
+                start_to_close_timeout=WRITE_TIMEOUT,
             )
             raise
         return indexed

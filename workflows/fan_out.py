@@ -16,6 +16,7 @@ from typing import Any
 from temporalio import workflow
 
 from contracts.executions import ChunkOutcome, MapChunk
+from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.temporal import MAP_CHUNK_WORKFLOW
 from workflows import language as lang
 from workflows.failures import Returned, StepFailed, failure_message
@@ -191,6 +192,7 @@ class FanOut:
                     id=f"{interpreter.params.execution_id}.chunk.{workflow.uuid4()}",
                     result_type=ChunkOutcome,
                     static_summary=f"{path}: items {first}-{last} of {len(items)}",
+                    task_timeout=WORKFLOW_TASK_TIMEOUT,  # a lost worker costs seconds (contracts/liveness.py)
                 )
                 log.adopt(outcome.transitions)
                 interpreter.state.update(outcome.state)

@@ -19,6 +19,7 @@ from typing import Any, assert_never
 from temporalio import workflow
 
 from contracts.executions import ExecutionParams, ResumePoint
+from contracts.temporal import WRITE_TRANSITIONS
 from contracts.transitions import Position
 from workflows import language as lang
 from workflows.call_steps import CallSteps
@@ -58,9 +59,8 @@ class Interpreter:
         self.task = lang.TaskSpec.model_validate(params.task)
         self.values = ValueEvaluator(params.dialect, workflow.random(), workflow.now)  # type: ignore[arg-type]
         self.view = Visibility(params.execution_id)  # what the Temporal UI shows of the run
-        self.log = TransitionLog(
-            params.execution_id, params.developer_id, collect=chunk, on_status=self.view.status_changed
-        )
+        self.log = TransitionLog(params.execution_id, params.developer_id, chunk, self.view.status_changed)
+        self.log.write_queue = params.queues.get(WRITE_TRANSITIONS)  # background writes' own queue, if any
         self.chunk = chunk  # running part of a fan-out in a child workflow (see FanOut.run_chunk)
         self.tools = {t["name"]: t for t in params.tools}
         self.state: dict[str, Any] = {}

@@ -9,6 +9,7 @@ from typing import Any
 from temporalio import workflow
 
 from contracts.calls import McpTool
+from contracts.liveness import HEARTBEAT_TIMEOUT
 from contracts.temporal import LIST_MCP_TOOLS
 from workflows import language as lang
 from workflows.calls import call_options
@@ -34,7 +35,9 @@ async def described(
                 result_type=list[McpTool],
                 start_to_close_timeout=timeout,
                 retry_policy=retry,
+                heartbeat_timeout=HEARTBEAT_TIMEOUT,  # it heartbeats (activities/mcp.py)
                 summary=summary,
+                task_queue=runner.params.queues.get(LIST_MCP_TOOLS),
             )
         method = integration.get("method") or name
         found = next((t for t in listed if t.name == method), None)

@@ -8,6 +8,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 
 from contracts.background import Compressed, SessionRef
+from contracts.liveness import HEARTBEAT_TIMEOUT
 from contracts.temporal import COMPRESS_SESSION, COMPRESS_SESSION_WORKFLOW
 
 
@@ -22,7 +23,7 @@ class CompressSessionWorkflow:
             request,
             result_type=Compressed,
             start_to_close_timeout=timedelta(minutes=5),
-            heartbeat_timeout=timedelta(seconds=30),
+            heartbeat_timeout=HEARTBEAT_TIMEOUT,
             retry_policy=RetryPolicy(maximum_attempts=3),
         )
         return compressed

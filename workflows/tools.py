@@ -14,10 +14,10 @@ from temporalio.exceptions import ApplicationError
 from contracts.background import RunToolRequest
 from contracts.calls import CallAnswer
 from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
+from contracts.liveness import HEARTBEAT_TIMEOUT
 from contracts.temporal import RUN_TOOL_WORKFLOW
 from workflows import language as lang
 from workflows.calls import (
-    HEARTBEAT_TIMEOUT,
     ToolError,
     call_options,
     tool_activity,

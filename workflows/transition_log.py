@@ -16,6 +16,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from contracts.liveness import HEARTBEAT_TIMEOUT, WRITE_TIMEOUT
 from contracts.temporal import MARK_FAILED, WRITE_TRANSITIONS
 from contracts.transitions import Position, TransitionBatch, TransitionRow
 from workflows.storable import SURROGATE, find_unstorable, format_path
@@ -85,6 +86,7 @@ class TransitionLog:
         developer_id: str,
         collect: bool = False,
         on_status: Callable[[str, str | None], None] | None = None,
+        write_queue: str | None = None,
     ):
         self.execution_id = execution_id
         self.developer_id = developer_id
@@ -93,6 +95,8 @@ class TransitionLog:
         self.collect = collect
         # Told the status each batch writes (with the error of a failure): workflows/visibility.py shows it.
         self.on_status = on_status
+        # Where background writes run (a task queue of their own, or None: the workflow's).
+        self.write_queue = write_queue
         # A chunk's own run (see start_run): its transitions carry its run id, for traces.
         self.run_id: str | None = None
         self.run_scope: str | None = None
@@ -249,7 +253,7 @@ class TransitionLog:
             await workflow.execute_local_activity(
                 MARK_FAILED,
                 TransitionBatch(self.execution_id, self.developer_id, [], "failed", error=message),
-                start_to_close_timeout=timedelta(seconds=30),
+                start_to_close_timeout=WRITE_TIMEOUT,
                 retry_policy=WRITE_RETRY,
                 summary="mark the execution failed (its error transition could not be written)",
             )
@@ -281,18 +285,30 @@ class TransitionLog:
         background: bool = False,
     ) -> None:
         """One batch, in one activity: local when the workflow waits for it anyway, regular in the
-        background, so that it runs beside the call that follows instead of holding its workflow task."""
+        background, so that it runs beside the call that follows instead of holding its workflow task.
+        Either way an attempt lost with its worker is retried within seconds (contracts/liveness.py): a
+        local one with the workflow task, a regular one when its heartbeat stops."""
         arguments = TransitionBatch(self.execution_id, self.developer_id, batch, status, output, error)
         self._status(status, error)
-        run = workflow.execute_activity if background else workflow.execute_local_activity
         try:
-            await run(
-                WRITE_TRANSITIONS,
-                arguments,
-                start_to_close_timeout=timedelta(seconds=30),
-                retry_policy=WRITE_RETRY,
-                summary=f"{batch_summary(batch)} · {status}",
-            )
+            if background:
+                await workflow.execute_activity(
+                    WRITE_TRANSITIONS,
+                    arguments,
+                    start_to_close_timeout=WRITE_TIMEOUT,
+                    heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                    retry_policy=WRITE_RETRY,
+                    summary=f"{batch_summary(batch)} · {status}",
+                    task_queue=self.write_queue,
+                )
+            else:
+                await workflow.execute_local_activity(
+                    WRITE_TRANSITIONS,
+                    arguments,
+                    start_to_close_timeout=WRITE_TIMEOUT,
+                    retry_policy=WRITE_RETRY,
+                    summary=f"{batch_summary(batch)} · {status}",
+                )
         except asyncio.CancelledError:
             # Cancelled mid-write: keep the batch so the final flush writes it (writes are idempotent).
             self.pending = batch + self.pending

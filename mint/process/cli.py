@@ -15,6 +15,7 @@ import click
 
 from mint.process.executions_cli import COMMANDS as EXECUTION_COMMANDS
 from mint.process.stack_file import DATA_DIR_OPTION, URL_OPTION
+from mint.process.worker_options import WORKER_SIZING, sized
 from mint.settings import Settings
 
 
@@ -173,13 +174,15 @@ def api() -> None:
     type=click.Path(file_okay=False, path_type=Path),
     help="Use the encryption key `mint up` keeps there when MINT_ENCRYPTION_KEY is not set.",
 )
-def worker(data_dir: Path | None) -> None:
+@WORKER_SIZING
+def worker(data_dir: Path | None, **sizing: Any) -> None:
     """Run only a worker (needs MINT_DATABASE_URL and TEMPORAL_ADDRESS)."""
-    from mint.process.stack import StackOptions
     from mint.process.worker_process import die_with_parent
 
     die_with_parent()
-    settings = _external_settings()
+    settings = sized(_external_settings(), sizing)  # checked before the slow imports below
+    from mint.process.stack import StackOptions
+
     url, address = settings.database_url, settings.temporal_address
     assert url and address
     if data_dir and not settings.encryption_keys and (data_dir / "encryption_key").exists():
@@ -326,6 +329,12 @@ def _external_settings() -> Settings:
         raise click.ClickException(
             f"set {' and '.join(missing)} (or use `mint up` to run everything locally)"
         )
+    from mint.temporal.tls import tls_config
+
+    try:  # certificates are read now: a bad one stops the start with its variable's name
+        tls_config(settings.temporal_tls_options(), settings.temporal_api_key)
+    except ValueError as exc:
+        raise click.ClickException(f"Temporal TLS: {exc}") from None
     return settings
 
 

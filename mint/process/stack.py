@@ -43,7 +43,7 @@ from mint.telemetry.tracing import Tracing
 from mint.temporal.client import connect_from_settings
 from mint.temporal.reconciler import Reconciler, ReconcilerSettings
 from mint.temporal.search_attributes import resolve_search_attributes
-from worker import WorkerActivities, build_worker
+from worker import WorkerActivities, build_workers
 
 
 class _Server(uvicorn.Server):
@@ -134,6 +134,7 @@ def api_app(
     metrics = metrics or Metrics()
     metrics.count_executions = lambda: live_executions(pool)
     metrics.included = settings.metrics_include
+    metrics.include_token = settings.codec_token
     return create_app(app_clients(pool, temporal, settings, events, metrics), settings)
 
 
@@ -145,8 +146,8 @@ def worker_for(
     events: ExecutionEvents,
     metrics: Metrics | None = None,
     tracing: Tracing | None = None,
-) -> Worker:
-    """The worker, its activities built with their clients. The model client, secrets and stores are the
+) -> list[Worker]:
+    """The workers (one per task queue polled), their activities built with their clients. The model client, secrets and stores are the
     same ones the in-process API (which system tools call) uses."""
     clients = app_clients(pool, temporal, settings, events)
     egress = EgressPolicy(settings.egress_allow)
@@ -156,7 +157,7 @@ def worker_for(
     activities = WorkerActivities(
         writer=TransitionWriter(pool, metrics, tracing),
         tools=tools,
-        models=ModelActivities(clients.models, Budgets(pool)),
+        models=ModelActivities(clients.models, Budgets(pool), settings.worker_max_model_calls),
         system=SystemActivities(create_internal_app(clients, settings, system_caller)),
         mcp=McpActivities(settings.mcp_servers, egress),
         integrations=IntegrationActivities(
@@ -165,7 +166,7 @@ def worker_for(
         docs=DocActivities(clients.docs, clients.embedder),
         sessions=SessionActivities(clients.store, clients.models),
     )
-    return build_worker(temporal, activities, settings, [ActivityObserver(metrics)])
+    return build_workers(temporal, activities, settings, [ActivityObserver(metrics)])
 
 
 @contextlib.asynccontextmanager
@@ -228,8 +229,8 @@ async def run_stack(
             settings = await resolve_search_attributes(settings, temporal)
         async with contextlib.AsyncExitStack() as parts:
             if worker_pool is not None:
-                worker = worker_for(temporal, worker_pool, http, settings, events, metrics, tracing)
-                await parts.enter_async_context(worker)
+                for worker in worker_for(temporal, worker_pool, http, settings, events, metrics, tracing):
+                    await parts.enter_async_context(worker)
                 reconciler = Reconciler(
                     Store(worker_pool),
                     temporal,
@@ -243,7 +244,7 @@ async def run_stack(
                 )
             if settings.metrics_port is not None:
                 await parts.enter_async_context(
-                    _serving(metrics_app(metrics), settings, settings.metrics_port)
+                    _serving(metrics_app(metrics, settings.codec_token), settings, settings.metrics_port)
                 )
             if started:
                 started.set()

@@ -9,6 +9,7 @@ The README's Metrics section lists every series.
 
 from __future__ import annotations
 
+import hmac
 import logging
 import socket
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -29,7 +30,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from contracts.transitions import TERMINAL_STATUSES
@@ -113,6 +114,7 @@ class Metrics:
         r.register(temporal_runtime()[1])
         self.count_executions: ExecutionCounter | None = None  # set where an API runs
         self.included: tuple[tuple[str, str], ...] = ()  # (process, URL): other processes' metrics to add
+        self.include_token: str | None = None  # the operator's token, which their metrics ports may ask for
         self.target = BoundedValues()
 
     def watch_pool(self, name: str, pool: asyncpg.Pool) -> None:
@@ -147,7 +149,8 @@ class Metrics:
                 self.executions.labels(status).set(counts.get(status, 0))
         families = list(self.registry.collect())
         if self.included:
-            async with httpx.AsyncClient(trust_env=False) as http:
+            token = {"Authorization": f"Bearer {self.include_token}"} if self.include_token else {}
+            async with httpx.AsyncClient(trust_env=False, headers=token) as http:
                 for process, url in self.included:
                     families = _merged(families, await _fetch(http, process, url), process)
         return generate_latest(_Families(families))
@@ -160,13 +163,33 @@ def free_loopback_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def metrics_app(metrics: Metrics) -> Starlette:
-    """`GET /metrics` alone, for MINT_METRICS_PORT: no key, so bind it where only Prometheus reaches."""
+def metrics_app(metrics: Metrics, token: str | None = None) -> Starlette:
+    """MINT_METRICS_PORT's app: `GET /metrics`, and `GET /healthz` for probes (it says only that the process
+    serves). With the operator's token (MINT_CODEC_TOKEN) set, /metrics asks for it as a bearer token, as the
+    API's /metrics does; without one it is open, so bind it where only Prometheus reaches (the default host
+    is loopback)."""
 
     async def scrape(request: Request) -> Response:
+        if token is not None and not _bearer_is(request, token):
+            return Response(
+                "metrics are for the operator: send `Authorization: Bearer <MINT_CODEC_TOKEN>`\n",
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
         return Response(await metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    return Starlette(routes=[Route("/metrics", scrape, methods=["GET"])])
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok"})
+
+    return Starlette(
+        routes=[Route("/metrics", scrape, methods=["GET"]), Route("/healthz", healthz, methods=["GET"])]
+    )
+
+
+def _bearer_is(request: Request, token: str) -> bool:
+    header = request.headers.get("authorization", "")
+    given = header[7:].strip() if header.lower().startswith("bearer ") else ""
+    return hmac.compare_digest(given.encode(), token.encode())
 
 
 class PoolMetrics(Collector):

@@ -6,11 +6,13 @@ from collections.abc import Sequence
 
 import asyncpg
 from temporalio.client import Client, Interceptor
+from temporalio.service import TLSConfig
 
 from mint.settings import Settings
 from mint.telemetry.temporal_sdk import temporal_runtime
 from mint.temporal.claim_check import THRESHOLD_BYTES
 from mint.temporal.payload_codec import data_converter
+from mint.temporal.tls import tls_config
 
 
 async def connect_temporal(
@@ -21,16 +23,17 @@ async def connect_temporal(
     claim_check_bytes: int = THRESHOLD_BYTES,
     encryption_keys: tuple[str, ...] = (),
     interceptors: Sequence[Interceptor] = (),
+    tls: TLSConfig | bool | None = None,
 ) -> Client:
     """Connect with Mint's data converter (JSON; large payloads claim-checked into Postgres; all payloads
-    encrypted when keys are given)."""
+    encrypted when keys are given). `tls` None: TLS when there is an API key (Temporal Cloud)."""
     converter = data_converter(pool, claim_check_bytes, encryption_keys)
     runtime, _ = temporal_runtime()  # the process's: its metrics go to /metrics, its logs to ours
     return await Client.connect(
         address,
         namespace=namespace,
         api_key=api_key,
-        tls=bool(api_key),
+        tls=bool(api_key) if tls is None else tls,
         data_converter=converter,
         runtime=runtime,
         interceptors=interceptors,  # (tracing's also act on the workers that share the client)
@@ -51,4 +54,5 @@ async def connect_from_settings(
         settings.claim_check_bytes,
         settings.encryption_keys,
         interceptors,
+        tls_config(settings.temporal_tls_options(), settings.temporal_api_key),
     )

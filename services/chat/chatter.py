@@ -22,6 +22,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from contracts.background import SessionRef
+from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.temporal import COMPRESS_SESSION_WORKFLOW
 from mint.models.client import ModelClient
 from mint.models.embeddings import Embedder
@@ -315,6 +316,7 @@ class Chatter:
                 id=f"compress-session-{developer}-{session['id']}",
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                task_timeout=WORKFLOW_TASK_TIMEOUT,  # a lost worker costs seconds (contracts/liveness.py)
             )
 
     async def _save(
