@@ -8,7 +8,14 @@ import dataclasses
 import pytest
 from click.testing import CliRunner
 
-from contracts.temporal import CALL_API, CALL_MCP, CALL_MODEL, LIST_MCP_TOOLS, WRITE_TRANSITIONS
+from contracts.temporal import (
+    CALL_API,
+    CALL_INTEGRATION,
+    CALL_MCP,
+    CALL_MODEL,
+    LIST_MCP_TOOLS,
+    WRITE_TRANSITIONS,
+)
 from mint.process.cli import cli
 from mint.settings import Settings
 
@@ -49,6 +56,7 @@ def test_kinds_with_queues_of_their_own(monkeypatch):
         CALL_API: "mint-http",
         CALL_MCP: "mint-http",
         LIST_MCP_TOOLS: "mint-http",
+        CALL_INTEGRATION: "mint-http",
     }
     assert WRITE_TRANSITIONS not in settings.activity_queues()
     assert settings.polled_queues() == {
