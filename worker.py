@@ -19,6 +19,7 @@ from activities.mcp import McpActivities
 from activities.models import ModelActivities
 from activities.sessions import SessionActivities
 from activities.system import SystemActivities
+from activities.tenant_limits import DeveloperLimiter, TenantLimits
 from activities.transitions import TransitionWriter
 from activities.worker_calls import WorkerCalls
 from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_MODEL, CALL_SYSTEM, SEARCH_DOCS
@@ -120,9 +121,13 @@ def build_worker(
             in_worker.call_in_worker,
         ],
         workflow_runner=workflow_runner(),
-        interceptors=interceptors,
-        max_concurrent_activities=200,
-        max_concurrent_local_activities=200,  # the call steps that run in the worker (call_steps.py)
+        # One developer's calls hold at most max_calls_per_developer places (activities/tenant_limits.py);
+        # the slots are many more than that, so another developer's call finds a free one. A slot is cheap:
+        # a call waiting on the network is a coroutine, and the worker's CPU goes to workflow tasks.
+        interceptors=[*interceptors, TenantLimits(DeveloperLimiter(settings.max_calls_per_developer))],
+        max_concurrent_activities=settings.worker_max_activities,
+        # The call steps that run in the worker (call_steps.py)
+        max_concurrent_local_activities=settings.worker_max_local_activities,
         # On stop, running activities get this long to finish before they are cancelled (and retried).
         graceful_shutdown_timeout=timedelta(seconds=settings.shutdown_grace_seconds),
     )

@@ -12,7 +12,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from api import schemas
 from api.errors import ApiError
 from contracts.background import DocRef, IndexedDoc
-from contracts.temporal import INDEX_DOC_WORKFLOW
+from contracts.temporal import INDEX_DOC_WORKFLOW, tenant_priority
 from mint.models.embeddings import Embedder
 from mint.store.docs import DIMENSIONS, DocStore, SearchQuery
 
@@ -82,6 +82,7 @@ async def index(
             id=f"index-doc-{doc_id}",
             task_queue=task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+            priority=tenant_priority(developer),
         )
     except Exception as exc:  # the doc must never look as if it will be indexed when nothing will do it
         await docs.mark_failed(developer, doc_id, f"could not start indexing: {exc}")

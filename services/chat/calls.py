@@ -12,7 +12,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 
 from contracts.background import RunToolRequest
 from contracts.calls import Owner
-from contracts.temporal import RUN_TOOL_WORKFLOW
+from contracts.temporal import RUN_TOOL_WORKFLOW, tenant_priority
 from mint.models.client import ModelClient, OnText
 from services.chat.request import Chat
 from services.errors import ModelFailed, ModelRefused
@@ -102,6 +102,7 @@ class ChatCalls:
                 ),
                 id=f"chat-tool-{uuid.uuid4()}",
                 task_queue=self.task_queue,
+                priority=tenant_priority(developer),
             )
         except WorkflowFailureError as exc:
             cause = exc.cause.cause if isinstance(exc.cause, ActivityError) else exc.cause

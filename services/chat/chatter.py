@@ -22,7 +22,7 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from contracts.background import SessionRef
-from contracts.temporal import COMPRESS_SESSION_WORKFLOW
+from contracts.temporal import COMPRESS_SESSION_WORKFLOW, tenant_priority
 from mint.models.client import ModelClient
 from mint.models.embeddings import Embedder
 from mint.store.budgets import Budgets
@@ -315,6 +315,7 @@ class Chatter:
                 id=f"compress-session-{developer}-{session['id']}",
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                priority=tenant_priority(developer),
             )
 
     async def _save(
