@@ -4,11 +4,12 @@ Run: python -m bench.fairness [--flood N] [--slots S] [--cap C] [--quick K] [--i
 (starts its own embedded Postgres and Temporal dev server, with fairness on as `mint up` has it)
 
 Tenant A starts N executions that each make one slow api_call (a local HTTP server that sleeps SLOW_SECONDS),
-more than the worker has activity slots (S, set low so that a small N floods it). Tenant B runs K quick
-executions one after another (an evaluate and a fast api_call) on an idle system, then again while A's flood
-is in flight. B's p50 latency under the flood against idle, as a ratio, is the result; the bench runs it with
-fairness on (each execution carries its developer as Temporal's fairness key, and at most C calls of one
-developer are in flight per worker: activities/tenant_limits.py) and off (no key, no cap).
+more than the worker has activity slots (S, set low so that a small N floods it). Tenant B starts K quick
+executions together (an evaluate and a fast api_call) on an idle system, then again while A's flood is in
+flight. B's p50 latency under the flood against idle, as a ratio, is the result; the bench runs it with
+fairness off (no key, no cap), with the fairness keys only (each execution carries its developer as
+Temporal's fairness key), and with the keys and at most C calls of one developer in flight per worker
+(activities/tenant_limits.py).
 
 Both tenants' calls go through the task queue (`local: false`), as the issue's slow tool did; with
 --in-worker they run where Mint puts them by default, in the worker (local activities), which no task queue
@@ -151,23 +152,30 @@ async def experiment(
     slow_id = await make_task(api_a, slow_task(url, local))
     quick_id = await make_task(api_b, quick_task(url, local))
     await quick_run(api_b, quick_id)  # warm up: the first run of a task pays for caches
-    idle = [await quick_run(api_b, quick_id) for _ in range(quick)]
+    # B's executions start together, so that they all meet A's backlog (one after another, only the first
+    # would: the backlog is in the worker's slots by the time the second starts).
+    idle = list(await asyncio.gather(*(quick_run(api_b, quick_id) for _ in range(quick))))
     began = time.monotonic()
     flooding = await start_flood(api_a, slow_id, flood)
     await until_busy(flooding, slots)
-    flooded = [await quick_run(api_b, quick_id) for _ in range(quick)]
+    flooded = list(await asyncio.gather(*(quick_run(api_b, quick_id) for _ in range(quick))))
     assert flooding.watch is not None
     await flooding.watch
     return Result(idle, flooded, max(flooding.ended) - began)
 
 
+# (label, fairness keys, calls in flight per developer: None for --cap)
+MODES = (("fairness off", False, 0), ("fairness keys only", True, 0), ("keys and the cap", True, None))
+
+
 async def run_mode(
-    local_mint: LocalMint, keys: tuple[str, str], args: argparse.Namespace, fair: bool
+    local_mint: LocalMint, keys: tuple[str, str], args: argparse.Namespace, mode: tuple[str, bool, int | None]
 ) -> Result:
+    label, fair, cap = mode
     stack = await local_mint.stack(
-        task_queue=f"fairness-{'on' if fair else 'off'}",
+        task_queue=f"fairness-{label.replace(' ', '-')}",
         fairness=fair,
-        max_calls_per_developer=args.cap if fair else 0,
+        max_calls_per_developer=args.cap if cap is None else cap,
         worker_max_activities=args.slots,
         worker_max_local_activities=args.slots,
         max_executions_in_flight=10 * args.flood,
@@ -203,7 +211,7 @@ async def main() -> None:
     try:
         store = Store(local_mint.pool)
         keys = ((await store.create_developer("tenant-a"))[1], (await store.create_developer("tenant-b"))[1])
-        results = {fair: await run_mode(local_mint, keys, args, fair) for fair in (False, True)}
+        results = {mode: await run_mode(local_mint, keys, args, mode) for mode in MODES}
     finally:
         await local_mint.close()
     where = "in the worker" if args.in_worker else "through the task queue"
@@ -211,12 +219,13 @@ async def main() -> None:
         f"tenant A: {args.flood} executions of one {SLOW_SECONDS:g} s api_call; worker slots {args.slots}; "
         f"tenant B: {args.quick} quick executions (evaluate + api_call), calls {where}"
     )
-    for fair, result in results.items():
-        label = f"fairness on (cap {args.cap})" if fair else "fairness off"
+    for (label, _, cap), result in results.items():
+        label += f" ({args.cap})" if cap is None else ""
+        flooded = ", ".join(f"{x * 1000:.0f}" for x in sorted(result.flooded))
         print(
-            f"  {label:22} B p50 idle {statistics.median(result.idle) * 1000:7.0f} ms, under A's flood "
-            f"{statistics.median(result.flooded) * 1000:7.0f} ms: ratio {result.ratio:6.2f}x "
-            f"(A's flood took {result.flood_seconds:5.1f} s)"
+            f"  {label:24} B p50 idle {statistics.median(result.idle) * 1000:6.0f} ms, under A's flood "
+            f"{statistics.median(result.flooded) * 1000:6.0f} ms: ratio {result.ratio:6.2f}x "
+            f"(A's flood took {result.flood_seconds:5.1f} s; B under it: {flooded} ms)"
         )
 
 
