@@ -5,8 +5,11 @@ not preempt: once a tenant's slow calls hold the worker's activity slots, anothe
 for one of them to end. And calls that run in the worker (local activities, activities/worker_calls.py) never
 pass through a task queue at all. So each call activity (model, api_call, integration, MCP) first takes one of
 its developer's `per_developer` places here; a call beyond that waits in its slot, which is cheap (a
-coroutine), while the worker has many more slots (Settings.worker_max_activities, 1000) than one developer
-may use (Settings.max_calls_per_developer, 100): another developer's call finds a free slot and no queue.
+coroutine). The cap bounds what one developer takes of what lies behind the slots (connections, a provider's
+rate limit, the worker's CPU); it frees no slot (a waiting call holds one), so the worker has many slots
+(Settings.worker_max_activities, 1000, ten times Settings.max_calls_per_developer): one developer's flood must
+pass that before another's call finds none free, and past it the fairness key decides who gets the next
+(bench/fairness.py measures both; the README has the figures).
 
 A waiting call must not fail for having waited. Heartbeats go on while it waits (activities/heartbeat.py), so
 the heartbeat timeout does not cut it off; the attempt's start-to-close timeout keeps counting, though, and it
