@@ -20,6 +20,7 @@ from activities.mcp import McpActivities
 from activities.models import ModelActivities
 from activities.sessions import SessionActivities
 from activities.system import SystemActivities
+from activities.tenant_limits import DeveloperLimiter, TenantLimits
 from activities.transitions import TransitionWriter
 from activities.worker_calls import WorkerCalls
 from contracts.liveness import HEARTBEAT_THROTTLE, STICKY_TIMEOUT
@@ -139,6 +140,11 @@ def build_workers(
         CALL_INTEGRATION: a.integrations.call_integration,
         CALL_IN_WORKER: in_worker.call_in_worker,
     }
+    # One developer's calls hold at most max_calls_per_developer places in this process, whichever queue
+    # they came on (activities/tenant_limits.py); the slots are many more than that, so another developer's
+    # call finds a free one. A slot is cheap: a call waiting on the network is a coroutine, and the worker's
+    # CPU goes to workflow tasks.
+    interceptors = [*interceptors, TenantLimits(DeveloperLimiter(settings.max_calls_per_developer))]
     workers = []
     for queue, kinds in settings.polled_queues().items():
         if WORKFLOWS_KIND in kinds:

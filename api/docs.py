@@ -13,7 +13,7 @@ from api import schemas
 from api.errors import ApiError
 from contracts.background import DocRef, IndexedDoc
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
-from contracts.temporal import INDEX_DOC_WORKFLOW
+from contracts.temporal import INDEX_DOC_WORKFLOW, tenant_priority
 from mint.models.embeddings import Embedder
 from mint.store.docs import DIMENSIONS, DocStore, SearchQuery
 
@@ -84,6 +84,7 @@ async def index(
             task_queue=task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             task_timeout=WORKFLOW_TASK_TIMEOUT,  # a lost worker costs seconds (contracts/liveness.py)
+            priority=tenant_priority(developer),
         )
     except Exception as exc:  # the doc must never look as if it will be indexed when nothing will do it
         await docs.mark_failed(developer, doc_id, f"could not start indexing: {exc}")

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
-from temporalio.common import WorkflowIDReusePolicy
+from temporalio.common import Priority, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -16,7 +16,7 @@ from api.workflow_labels import workflow_labels
 from contracts.budgets import Budget
 from contracts.executions import ExecutionParams, ResumeInput, ResumePoint
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
-from contracts.temporal import RESUME_SIGNAL, TASK_EXECUTION_WORKFLOW
+from contracts.temporal import RESUME_SIGNAL, TASK_EXECUTION_WORKFLOW, tenant_priority
 from contracts.transitions import TERMINAL_STATUSES
 from mint.settings import Settings
 from mint.store.budgets import Budgets
@@ -171,6 +171,8 @@ async def launch(
                 # Where a worker shares this client (`mint up`), its first task comes back with the start.
                 request_eager_start=True,
                 task_timeout=WORKFLOW_TASK_TIMEOUT,  # a lost worker costs seconds (contracts/liveness.py)
+                # Fairness between developers on the task queue (MINT_FAIRNESS; contracts/temporal.py).
+                priority=tenant_priority(developer) if settings.fairness else Priority.default,
             )
     except WorkflowAlreadyStartedError:
         pass  # started by an earlier attempt

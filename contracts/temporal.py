@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from temporalio.common import SearchAttributeKey
+from temporalio.common import Priority, SearchAttributeKey
 
 from contracts.background import Compressed, DocFailure, DocRef, IndexedDoc, RunToolRequest, SessionRef
 from contracts.calls import (
@@ -100,3 +100,12 @@ WORKFLOWS: dict[str, tuple[Any, Any]] = {
     RUN_TOOL_WORKFLOW: (RunToolRequest, Any),  # the tool's output
 }
 SIGNALS: dict[str, Any] = {RESUME_SIGNAL: ResumeInput}
+
+
+def tenant_priority(developer: str) -> Priority:
+    """What every workflow Mint starts for a developer carries: the developer as Temporal's fairness key, so
+    that a task queue's backlog is dispatched round-robin between developers instead of first come, first
+    served (README: Fairness between tenants). Its activities and child workflows inherit it (Temporal's
+    Priority docs), so only the start sets it; a server without fairness on ignores it. Keys are at most 64
+    bytes: a developer's id is a UUID (36)."""
+    return Priority(fairness_key=developer[:64])

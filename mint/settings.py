@@ -50,8 +50,6 @@ class Settings:
     # much it runs at once; model calls have a cap of their own within its activities (0: none).
     worker_queues: tuple[str, ...] = ("workflows", "models", "http", "writes")
     worker_max_workflow_tasks: int = 100
-    worker_max_activities: int = 200
-    worker_max_local_activities: int = 200
     worker_max_model_calls: int = 0
     # Executions continue as new past this many Temporal history events (Temporal stops at 51,200).
     max_history_events: int = 10_000
@@ -77,6 +75,15 @@ class Settings:
     max_executions_in_flight: int = 1000
     # Chats in flight per developer, per API process (0: no limit): services/chat/slots.py.
     max_chats_per_developer: int = 20
+    # Fairness between tenants (README: Fairness between tenants). `fairness`: each execution's workflow
+    # starts with its developer as Temporal's fairness key, so a backlog is dispatched round-robin between
+    # developers, not first come first served (the server must have it on: `mint up`'s does). The worker's
+    # activity slots (regular and local) and, within them, the calls (model, api_call, integration, MCP) one
+    # developer may have in flight at once in this worker process (activities/tenant_limits.py; 0: no cap).
+    fairness: bool = True
+    worker_max_activities: int = 1000
+    worker_max_local_activities: int = 1000
+    max_calls_per_developer: int = 100
     # Database connections: the API's pool and the worker's are separate, so neither can starve the other;
     # waiting longer than db_acquire_timeout for a free connection is an error (a 503 from the API), never a
     # hang.
@@ -408,6 +415,8 @@ class Environment(BaseSettings):
     rate_limit_per_minute: int | None = _env("MINT_RATE_LIMIT_PER_MINUTE")
     max_executions_in_flight: int | None = _env("MINT_MAX_EXECUTIONS_IN_FLIGHT")
     max_chats_per_developer: int | None = _env("MINT_MAX_CHATS_PER_DEVELOPER")
+    fairness: bool | None = _env("MINT_FAIRNESS")
+    max_calls_per_developer: int | None = _env("MINT_MAX_CALLS_PER_DEVELOPER")
     api_db_pool_size: int | None = _env("MINT_API_DB_POOL_SIZE")
     worker_db_pool_size: int | None = _env("MINT_WORKER_DB_POOL_SIZE")
     db_acquire_timeout: float | None = _env("MINT_DB_ACQUIRE_TIMEOUT")

@@ -43,6 +43,10 @@ DEFAULT_TIMEOUT_SECONDS = 60.0
 # exceed MINT_MAX_TOOL_TIMEOUT_SECONDS (DEFAULT_MAX_TOOL_TIMEOUT_SECONDS unless set). The attempt's
 # start-to-close timeout is that deadline plus a little, so that the call's own, clearer error wins the race.
 DEADLINE_SLACK_SECONDS = 5.0
+# A call may first wait for one of its developer's places in the worker (activities/tenant_limits.py): the
+# attempt allows this much more, so that a call that waited is not cut off for it (its own deadline starts
+# when it runs). Only a timeout changes, not which commands the workflow emits, so histories still replay.
+PLACE_WAIT_SECONDS = 30.0
 DEFAULT_RETRY = lang.RetrySpec(max_attempts=5, initial_interval=1.0, backoff=2.0, max_interval=60.0)
 # Call activities heartbeat while they run: a worker that dies mid-call is noticed after HEARTBEAT_TIMEOUT,
 # and the call retried (contracts/liveness.py).
@@ -71,7 +75,7 @@ def call_options(
     never retried, whatever the policy says."""
     timeout = step.timeout or (defaults.timeout if defaults else None)
     if deadline is not None:
-        attempt = deadline + DEADLINE_SLACK_SECONDS
+        attempt = deadline + DEADLINE_SLACK_SECONDS + PLACE_WAIT_SECONDS
         timeout = attempt if timeout is None else min(timeout, attempt)
     elif timeout is None:
         timeout = DEFAULT_TIMEOUT_SECONDS

@@ -208,7 +208,10 @@ async def run_stack(
     Stopping takes a bounded time: requests and activities get `settings.shutdown_grace_seconds` to finish,
     then they are cut off."""
     worker_pool = api_pool = None
-    http = httpx.AsyncClient(trust_env=False)  # no proxies from the environment: egress is checked here
+    # No proxies from the environment: egress is checked here. No cap on connections either: httpx's default
+    # of 100 would be one queue, first come first served, that one developer's calls could fill; the worker's
+    # activity slots and the calls per developer (activities/tenant_limits.py) bound them instead.
+    http = httpx.AsyncClient(trust_env=False, limits=httpx.Limits(max_connections=None))
     # One per process, listening only where the API runs: the worker's in-process API (system tools) shares it.
     events = ExecutionEvents(options.database_url, settings.stream_poll_seconds)
     tracing = Tracing(settings.otlp_endpoint) if settings.otlp_endpoint else None

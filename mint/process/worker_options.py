@@ -32,14 +32,14 @@ _FLAGS = (
         "worker_max_activities",
         type=click.IntRange(min=1),
         default=None,
-        help="Activities at once, per queue polled (MINT_WORKER_MAX_ACTIVITIES; default 200).",
+        help="Activities at once, per queue polled (MINT_WORKER_MAX_ACTIVITIES; default 1000).",
     ),
     click.option(
         "--max-local-activities",
         "worker_max_local_activities",
         type=click.IntRange(min=1),
         default=None,
-        help="Calls run in the worker at once (MINT_WORKER_MAX_LOCAL_ACTIVITIES; default 200).",
+        help="Calls run in the worker at once (MINT_WORKER_MAX_LOCAL_ACTIVITIES; default 1000).",
     ),
     click.option(
         "--max-model-calls",

@@ -13,7 +13,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from contracts.background import RunToolRequest
 from contracts.calls import Owner
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
-from contracts.temporal import RUN_TOOL_WORKFLOW
+from contracts.temporal import RUN_TOOL_WORKFLOW, tenant_priority
 from mint.models.client import ModelClient, OnText
 from services.chat.request import Chat
 from services.errors import ModelFailed, ModelRefused
@@ -104,6 +104,7 @@ class ChatCalls:
                 id=f"chat-tool-{uuid.uuid4()}",
                 task_queue=self.task_queue,
                 task_timeout=WORKFLOW_TASK_TIMEOUT,  # a lost worker costs seconds (contracts/liveness.py)
+                priority=tenant_priority(developer),
             )
         except WorkflowFailureError as exc:
             cause = exc.cause.cause if isinstance(exc.cause, ActivityError) else exc.cause

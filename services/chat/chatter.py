@@ -23,7 +23,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from contracts.background import SessionRef
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
-from contracts.temporal import COMPRESS_SESSION_WORKFLOW
+from contracts.temporal import COMPRESS_SESSION_WORKFLOW, tenant_priority
 from mint.models.client import ModelClient
 from mint.models.embeddings import Embedder
 from mint.store.budgets import Budgets
@@ -317,6 +317,7 @@ class Chatter:
                 task_queue=self.task_queue,
                 id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
                 task_timeout=WORKFLOW_TASK_TIMEOUT,  # a lost worker costs seconds (contracts/liveness.py)
+                priority=tenant_priority(developer),
             )
 
     async def _save(

@@ -42,7 +42,7 @@ def test_by_default_everything_runs_on_one_queue():
     settings = Settings.from_env()
     assert settings.activity_queues() == {}
     assert settings.polled_queues() == {"mint-tasks": ("workflows",)}
-    assert (settings.worker_max_activities, settings.worker_max_local_activities) == (200, 200)
+    assert (settings.worker_max_activities, settings.worker_max_local_activities) == (1000, 1000)
     assert (settings.worker_max_workflow_tasks, settings.worker_max_model_calls) == (100, 0)
 
 

@@ -1,0 +1,207 @@
+"""A cap on the calls one developer (tenant) has in flight in this worker process: the floor of fairness.
+
+Temporal's fairness keys (api/executions.py) order the dispatch of a backlog between developers, but they do
+not preempt: once a tenant's slow calls hold the worker's activity slots, another tenant's quick call waits
+for one of them to end. And calls that run in the worker (local activities, activities/worker_calls.py) never
+pass through a task queue at all. So each call activity (model, api_call, integration, MCP) first takes one of
+its developer's `per_developer` places here; a call beyond that waits in its slot, which is cheap (a
+coroutine). The cap bounds what one developer takes of what lies behind the slots (connections, a provider's
+rate limit, the worker's CPU); it frees no slot (a waiting call holds one), so the worker has many slots
+(Settings.worker_max_activities, 1000, ten times Settings.max_calls_per_developer): one developer's flood must
+pass that before another's call finds none free, and past it the fairness key decides who gets the next
+(bench/fairness.py measures both; the README has the figures).
+
+A waiting call must not fail for having waited. Heartbeats go on while it waits (activities/heartbeat.py), so
+the heartbeat timeout does not cut it off; the attempt's start-to-close timeout keeps counting, though, and it
+is the call's own deadline plus a few seconds of slack (workflows/calls.py). So a call waits at most what its
+attempt can spare (`spare_seconds`): past that it runs over the cap rather than time out. The cap then holds
+for every tenant whose calls end within that slack of each other, and past it Temporal's fairness still
+orders what waits in the task queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from temporalio import activity
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
+
+from activities.heartbeat import heartbeating
+from contracts.calls import IntegrationCallRequest, ModelRequest, WorkerCall
+from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_MODEL
+from workflows.calls import DEFAULT_TIMEOUT_SECONDS
+
+log = logging.getLogger("mint.activities")
+
+# The activities that call out of Mint, and so may take long: the ones a developer's places count.
+CAPPED_CALLS = frozenset({CALL_MODEL, CALL_API, CALL_INTEGRATION, CALL_MCP})
+# A call without a deadline of its own (a model call, MCP) may spend this share of its attempt waiting.
+WAIT_SHARE_WITHOUT_DEADLINE = 0.25
+# What a waiting call leaves of its attempt's slack for the call's own clearer timeout error to win.
+MARGIN_SECONDS = 1.0
+
+
+@dataclass
+class _Places:
+    """One developer's calls in flight, and the calls waiting for a place, first come first served."""
+
+    in_flight: int = 0
+    waiting: list[asyncio.Future[None]] = field(default_factory=list)
+
+
+@dataclass
+class DeveloperLimiter:
+    """At most `per_developer` calls of each developer at once (0: no cap). A call that cannot have a place
+    within `max_wait` seconds goes ahead anyway, over the cap (see the module's docstring)."""
+
+    per_developer: int
+    _places: dict[str, _Places] = field(default_factory=dict)
+    over_cap: int = 0  # calls that went ahead over the cap, for tests and logs
+
+    def in_flight(self, developer: str) -> int:
+        places = self._places.get(developer)
+        return places.in_flight if places else 0
+
+    def waiting(self, developer: str) -> int:
+        places = self._places.get(developer)
+        return len(places.waiting) if places else 0
+
+    @contextlib.asynccontextmanager
+    async def place(self, developer: str | None, max_wait: float) -> AsyncIterator[None]:
+        """Hold one of `developer`'s places while the block runs (none for a call with no developer)."""
+        await self.acquire(developer, max_wait)
+        try:
+            yield
+        finally:
+            self.release(developer)
+
+    async def acquire(self, developer: str | None, max_wait: float) -> None:
+        """Take one of `developer`'s places, waiting at most `max_wait` seconds for one (then over the cap);
+        each acquire needs its release."""
+        if not developer or self.per_developer <= 0:
+            return
+        places = self._places.setdefault(developer, _Places())
+        if places.in_flight < self.per_developer and not places.waiting:
+            places.in_flight += 1
+        else:
+            await self._wait(developer, places, max_wait)  # returns with this call counted in flight
+
+    def release(self, developer: str | None) -> None:
+        places = self._places.get(developer) if developer and self.per_developer > 0 else None
+        if places is not None:
+            places.in_flight -= 1
+            self._hand_on(developer or "", places)
+
+    async def _wait(self, developer: str, places: _Places, max_wait: float) -> None:
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        places.waiting.append(turn)
+        try:
+            await asyncio.wait_for(asyncio.shield(turn), timeout=max(max_wait, 0.0))
+        except TimeoutError:
+            pass
+        except BaseException:  # cancelled while waiting: give back a place handed on meanwhile
+            if turn.done():
+                places.in_flight -= 1
+                self._hand_on(developer, places)
+            else:
+                places.waiting.remove(turn)
+            raise
+        if turn.done():
+            return  # handed a place, already counted by _hand_on
+        places.waiting.remove(turn)
+        turn.cancel()
+        places.in_flight += 1
+        self.over_cap += 1
+        log.warning(
+            "developer %s has %d calls in flight (MINT_MAX_CALLS_PER_DEVELOPER is %d): this call waited %.1f s, "
+            "all its attempt could spare, and goes ahead over the cap",
+            developer,
+            places.in_flight - 1,
+            self.per_developer,
+            max_wait,
+        )
+
+    def _hand_on(self, developer: str, places: _Places) -> None:
+        """Hand free places to the longest-waiting calls (counted in flight at once, so that no later call
+        takes the place first); forget a developer with nothing in flight or waiting."""
+        while places.waiting and places.in_flight < self.per_developer:
+            places.waiting.pop(0).set_result(None)
+            places.in_flight += 1
+        if not places.in_flight and not places.waiting:
+            self._places.pop(developer, None)
+
+
+def spare_seconds(start_to_close: float | None, elapsed: float, own_deadline: float | None) -> float:
+    """How long a call may wait for a place without its attempt timing out: what is left of the attempt
+    (`start_to_close` less the `elapsed` seconds since it started) less the call's `own_deadline`, less a
+    margin; a call without a deadline of its own may wait WAIT_SHARE_WITHOUT_DEADLINE of its attempt."""
+    if start_to_close is None or start_to_close <= 0:
+        return 0.0
+    left = start_to_close - elapsed
+    needed = own_deadline if own_deadline is not None else start_to_close * (1 - WAIT_SHARE_WITHOUT_DEADLINE)
+    return max(0.0, left - needed - MARGIN_SECONDS)
+
+
+def whose_call(name: str, request: Any) -> tuple[str | None, float | None] | None:
+    """(developer, the call's own deadline in seconds) for a capped call activity's input; None for an
+    activity that is not capped. The developer is None where the request does not say (an api_call with no
+    secrets, MCP): the workflow's fairness key says then, where it has one."""
+    if name not in CAPPED_CALLS:
+        return None
+    if isinstance(request, ModelRequest):
+        return request.owner.developer_id, None
+    if isinstance(request, IntegrationCallRequest):
+        return (request.secrets["developer_id"] if request.secrets else None), float(request.timeout)
+    if name == CALL_API and isinstance(request, dict):
+        timeout = request.get("timeout")
+        own = float(timeout) if isinstance(timeout, int | float) else DEFAULT_TIMEOUT_SECONDS
+        return (request.get("secrets") or {}).get("developer_id"), own
+    if name == CALL_INTEGRATION and isinstance(request, dict):  # as JSON, inside a WorkerCall
+        return (request.get("secrets") or {}).get("developer_id"), float(request.get("timeout") or 0) or None
+    return None, None
+
+
+class TenantLimits(Interceptor):
+    """Gives each capped call activity a place of its developer's in `limiter` before it runs (a call run
+    in the worker, call_in_worker, by the call it carries)."""
+
+    def __init__(self, limiter: DeveloperLimiter):
+        self.limiter = limiter
+
+    def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
+        return _Inbound(next, self.limiter)
+
+
+class _Inbound(ActivityInboundInterceptor):
+    def __init__(self, next: ActivityInboundInterceptor, limiter: DeveloperLimiter):
+        super().__init__(next)
+        self.limiter = limiter
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        info = activity.info()
+        request = input.args[0] if input.args else None
+        if isinstance(request, WorkerCall):
+            whose = whose_call(request.activity, request.request)
+            if whose is not None:
+                whose = (request.developer_id, whose[1])
+        else:
+            whose = whose_call(info.activity_type, request)
+        if whose is None or self.limiter.per_developer <= 0:
+            return await self.next.execute_activity(input)
+        developer = whose[0] or (info.priority.fairness_key if info.priority else None)
+        timeout = info.start_to_close_timeout
+        started = info.current_attempt_scheduled_time if info.is_local else info.started_time
+        elapsed = max(0.0, (datetime.now(UTC) - started).total_seconds())
+        max_wait = spare_seconds(timeout.total_seconds() if timeout else None, elapsed, whose[1])
+        async with heartbeating():  # a long wait must not trip the heartbeat timeout
+            await self.limiter.acquire(developer, max_wait)
+        try:
+            return await self.next.execute_activity(input)
+        finally:
+            self.limiter.release(developer)

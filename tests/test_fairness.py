@@ -1,0 +1,66 @@
+"""Fairness between tenants on the real stack: a small run of bench/fairness.py's experiment.
+
+Tenant A floods a worker with few activity slots with slow calls (more executions than slots); tenant B's
+quick executions, started once the flood holds the slots, must end while A's flood is still in flight: with
+the fairness key, B's tasks are dispatched in turn with A's when a slot frees, not after A's backlog (first
+come, first served, they end after all of A's). An ordering check, not a time threshold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+from temporalio.testing import WorkflowEnvironment
+
+from bench.fairness import answer, make_task, quick_run, quick_task, slow_task, start_flood, until_busy
+from mint.store.tables import Store
+from tests.conftest import temporal_address
+from tests.local_http import LocalServer
+from tests.stack import BackgroundStack
+
+SLOTS, FLOOD, QUICK = 4, 20, 2
+
+
+async def test_a_tenants_quick_executions_are_not_queued_behind_anothers_flood(
+    postgres_url: str, temporal_env: WorkflowEnvironment, store: Store
+):
+    keys = [(await store.create_developer(name))[1] for name in ("flooding-tenant", "quick-tenant")]
+    stack = BackgroundStack(
+        postgres_url,
+        temporal_address(temporal_env),
+        task_queue="fairness-test",
+        # The fairness key alone: past the slots it is what helps; the per-developer cap, which frees no slot
+        # and slows their turnover, has its own tests (tests/unit/test_tenant_limits.py; README).
+        max_calls_per_developer=0,
+        worker_max_activities=SLOTS,
+        worker_max_local_activities=SLOTS,
+    )
+    with LocalServer(answer) as server:
+        async with (
+            stack,
+            httpx.AsyncClient(
+                base_url=stack.url, headers={"Authorization": f"Bearer {keys[0]}"}, timeout=60
+            ) as a,
+            httpx.AsyncClient(
+                base_url=stack.url, headers={"Authorization": f"Bearer {keys[1]}"}, timeout=60
+            ) as b,
+        ):
+            # Through the task queue (`local: false`), where the fairness key orders dispatch.
+            slow_id = await make_task(a, slow_task(server.url, local=False))
+            quick_id = await make_task(b, quick_task(server.url, local=False))
+            flood = await start_flood(a, slow_id, FLOOD)
+            await until_busy(flood, SLOTS)
+            for _ in range(QUICK):
+                await quick_run(b, quick_id)
+            b_done = time.monotonic()
+            a_ended_before_b = len([at for at in flood.ended if at <= b_done])
+            assert flood.watch is not None
+            await asyncio.wait_for(flood.watch, 120)  # every one of A's executions succeeds too
+    print(f"A's executions ended before B's {QUICK} had: {a_ended_before_b} of {FLOOD}")
+    # First come, first served, B's tasks queue behind A's whole backlog and B ends after all of A (20 of 20
+    # when run with the key off); with it, B's end while A's flood is still in flight (6 to 14 of 20 seen).
+    assert a_ended_before_b < FLOOD, (
+        f"B's quick executions ended after all of A's {FLOOD}: queued behind them"
+    )

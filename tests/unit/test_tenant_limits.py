@@ -1,0 +1,118 @@
+"""The per-developer cap on calls in flight (activities/tenant_limits.py): one developer's calls beyond the
+cap wait their turn, first come first served, while another developer's go at once; a call waits no longer
+than its attempt can spare; and the limiter forgets a developer with nothing in flight."""
+
+from __future__ import annotations
+
+import asyncio
+
+from activities.tenant_limits import MARGIN_SECONDS, DeveloperLimiter, spare_seconds, whose_call
+from contracts.calls import IntegrationCallRequest, ModelRequest, Owner
+from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MODEL, CALL_SYSTEM
+
+LONG = 60.0  # a wait no test reaches: the calls it waits for end first
+
+
+async def _hold(limiter: DeveloperLimiter, developer: str, release: asyncio.Event, log: list[str], name: str):
+    async with limiter.place(developer, LONG):
+        log.append(name)
+        await release.wait()
+
+
+async def test_a_developers_calls_past_the_cap_wait_while_another_developers_go_at_once():
+    limiter = DeveloperLimiter(per_developer=2)
+    release = asyncio.Event()
+    started: list[str] = []
+    flood = [asyncio.create_task(_hold(limiter, "a", release, started, f"a{i}")) for i in range(5)]
+    await asyncio.sleep(0.01)
+    assert started == ["a0", "a1"]
+    assert (limiter.in_flight("a"), limiter.waiting("a")) == (2, 3)
+
+    other = asyncio.create_task(_hold(limiter, "b", asyncio.Event(), started, "b0"))
+    await asyncio.sleep(0.01)
+    assert started[-1] == "b0"  # not behind a's queue
+    assert limiter.in_flight("b") == 1
+    other.cancel()
+
+    release.set()
+    await asyncio.gather(*flood)
+    assert started[:2] + started[3:] == ["a0", "a1", "a2", "a3", "a4"]  # a's waiting calls, in order
+    assert limiter.over_cap == 0
+    await asyncio.sleep(0)
+    assert limiter._places == {}  # nothing in flight: nothing kept
+
+
+async def test_a_freed_place_goes_to_the_longest_waiting_call_not_to_a_newcomer():
+    limiter = DeveloperLimiter(per_developer=1)
+    first_done = asyncio.Event()
+    order: list[str] = []
+    first = asyncio.create_task(_hold(limiter, "a", first_done, order, "first"))
+    await asyncio.sleep(0.01)
+    waiting = asyncio.create_task(_hold(limiter, "a", asyncio.Event(), order, "waiting"))
+    await asyncio.sleep(0.01)
+    first_done.set()
+    await first
+    # The place is handed on when it is freed: a call arriving now finds it taken.
+    late = asyncio.create_task(_hold(limiter, "a", asyncio.Event(), order, "late"))
+    await asyncio.sleep(0.01)
+    assert order == ["first", "waiting"]
+    assert (limiter.in_flight("a"), limiter.waiting("a")) == (1, 1)
+    for task in (waiting, late):
+        task.cancel()
+    await asyncio.gather(waiting, late, return_exceptions=True)
+    assert limiter._places == {}
+
+
+async def test_a_call_that_waited_all_its_attempt_can_spare_goes_ahead_over_the_cap():
+    limiter = DeveloperLimiter(per_developer=1)
+    async with limiter.place("a", LONG):
+        async with limiter.place("a", max_wait=0.05):
+            assert limiter.in_flight("a") == 2
+        assert limiter.over_cap == 1
+        assert limiter.waiting("a") == 0
+    assert limiter._places == {}
+
+
+async def test_a_call_cancelled_while_waiting_leaves_no_place_taken():
+    limiter = DeveloperLimiter(per_developer=1)
+    release = asyncio.Event()
+    holder = asyncio.create_task(_hold(limiter, "a", release, [], "holder"))
+    await asyncio.sleep(0.01)
+    waiter = asyncio.create_task(_hold(limiter, "a", asyncio.Event(), [], "waiter"))
+    await asyncio.sleep(0.01)
+    waiter.cancel()
+    await asyncio.gather(waiter, return_exceptions=True)
+    assert limiter.waiting("a") == 0
+    release.set()
+    await holder
+    assert limiter._places == {}
+
+
+async def test_no_cap_and_no_developer_mean_no_waiting():
+    uncapped = DeveloperLimiter(per_developer=0)
+    async with uncapped.place("a", 0), uncapped.place("a", 0):
+        assert uncapped.in_flight("a") == 0
+    capped = DeveloperLimiter(per_developer=1)
+    async with capped.place(None, 0), capped.place(None, 0):
+        assert capped.over_cap == 0
+
+
+def test_a_call_waits_only_what_its_attempt_can_spare_beyond_its_own_deadline():
+    # 10 s deadline in a 45 s attempt, 5 s gone: 45 - 5 - 10 - margin
+    assert spare_seconds(45, 5, 10) == 30 - MARGIN_SECONDS
+    assert spare_seconds(15, 0, 15) == 0  # no slack: no wait
+    assert spare_seconds(None, 0, 10) == 0
+    # No deadline of its own (a model call): a quarter of the attempt
+    assert spare_seconds(60, 0, None) == 15 - MARGIN_SECONDS
+
+
+def test_whose_call_reads_the_developer_and_deadline_from_each_capped_call():
+    model = ModelRequest(None, [], {}, [], None, None, "t:main[0]", Owner("dev-1"))
+    assert whose_call(CALL_MODEL, model) == ("dev-1", None)
+    scope = {"developer_id": "dev-2", "agent_id": None, "nonce": "n"}
+    api = {"method": "GET", "url": "http://x", "timeout": 3, "secrets": scope}
+    assert whose_call(CALL_API, api) == ("dev-2", 3.0)
+    assert whose_call(CALL_API, {"method": "GET", "url": "http://x"}) == (None, 60.0)  # default deadline
+    integration = IntegrationCallRequest("brave", "search", {}, {}, 20.0, "k", scope)  # type: ignore[arg-type]
+    assert whose_call(CALL_INTEGRATION, integration) == ("dev-2", 20.0)
+    assert whose_call(CALL_SYSTEM, {}) is None  # Mint's own operations are not capped
