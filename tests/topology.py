@@ -92,22 +92,23 @@ def _kill(process: subprocess.Popen) -> float:
 
 
 class Apis:
-    """Clients of every API process, taken in turn; one taken down (for a kill) is skipped until it is back.
+    """Clients of every API process, taken in turn; one that is down (killed, restarting) is skipped.
 
-    Starting an execution is not idempotent (a start whose answer is lost may have started it), so an API is
-    killed only once no start it was sent is in flight: `take_down` waits for those. Reads are retried on the
-    other API, and answers to waits may be sent twice (a duplicate resume is dropped)."""
+    A request that fails because its API died (or answers 503, busy) goes again to the next API. That is safe
+    for what the test sends: reads, a start with an `Idempotency-Key` (a repeat returns the execution the
+    first one created), and answers to waits (a duplicate resume is dropped)."""
 
     def __init__(self, cluster: Cluster, key: str):
-        headers = {"Authorization": f"Bearer {key}"}
-        count = len(cluster.api_ports)
-        self.clients = [
-            httpx.AsyncClient(base_url=cluster.api_url(i), headers=headers, timeout=30) for i in range(count)
-        ]
-        self.up = [True] * count
-        self.starts_in_flight = [0] * count
-        self.started_through = [0] * count
+        self.urls = [cluster.api_url(i) for i in range(len(cluster.api_ports))]
+        self.headers = {"Authorization": f"Bearer {key}"}
+        self.clients = [self._client(url) for url in self.urls]
+        self.up = [True] * len(self.urls)
+        self.sent_through = [0] * len(self.urls)  # requests answered by each API
+        self.retried = 0  # requests sent again because their API died or was busy
         self._turn = 0
+
+    def _client(self, url: str) -> httpx.AsyncClient:
+        return httpx.AsyncClient(base_url=url, headers=self.headers, timeout=30)
 
     def _next(self) -> int:
         self._turn += 1
@@ -117,30 +118,30 @@ class Apis:
                 return index
         raise AssertionError("no API is up")
 
-    async def start(self, path: str, body: dict) -> dict:
-        index = self._next()
-        self.starts_in_flight[index] += 1
-        try:
-            response = await self.clients[index].post(path, json=body)
-        finally:
-            self.starts_in_flight[index] -= 1
-        assert response.status_code == 201, response.text
-        self.started_through[index] += 1
-        return response.json()
-
-    async def request(self, method: str, path: str, **kwargs) -> httpx.Response:
-        """A read or an idempotent write through whichever API is up, retried on the other if it fails."""
+    async def request(self, method: str, path: str, via: int | None = None, **kwargs) -> httpx.Response:
+        """`via`: the API to try first, if it is up (else the next in turn)."""
         for attempt in range(50):
+            index = via if via is not None and attempt == 0 and self.up[via] else self._next()
             try:
-                return await self.clients[self._next()].request(method, path, **kwargs)
+                response = await self.clients[index].request(method, path, **kwargs)
             except httpx.TransportError:
-                await asyncio.sleep(0.1 * min(attempt + 1, 10))
+                response = None
+            if response is not None and response.status_code != 503:
+                self.sent_through[index] += 1
+                return response
+            self.retried += 1
+            await asyncio.sleep(0.1 * min(attempt + 1, 10))
         raise AssertionError(f"{method} {path}: no API answered")
 
-    async def take_down(self, index: int) -> None:
+    def take_down(self, index: int) -> None:
+        """Send nothing more to API `index` (requests in flight there fail and go to another)."""
         self.up[index] = False
-        while self.starts_in_flight[index]:
-            await asyncio.sleep(0.01)
+
+    async def bring_up(self, index: int) -> None:
+        """API `index` serves again: a new client, since the old one's connections died with the process."""
+        await self.clients[index].aclose()
+        self.clients[index] = self._client(self.urls[index])
+        self.up[index] = True
 
     async def close(self) -> None:
         for client in self.clients:
