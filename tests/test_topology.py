@@ -243,8 +243,7 @@ async def test_two_apis_and_three_workers_survive_kills(postgres_url, temporal_e
     progress, stop = Progress(db, apis), asyncio.Event()
     tasks: list[asyncio.Task] = []
     try:
-        for index in range(len(cluster.apis)):
-            await cluster.healthy(index)
+        await cluster.start()
         with LocalServer(effects) as server:
             task_doc = json.loads(json.dumps(TASK).replace('"URL"', json.dumps(server.url)))
             agent = (await apis.request("POST", "/agents", json={"name": "topology"})).json()

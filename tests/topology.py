@@ -19,7 +19,8 @@ from tests.stack import TEST_ENCRYPTION_KEY, free_port
 
 
 class Cluster:
-    """`apis` API processes and `workers` worker processes on one task queue; each writes to a log in `logs`."""
+    """`apis` API processes and `workers` worker processes on one task queue (started by `start`); each
+    writes to a log in `logs`."""
 
     def __init__(self, database_url: str, temporal_address: str, logs: Path, apis: int = 2, workers: int = 3):
         self.logs = logs
@@ -38,8 +39,16 @@ class Cluster:
             "MINT_WORKER_DB_POOL_SIZE": "8",
         }
         self.api_ports = [free_port() for _ in range(apis)]
-        self.apis: list[subprocess.Popen] = [self._spawn("api", port=p) for p in self.api_ports]
-        self.workers: list[subprocess.Popen] = [self._spawn("worker") for _ in range(workers)]
+        self.worker_count = workers
+        self.apis: list[subprocess.Popen] = []
+        self.workers: list[subprocess.Popen] = []
+
+    async def start(self) -> None:
+        """Start every process; return once each API serves (workers poll when they are ready)."""
+        self.apis = [self._spawn("api", port=p) for p in self.api_ports]
+        self.workers = [self._spawn("worker") for _ in range(self.worker_count)]
+        for index in range(len(self.apis)):
+            await self.healthy(index)
 
     def api_url(self, index: int) -> str:
         return f"http://127.0.0.1:{self.api_ports[index]}"
