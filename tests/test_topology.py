@@ -39,7 +39,7 @@ EXECUTIONS = int(os.environ.get("MINT_TOPOLOGY_EXECUTIONS", "100"))
 # not on a backlog of hundreds queued behind it on 2 cores.
 WINDOW = int(os.environ.get("MINT_TOPOLOGY_WINDOW", "20"))
 SEED = int(os.environ.get("MINT_TOPOLOGY_SEED", "19"))
-KILL_EVERY = (3.0, 6.0)  # seconds between worker kills, drawn from the seeded generator
+KILL_EVERY = (4.0, 8.0)  # seconds between worker kills, drawn from the seeded generator
 API_KILL_AT = 2  # the API is killed with this worker kill
 MAP_ITEMS = 50
 # The longest path Temporal waits out to notice a lost worker (tests/test_recovery.py: a queued call's
@@ -176,32 +176,23 @@ class Progress:
 
 async def _chaos(cluster: Cluster, apis: Apis, progress: Progress, stop: asyncio.Event) -> None:
     """Until `stop`: SIGKILL a worker picked at random and start another, every few seconds; with the
-    API_KILL_AT-th, SIGKILL an API too and restart it (beside the worker kills, which go on meanwhile)."""
+    API_KILL_AT-th, SIGKILL an API too, restart it, and send requests to it again once it serves."""
     rng = random.Random(SEED)
-    api_restart: asyncio.Task | None = None
     while True:
         try:
             await asyncio.wait_for(stop.wait(), rng.uniform(*KILL_EVERY))
-            break
+            return
         except TimeoutError:
             pass
         running = await progress.running_now()
         at = cluster.kill_worker(rng.randrange(len(cluster.workers)))
         progress.kills.append(Kill(at, running))
         if len(progress.kills) == API_KILL_AT:
-            api_restart = asyncio.create_task(_restart_api(cluster, apis, rng.randrange(len(cluster.apis))))
-    if api_restart is not None:
-        await api_restart
-
-
-async def _restart_api(cluster: Cluster, apis: Apis, index: int) -> None:
-    """SIGKILL API `index` (its requests in flight go again to the other), restart it, use it again."""
-    apis.take_down(index)
-    cluster.kill_api(index)
-    began = time.monotonic()
-    await cluster.healthy(index)
-    await apis.bring_up(index)
-    print(f"\nAPI {index} killed, serving again after {time.monotonic() - began:.1f} s")
+            index = rng.randrange(len(cluster.apis))
+            apis.take_down(index)
+            cluster.kill_api(index)
+            await cluster.healthy(index)
+            await apis.bring_up(index)
 
 
 async def _run_all(apis: Apis, progress: Progress, task_id: str) -> None:
@@ -252,9 +243,7 @@ async def test_two_apis_and_three_workers_survive_kills(postgres_url, temporal_e
     progress, stop = Progress(db, apis), asyncio.Event()
     tasks: list[asyncio.Task] = []
     try:
-        began = time.monotonic()
         await cluster.start()
-        print(f"\n2 APIs serving after {time.monotonic() - began:.1f} s")
         with LocalServer(effects) as server:
             task_doc = json.loads(json.dumps(TASK).replace('"URL"', json.dumps(server.url)))
             agent = (await apis.request("POST", "/agents", json={"name": "topology"})).json()
@@ -271,14 +260,12 @@ async def test_two_apis_and_three_workers_survive_kills(postgres_url, temporal_e
                 finished.result()  # the run ended, or the watcher or the chaos failed: raise that
             await chaos
         _print_figures(progress, duration, effects, apis)
-        checks_began = time.monotonic()
         await _check_outputs(apis, progress)
         await _check_transitions(db, list(progress.answers))
         started = await db.fetchval("SELECT count(*) FROM executions WHERE task_id = $1", task["id"])
         assert started == EXECUTIONS  # a start sent again after its API died made no second execution
         assert effects.unkeyed == 0
         assert sorted(effects.applied.values()) == list(range(EXECUTIONS))  # each execution's call, once
-        print(f"checked in {time.monotonic() - checks_began:.1f} s")
         _check_gaps(progress.kills)
     finally:
         for running in tasks:
