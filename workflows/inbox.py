@@ -2,6 +2,12 @@
 
 The workflow's `resume` signal delivers into an Inbox and Interpreter.wait takes from it; each input is
 addressed to an open wait by the seq of that wait's `wait` transition.
+
+A resume can come for a wait this run of the workflow has not reached yet: a worker wrote the `wait`
+transition (a local activity: the API then sees `awaiting_input`) and died before its workflow task
+completed, so the next worker replays from before the wait and gets the signal first. The wait is in
+Postgres, so the workflow, being deterministic, reaches it again at the same seq: such a resume is kept
+(`early`) and answers that wait when it opens.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ class Inbox:
         self.open: set[int] = set()
         self.answers: dict[int, Any] = {}
         self.answered_at: dict[int, int] = {}  # wait seq -> the newest wait seq open when it was answered
+        self.early: dict[int, Any] = {}  # resumes for waits not reached yet in this run (see above)
         self.newest = 0
 
     def opened(self, wait_seq: int) -> None:
@@ -27,7 +34,11 @@ class Inbox:
 
         A resume for a wait that was just answered goes to the oldest other wait that was already open
         then (map items waiting side by side, which a client cannot tell apart); one for a question that
-        came later, or for nothing, is dropped, so a duplicate click never answers a new question."""
+        came later, or for nothing, is dropped, so a duplicate click never answers a new question. One for a
+        wait past every wait opened so far is kept in `early` for `take_early`."""
+        if isinstance(wait_seq, int) and wait_seq > self.newest:
+            self.early.setdefault(wait_seq, value)
+            return True
         unanswered = sorted(self.open - self.answers.keys())
         if wait_seq not in unanswered:
             overlapping = [seq for seq in unanswered if seq <= self.answered_at.get(wait_seq, 0)]
@@ -35,5 +46,13 @@ class Inbox:
                 return False
             wait_seq = overlapping[0]
         self.answers[wait_seq] = value
+        self.answered_at[wait_seq] = self.newest
+        return True
+
+    def take_early(self, wait_seq: int) -> bool:
+        """Answer wait `wait_seq`, just opened, with the resume that came before it, if one did."""
+        if wait_seq not in self.early:
+            return False
+        self.answers[wait_seq] = self.early.pop(wait_seq)
         self.answered_at[wait_seq] = self.newest
         return True

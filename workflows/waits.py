@@ -16,6 +16,8 @@ from workflows.transition_log import TransitionLog
 from workflows.values import ValueEvaluator
 from workflows.visibility import Visibility, quoted, where
 
+EARLY_RESUME_PATCH = "a-resume-before-its-wait-opens-answers-it"
+
 
 class Waits:
     def __init__(
@@ -84,6 +86,9 @@ class Waits:
         self.log.add("wait", output, position, metadata=metadata)
         wait_seq = self.log.seq
         self.inbox.opened(wait_seq)
+        # Before this patch a resume that came before its wait opened was dropped (see inbox.py).
+        if wait_seq in self.inbox.early and workflow.patched(EARLY_RESUME_PATCH):
+            self.inbox.take_early(wait_seq)
         self.view.waiting(wait_seq, _asks(output, where(position, label)))
         await self.log.flush()
         try:

@@ -153,6 +153,22 @@ async def test_a_duplicate_resume_is_dropped_and_never_answers_a_later_question(
     assert done.output == "two"
 
 
+async def test_a_resume_that_comes_before_its_wait_opens_answers_it(timed_mint):
+    """What a lost worker leaves: it wrote the `wait` (so the API sent the resume) and died before its workflow
+    task completed; the next worker replays from before the wait and gets the resume first. Here the resume
+    comes while the execution sleeps before the wait, addressed to the seq the wait is written at."""
+    spec = task({"evaluate": {"x": "$ 1"}}, {"sleep": {"hours": 1}}, {"wait_for_input": {"info": "$ 'ok?'"}})
+    execution_id = await timed_mint.start(spec)
+    await timed_mint.until(execution_id, "step")
+    handle = timed_mint.env.client.get_workflow_handle(execution_id)
+    await handle.signal(TaskExecutionWorkflow.resume, {"wait_seq": 4, "input": "early"})
+    done = await timed_mint.finish(execution_id)
+    assert done.status == "succeeded", done.types
+    assert done.output == "early"
+    assert done.types == ["init", "step", "step", "wait", "resume", "step", "finish"]
+    assert done.transitions[3]["seq"] == 4
+
+
 async def test_cancel_while_waiting_for_input_ends_the_execution_cancelled(mint):
     spec = task({"wait_for_input": {"info": {"q": "$ 'why?'"}}}, {"evaluate": {"never": "ran"}})
     execution_id = await mint.start(spec)
