@@ -1,5 +1,6 @@
 """The production topology, tested: 2 `mint api` and 3 `mint worker` processes on a Postgres and a Temporal
-server of their own run a mixed task many times while workers and an API are SIGKILLed and restarted.
+server of their own run a mixed task 500 times while workers are SIGKILLed and replaced every few seconds and
+an API is SIGKILLed and restarted beside them (several times over the run).
 
 Every execution must end `succeeded` with the right output, write each transition once (seq unique and
 contiguous), and apply its call's side effect once per idempotency key (the test's HTTP server applies a key
@@ -8,8 +9,9 @@ between the kill and the next transition of every execution running at that mome
 had work in flight on it) is measured and printed, and must stay under what contracts/liveness.py's
 timeouts allow (as tests/test_recovery.py bounds it).
 
-`pytest -m topology tests/test_topology.py -s` runs it alone and prints the figures; MINT_TOPOLOGY_EXECUTIONS
-raises the number of executions (the issue's 500; the default fits the normal suite's time on 2 cores)."""
+`pytest -m topology tests/test_topology.py -s` runs it alone and prints the figures (and, for any gap over
+the three longest gaps, the execution's Temporal events from the kill on); MINT_TOPOLOGY_EXECUTIONS and
+MINT_TOPOLOGY_WINDOW change the number of executions and how many are in flight at once."""
 
 from __future__ import annotations
 
@@ -19,10 +21,14 @@ import os
 import random
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
+from temporalio.api.enums.v1 import EventType
+from temporalio.client import Client
 
 from contracts.liveness import HEARTBEAT_TIMEOUT, STICKY_TIMEOUT, WORKFLOW_TASK_TIMEOUT
 from tests.conftest import temporal_address
@@ -34,14 +40,18 @@ from workflows.transition_log import WRITE_RETRY
 
 pytestmark = pytest.mark.topology
 
-EXECUTIONS = int(os.environ.get("MINT_TOPOLOGY_EXECUTIONS", "100"))
+EXECUTIONS = int(os.environ.get("MINT_TOPOLOGY_EXECUTIONS", "500"))
 # Executions in flight at once: a steady load, so that an execution's next transition waits on the kill and
 # not on a backlog of hundreds queued behind it on 2 cores.
 WINDOW = int(os.environ.get("MINT_TOPOLOGY_WINDOW", "20"))
 SEED = int(os.environ.get("MINT_TOPOLOGY_SEED", "19"))
-KILL_EVERY = (4.0, 8.0)  # seconds between worker kills, drawn from the seeded generator
-API_KILL_AT = 2  # the API is killed with this worker kill
+KILL_EVERY = (3.0, 6.0)  # seconds between worker kills, drawn from the seeded generator
+API_KILL_AT = 2  # an API is killed with this worker kill (the first) ...
+API_KILL_EVERY = 10  # ... and every so many after it, once the last one it killed serves again
 MAP_ITEMS = 50
+STATUS_EVERY = 10.0  # seconds between the lines of counts the watcher prints (`pytest -s`)
+# No execution ending for this long is a stall (an execution waits forever): the test fails naming them.
+STALL_SECONDS = 90.0
 # The longest path Temporal waits out to notice a lost worker (tests/test_recovery.py: a queued call's
 # heartbeat, its retry interval, then the dead worker's sticky queue; a write's heartbeat and retry; a
 # workflow task), plus the slack test_recovery gives a new worker to replay, doubled: here the workers replay
@@ -115,6 +125,7 @@ class Kill:
     at: float
     seen: dict[str, int]  # the executions running at the kill -> their last seq then
     gaps: dict[str, float] = field(default_factory=dict)  # -> seconds from the kill to their next transition
+    wall: datetime = field(default_factory=lambda: datetime.now(UTC))  # to find the kill in a history
 
 
 class Progress:
@@ -125,6 +136,7 @@ class Progress:
         self.answers: dict[str, int] = {}  # execution -> its n
         self.finished: dict[str, asyncio.Event] = {}
         self.kills: list[Kill] = []
+        self.api_kills = 0
         self.refused: list[
             str
         ] = []  # answers an API refused (printed: a duplicate after a lost reply may be)
@@ -148,6 +160,9 @@ class Progress:
         return {r["id"]: r["last_seq"] for r in await self._rows(("starting", "running"))}
 
     async def watch(self) -> None:
+        """Until cancelled: time each kill's gaps, answer waits, mark executions ended; print a line of
+        counts every few seconds; fail naming the unfinished executions if none ends for STALL_SECONDS."""
+        last_end, shown = time.monotonic(), 0.0
         while True:
             rows = await self._rows()
             now = time.monotonic()
@@ -160,7 +175,28 @@ class Progress:
                     self._answering[eid] = asyncio.create_task(self._answer(eid))
                 if row["status"] in TERMINAL:
                     self.finished[eid].set()
+                    last_end = now
+            if now - shown > STATUS_EVERY:
+                shown = now
+                counts = Counter(row["status"] for row in rows)
+                print(f"  {len(self.answers)} started, {len(self.kills)} kills, unfinished: {dict(counts)}")
+            if rows and now - last_end > STALL_SECONDS:
+                await self._stalled(rows)
             await asyncio.sleep(0.1)
+
+    async def _stalled(self, rows: list[asyncpg.Record]) -> None:
+        """Fail with each unfinished execution's status and last transitions (what a stall needs read)."""
+        lines = []
+        for row in rows:
+            last = await self.db.fetch(
+                "SELECT seq, type, created_at FROM transitions WHERE execution_id = $1::uuid"
+                " ORDER BY seq DESC LIMIT 3",
+                row["id"],
+            )
+            seen = ", ".join(f"{t['seq']} {t['type']} at {t['created_at']:%H:%M:%S.%f}" for t in last)
+            answered = "answered" if row["id"] in self._answered else "not answered"
+            lines.append(f"{row['id']} {row['status']} ({answered}): {seen}")
+        raise AssertionError(f"no execution ended for {STALL_SECONDS} s:\n" + "\n".join(lines))
 
     async def _answer(self, eid: str) -> None:
         body = {"status": "running", "input": {"answer": 3 * self.answers[eid]}}
@@ -176,23 +212,37 @@ class Progress:
 
 async def _chaos(cluster: Cluster, apis: Apis, progress: Progress, stop: asyncio.Event) -> None:
     """Until `stop`: SIGKILL a worker picked at random and start another, every few seconds; with the
-    API_KILL_AT-th, SIGKILL an API too, restart it, and send requests to it again once it serves."""
+    API_KILL_AT-th and every API_KILL_EVERY-th after it, SIGKILL an API too and restart it (beside the worker
+    kills, which go on meanwhile)."""
     rng = random.Random(SEED)
+    api_restart: asyncio.Task | None = None
     while True:
         try:
             await asyncio.wait_for(stop.wait(), rng.uniform(*KILL_EVERY))
-            return
+            break
         except TimeoutError:
             pass
         running = await progress.running_now()
         at = cluster.kill_worker(rng.randrange(len(cluster.workers)))
         progress.kills.append(Kill(at, running))
-        if len(progress.kills) == API_KILL_AT:
-            index = rng.randrange(len(cluster.apis))
-            apis.take_down(index)
-            cluster.kill_api(index)
-            await cluster.healthy(index)
-            await apis.bring_up(index)
+        due = len(progress.kills) >= API_KILL_AT and (len(progress.kills) - API_KILL_AT) % API_KILL_EVERY == 0
+        if due and (api_restart is None or api_restart.done()):
+            if api_restart is not None:
+                api_restart.result()  # the last restart failed: raise that
+            progress.api_kills += 1
+            api_restart = asyncio.create_task(_restart_api(cluster, apis, rng.randrange(len(cluster.apis))))
+    if api_restart is not None:
+        await api_restart
+
+
+async def _restart_api(cluster: Cluster, apis: Apis, index: int) -> None:
+    """SIGKILL API `index` (its requests in flight go again to the other), restart it, use it again."""
+    apis.take_down(index)
+    cluster.kill_api(index)
+    began = time.monotonic()
+    await cluster.healthy(index)
+    await apis.bring_up(index)
+    print(f"  API {index} killed, serving again after {time.monotonic() - began:.1f} s")
 
 
 async def _run_all(apis: Apis, progress: Progress, task_id: str) -> None:
@@ -243,7 +293,9 @@ async def test_two_apis_and_three_workers_survive_kills(postgres_url, temporal_e
     progress, stop = Progress(db, apis), asyncio.Event()
     tasks: list[asyncio.Task] = []
     try:
+        began = time.monotonic()
         await cluster.start()
+        print(f"\n2 APIs serving after {time.monotonic() - began:.1f} s")
         with LocalServer(effects) as server:
             task_doc = json.loads(json.dumps(TASK).replace('"URL"', json.dumps(server.url)))
             agent = (await apis.request("POST", "/agents", json={"name": "topology"})).json()
@@ -260,12 +312,15 @@ async def test_two_apis_and_three_workers_survive_kills(postgres_url, temporal_e
                 finished.result()  # the run ended, or the watcher or the chaos failed: raise that
             await chaos
         _print_figures(progress, duration, effects, apis)
+        await _print_slow_histories(temporal_env.client, progress.kills)
+        checks_began = time.monotonic()
         await _check_outputs(apis, progress)
         await _check_transitions(db, list(progress.answers))
         started = await db.fetchval("SELECT count(*) FROM executions WHERE task_id = $1", task["id"])
         assert started == EXECUTIONS  # a start sent again after its API died made no second execution
         assert effects.unkeyed == 0
         assert sorted(effects.applied.values()) == list(range(EXECUTIONS))  # each execution's call, once
+        print(f"checked in {time.monotonic() - checks_began:.1f} s")
         _check_gaps(progress.kills)
     finally:
         for running in tasks:
@@ -288,8 +343,8 @@ def _print_figures(progress: Progress, duration: float, effects: Effects, apis: 
     gaps = [gap for kill in kills for gap in kill.gaps.values()]
     print(
         f"\ntopology: {EXECUTIONS} executions ({WINDOW} at once) in {duration:.0f} s; requests answered by"
-        f" each API {apis.sent_through}, {apis.retried} sent again; {len(kills)} worker kills and 1 API"
-        f" kill; {effects.requests} calls for {len(effects.applied)} idempotency keys;"
+        f" each API {apis.sent_through}, {apis.retried} sent again; {len(kills)} worker kills and"
+        f" {progress.api_kills} API kills; {effects.requests} calls for {len(effects.applied)} idempotency keys;"
         f" {len(progress.refused)} answers refused; kill -> next transition of the {len(gaps)} executions"
         f" running at a kill: max {max(gaps, default=0):.1f} s, mean {sum(gaps) / max(len(gaps), 1):.1f} s"
         f" (bound {GAP_BOUND:.1f} s)"
@@ -299,6 +354,21 @@ def _print_figures(progress: Progress, duration: float, effects: Effects, apis: 
     for number, kill in enumerate(kills, 1):
         worst = max(kill.gaps.values(), default=0.0)
         print(f"  kill {number}: {len(kill.seen)} running, next transition within {worst:.1f} s")
+
+
+async def _print_slow_histories(client: Client, kills: list[Kill], worst: int = 3) -> None:
+    """For the `worst` gaps, what Temporal recorded for that execution from the kill on: where a slow
+    recovery spent its time (event types and times; the payloads are sealed)."""
+    gaps = sorted(((gap, number, eid) for number, k in enumerate(kills, 1) for eid, gap in k.gaps.items()))
+    for gap, number, eid in reversed(gaps[-worst:]):
+        kill = kills[number - 1]
+        print(f"  kill {number} -> {eid}: {gap:.1f} s; its history from the kill:")
+        history = await client.get_workflow_handle(eid).fetch_history()
+        for event in history.events:
+            at = event.event_time.ToDatetime(tzinfo=UTC)
+            if kill.wall <= at <= kill.wall + timedelta(seconds=gap + 1):
+                kind = EventType.Name(event.event_type).removeprefix("EVENT_TYPE_")
+                print(f"    +{(at - kill.wall).total_seconds():5.1f} s {kind}")
 
 
 def _check_gaps(kills: list[Kill]) -> None:
