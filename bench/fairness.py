@@ -27,11 +27,11 @@ from typing import Any
 
 import httpx
 
+from tests.helpers import TERMINAL, start, wait_for_status
 from tests.local_http import Answer, LocalServer, Request
 from tests.stack import LocalMint
 
 SLOW_SECONDS = 2.0
-TERMINAL = ("succeeded", "failed", "cancelled")
 
 
 def answer(request: Request) -> Answer:
@@ -64,29 +64,13 @@ async def make_task(api: httpx.AsyncClient, doc: dict[str, Any]) -> str:
     return response.json()["id"]
 
 
-async def start(api: httpx.AsyncClient, task_id: str) -> str:
-    response = await api.post(f"/tasks/{task_id}/executions", json={"input": {}})
-    assert response.status_code == 201, response.text
-    return response.json()["id"]
-
-
-async def finish(api: httpx.AsyncClient, execution_id: str, within: float = 300) -> tuple[str, float]:
-    """(its final status, the monotonic time it was seen to end), polling every 20 ms."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        status = (await api.get(f"/executions/{execution_id}")).json()["status"]
-        if status in TERMINAL:
-            return status, time.monotonic()
-        await asyncio.sleep(0.02)
-    raise AssertionError(f"execution {execution_id} did not end within {within:g} s")
-
-
 async def quick_run(api: httpx.AsyncClient, task_id: str) -> float:
-    """One of B's executions, start to end, in seconds."""
+    """One of B's executions, start to end (seen by polling every 20 ms), in seconds."""
     started = time.monotonic()
-    status, ended = await finish(api, await start(api, task_id))
-    assert status == "succeeded", status
-    return ended - started
+    execution = await start(api, task_id)
+    done = await wait_for_status(api, execution["id"], timeout=300, every=0.02)
+    assert done["status"] == "succeeded", done
+    return time.monotonic() - started
 
 
 @dataclass
@@ -105,7 +89,7 @@ class Flood:
 async def start_flood(api: httpx.AsyncClient, task_id: str, n: int) -> Flood:
     """Start A's n executions of `task_id` and watch them (one list request every 100 ms, not one per
     execution: polling must not be the load that slows B)."""
-    ids = list(await asyncio.gather(*(start(api, task_id) for _ in range(n))))
+    ids = [e["id"] for e in await asyncio.gather(*(start(api, task_id) for _ in range(n)))]
     flood = Flood(ids)
 
     async def watch() -> None:

@@ -20,9 +20,10 @@ class Budget(BaseModel):
     """`budget: {max_tokens, max_cost_usd, max_model_calls}`; a limit left out (or null) is no limit."""
 
     model_config = ConfigDict(extra="forbid")
-    max_tokens: int | None = Field(default=None, ge=0)
-    max_cost_usd: float | None = Field(default=None, ge=0)
-    max_model_calls: int | None = Field(default=None, ge=0)
+    # Bounded far past any real spend, so that a limit is a number every store and comparison holds exactly.
+    max_tokens: int | None = Field(default=None, ge=0, le=10**15)
+    max_cost_usd: float | None = Field(default=None, ge=0, le=10**9)
+    max_model_calls: int | None = Field(default=None, ge=0, le=10**9)
 
     def limits(self) -> dict[str, Any] | None:
         """The limits set, as stored; None when there are none."""

@@ -38,8 +38,13 @@ async def start(api: httpx.AsyncClient, task_id: str, input_: Any = None) -> dic
 
 
 async def wait_for_status(
-    api: httpx.AsyncClient, execution_id: str, statuses: set[str] = TERMINAL, timeout: float = 60
+    api: httpx.AsyncClient,
+    execution_id: str,
+    statuses: set[str] = TERMINAL,
+    timeout: float = 60,
+    every: float = 0.05,
 ) -> dict[str, Any]:
+    """The execution once its status is one of `statuses`, polled every `every` seconds."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         execution = (await api.get(f"/executions/{execution_id}")).json()
@@ -47,7 +52,7 @@ async def wait_for_status(
             return execution
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"execution stayed {execution['status']}: {execution}")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(every)
 
 
 async def transitions(api: httpx.AsyncClient, execution_id: str) -> list[dict[str, Any]]:

@@ -17,6 +17,8 @@ import httpx
 from temporalio.client import WorkflowFailureError
 from temporalio.testing import WorkflowEnvironment
 
+from contracts.executions import ResumeInput
+from contracts.temporal import RESUME_SIGNAL
 from tests.model_server import Call, ModelServer, Reply
 from tests.stack import LocalMint
 
@@ -335,6 +337,47 @@ async def _record_by_reference(api: httpx.AsyncClient, env: WorkflowEnvironment)
     await _record(api, env, agent["id"], "by_reference", BY_REFERENCE)
 
 
+# Recorded before a resume that comes before its wait opens was kept for it (workflows/inbox.py,
+# EARLY_RESUME_PATCH in workflows/waits.py): the early resume was dropped and a second one answered the wait.
+# Replaying it must not fail (the patch keeps it dropped); recorded again today, the early one would answer.
+EARLY_RESUME_TASK = {
+    "name": "early",
+    "main": [
+        {"evaluate": {"x": "$ 1"}},
+        {"sleep": {"seconds": 1}},
+        {"wait_for_input": {"info": {"question": "$ 'ok?'"}}},
+        {"evaluate": {"answer": "$ _"}},
+    ],
+}
+
+
+async def _record_early_resume(api: httpx.AsyncClient, env: WorkflowEnvironment, agent_id: str) -> None:
+    """A resume addressed to the wait (seq 4) while the execution still sleeps before it, as a worker lost
+    after writing the wait leaves it; then the resume a client sends once the execution waits."""
+    created = (await api.post(f"/agents/{agent_id}/tasks", json=EARLY_RESUME_TASK)).json()
+    execution = (await api.post(f"/tasks/{created['id']}/executions", json={"input": {}})).json()
+    handle = env.client.get_workflow_handle(execution["id"])
+    while len((await api.get(f"/executions/{execution['id']}/transitions")).json()["items"]) < 2:
+        await asyncio.sleep(0.05)
+    await handle.signal(RESUME_SIGNAL, ResumeInput(wait_seq=4, input="early"))
+    resume = "late"
+    while True:
+        status = (await api.get(f"/executions/{execution['id']}")).json()["status"]
+        if status == "awaiting_input":
+            await api.put(f"/executions/{execution['id']}", json={"status": "running", "input": resume})
+        if status in ("succeeded", "failed"):
+            break
+        await asyncio.sleep(0.05)
+    await handle.result()
+    history = await handle.fetch_history()
+    name = "early_resume_before_patch"
+    (FOLDER / f"{name}.json").write_text(json.dumps(json.loads(history.to_json()), indent=1) + "\n")
+    print(f"recorded {name}: {status}, {len(history.events)} events")
+
+
+# Scenarios that drive the execution themselves, on the plain stack.
+DRIVEN_SCENARIOS = {"early_resume_before_patch": _record_early_resume}
+
 MODEL_SCENARIOS = {
     "handoff": (_record_handoff, _handoff_model),
     "by_reference": (_record_by_reference, _by_reference_model),
@@ -343,7 +386,7 @@ MODEL_SCENARIOS = {
 
 async def main(names: list[str]) -> None:
     local = await LocalMint().start()
-    wanted = names or [*SCENARIOS, *MODEL_SCENARIOS]
+    wanted = names or [*SCENARIOS, *DRIVEN_SCENARIOS, *MODEL_SCENARIOS]
     try:
         # Payloads stay inline (no claim check) and plain (no encryption key), so a checked-in history replays
         # without the recorder's blobs or key.
@@ -353,6 +396,8 @@ async def main(names: list[str]) -> None:
             for name in wanted:
                 if name in SCENARIOS:
                     await _record(api, local.env, agent["id"], name)
+                if name in DRIVEN_SCENARIOS:
+                    await DRIVEN_SCENARIOS[name](api, local.env, agent["id"])
         for name in (n for n in wanted if n in MODEL_SCENARIOS):
             record, script = MODEL_SCENARIOS[name]
             with ModelServer(script) as model:

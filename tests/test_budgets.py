@@ -184,6 +184,9 @@ async def test_a_bad_budget_is_refused_with_its_path(mapi):
     assert typo.status_code == 422, typo.text
     settings = await mapi.put("/developer/settings", json={"default_budget": {"max_tokens": "lots"}})
     assert settings.status_code == 422, settings.text
+    huge = await mapi.post("/sessions", json={"agent": agent["id"], "budget": {"max_tokens": 10**30}})
+    assert huge.status_code == 422, huge.text
+    assert "max_tokens" in huge.text
 
 
 async def test_the_budget_example(mapi, model_server):

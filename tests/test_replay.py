@@ -50,6 +50,7 @@ def test_histories_are_recorded():
         "handoff",  # a prompt step handed from one agent to another (issue 17)
         "by_reference",  # a tool call whose argument is a reference to an earlier result (issue 17)
         "integration_before_providers",  # an integration step recorded before the providers (issue 18)
+        "early_resume_before_patch",  # a resume dropped for coming before its wait (issue 19)
     }
 
 
