@@ -137,9 +137,8 @@ class Progress:
         self.finished: dict[str, asyncio.Event] = {}
         self.kills: list[Kill] = []
         self.api_kills = 0
-        self.refused: list[
-            str
-        ] = []  # answers an API refused (printed: a duplicate after a lost reply may be)
+        # Answers an API refused (printed: a duplicate after a lost reply may be).
+        self.refused: list[str] = []
         self._answering: dict[str, asyncio.Task] = {}
         self._answered: set[str] = set()
 
