@@ -1,9 +1,9 @@
 """Fairness between tenants on the real stack: a small run of bench/fairness.py's experiment.
 
 Tenant A floods a worker with few activity slots with slow calls (more executions than slots); tenant B's
-quick executions, started once the flood holds the slots, must end while A's flood is still in flight: with
-the fairness key, B's tasks are dispatched in turn with A's when a slot frees, not after A's backlog (first
-come, first served, they end after all of A's). An ordering check, not a time threshold.
+quick executions, started once the flood holds the slots, must end before half of A's flood has: with the
+fairness key, B's tasks are dispatched in turn with A's when a slot frees, not after A's backlog (first come,
+first served, they end after nearly all of A's). An ordering check, not a time threshold.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tests.conftest import temporal_address
 from tests.local_http import LocalServer
 from tests.stack import BackgroundStack
 
-SLOTS, FLOOD, QUICK = 4, 20, 2
+SLOTS, FLOOD, QUICK = 4, 40, 2
 
 
 async def test_a_tenants_quick_executions_are_not_queued_behind_anothers_flood(
@@ -59,8 +59,8 @@ async def test_a_tenants_quick_executions_are_not_queued_behind_anothers_flood(
             assert flood.watch is not None
             await asyncio.wait_for(flood.watch, 120)  # every one of A's executions succeeds too
     print(f"A's executions ended before B's {QUICK} had: {a_ended_before_b} of {FLOOD}")
-    # First come, first served, B's tasks queue behind A's whole backlog and B ends after all of A (20 of 20
-    # when run with the key off); with it, B's end while A's flood is still in flight (6 to 14 of 20 seen).
-    assert a_ended_before_b < FLOOD, (
-        f"B's quick executions ended after all of A's {FLOOD}: queued behind them"
+    # First come, first served, B's tasks queue behind A's backlog and B ends after nearly all of A (37 of 40
+    # when run with the key off); with it, B's end early in A's flood (3 and 9 of 40 seen).
+    assert a_ended_before_b < FLOOD // 2, (
+        f"B's quick executions ended after {a_ended_before_b} of A's {FLOOD}: queued behind them"
     )
