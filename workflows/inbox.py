@@ -49,10 +49,8 @@ class Inbox:
         self.answered_at[wait_seq] = self.newest
         return True
 
-    def take_early(self, wait_seq: int) -> bool:
-        """Answer wait `wait_seq`, just opened, with the resume that came before it, if one did."""
-        if wait_seq not in self.early:
-            return False
+    def take_early(self, wait_seq: int) -> None:
+        """Answer wait `wait_seq`, just opened, with the resume that came before it (the first one: a
+        duplicate of an early resume is dropped, as a duplicate of any resume may be)."""
         self.answers[wait_seq] = self.early.pop(wait_seq)
         self.answered_at[wait_seq] = self.newest
-        return True
