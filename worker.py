@@ -42,10 +42,7 @@ from contracts.temporal import (
     WRITE_TRANSITIONS,
 )
 from mint.settings import Settings
-from workflows.docs import IndexDocWorkflow
-from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
-from workflows.sessions import CompressSessionWorkflow
-from workflows.tools import RunToolWorkflow
+from workflows.registered import WORKFLOWS
 
 # Pure, deterministic modules the workflow sandbox may share instead of re-importing for every run. With
 # only these shared (the strict sandbox), the interpreter and the workflow classes are re-imported inside the
@@ -92,16 +89,6 @@ class WorkerActivities:
     integrations: IntegrationActivities
     docs: DocActivities
     sessions: SessionActivities
-
-
-# Every workflow Mint runs: the main queue's workers run them all.
-WORKFLOWS = [
-    TaskExecutionWorkflow,
-    MapChunkWorkflow,
-    IndexDocWorkflow,
-    CompressSessionWorkflow,
-    RunToolWorkflow,
-]
 
 
 def build_workers(

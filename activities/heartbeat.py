@@ -11,11 +11,9 @@ from temporalio import activity
 
 from contracts.liveness import HEARTBEAT_EVERY
 
-HEARTBEAT_SECONDS = HEARTBEAT_EVERY
-
 
 @contextlib.asynccontextmanager
-async def heartbeating(every: float = HEARTBEAT_SECONDS) -> AsyncIterator[None]:
+async def heartbeating(every: float = HEARTBEAT_EVERY) -> AsyncIterator[None]:
     """Heartbeat while a call runs, so that Temporal notices a dead worker within the heartbeat timeout
     (seconds), not at the end of the call's whole start-to-close timeout. A local activity sends none: the
     workflow task it runs in is kept alive by the worker instead, and a lost worker fails that task."""

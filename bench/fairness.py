@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from tests.helpers import TERMINAL, start, wait_for_status
+from tests.helpers import TERMINAL, api_client, start, wait_for_status
 from tests.local_http import Answer, LocalServer, Request
 from tests.stack import LocalMint
 
@@ -165,14 +165,7 @@ async def run_mode(
         max_executions_in_flight=10 * args.flood,
     )
     with LocalServer(answer) as server:
-        async with (
-            httpx.AsyncClient(
-                base_url=stack.url, headers={"Authorization": f"Bearer {keys[0]}"}, timeout=60
-            ) as a,
-            httpx.AsyncClient(
-                base_url=stack.url, headers={"Authorization": f"Bearer {keys[1]}"}, timeout=60
-            ) as b,
-        ):
+        async with api_client(stack.url, keys[0], 60) as a, api_client(stack.url, keys[1], 60) as b:
             local = None if args.in_worker else False
             return await experiment(a, b, server.url, args.flood, args.quick, args.slots, local)
 

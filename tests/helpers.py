@@ -12,6 +12,11 @@ import yaml
 TERMINAL = {"succeeded", "failed", "cancelled"}
 
 
+def api_client(url: str, key: str, timeout: float = 30) -> httpx.AsyncClient:
+    """A client of the API at `url`, as the developer whose API key is `key`."""
+    return httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=timeout)
+
+
 async def create_agent(api: httpx.AsyncClient, name: str = "tester") -> dict[str, Any]:
     response = await api.post("/agents", json={"name": name})
     assert response.status_code == 201, response.text

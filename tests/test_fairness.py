@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import time
 
-import httpx
 from temporalio.testing import WorkflowEnvironment
 
 from bench.fairness import answer, make_task, quick_run, quick_task, slow_task, start_flood, until_busy
 from mint.store.tables import Store
 from tests.conftest import temporal_address
+from tests.helpers import api_client
 from tests.local_http import LocalServer
 from tests.stack import BackgroundStack
 
@@ -40,12 +40,8 @@ async def test_a_tenants_quick_executions_are_not_queued_behind_anothers_flood(
     with LocalServer(answer) as server:
         async with (
             stack,
-            httpx.AsyncClient(
-                base_url=stack.url, headers={"Authorization": f"Bearer {keys[0]}"}, timeout=60
-            ) as a,
-            httpx.AsyncClient(
-                base_url=stack.url, headers={"Authorization": f"Bearer {keys[1]}"}, timeout=60
-            ) as b,
+            api_client(stack.url, keys[0], 60) as a,
+            api_client(stack.url, keys[1], 60) as b,
         ):
             # Through the task queue (`local: false`), where the fairness key orders dispatch.
             slow_id = await make_task(a, slow_task(server.url, local=False))

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from tests.conftest import OPENAI_KEY
-from tests.helpers import TERMINAL, create_agent, create_task, start
+from tests.helpers import TERMINAL, api_client, create_agent, create_task, start
 from tests.local_http import LocalServer, Request
 from tests.model_server import Call, Reply
 from tests.stack import MintUp
@@ -101,14 +101,7 @@ async def test_a_flood_from_one_tenant_leaves_the_other_answering_and_mint_up_st
         _, other_key = await store.create_developer("quiet tenant")
         try:
             await asyncio.to_thread(up.start)
-            async with (
-                httpx.AsyncClient(
-                    base_url=up.url, headers={"Authorization": f"Bearer {up.key}"}, timeout=300
-                ) as a,
-                httpx.AsyncClient(
-                    base_url=up.url, headers={"Authorization": f"Bearer {other_key}"}, timeout=300
-                ) as b,
-            ):
+            async with api_client(up.url, up.key, 300) as a, api_client(up.url, other_key, 300) as b:
                 tool = _weather_tool(tools)
                 agent_a, agent_b = await create_agent(a), await create_agent(b)
                 task_a = await create_task(a, agent_a["id"], _task(tool))

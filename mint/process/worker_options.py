@@ -11,6 +11,19 @@ import click
 
 from mint.settings import Settings, parse_queue_kinds
 
+
+def _count(flag: str, setting: str, minimum: int, what: str) -> Callable[..., Any]:
+    """A flag for the number `setting` (its variable MINT_<SETTING>; its default, Settings')."""
+    default = getattr(Settings, setting)
+    return click.option(
+        flag,
+        setting,
+        type=click.IntRange(min=minimum),
+        default=None,
+        help=f"{what} (MINT_{setting.upper()}; default {default}).",
+    )
+
+
 _FLAGS = (
     click.option(
         "--queues",
@@ -20,33 +33,14 @@ _FLAGS = (
         "(MINT_WORKER_QUEUES; default all). models, http and writes need MINT_MODEL_QUEUE, MINT_HTTP_QUEUE, "
         "MINT_WRITE_QUEUE; without one, that kind runs with the workflows.",
     ),
-    click.option(
-        "--max-workflow-tasks",
-        "worker_max_workflow_tasks",
-        type=click.IntRange(min=1),
-        default=None,
-        help="Workflow tasks at once (MINT_WORKER_MAX_WORKFLOW_TASKS; default 100).",
-    ),
-    click.option(
-        "--max-activities",
-        "worker_max_activities",
-        type=click.IntRange(min=1),
-        default=None,
-        help="Activities at once, per queue polled (MINT_WORKER_MAX_ACTIVITIES; default 1000).",
-    ),
-    click.option(
-        "--max-local-activities",
-        "worker_max_local_activities",
-        type=click.IntRange(min=1),
-        default=None,
-        help="Calls run in the worker at once (MINT_WORKER_MAX_LOCAL_ACTIVITIES; default 1000).",
-    ),
-    click.option(
+    _count("--max-workflow-tasks", "worker_max_workflow_tasks", 1, "Workflow tasks at once"),
+    _count("--max-activities", "worker_max_activities", 1, "Activities at once, per queue polled"),
+    _count("--max-local-activities", "worker_max_local_activities", 1, "Calls run in the worker at once"),
+    _count(
         "--max-model-calls",
         "worker_max_model_calls",
-        type=click.IntRange(min=0),
-        default=None,
-        help="Model calls at once, within the above (MINT_WORKER_MAX_MODEL_CALLS; default 0: no cap of their own).",
+        0,
+        "Model calls at once, within the above (0: no cap of their own)",
     ),
 )
 

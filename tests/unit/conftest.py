@@ -19,21 +19,10 @@ from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxR
 from mint.process import local_services
 from tests.unit.fakes import Fakes
 from tests.unit.harness import Harness
-from workflows.docs import IndexDocWorkflow
-from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
-from workflows.sessions import CompressSessionWorkflow
-from workflows.tools import RunToolWorkflow
+from workflows.registered import WORKFLOWS
 
 # The SDK gives a server 5 s to start; on a loaded 2-core machine it can take longer.
 SERVER_STARTUP = timedelta(seconds=60)
-# The workflows worker.py registers.
-WORKFLOWS = [
-    TaskExecutionWorkflow,
-    MapChunkWorkflow,
-    IndexDocWorkflow,
-    CompressSessionWorkflow,
-    RunToolWorkflow,
-]
 WORKER_PY = Path(__file__).parents[2] / "worker.py"
 
 

@@ -1,0 +1,17 @@
+"""Every workflow Mint runs, in one list: worker.py registers them on the main queue, and the fast test layer
+(tests/unit/conftest.py) on its worker, without importing worker.py and every activity's clients with it."""
+
+from __future__ import annotations
+
+from workflows.docs import IndexDocWorkflow
+from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
+from workflows.sessions import CompressSessionWorkflow
+from workflows.tools import RunToolWorkflow
+
+WORKFLOWS = [
+    TaskExecutionWorkflow,
+    MapChunkWorkflow,
+    IndexDocWorkflow,
+    CompressSessionWorkflow,
+    RunToolWorkflow,
+]
