@@ -302,6 +302,10 @@ def _queue_kinds(raw: str) -> tuple[str, ...] | None:
     return parse_queue_kinds(raw) if raw.strip() else None
 
 
+# Past any real worker, and within what the Temporal SDK's slot counts hold (a larger number failed to start).
+MAX_WORKER_SLOTS = 1_000_000
+
+
 def _at_least_one(raw: str) -> int | None:
     if not raw.strip():
         return None
@@ -311,6 +315,8 @@ def _at_least_one(raw: str) -> int | None:
         raise ValueError(f"a MINT_WORKER_MAX_* setting must be a whole number, not {raw!r}") from None
     if value < 1:
         raise ValueError(f"a MINT_WORKER_MAX_* setting must be at least 1, not {raw!r}")
+    if value > MAX_WORKER_SLOTS:
+        raise ValueError(f"a MINT_WORKER_MAX_* setting must be at most {MAX_WORKER_SLOTS:,}, not {raw!r}")
     return value
 
 

@@ -99,11 +99,19 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
         click.echo("Mint stopped.")
 
 
+def _settings_from_env() -> Settings:
+    """The environment's settings; a bad variable stops the command with a line naming it."""
+    try:
+        return Settings.from_env()
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 def _up_settings(api_port: int | None) -> Settings:
     """The environment's settings, with `--api-port`, and logging set up by them."""
     from mint.telemetry.logs import setup_logging
 
-    settings = Settings.from_env()
+    settings = _settings_from_env()
     setup_logging(settings.log_format, settings.log_level)
     return dataclasses.replace(settings, api_port=api_port) if api_port is not None else settings
 
@@ -197,7 +205,7 @@ def _with_store(data_dir: Path, work: Any) -> Any:
     from mint.store.db import connect_pool, migrate
     from mint.store.tables import Store
 
-    settings = Settings.from_env()
+    settings = _settings_from_env()
     url = settings.database_url or local_services.postgres_url(
         local_services.start_postgres(data_dir.resolve())
     )
@@ -263,7 +271,7 @@ def docs_reembed(data_dir: Path) -> None:
     """Embed again every doc whose embeddings come from another model than MINT_EMBEDDING_MODEL."""
     from mint.store.docs import DocStore
 
-    embedder = Settings.from_env().embedder()
+    embedder = _settings_from_env().embedder()
 
     async def reembed(store: Any) -> int:
         docs = DocStore(store.pool)
@@ -316,7 +324,7 @@ def _codec_help(api_url: str, token_file: Path | None) -> str:
 
 
 def _external_settings() -> Settings:
-    settings = Settings.from_env()
+    settings = _settings_from_env()
     missing = [
         n
         for n, v in (
@@ -367,7 +375,7 @@ def _serve(
     """Run the stack (and `beside()`, if given) until SIGINT or SIGTERM. Stopping is bounded: the stack
     gives work in flight `shutdown_grace_seconds`, and past a deadline (or at a second signal) it is
     cancelled outright."""
-    from mint.process.stack import run_stack
+    from mint.process.stack import CannotStart, run_stack
     from mint.telemetry.logs import setup_logging
 
     setup_logging(settings.log_format, settings.log_level)
@@ -398,6 +406,8 @@ def _serve(
         asyncio.run(main())
     except asyncio.CancelledError:
         click.echo("Stopped without waiting for the work in flight (it resumes at the next start).")
+    except CannotStart as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 for _command in EXECUTION_COMMANDS:  # mint ls, status, watch, logs, resume, cancel

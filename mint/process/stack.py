@@ -198,6 +198,10 @@ async def _serving(app: Any, settings: Settings, port: int | None = None) -> Asy
         await serving
 
 
+class CannotStart(RuntimeError):
+    """A service the stack needs cannot be reached at start: `mint api` / `mint worker` say so in a line."""
+
+
 async def run_stack(
     settings: Settings,
     options: StackOptions,
@@ -216,7 +220,10 @@ async def run_stack(
     events = ExecutionEvents(options.database_url, settings.stream_poll_seconds)
     tracing = Tracing(settings.otlp_endpoint) if settings.otlp_endpoint else None
     try:
-        worker_pool, api_pool = await _pools(settings, options)
+        try:
+            worker_pool, api_pool = await _pools(settings, options)
+        except (OSError, asyncpg.PostgresError) as exc:
+            raise CannotStart(f"cannot connect to Postgres (MINT_DATABASE_URL): {exc}") from None
         main_pool = worker_pool or api_pool
         assert main_pool is not None, "run_stack needs the API, the worker or both"
         metrics = Metrics()
@@ -227,7 +234,12 @@ async def run_stack(
         if options.default_key:
             await Store(main_pool).ensure_developer_key("default", options.default_key)
         interceptors = [tracing.interceptor()] if tracing else []
-        temporal = await connect_from_settings(settings, main_pool, options.temporal_address, interceptors)
+        try:
+            temporal = await connect_from_settings(
+                settings, main_pool, options.temporal_address, interceptors
+            )
+        except RuntimeError as exc:  # the SDK's "Failed client connect: ..."
+            raise CannotStart(f"cannot connect to Temporal at {options.temporal_address}: {exc}") from None
         if api_pool is not None:  # the API starts the workflows, with Mint's search attributes or without
             settings = await resolve_search_attributes(settings, temporal)
         async with contextlib.AsyncExitStack() as parts:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from mint.settings import Settings, parse_queue_kinds
+from mint.settings import MAX_WORKER_SLOTS, Settings, parse_queue_kinds
 
 
 def _count(flag: str, setting: str, minimum: int, what: str) -> Callable[..., Any]:
@@ -18,7 +18,7 @@ def _count(flag: str, setting: str, minimum: int, what: str) -> Callable[..., An
     return click.option(
         flag,
         setting,
-        type=click.IntRange(min=minimum),
+        type=click.IntRange(min=minimum, max=MAX_WORKER_SLOTS),
         default=None,
         help=f"{what} (MINT_{setting.upper()}; default {default}).",
     )

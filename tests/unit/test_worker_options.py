@@ -4,6 +4,9 @@ activity, what each worker polls, its MINT_WORKER_* limits and their flags."""
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
+import sys
 
 import pytest
 from click.testing import CliRunner
@@ -101,3 +104,20 @@ def test_the_worker_flags_override_the_environment_and_are_checked(tmp_path):
     assert result.exit_code != 0 and "--queues: unknown queue 'gpus'" in result.output
     result = CliRunner().invoke(cli, ["worker", "--max-activities", "0"], env=env)
     assert result.exit_code != 0 and "--max-activities" in result.output
+
+
+def test_absurd_sizes_and_an_unreachable_postgres_are_one_line_errors():
+    env = {
+        "MINT_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none",
+        "TEMPORAL_ADDRESS": "127.0.0.1:1",
+    }
+    result = CliRunner().invoke(cli, ["worker", "--max-activities", str(10**23)], env=env)
+    assert result.exit_code == 2 and "1<=x<=1000000" in result.output
+    result = CliRunner().invoke(cli, ["worker"], env={**env, "MINT_WORKER_MAX_ACTIVITIES": str(10**23)})
+    assert result.exit_code == 1 and "must be at most 1,000,000" in result.output
+    # In a process of its own: getting that far sets up the process's logging.
+    command = [sys.executable, "-m", "mint.process.cli", "worker"]
+    ran = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 1, ran.stderr
+    (line,) = ran.stderr.strip().splitlines()  # one line, no traceback
+    assert line.startswith("Error: cannot connect to Postgres (MINT_DATABASE_URL): "), line
