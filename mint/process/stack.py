@@ -74,28 +74,43 @@ class StackOptions:
 API_STATEMENT_TIMEOUT = 60.0
 
 
+class CannotStart(RuntimeError):
+    """A service the stack needs cannot be reached at start: `mint api` / `mint worker` say so in a line."""
+
+
 async def _pools(
     settings: Settings, options: StackOptions
 ) -> tuple[asyncpg.Pool | None, asyncpg.Pool | None]:
     """The worker's pool and the API's, each only if that part runs: separate, so that a flood of requests
     cannot starve executions of connections, nor a flood of activities the API."""
     url, wait = options.database_url, settings.db_acquire_timeout
-    worker = (
-        await connect_pool(url, max_size=settings.worker_db_pool_size, acquire_timeout=wait)
-        if options.run_worker
-        else None
-    )
-    api = (
-        await connect_pool(
-            url,
-            max_size=settings.api_db_pool_size,
-            acquire_timeout=wait,
-            statement_timeout=API_STATEMENT_TIMEOUT,
+    try:
+        worker = (
+            await connect_pool(url, max_size=settings.worker_db_pool_size, acquire_timeout=wait)
+            if options.run_worker
+            else None
         )
-        if options.run_api
-        else None
-    )
+        api = (
+            await connect_pool(
+                url,
+                max_size=settings.api_db_pool_size,
+                acquire_timeout=wait,
+                statement_timeout=API_STATEMENT_TIMEOUT,
+            )
+            if options.run_api
+            else None
+        )
+    except (OSError, asyncpg.PostgresError) as exc:
+        raise CannotStart(f"cannot connect to Postgres (MINT_DATABASE_URL): {exc}") from None
     return worker, api
+
+
+async def _temporal(settings: Settings, pool: asyncpg.Pool, address: str, interceptors: list[Any]) -> Client:
+    """The Temporal client (mint/temporal/client.py); an unreachable server stops the start with a line."""
+    try:
+        return await connect_from_settings(settings, pool, address, interceptors)
+    except RuntimeError as exc:  # the SDK's "Failed client connect: ..."
+        raise CannotStart(f"cannot connect to Temporal at {address}: {exc}") from None
 
 
 async def _close(pool: asyncpg.Pool | None, grace: float) -> None:
@@ -198,10 +213,6 @@ async def _serving(app: Any, settings: Settings, port: int | None = None) -> Asy
         await serving
 
 
-class CannotStart(RuntimeError):
-    """A service the stack needs cannot be reached at start: `mint api` / `mint worker` say so in a line."""
-
-
 async def run_stack(
     settings: Settings,
     options: StackOptions,
@@ -220,10 +231,7 @@ async def run_stack(
     events = ExecutionEvents(options.database_url, settings.stream_poll_seconds)
     tracing = Tracing(settings.otlp_endpoint) if settings.otlp_endpoint else None
     try:
-        try:
-            worker_pool, api_pool = await _pools(settings, options)
-        except (OSError, asyncpg.PostgresError) as exc:
-            raise CannotStart(f"cannot connect to Postgres (MINT_DATABASE_URL): {exc}") from None
+        worker_pool, api_pool = await _pools(settings, options)
         main_pool = worker_pool or api_pool
         assert main_pool is not None, "run_stack needs the API, the worker or both"
         metrics = Metrics()
@@ -234,12 +242,7 @@ async def run_stack(
         if options.default_key:
             await Store(main_pool).ensure_developer_key("default", options.default_key)
         interceptors = [tracing.interceptor()] if tracing else []
-        try:
-            temporal = await connect_from_settings(
-                settings, main_pool, options.temporal_address, interceptors
-            )
-        except RuntimeError as exc:  # the SDK's "Failed client connect: ..."
-            raise CannotStart(f"cannot connect to Temporal at {options.temporal_address}: {exc}") from None
+        temporal = await _temporal(settings, main_pool, options.temporal_address, interceptors)
         if api_pool is not None:  # the API starts the workflows, with Mint's search attributes or without
             settings = await resolve_search_attributes(settings, temporal)
         async with contextlib.AsyncExitStack() as parts:
