@@ -837,6 +837,34 @@ async def test_a_yaml_task_nested_too_deeply(api, agent_id, depth):
     await expect_error(response, 422, deep_path("metadata.a", 2), (f"more than {MAX_DEPTH} levels",))
 
 
+def block_sequences(depth: int) -> str:
+    return "\n    " + "- " * depth + "x"
+
+
+def block_mappings(depth: int) -> str:
+    return "".join("\n" + " " * (4 + level) + "k:" for level in range(depth)) + " 1"
+
+
+def flow_mappings(depth: int) -> str:
+    return "{k: " * depth + "1" + "}" * depth
+
+
+@pytest.mark.parametrize("depth", [pytest.param(100, id="100"), pytest.param(1_200, id="1200")])
+@pytest.mark.parametrize(
+    ("nest", "below"),
+    [(block_sequences, "[0]"), (block_mappings, ".k"), (flow_mappings, ".k")],
+    ids=["block_sequences", "block_mappings", "flow_mappings"],
+)
+async def test_a_yaml_task_nested_too_deeply_in_any_style(api, agent_id, depth, nest, below):
+    """Past 1,000 levels libyaml stops on its own; the answer still names where our limit is crossed. (1,200
+    levels: block mappings indent each one, 1,500 would pass the task size limit.)"""
+    document = f"name: t\nmain: [{{log: x}}]\nmetadata:\n  a: {nest(depth)}\n"
+    response = await post_yaml(api, agent_id, document)
+    await expect_error(
+        response, 422, "metadata.a" + below * (MAX_DEPTH - 2), (f"more than {MAX_DEPTH} levels",)
+    )
+
+
 @pytest.mark.parametrize("depth", DEPTHS[:2])
 @pytest.mark.parametrize("route", ["/agents", "/users", "/tasks/{task}/executions", "/agents/{agent}/docs"])
 async def test_a_metadata_filter_nested_too_deeply(api, owned, route, depth):

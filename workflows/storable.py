@@ -171,6 +171,23 @@ def _key(token: str) -> str:
 def yaml_depth_loc(text: str | bytes, limit: int = MAX_DEPTH) -> Loc | None:
     """Where a YAML document first nests a collection deeper than `limit`, from the parser's events. They
     come without recursion; libyaml's composer recurses in C, and deep enough input crashes the process."""
+    try:
+        return _yaml_depth_loc(text, limit)
+    except yaml.MarkedYAMLError as exc:
+        # libyaml (PyYAML >= 6.0.4) refuses nesting past its own limit (1,000) while it scans ahead, before it
+        # hands us the events of the levels where ours is crossed: read them again from the text before that
+        # point. The mark counts characters.
+        mark = exc.problem_mark
+        if mark is None or "nesting depth" not in (exc.problem or ""):
+            raise
+        prefix = (text.decode("utf-8") if isinstance(text, bytes) else text)[: mark.index]
+        loc = _yaml_depth_loc(prefix, limit) if len(prefix) < len(text) else None
+        if loc is None:
+            raise
+        return loc
+
+
+def _yaml_depth_loc(text: str | bytes, limit: int) -> Loc | None:
     collections: list[_Collection] = []  # the open ones, outermost first
     for event in yaml.parse(text, Loader=_YAML_LOADER):
         if isinstance(event, yaml.CollectionEndEvent):
