@@ -1,29 +1,28 @@
-"""`ffmpeg`: run the ffmpeg binary installed on the worker (found on PATH), never through a shell. `cmd` is
-split like a shell would split it (quotes group words) and passed as a list of arguments, so `;`, `|` and
-`$(...)` are just text; `file` (base64, or a list of them) is written to a fresh directory as `input` (or
-`input0`, `input1`, ...), where ffmpeg runs. Julep's answer is {fileoutput: the newest file ffmpeg wrote, in
-base64, result, mime_type}."""
+"""`ffmpeg`: run the ffmpeg binary installed on the worker (found on PATH), confined, never through a shell.
+`cmd` is split like a shell would split it (quotes group words), checked word by word against an allow-list
+(ffmpeg_command.py) and passed as a list of arguments, so `;`, `|` and `$(...)` are just text; `file`
+(base64, or a list of them) is written to a fresh folder as `input` (or `input0`, `input1`, ...), where ffmpeg
+runs with nothing else of the machine to read or write and no network (activities/confined.py). Julep's answer
+is {fileoutput: the newest file ffmpeg wrote, in base64, result, mime_type}."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
 import mimetypes
-import re
 import shlex
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from activities import confined
+from activities.integrations.ffmpeg_command import Refused, parse
 from mint.temporal import errors
 
 DEFAULT_BASE_URL = ""  # (a local binary)
-MAX_OUTPUT_BYTES = 64 * 1024 * 1024
-# ffmpeg reads any path or URL it is given (and would reach the network past the egress check): a word that
-# names a file outside its folder or a protocol is refused. Filters keep their `/` (scale=iw/2:ih/2).
-OUTSIDE = re.compile(r"^[~/]|=\s*[~/]|\.\.|://|^[A-Za-z][A-Za-z0-9+.-]*:(?!\d)")
+MAX_OUTPUT_BYTES = confined.Limits().file_bytes  # the kernel stops ffmpeg past it (RLIMIT_FSIZE)
+MAX_INPUTS = 16
 
 
 async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
@@ -34,43 +33,47 @@ async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict
             "`mint worker` runs, so that it is on the worker's PATH",
             "IntegrationUnavailable",
         )
+    if (problem := await confined.problem(binary, ["-version"])) is not None:
+        raise errors.permanent(
+            f"ffmpeg cannot run confined on this worker, so it does not run: {problem} (the worker needs "
+            "bubblewrap and user namespaces: see the README's threat model)",
+            "IntegrationUnavailable",
+        )
     try:
         words = shlex.split(str(arguments["cmd"]))
     except ValueError as exc:
         raise errors.permanent(f"`cmd` cannot be read: {exc}", "BadToolCall") from None
     if words and Path(words[0]).name == "ffmpeg":
         words = words[1:]
-    outside = [w for w in words if OUTSIDE.search(w)]
-    if outside:
-        raise errors.permanent(
-            f"ffmpeg may only use the files given in `file` (input, input0, ...) and what it writes next to "
-            f"them, not {outside[0]!r}",
-            "BadToolCall",
-        )
     with tempfile.TemporaryDirectory(prefix="mint-ffmpeg-") as folder:
         inputs = _write_inputs(Path(folder), arguments.get("file"))
-        process = await asyncio.create_subprocess_exec(
-            binary,
-            *words,
-            cwd=folder,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
         try:
-            _, stderr = await process.communicate()
-        except asyncio.CancelledError:  # the deadline: the process must not outlive the call
-            process.kill()
-            await process.wait()
-            raise
-        if process.returncode != 0:
-            tail = stderr.decode(errors="replace").strip()[-500:]
-            raise errors.permanent(f"ffmpeg failed ({process.returncode}): {tail}", "IntegrationRefused")
-        return _output(Path(folder), inputs)
+            command = parse(words, inputs)
+        except Refused as exc:
+            raise errors.permanent(
+                f"{exc} (ffmpeg may only read the files given in `file`: input, input0, ...; write plain file "
+                "names next to them; and use the options, formats, codecs and filters Mint allows)",
+                "BadToolCall",
+            ) from None
+        finished = await confined.run(binary, command.argv, Path(folder))
+        if finished.returncode != 0:
+            tail = finished.stderr_tail.strip()[-500:]
+            raise errors.permanent(
+                f"ffmpeg failed ({_how(finished.returncode)}): {tail}", "IntegrationRefused"
+            )
+        return _output(Path(folder), set(command.outputs))
+
+
+def _how(returncode: int) -> str:
+    """ffmpeg's exit code, or the limit that stopped it."""
+    stopped_by = {-24: "its CPU time limit", -25: f"the {MAX_OUTPUT_BYTES}-byte output limit", -9: "a kill"}
+    return f"stopped by {stopped_by[returncode]}" if returncode in stopped_by else str(returncode)
 
 
 def _write_inputs(folder: Path, raw: Any) -> set[str]:
     files = raw if isinstance(raw, list) else [raw] if raw else []
+    if len(files) > MAX_INPUTS:
+        raise errors.permanent(f"`file` may list at most {MAX_INPUTS} files", "BadToolCall")
     names = ["input"] if len(files) == 1 else [f"input{i}" for i in range(len(files))]
     for name, content in zip(names, files, strict=True):
         try:
@@ -82,8 +85,11 @@ def _write_inputs(folder: Path, raw: Any) -> set[str]:
     return set(names)
 
 
-def _output(folder: Path, inputs: set[str]) -> dict[str, Any]:
-    written = [p for p in folder.iterdir() if p.is_file() and p.name not in inputs]
+def _output(folder: Path, outputs: set[str]) -> dict[str, Any]:
+    """The newest of the files the command named as outputs (nothing else in the folder is read)."""
+    written = [
+        folder / name for name in outputs if (folder / name).is_file() and not (folder / name).is_symlink()
+    ]
     if not written:
         return {"fileoutput": None, "result": True, "mime_type": None}
     newest = max(written, key=lambda p: p.stat().st_mtime_ns)
