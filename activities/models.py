@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
@@ -14,7 +15,8 @@ from contracts.calls import ModelAnswer, ModelRequest
 from contracts.temporal import CALL_MODEL
 from contracts.wire import plain
 from mint.models.client import ModelClient
-from mint.store.budgets import Budgets, OverBudget, tokens_of
+from mint.store.budgets import Budgets, OverBudget, UnknownExecution, tokens_of
+from mint.telemetry.logs import execution_of
 
 
 class ModelActivities:
@@ -29,25 +31,44 @@ class ModelActivities:
     async def call_model(self, request: ModelRequest) -> ModelAnswer:
         """One chat completion (OpenAI's chat completion shape), with its usage and cost. A JSON answer
         that does not match the requested schema is retried like a 5xx. Waiting for a slot heartbeats too.
-        Refused (BudgetExceeded, not retried) when the execution's budget allows no more calls."""
-        budgeted = await self._reserve(request)
+        Refused (BudgetExceeded, not retried) when the execution's budget allows no more calls, and
+        (BudgetUnknown) when the call belongs to no execution."""
+        execution = _charged_execution()
+        budgeted = await self._reserve(execution)
         async with heartbeating(), self.slots:
             answer = await self.client.complete(plain(request))
-        if budgeted and self.budgets is not None and request.owner.execution_id:
+        if budgeted and self.budgets is not None:
             cost = float(answer.get("cost") or 0)
-            await self.budgets.settle_call(
-                request.owner.execution_id, _call_key(), tokens_of(answer["usage"]), cost
-            )
+            await self.budgets.settle_call(execution, _call_key(), tokens_of(answer["usage"]), cost)
         return ModelAnswer(**answer, attempt=activity.info().attempt)
 
-    async def _reserve(self, request: ModelRequest) -> bool:
+    async def _reserve(self, execution: str) -> bool:
         """Reserve this call in the execution's budget (the same call across its retries)."""
-        if self.budgets is None or not request.owner.execution_id:
-            return False  # a call with no execution (a session's summary), or from an older history
+        if self.budgets is None:
+            return False  # a worker built without a store keeps no budgets at all
         try:
-            return await self.budgets.reserve_call(request.owner.execution_id, _call_key())
+            return await self.budgets.reserve_call(execution, _call_key())
         except OverBudget as exc:
             raise ApplicationError(str(exc), type="BudgetExceeded", non_retryable=True) from None
+        except UnknownExecution as exc:
+            raise ApplicationError(str(exc), type="BudgetUnknown", non_retryable=True) from None
+
+
+def _charged_execution() -> str:
+    """The execution whose budget this call counts against, from the workflow the activity runs for (an
+    execution's workflow id is its id; a map's child workflow is `ID.chunk.N`), never from the request: a
+    field a caller leaves out (a handoff's owner did) would take the call out of its budget. A call from
+    any other workflow has no execution to charge and is refused rather than made unbudgeted."""
+    info = activity.info()
+    found = execution_of(info.workflow_type, info.workflow_id)
+    try:
+        return str(uuid.UUID(found or ""))
+    except ValueError:
+        message = (
+            f"a model call from workflow {info.workflow_id!r} ({info.workflow_type}) belongs to no "
+            "execution, so no budget can be charged for it"
+        )
+        raise ApplicationError(message, type="BudgetUnknown", non_retryable=True) from None
 
 
 def _call_key() -> str:

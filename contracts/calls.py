@@ -19,7 +19,9 @@ class Owner:
 
     developer_id: str
     agent_id: str | None = None
-    execution_id: str | None = None  # whose budget a model call counts against (contracts/budgets.py)
+    # The execution, for reading; call_model charges the budget of the workflow it runs in, never this field
+    # (activities/models.py), so a caller that leaves it out cannot make a call unbudgeted.
+    execution_id: str | None = None
 
 
 @dataclass

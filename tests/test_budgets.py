@@ -3,13 +3,23 @@ the limit, through the HTTP API on the real stack with the scripted model."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx
+import pytest
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import ActivityEnvironment
 
+from activities.models import _charged_execution
+from contracts.temporal import MAP_CHUNK_WORKFLOW, RUN_TOOL_WORKFLOW, TASK_EXECUTION_WORKFLOW
+from mint.store.budgets import Budgets, UnknownExecution
 from tests.helpers import create_agent, create_task, run_task, start, wait_for_status
 from tests.model_server import Call, Reply
+from workflows.fan_out import CHUNK_ITEMS
 
 
 def _error_row(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -201,3 +211,170 @@ async def test_the_budget_example(mapi, model_server):
     three = await wait_for_status(mapi, (await start(mapi, task["id"], {"topics": ["a", "b", "c"]}))["id"])
     assert three["error"].startswith("BudgetExceeded: "), three
     assert len(model_server.calls) == 4
+
+
+# Every path that makes a model call, charged to the call (issue 27 item 3) -----------------------------------
+
+N = 3  # each row's budget: {max_model_calls: N}
+BUDGET = {"max_model_calls": N}
+
+
+@dataclasses.dataclass
+class Paths:
+    """What a row drives: the API, the scripted model and the Temporal server (to see child workflows)."""
+
+    api: httpx.AsyncClient
+    script: Any
+    model_server: Any
+    temporal_env: Any
+
+
+async def _prompt_steps(p: Paths) -> str:
+    task = {"name": "prompts", "budget": BUDGET, "main": [{"prompt": f"p{i}"} for i in range(N + 1)]}
+    execution, _ = await run_task(p.api, task)
+    return execution["error"]
+
+
+BILLING_RULE = "Quote the invoice number"
+
+
+def _handing_model(call: Call) -> Reply:
+    """The first agent hands off to billing, which then looks its agents up for ever (a tool loop)."""
+    system = " ".join(m["content"] for m in call.messages if m["role"] == "system")
+    if BILLING_RULE not in system:
+        return Reply(tool_calls=[("transfer_to_billing", {})])
+    return Reply(tool_calls=[("agents", {})])
+
+
+async def _handoff(p: Paths) -> str:
+    billing = (await p.api.post("/agents", json={"name": "Billing", "instructions": [BILLING_RULE]})).json()
+    tool = {"name": "agents", "type": "system", "system": {"call": "agent.list"}}
+    assert (await p.api.post(f"/agents/{billing['id']}/tools", json=tool)).status_code == 201
+    triage = (await p.api.post("/agents", json={"name": "Triage", "handoffs": [billing["id"]]})).json()
+    p.script.reply = _handing_model
+    step = {"prompt": "Is my invoice paid?", "auto_run_tools": True, "max_turns": 3 * N}
+    execution, _ = await run_task(
+        p.api, {"name": "desk", "budget": BUDGET, "main": [step]}, agent_id=triage["id"]
+    )
+    # All but the first call were the billing agent's, after the handoff.
+    assert [BILLING_RULE in str(c.messages) for c in p.model_server.calls] == [False] + [True] * (N - 1)
+    return execution["error"]
+
+
+async def _parallel_branches(p: Paths) -> str:
+    # N branches side by side use the budget; a branch of the next parallel step is refused.
+    side_by_side = {"parallel": [[{"prompt": f"branch {i}"}] for i in range(N)]}
+    task = {
+        "name": "branches",
+        "budget": BUDGET,
+        "main": [side_by_side, {"parallel": [[{"prompt": "one more"}]]}],
+    }
+    execution, rows = await run_task(p.api, task)
+    assert _error_row(rows)["current"]["step"] == 1  # the second parallel step
+    return execution["error"]
+
+
+async def _map_in_child_workflows(p: Paths) -> str:
+    # Past CHUNK_ITEMS items with a call each, a map runs in child workflows; one item at a time.
+    step = {"over": f"$ list(range({CHUNK_ITEMS + 1}))", "map": {"prompt": "$ str(_)"}, "parallelism": 1}
+    execution, _ = await run_task(p.api, {"name": "wide", "budget": BUDGET, "main": [step]})
+    history = await p.temporal_env.client.get_workflow_handle(execution["id"]).fetch_history()
+    started = [
+        e for e in history.events if e.HasField("start_child_workflow_execution_initiated_event_attributes")
+    ]
+    assert len(started) == 1  # every call, the refused one too, was the child's
+    return execution["error"]
+
+
+async def _restart(p: Paths) -> str:
+    # The original stops at its last prompt; restarted from its first, the new execution has its own budget.
+    main = [{"evaluate": {"n": "$ 1"}}, *({"prompt": f"p{i}"} for i in range(N + 1))]
+    original, rows = await run_task(p.api, {"name": "again", "budget": BUDGET, "main": main})
+    assert original["error"].startswith("BudgetExceeded: "), original
+    first_prompt = next(r for r in rows if r["type"] == "step" and r["current"]["step"] == 1)
+    p.model_server.calls.clear()
+    response = await p.api.post(
+        f"/executions/{original['id']}/restart", json={"from_transition": first_prompt["id"]}
+    )
+    assert response.status_code == 201, response.text
+    return (await wait_for_status(p.api, response.json()["id"]))["error"]
+
+
+async def _guardrail_model_checks(p: Paths) -> str:
+    p.script.reply = _allow_or_echo
+    judges = [{**JUDGE, "name": f"judge_{i}"} for i in range(N + 1)]
+    task = {"name": "judged", "budget": BUDGET, "guardrails": {"input": judges}, "main": [{"prompt": "hi"}]}
+    execution, _ = await run_task(p.api, task, {"q": 1})
+    assert all(c.body["response_format"]["type"] == "json_schema" for c in p.model_server.calls)
+    return execution["error"]
+
+
+async def _session_chat(p: Paths) -> str:
+    session = await _session(p.api, BUDGET)
+    for i in range(N):
+        assert (await _chat(p.api, session["id"], f"chat {i}")).status_code == 200
+    refused = await _chat(p.api, session["id"], "one more")
+    assert refused.status_code == 402, refused.text
+    return refused.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        _prompt_steps,
+        _handoff,
+        _parallel_branches,
+        _map_in_child_workflows,
+        _restart,
+        _guardrail_model_checks,
+        _session_chat,
+    ],
+    ids=lambda path: path.__name__.strip("_"),
+)
+async def test_every_path_that_calls_a_model_is_held_to_the_budget(
+    path: Callable[[Paths], Awaitable[str]], mapi, script, model_server, temporal_env
+):
+    error = await path(Paths(mapi, script, model_server, temporal_env))
+    assert len(model_server.calls) == N  # made at the model: exactly the N allowed
+    assert error.startswith("BudgetExceeded: "), error
+    assert f"{N} model calls were made and the budget allows {N} (max_model_calls)" in error
+
+
+# Whose budget a call is charged to comes from where it runs ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("workflow_type", "workflow_id", "charged"),
+    [
+        (
+            TASK_EXECUTION_WORKFLOW,
+            "8c1d7a9e-0d5e-4c43-9d0f-3c1f4f2b6a11",
+            "8c1d7a9e-0d5e-4c43-9d0f-3c1f4f2b6a11",
+        ),
+        (
+            MAP_CHUNK_WORKFLOW,
+            "8c1d7a9e-0d5e-4c43-9d0f-3c1f4f2b6a11.chunk.5e0b3c8a-1f3d-4d7e-8a55-0a6a1e2b3c4d",
+            "8c1d7a9e-0d5e-4c43-9d0f-3c1f4f2b6a11",
+        ),
+        (MAP_CHUNK_WORKFLOW, "not-an-execution", None),
+        (TASK_EXECUTION_WORKFLOW, "test", None),
+        (RUN_TOOL_WORKFLOW, f"chat-tool-{uuid.uuid4()}", None),
+        ("CompressSessionWorkflow", "compress-session-d-s", None),
+    ],
+)
+def test_a_calls_execution_is_its_workflows_and_one_with_none_is_refused(
+    workflow_type: str, workflow_id: str, charged: str | None
+):
+    env = ActivityEnvironment()
+    env.info = dataclasses.replace(env.info, workflow_type=workflow_type, workflow_id=workflow_id)
+    if charged is not None:
+        assert env.run(_charged_execution) == charged
+        return
+    with pytest.raises(ApplicationError) as refused:
+        env.run(_charged_execution)
+    assert refused.value.type == "BudgetUnknown" and refused.value.non_retryable
+
+
+async def test_a_call_for_an_execution_that_does_not_exist_is_refused(store):
+    with pytest.raises(UnknownExecution):
+        await Budgets(store.pool).reserve_call(str(uuid.uuid4()), "wf/run/1")

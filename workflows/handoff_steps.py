@@ -151,6 +151,7 @@ async def hand_over(
     own_model = (target.get("default_settings") or {}).get("model") or target.get("model")
     request.model, request.settings = own_model or step_model or request.model, settings
     request.tool_choice = None  # the step's choice named the tools of the agent it started with
-    request.owner = Owner(params.developer_id, target.get("id"))
+    # Still the execution's call: call_model charges the budget of the workflow it runs in, not this field.
+    request.owner = Owner(params.developer_id, target.get("id"), params.execution_id)
     request.tools = [prompts.offered_tool(tool, fixed[name]) for name, tool in tools.items()]
     request.tools += holder.handoffs.offered()

@@ -21,6 +21,10 @@ class OverBudget(Exception):
     """The next model call would pass the budget; the message says which limit."""
 
 
+class UnknownExecution(Exception):
+    """A model call names an execution that does not exist: it cannot be counted, so it is not made."""
+
+
 class Budgets:
     """Reservations and settlements for executions (the worker) and sessions (the API)."""
 
@@ -31,7 +35,8 @@ class Budgets:
 
     async def reserve_call(self, execution_id: str, call_key: str) -> bool:
         """Count one more model call of the execution, or raise OverBudget. Idempotent per `call_key` (a
-        retried activity is the same call). False when the execution has no budget (nothing to settle)."""
+        retried activity is the same call). False when the execution has no budget (nothing to settle);
+        UnknownExecution when there is no such execution."""
         async with self.pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow(
                 "SELECT budget, spent_calls, spent_tokens, spent_cost, "
@@ -41,6 +46,11 @@ class Budgets:
                 execution_id,
                 call_key,
             )
+            if row is None and not await conn.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM executions WHERE id = $1)", execution_id
+            ):
+                # Fail closed: a call must be charged to an execution that exists, never to none at all.
+                raise UnknownExecution(f"no execution {execution_id} to charge a model call to")
             if row is None or not row["budget"]:
                 return False
             if row["reserved"]:
