@@ -4,12 +4,17 @@ The check resolves the name once and the caller connects to exactly the address 
 answers differently a moment later (DNS rebinding) cannot slip a private address past it. An IPv6 address
 that carries an IPv4 address (IPv4-compatible, NAT64, 6to4, ISATAP) reaches that IPv4 address, so it is judged
 by it.
+
+A host and port given apart (an SMTP server's) are checked as they are, never joined into a URL first: a host
+such as `127.0.0.1:25/` would make the URL's port (the one checked) differ from the one dialled. Such a host
+must be a DNS host name or an IP address, nothing else.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -20,16 +25,18 @@ LOCAL_NAT64 = ipaddress.ip_network("64:ff9b:1::/48")  # RFC 8215: local use, any
 IPV4_COMPATIBLE = ipaddress.ip_network("::/96")  # deprecated, still routed by some stacks
 IPV4_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # SIIT (RFC 2765)
 ISATAP_ID = 0x0000_5EFE  # the interface identifier's top half (the universal/local bit aside)
+LABEL = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?", re.ASCII)  # RFC 1123 letters, digits, hyphens
+MAX_HOST_NAME = 253
 
 
 class EgressRefused(Exception):
-    """The URL's scheme or address is not allowed."""
+    """The URL's scheme or address (or a host and port given apart) is not allowed."""
 
 
 @dataclass(frozen=True)
 class Destination:
     scheme: str
-    host: str  # as written in the URL (for the Host header and TLS)
+    host: str  # as written in the URL, or as given (for the Host header and TLS)
     port: int
     address: str  # the checked IP to connect to
 
@@ -72,9 +79,37 @@ class EgressPolicy:
         if not host:
             raise EgressRefused(f"{the_url} has no host")
         try:
-            port = parts.port or (443 if parts.scheme == "https" else 80)
+            port = parts.port
         except ValueError:
-            raise EgressRefused(f"{the_url} has an invalid port") from None
+            port = 0
+        if port is None:
+            port = 443 if parts.scheme == "https" else 80
+        if not 0 < port < 65536:  # (port 0 is no port: it must not fall back to the default)
+            raise EgressRefused(f"{the_url} has an invalid port")
+        address = await self._checked(host, port, quote, the_host)
+        return Destination(parts.scheme, host, port, address)
+
+    async def resolve_host(self, host: object, port: object, quote: bool = True) -> Destination:
+        """The address to connect to for `host` and `port` given apart (not in a URL), checked as given:
+        `host` must be a DNS host name or an IP address and `port` a number from 1 to 65535, else
+        EgressRefused, as for an address that is not allowed. Connect to the Destination's address and port."""
+        name = host_name_or_address(host)
+        if name is None:
+            raise EgressRefused(
+                f"{brief_repr(host)} is not a host name or an IP address"
+                if quote
+                else "the host is not valid"
+            )
+        number = port_number(port)
+        if number is None:
+            raise EgressRefused(
+                f"the port must be a number from 1 to 65535{f', not {brief_repr(port)}' if quote else ''}"
+            )
+        address = await self._checked(name, number, quote, name if quote else "the host")
+        return Destination("tcp", name, number, address)
+
+    async def _checked(self, host: str, port: int, quote: bool, the_host: str) -> str:
+        """The address to connect to, once every address `host` resolves to is allowed."""
         addresses = [host] if _is_address(host) else await _resolve(host, port, quote, the_host)
         for address in addresses:
             if not self._allowed(host, port, address):
@@ -82,7 +117,45 @@ class EgressPolicy:
                     f"{the_host} resolves to {address}, which is not a public address; "
                     "list it in MINT_EGRESS_ALLOW to allow it"
                 )
-        return Destination(parts.scheme, host, port, addresses[0])
+        return addresses[0]
+
+
+def host_name_or_address(value: object) -> str | None:
+    """`value` as a host to connect to (lowercase; an IP address in its canonical form), or None when it is
+    anything but a DNS host name (RFC 1123 labels, ASCII) or an IPv4 or IPv6 address (without brackets or a
+    zone): no port, path, user, brackets, spaces or line breaks, and no number the resolver would read as an
+    IPv4 address in another spelling (`127.1`, `2130706433`, `0x7f000001`)."""
+    if not isinstance(value, str) or not value.isascii():
+        return None
+    if "%" not in value:
+        try:
+            return str(ipaddress.ip_address(value))
+        except ValueError:
+            pass
+    name = value.lower()
+    labels = name.split(".")
+    if len(name) > MAX_HOST_NAME or not all(LABEL.fullmatch(label) for label in labels):
+        return None
+    if labels[-1].isdigit():  # RFC 3696: a top-level label is never all digits; the resolver reads it as IPv4
+        return None
+    try:
+        socket.inet_aton(name)  # hex and octal IPv4 spellings, which the resolver accepts
+    except OSError:
+        return name
+    return None
+
+
+def port_number(value: object) -> int | None:
+    """`value` as a TCP port: an int from 1 to 65535 (not a bool, a float or a string), else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 65536:
+        return value
+    return None
+
+
+def brief_repr(value: object) -> str:
+    """`value`'s repr, cut to 80 characters, for an error message."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _is_address(host: str) -> bool:

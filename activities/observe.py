@@ -59,27 +59,30 @@ class _Observed(ActivityInboundInterceptor):
 
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         name, request = _call_of(activity.info().activity_type, input.args)
+        developer = call_developer(input.args[0] if input.args else None, request)
         started = time.monotonic()
         try:
             result = await self.next.execute_activity(input)
         except BaseException as exc:
-            self._record(name, request, started, _outcome(exc), None)
+            self._record(name, request, developer, started, _outcome(exc), None)
             if is_expected(exc):
                 _log_expected(name, exc)
             raise
-        self._record(name, request, started, "ok", result)
+        self._record(name, request, developer, started, "ok", result)
         return result
 
-    def _record(self, name: str, request: Any, started: float, outcome: str, result: Any) -> None:
+    def _record(
+        self, name: str, request: Any, developer: str, started: float, outcome: str, result: Any
+    ) -> None:
         kind = CALL_KINDS.get(name)
         if self.metrics is None or kind is None:
             return
         target = call_target(name, request)
-        self.metrics.record_call(kind, target, time.monotonic() - started, outcome)
+        self.metrics.record_call(kind, target, time.monotonic() - started, outcome, developer)
         usage = _field(result, "usage")
         if name == CALL_MODEL and isinstance(usage, dict):
             prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-            self.metrics.record_tokens(target, int(prompt or 0), int(completion or 0))
+            self.metrics.record_tokens(target, int(prompt or 0), int(completion or 0), developer)
 
 
 def is_expected(exc: BaseException) -> TypeGuard[ApplicationError]:
@@ -112,6 +115,18 @@ def _call_of(activity_type: str, args: Any) -> tuple[str, Any]:
     if isinstance(request, WorkerCall):
         return request.activity, request.request
     return activity_type, request
+
+
+def call_developer(outer: Any, request: Any) -> str:
+    """Whose call this is, for the label budget its target counts against: the developer the call (or the
+    worker call around it) names, else the workflow's fairness key (the developer, inherited from its start:
+    contracts.temporal.tenant_priority), else "" (one budget shared by calls that name no one)."""
+    for holder in (outer, request, _field(request, "owner"), _field(request, "secrets")):
+        developer = _field(holder, "developer_id")
+        if isinstance(developer, str) and developer:
+            return developer
+    priority = activity.info().priority
+    return (priority.fairness_key if priority is not None else None) or ""
 
 
 def call_target(name: str, request: Any) -> str:

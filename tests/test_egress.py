@@ -2,7 +2,8 @@
 
 Each case goes through EgressPolicy.resolve, the one check every outgoing call passes (activities/http.py and
 activities/mcp.py connect to exactly the address it returns; redirects and a whole execution are covered in
-test_tools.py).
+test_tools.py), or EgressPolicy.resolve_host for a host and port given apart (the email provider's SMTP server:
+test_integrations.py sends through it).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import uvicorn
 from mcp.server.transport_security import TransportSecuritySettings
 from temporalio.testing import ActivityEnvironment
 
-from activities.egress import EgressPolicy, EgressRefused
+from activities.egress import EgressPolicy, EgressRefused, host_name_or_address
 from activities.mcp import McpActivities
 from tests.mcp_server import server as calc
 from tests.stack import free_port
@@ -68,6 +69,8 @@ REFUSED = [
     "ftp://127.0.0.1/",
     "http:///nohost",
     "http://127.0.0.1:99999/",  # an invalid port
+    "http://93.184.215.14:0/",  # port 0 is no port (it once became the default, 80)
+    "https://[2606:4700:4700::1111]:0/",
 ]
 
 
@@ -128,6 +131,91 @@ async def test_an_allow_listed_ipv4_network_opens_its_nat64_form_too():
 async def test_an_allow_list_entry_for_one_port_does_not_open_another():
     with pytest.raises(EgressRefused):
         await EgressPolicy(("127.0.0.1:8080",)).resolve("http://127.0.0.1:9090/")
+
+
+# A host and port given apart (issue 27): checked as they are, so the host must be a host name or an address.
+HOSTS = [
+    ("mail.example.com", "mail.example.com"),
+    ("MAIL.Example.COM", "mail.example.com"),
+    ("localhost", "localhost"),
+    ("smtp-1.mail0.example", "smtp-1.mail0.example"),
+    ("xn--bcher-kva.example", "xn--bcher-kva.example"),
+    ("127.0.0.1", "127.0.0.1"),
+    ("::1", "::1"),
+    ("2001:DB8:0::1", "2001:db8::1"),
+    ("::ffff:127.0.0.1", "::ffff:7f00:1"),
+]
+NOT_HOSTS = [
+    "",
+    "127.0.0.1:25",
+    "127.0.0.1:25/",
+    "127.0.0.1:25#",
+    "127.0.0.1:25?",
+    "127.0.0.1/",
+    "user@127.0.0.1",
+    "[::1]:25",
+    "[::1]",
+    "http://127.0.0.1",
+    "127.0.0.1\n",
+    "127.0.0.1\r\n",
+    " 127.0.0.1",
+    "127.0.0.1 ",
+    "mail example.com",
+    "mail.example.com.",
+    "mail..example.com",
+    "-mail.example.com",
+    "mail_server.example",
+    "bücher.example",
+    "ｌｏｃａｌｈｏｓｔ",
+    "127.1",
+    "2130706433",
+    "0x7f000001",
+    "0x7f.1",
+    "0177.0.0.1",
+    "fe80::1%eth0",
+    "a" * 64 + ".example",
+    "a." * 127 + "example",
+    2130706433,
+    None,
+    True,
+    b"127.0.0.1",
+    ["127.0.0.1"],
+]
+ANY_LOOPBACK = ("127.0.0.0/8", "::1", "localhost")
+
+
+@pytest.mark.parametrize("value, host", HOSTS)
+def test_a_host_name_or_address_is_taken_as_written(value, host):
+    assert host_name_or_address(value) == host
+
+
+@pytest.mark.parametrize("value", NOT_HOSTS)
+async def test_anything_else_is_no_host_to_connect_to(value):
+    assert host_name_or_address(value) is None
+    with pytest.raises(EgressRefused, match="not a host name or an IP address"):
+        await EgressPolicy(ANY_LOOPBACK).resolve_host(value, 25)
+
+
+@pytest.mark.parametrize("port", [0, -1, 65536, "25", " 25", "25/", True, 25.0, None, [25]])
+async def test_a_port_given_apart_is_a_number_from_1_to_65535(port):
+    with pytest.raises(EgressRefused, match="port must be a number from 1 to 65535"):
+        await EgressPolicy(ANY_LOOPBACK).resolve_host("127.0.0.1", port)
+
+
+async def test_a_host_and_port_given_apart_are_checked_as_given():
+    policy = EgressPolicy(("127.0.0.1:2525",))
+    destination = await policy.resolve_host("127.0.0.1", 2525)
+    assert (destination.host, destination.port, destination.address) == ("127.0.0.1", 2525, "127.0.0.1")
+    with pytest.raises(EgressRefused, match="not a public address"):
+        await policy.resolve_host("127.0.0.1", 2526)
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "10.0.0.1", "169.254.169.254", "::1", "::ffff:127.0.0.1", "64:ff9b::a9fe:a9fe"]
+)
+async def test_a_private_host_given_apart_is_refused(host):
+    with pytest.raises(EgressRefused, match="not a public address"):
+        await EgressPolicy().resolve_host(host, 25)
 
 
 class McpHttpServer:

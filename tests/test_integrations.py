@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import re
+import socket
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,10 +17,14 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from temporalio.exceptions import ApplicationError
 
+from activities.egress import EgressPolicy
+from activities.integrations import Service, email
 from tests.helpers import create_agent, run_task
 from tests.integration_fakes import BAD_KEY, SLOW_SECONDS
 from tests.model_server import Reply
+from tests.stack import free_port
 from tests.test_secrets import _plain_history_text
 
 CANARY = "canary-integration-9d2f61b7e4a3"
@@ -196,6 +201,189 @@ async def test_a_refused_smtp_login_is_not_retried(mapi):
     assert execution["status"] == "failed"
     assert re.search(r"refused the message \(535\)", execution["error"]), execution["error"]
     assert BAD_KEY not in json.dumps([execution, rows])  # a password written in the task is masked too
+
+
+# The email provider's server (issue 27): `setup.host` (or MINT_SMTP_HOST) is a host name or an IP address and
+# nothing else, `setup.port` a number from 1 to 65535, and the egress check sees exactly the host and port the
+# socket then opens. `127.0.0.1:<allowed port>/` once had the check read the allowed port while the socket
+# opened `port`. The calls go straight to the provider, against the aiosmtpd fake.
+ALLOWED = ("127.0.0.0/8", "::1", "localhost")  # every loopback address and port: only the spelling may refuse
+BAD_SMTP_HOSTS = [
+    "127.0.0.1:{allowed}/",
+    "127.0.0.1:{allowed}#",
+    "127.0.0.1:{allowed}?",
+    "127.0.0.1:{port}",
+    "127.0.0.1/",
+    "127.0.0.1#x",
+    "user@127.0.0.1",
+    "user:pass@127.0.0.1",
+    "evil.example@127.0.0.1",
+    "[::1]:{port}",
+    "[::1]",
+    "[127.0.0.1]",
+    "http://127.0.0.1",
+    "smtp://127.0.0.1:{port}",
+    "127.0.0.1\n",
+    "127.0.0.1\r\nRCPT TO:<x@y>",
+    " 127.0.0.1",
+    "127.0.0.1 ",
+    "127.0.0.1\t",
+    "127.0.0.1\x00",
+    "127.0.0.1\\",
+    "127.0.0.1,127.0.0.2",
+    "local host",
+    "localhost.",  # (another spelling of an allow-listed name)
+    ".localhost",
+    "local..host",
+    "-localhost",
+    "localhost-",
+    "ｌｏｃａｌｈｏｓｔ",  # fullwidth: IDNA maps it to `localhost`
+    "127.1",  # IPv4 spellings the resolver reads but an address is not written in
+    "2130706433",
+    "0x7f000001",
+    "0x7f.0.0.1",
+    "0177.0.0.1",
+    "127.0.0.1%lo",
+    "::1%lo",
+    "a" * 64 + ".example",  # a label over 63 characters
+    "a." * 127 + "example",  # a name over 253
+    2130706433,  # not text at all
+    ["127.0.0.1"],
+    {"host": "127.0.0.1"},
+    b"127.0.0.1",
+    True,
+]
+BAD_SMTP_PORTS = [0, -1, 65536, 10**6, "{port}", "{port}/", " {port}", "0x19", True, 25.0, [25], {"port": 25}]
+
+
+async def _no_http(spec: dict[str, Any]) -> dict[str, Any]:
+    raise AssertionError("the email provider makes no HTTP request")
+
+
+async def _send_email(
+    fakes: Any, setup: dict[str, Any], allow: tuple[str, ...] = ALLOWED, smtp: tuple[Any, Any] = (None, None)
+) -> tuple[ApplicationError | None, bool]:
+    """The provider's error (None when it sent the message) and whether the SMTP fake received it."""
+    subject = f"egress-{os.urandom(6).hex()}"
+    service = Service("", _no_http, EgressPolicy(allow), deadline=10, key=subject, smtp=smtp)
+    error = None
+    try:
+        assert await email.call(service, "send", setup, {**EMAIL, "subject": subject}) == {"success": True}
+    except ApplicationError as exc:
+        error = exc
+    delivered = any(f"Subject: {subject}" in text for _, _, text, _ in fakes.mailbox.messages)
+    return error, delivered
+
+
+def _spelled(value: Any, port: int, allowed: int) -> Any:
+    return value.format(port=port, allowed=allowed) if isinstance(value, str) else value
+
+
+@pytest.mark.parametrize("host", BAD_SMTP_HOSTS)
+async def test_an_smtp_host_that_is_not_a_host_name_or_address_is_refused(host, integration_fakes):
+    port = integration_fakes.smtp_port
+    spelled = _spelled(host, port, free_port())
+    error, delivered = await _send_email(integration_fakes, {"host": spelled, "port": port})
+    assert error is not None and error.type == "BadToolCall", error
+    assert "host name or an IP address" in error.message and not delivered
+
+
+async def test_a_bad_smtp_host_from_the_operators_settings_is_refused_too(integration_fakes):
+    port = integration_fakes.smtp_port
+    error, delivered = await _send_email(integration_fakes, {}, smtp=(f"127.0.0.1:{port}", None))
+    assert error is not None and error.type == "BadToolCall" and not delivered, error
+
+
+@pytest.mark.parametrize("separator", ["/", "#", "?"])
+async def test_the_egress_check_sees_the_port_the_smtp_socket_opens(separator, integration_fakes):
+    """The report's case: only another port of 127.0.0.1 is allowed; the SMTP fake's port is not."""
+    allowed, port = free_port(), integration_fakes.smtp_port
+    setup = {"host": f"127.0.0.1:{allowed}{separator}", "port": port}
+    error, delivered = await _send_email(integration_fakes, setup, allow=(f"127.0.0.1:{allowed}",))
+    assert error is not None and error.type == "BadToolCall" and not delivered, error
+    error, delivered = await _send_email(
+        integration_fakes, {"host": "127.0.0.1", "port": port}, allow=(f"127.0.0.1:{allowed}",)
+    )
+    assert error is not None and error.type == "EgressRefused" and not delivered, error
+    error, delivered = await _send_email(
+        integration_fakes, {"host": "127.0.0.1", "port": port}, allow=(f"127.0.0.1:{port}",)
+    )
+    assert error is None and delivered
+
+
+@pytest.mark.parametrize("port", BAD_SMTP_PORTS)
+async def test_an_smtp_port_that_is_not_a_number_from_1_to_65535_is_refused(port, integration_fakes):
+    spelled = _spelled(port, integration_fakes.smtp_port, 0)
+    error, delivered = await _send_email(integration_fakes, {"host": "127.0.0.1", "port": spelled})
+    assert error is not None and error.type == "BadToolCall", error
+    assert "port must be a number from 1 to 65535" in error.message and not delivered
+
+
+async def test_the_smtp_server_from_the_operators_settings_is_reached(integration_fakes):
+    smtp = ("127.0.0.1", integration_fakes.smtp_port)
+    error, delivered = await _send_email(integration_fakes, {}, allow=(f"127.0.0.1:{smtp[1]}",), smtp=smtp)
+    assert error is None and delivered
+
+
+async def test_an_smtp_host_name_is_looked_up_once_and_dialled_at_that_address(
+    integration_fakes, monkeypatch
+):
+    """A rebinding name: the egress check's lookup answers the allowed loopback address, any later one
+    127.0.0.2, where nothing listens. The message arrives only if the socket opens the address checked."""
+    real, lookups = socket.getaddrinfo, []
+
+    def rebinding(host, port, *args, **kwargs):
+        if host != "smtp.rebind.test":
+            return real(host, port, *args, **kwargs)
+        lookups.append(host)
+        return real("127.0.0.1" if len(lookups) == 1 else "127.0.0.2", port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    port = integration_fakes.smtp_port
+    error, delivered = await _send_email(
+        integration_fakes, {"host": "SMTP.Rebind.Test", "port": port}, allow=(f"127.0.0.1:{port}",)
+    )
+    assert error is None and delivered and lookups == ["smtp.rebind.test"]
+
+
+@pytest.mark.parametrize(
+    "provider, setup, arguments",
+    [
+        # Mailgun's path is /v3/{the sender's domain}/messages: a domain that is no host name would change it.
+        ("mailgun", {}, {"from": "a@example.com/../../v3/domains?"}),
+        ("mailgun", {}, {"from": "a@example.com?to=eve"}),
+        ("mailgun", {}, {"from": "a@example.com#"}),
+        ("mailgun", {}, {"from": "Ada <a@example.com/x>"}),
+        ("mailgun", {}, {"from": "a@exa mple.com"}),
+        ("mailgun", {}, {"from": "no-at-sign.example"}),
+        # Algolia's host is {application id}-dsn.algolia.net: `⒈` passes str.isalnum() and IDNA makes it `1.`.
+        ("algolia", {"algolia_application_id": "\u2488evil"}, {}),
+        ("algolia", {"algolia_application_id": "ａｐｐ"}, {}),
+        ("algolia", {"algolia_application_id": "app.evil.example/"}, {}),
+    ],
+)
+async def test_a_value_that_becomes_part_of_a_providers_url_is_checked_as_it_is_used(
+    provider, setup, arguments
+):
+    from activities.integrations import algolia, mailgun
+
+    fetched = []
+
+    async def fetch(spec: dict[str, Any]) -> dict[str, Any]:
+        fetched.append(spec)
+        return {"status_code": 200, "json": {}, "content": "{}", "headers": {}}
+
+    module = {"mailgun": mailgun, "algolia": algolia}[provider]
+    service = Service(module.DEFAULT_BASE_URL, fetch, EgressPolicy(), deadline=5, key="key")
+    setup = {"api_key": "k", "algolia_api_key": "k", "algolia_application_id": "APP1", **setup}
+    arguments = {**EMAIL, "index_name": "i", "query": "q", **arguments}
+    with pytest.raises(ApplicationError) as refused:
+        await module.call(service, "send_email" if provider == "mailgun" else "search", setup, arguments)
+    assert refused.value.type == "BadToolCall" and fetched == []
+    # The same call, written plainly, is made.
+    plain = {**setup, "algolia_application_id": "APP1"}
+    await module.call(service, "", plain, {**arguments, "from": "Ada <ada@Example.com>"})
+    assert urlsplit(fetched[0]["url"]).path in ("/v3/example.com/messages", "/1/indexes/i/query")
 
 
 @pytest.mark.parametrize(

@@ -3,12 +3,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest_asyncio
 from prometheus_client.parser import text_string_to_metric_families
+from temporalio.common import Priority
+from temporalio.testing import ActivityEnvironment
+from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
 
+from activities.observe import ActivityObserver
+from contracts.calls import CallAnswer, McpCallRequest, WorkerCall
+from contracts.temporal import CALL_API, CALL_MCP
+from mint.telemetry.metrics import MAX_LABEL_VALUES, Metrics
+from mint.temporal import errors
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, run_task, start, wait_for_status
 from tests.local_http import Answer, LocalServer, Request
@@ -109,6 +119,91 @@ async def test_an_execution_moves_the_counters_and_histograms(metrics_stack, ten
     )
     assert value(after, "temporal_worker_task_slots_available", task_queue="metrics") > 0
     assert any(t == "histogram" for name, t in types.items() if name.startswith("temporal_"))
+
+
+async def test_a_refused_call_has_no_target(metrics_stack, tenant):
+    """A target Mint refused to call was never reached: naming it would let any task fill the label's values."""
+    url = "http://10.213.7.9/refused"
+    task = {
+        "name": "refused",
+        "tools": [{"name": "private", "type": "api_call", "api_call": {"method": "GET", "url": url}}],
+        "main": [{"tool": "private", "arguments": {}}],
+    }
+    before, _ = await scrape(f"{metrics_stack.url}/metrics", OPERATOR)
+    execution, _ = await run_task(tenant, task)
+    assert execution["status"] == "failed" and "not a public address" in execution["error"], execution
+    after, _ = await scrape(f"{metrics_stack.url}/metrics", OPERATOR)
+    refused = {"kind": "api_call", "outcome": "EgressRefused", "target": ""}
+    assert value(after, "mint_calls_total", **refused) - value(before, "mint_calls_total", **refused) == 1
+    assert not [labels for (_, labels) in after if ("target", "10.213.7.9") in labels]
+
+
+class Answering(ActivityInboundInterceptor):
+    """The activity behind the worker's interceptor: answers, or refuses as the egress check does."""
+
+    def __init__(self) -> None:
+        self.refuse = False
+
+    async def execute_activity(self, input: ExecuteActivityInput) -> Any:
+        if self.refuse:
+            raise errors.permanent("not a public address", "EgressRefused")
+        return CallAnswer(response={}, attempt=1)
+
+
+async def _observed(metrics: Metrics, answering: Answering, request: Any, **info: Any) -> None:
+    """`request` run through the worker's interceptor, in an activity whose info has `info`'s fields."""
+    environment = ActivityEnvironment()
+    environment.info = dataclasses.replace(environment.info, **info)
+    observed = ActivityObserver(metrics).intercept_activity(answering)
+
+    async def run() -> None:
+        try:
+            await observed.execute_activity(ExecuteActivityInput(lambda: None, [request], None, {}))
+        except Exception:
+            if not answering.refuse:
+                raise
+
+    await environment.run(run)
+
+
+def _in_worker(developer: str, url: str) -> WorkerCall:
+    request = {"method": "GET", "url": url}
+    return WorkerCall(CALL_API, request, "execution-1", developer, "call-1")
+
+
+async def _targets(metrics: Metrics) -> dict[str, set[str]]:
+    samples: dict[str, set[str]] = {}
+    for family in text_string_to_metric_families((await metrics.render()).decode()):
+        for sample in family.samples:
+            if sample.name == "mint_calls_total":
+                samples.setdefault(sample.labels["outcome"], set()).add(sample.labels["target"])
+    return samples
+
+
+async def test_one_developer_filling_its_label_budget_leaves_anothers_targets_alone():
+    """Issue 27: 205 distinct targets of one developer's once turned every later target, anyone's, into
+    `other`. Each developer has a budget of its own; refused calls spend none of it."""
+    metrics, answering = Metrics(), Answering()
+    for i in range(MAX_LABEL_VALUES + 5):
+        await _observed(metrics, answering, _in_worker("dev-a", f"http://a{i}.example/"))
+    answering.refuse = True
+    for i in range(MAX_LABEL_VALUES + 5):
+        await _observed(metrics, answering, _in_worker("dev-b", f"http://refused{i}.example/"))
+    answering.refuse = False
+    await _observed(metrics, answering, _in_worker("dev-a", "http://a-late.example/"))
+    await _observed(metrics, answering, _in_worker("dev-b", "http://b.example/"))
+    # A queued call (not in the worker) names its developer in its secrets' scope, or not at all: then the
+    # workflow's fairness key (the developer, since every start carries it) is whose it is.
+    queued = {"method": "GET", "url": "http://c.example/", "secrets": {"developer_id": "dev-c"}}
+    await _observed(metrics, answering, queued, activity_type=CALL_API)
+    mcp = McpCallRequest({"provider": "mcp"}, "d_tool", {})
+    await _observed(metrics, answering, mcp, activity_type=CALL_MCP, priority=Priority(fairness_key="dev-d"))
+    targets = await _targets(metrics)
+    assert {"b.example", "c.example", "d_tool", "a0.example", f"a{MAX_LABEL_VALUES - 1}.example"} <= targets[
+        "ok"
+    ]
+    assert "other" in targets["ok"] and "a-late.example" not in targets["ok"]  # dev-a's own budget is spent
+    assert targets["EgressRefused"] == {""}
 
 
 async def test_executions_by_live_status_are_read_from_postgres(metrics_stack, tenant):

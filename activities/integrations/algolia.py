@@ -3,6 +3,7 @@ application id and key in X-Algolia-* headers). Julep's answer is {hits, metadat
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import quote
 
@@ -10,12 +11,14 @@ from activities.integrations.common import answer_json, join
 from mint.temporal import errors
 
 DEFAULT_BASE_URL = "https://{application_id}-dsn.algolia.net"
+APPLICATION_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,50}[A-Za-z0-9])?", re.ASCII)
 METADATA = ("nbHits", "page", "nbPages", "hitsPerPage", "processingTimeMS", "query", "params")
 
 
 async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
     application = str(setup["algolia_application_id"])
-    if not application.replace("-", "").isalnum():
+    # ASCII only: it becomes part of a host name, and str.isalnum() passes `⒈` (which IDNA turns into `1.`).
+    if not APPLICATION_ID.fullmatch(application):
         raise errors.permanent("algolia_application_id must be letters and digits", "BadToolCall")
     body: dict[str, Any] = {"query": str(arguments["query"])}
     body["hitsPerPage"] = arguments.get("hits_per_page") or 10

@@ -1,8 +1,9 @@
 """`email`: send one message over SMTP with aiosmtplib. The server is `setup.host`/`setup.port`, else
 MINT_SMTP_HOST/MINT_SMTP_PORT; port 465 speaks TLS from the start (SMTPS), any other port upgrades with
-STARTTLS when the server offers it. `user`/`password`, when given, log in. The server's address passes the
-same egress check as HTTP calls, and the connection goes to exactly the address checked. Julep's answer is
-{success: true}.
+STARTTLS when the server offers it. `user`/`password`, when given, log in. The host must be a DNS host name or
+an IP address and the port a number from 1 to 65535; that host and port pass the same egress check as HTTP
+calls (as they are: never joined into a URL, whose parsing could check one port and leave another to dial),
+and the connection goes to exactly the address and port checked. Julep's answer is {success: true}.
 
 SMTP has no idempotency key: the message's Message-ID is made from the call's key, the same on every
 attempt, so that a retry after a lost answer is recognisably the same message.
@@ -19,23 +20,21 @@ from typing import Any
 
 import aiosmtplib
 
-from activities.egress import EgressRefused
+from activities.egress import EgressRefused, brief_repr, host_name_or_address, port_number
 from mint.temporal import errors
 
 DEFAULT_BASE_URL = ""  # (SMTP: host and port instead)
 SMTPS_PORT = 465
+DEFAULT_PORT = 587  # submission
 
 
 async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
-    host = setup.get("host") or service.smtp[0]
-    port = _port(setup.get("port") or service.smtp[1] or 587)
-    if not host:
-        raise errors.permanent("the email integration needs `setup.host` (or MINT_SMTP_HOST)", "BadToolCall")
+    host, port = _server(setup, service.smtp)
     message = _message(arguments, service.key)
-    sock, public = await _connected(service, str(host), port)
+    sock, public = await _connected(service, host, port)
     user = setup.get("user") or None
     client = aiosmtplib.SMTP(
-        hostname=str(host),
+        hostname=host,
         sock=sock,
         username=user,
         password=setup.get("password") or None,
@@ -78,28 +77,42 @@ def _message(arguments: dict[str, Any], key: str) -> EmailMessage:
     return message
 
 
-def _port(raw: Any) -> int:
-    try:
-        port = int(raw)
-    except (TypeError, ValueError):
-        port = 0
-    if not 0 < port < 65536:
-        raise errors.permanent(f"the SMTP port must be a number from 1 to 65535, not {raw!r}", "BadToolCall")
-    return port
+def _server(setup: dict[str, Any], smtp: tuple[str | None, int | None]) -> tuple[str, int]:
+    """The SMTP server's host (a DNS host name or an IP address, lowercase) and port, from `setup` or else
+    MINT_SMTP_HOST/MINT_SMTP_PORT; anything else is a BadToolCall, never coerced into one."""
+    raw_host = setup.get("host") or smtp[0]
+    if not raw_host:
+        raise errors.permanent("the email integration needs `setup.host` (or MINT_SMTP_HOST)", "BadToolCall")
+    host = host_name_or_address(raw_host)
+    if host is None:
+        raise errors.permanent(
+            f"the SMTP host must be a host name or an IP address alone (no port, path, user or brackets: the "
+            f"port goes in `port`), not {brief_repr(raw_host)}",
+            "BadToolCall",
+        )
+    raw_port = setup.get("port")
+    if raw_port is None:
+        raw_port = DEFAULT_PORT if smtp[1] is None else smtp[1]
+    port = port_number(raw_port)
+    if port is None:
+        raise errors.permanent(
+            f"the SMTP port must be a number from 1 to 65535, not {brief_repr(raw_port)}", "BadToolCall"
+        )
+    return host, port
 
 
 async def _connected(service: Any, host: str, port: int) -> tuple[socket.socket, bool]:
-    """A socket connected to the checked address of the SMTP server (its name is resolved once, here), and
-    whether that address is a public one."""
+    """A socket connected to the checked address and port of the SMTP server (its name is resolved once,
+    here), and whether that address is a public one."""
     try:
-        destination = await service.egress.resolve(f"http://{host}:{port}/", quote=False)
+        destination = await service.egress.resolve_host(host, port, quote=False)
     except EgressRefused as exc:
         raise errors.permanent(f"SMTP server {host}:{port}: {exc}", "EgressRefused") from None
     family = socket.AF_INET6 if ":" in destination.address else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setblocking(False)
     try:
-        await asyncio.get_running_loop().sock_connect(sock, (destination.address, port))
+        await asyncio.get_running_loop().sock_connect(sock, (destination.address, destination.port))
     except OSError as exc:
         sock.close()
         raise errors.transient(

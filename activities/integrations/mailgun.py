@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from activities.egress import brief_repr, host_name_or_address
 from activities.integrations.common import answer_json, join
 from mint.temporal import errors
 
@@ -14,9 +15,14 @@ DEFAULT_BASE_URL = "https://api.mailgun.net"
 
 async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
     sender = str(arguments["from"])
-    domain = sender.rpartition("@")[2].strip(" >")
-    if not domain:
-        raise errors.permanent(f"`from` must be an email address, not {sender!r}", "BadToolCall")
+    # The domain goes into the request's path: a host name and nothing else (`/`, `..`, `?` or `#` in it
+    # would send the request, with the key, to another of Mailgun's endpoints).
+    at, _, written = sender.rpartition("@")
+    domain = host_name_or_address(written.strip(" >")) if at else None
+    if domain is None:
+        raise errors.permanent(
+            f"`from` must be an email address at a domain, not {brief_repr(sender)}", "BadToolCall"
+        )
     form = {"from": sender, "to": str(arguments["to"]), "subject": str(arguments["subject"])}
     form["text"] = str(arguments["body"])
     form.update({k: str(arguments[k]) for k in ("cc", "bcc") if arguments.get(k)})

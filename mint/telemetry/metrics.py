@@ -45,27 +45,41 @@ LIVE_STATUSES = ("queued", "starting", "running", "awaiting_input")
 # Seconds. A call is a model or HTTP round trip; a step may be a wait for input of days.
 CALL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 STEP_BUCKETS = (0.001, 0.005, 0.025, 0.1, 0.5, 1.0, 5.0, 30.0, 60.0, 300.0, 3600.0, 86400.0)
-# Targets (model names, hosts, tools) come from developers' tasks: past this many distinct values a label
-# says `other`, so that no tenant can grow the series without bound.
+# Targets (model names, hosts, tools) come from developers' tasks: past this many distinct values of its own
+# a developer's label says `other`, so that no tenant can grow the series without bound, nor use up another's
+# room. The total is a backstop for very many developers at once.
 MAX_LABEL_VALUES = 200
+MAX_LABEL_VALUES_TOTAL = 5_000
 OTHER = "other"
+# Outcomes of calls Mint refused to make (the target was never reached): recorded without a target, since a
+# refused target costs nothing to name and would otherwise fill the label's values.
+REFUSED_OUTCOMES = frozenset(
+    {"EgressRefused", "BadToolCall", "McpRefused", "ModelNotConfigured", "BudgetExceeded"}
+)
+NO_TARGET = ""  # (Prometheus reads an empty label as no label)
 INCLUDE_TIMEOUT_SECONDS = 5.0
 
 ExecutionCounter = Callable[[], Awaitable[dict[str, int]]]
 
 
 class BoundedValues:
-    """A label's values: the first `limit` distinct ones as they are, later ones as `other`."""
+    """A label's values, bounded per developer: each developer's first `limit` distinct values as they are,
+    later ones as `other`; a value already shown (for anyone) is shown again at no cost. At most `total`
+    values in all."""
 
-    def __init__(self, limit: int = MAX_LABEL_VALUES):
+    def __init__(self, limit: int = MAX_LABEL_VALUES, total: int = MAX_LABEL_VALUES_TOTAL):
         self.limit = limit
+        self.total = total
         self.seen: set[str] = set()
+        self.by_developer: dict[str, set[str]] = {}
 
-    def __call__(self, value: str) -> str:
+    def __call__(self, value: str, developer: str = "") -> str:
         if value in self.seen:
             return value
-        if len(self.seen) >= self.limit:
+        mine = self.by_developer.setdefault(developer, set())
+        if len(mine) >= self.limit or len(self.seen) >= self.total:
             return OTHER
+        mine.add(value)
         self.seen.add(value)
         return value
 
@@ -120,13 +134,15 @@ class Metrics:
     def watch_pool(self, name: str, pool: asyncpg.Pool) -> None:
         self.pools[name] = pool
 
-    def record_call(self, kind: str, target: str, seconds: float, outcome: str) -> None:
-        target = self.target(target)
+    def record_call(self, kind: str, target: str, seconds: float, outcome: str, developer: str = "") -> None:
+        """One call of `developer`'s (whose label budget its target counts against): a refused call (one of
+        REFUSED_OUTCOMES) has no target."""
+        target = NO_TARGET if outcome in REFUSED_OUTCOMES else self.target(target, developer)
         self.calls.labels(kind, target, outcome).inc()
         self.call_seconds.labels(kind, target).observe(seconds)
 
-    def record_tokens(self, model: str, prompt: int, completion: int) -> None:
-        model = self.target(model)
+    def record_tokens(self, model: str, prompt: int, completion: int, developer: str = "") -> None:
+        model = self.target(model, developer)
         self.model_tokens.labels(model, "prompt").inc(prompt)
         self.model_tokens.labels(model, "completion").inc(completion)
 
