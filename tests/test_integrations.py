@@ -10,7 +10,6 @@ import logging
 import os
 import re
 import socket
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -497,80 +496,6 @@ async def test_a_missing_argument_fails_the_step_naming_it(mapi):
     execution, _ = await run_task(mapi, _task({"provider": "brave", "setup": {"brave_api_key": "k"}}, {}))
     assert execution["status"] == "failed"
     assert "provider 'brave', method 'search' needs the argument query" in execution["error"]
-
-
-FAKE_FFMPEG = f"""#!{sys.executable}
-import json, sys, time
-# Writes the arguments it was given next to its input, as ffmpeg writes its output file; `fail` makes it
-# exit 1 with a message on stderr, `slow` makes it take SLOW_SECONDS.
-if "fail" in sys.argv:
-    sys.exit("Invalid argument: fail")
-if "slow" in sys.argv:
-    time.sleep({SLOW_SECONDS})
-open("out.json", "w").write(json.dumps(sys.argv[1:] + [open("input").read()]))
-"""
-
-
-@pytest.fixture
-def fake_ffmpeg(monkeypatch, tmp_path):
-    binary = tmp_path / "ffmpeg"
-    binary.write_text(FAKE_FFMPEG)
-    binary.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
-    return tmp_path
-
-
-async def test_ffmpeg_runs_the_workers_binary_with_its_arguments_as_a_list(mapi, fake_ffmpeg):
-    arguments = {
-        "cmd": "ffmpeg -i input -vf 'scale=iw/2:ih/2' out.json; touch pwned $(id)",
-        "file": base64.b64encode(b"a video").decode(),
-    }
-    execution, _ = await run_task(mapi, _task({"provider": "ffmpeg"}, arguments))
-    assert execution["status"] == "succeeded", execution["error"]
-    output = execution["output"]
-    assert (output["result"], output["mime_type"]) == (True, "application/json")
-    # No shell: `;` and `$(id)` reached ffmpeg as words.
-    argv = json.loads(base64.b64decode(output["fileoutput"]))
-    assert argv == [
-        "-i",
-        "input",
-        "-vf",
-        "scale=iw/2:ih/2",
-        "out.json;",
-        "touch",
-        "pwned",
-        "$(id)",
-        "a video",
-    ]
-    assert not (fake_ffmpeg / "pwned").exists()
-
-
-async def test_ffmpeg_may_not_read_files_outside_its_folder(mapi, fake_ffmpeg):
-    execution, _ = await run_task(mapi, _task({"provider": "ffmpeg"}, {"cmd": "-i /etc/passwd out.txt"}))
-    assert execution["status"] == "failed"
-    assert "not '/etc/passwd'" in execution["error"], execution["error"]
-
-
-async def test_ffmpeg_failing_fails_the_step_with_its_message(mapi, fake_ffmpeg):
-    arguments = {"cmd": "-i input fail", "file": base64.b64encode(b"v").decode()}
-    execution, _ = await run_task(mapi, _task({"provider": "ffmpeg"}, arguments))
-    assert execution["status"] == "failed"
-    assert "ffmpeg failed (1): Invalid argument: fail" in execution["error"], execution["error"]
-
-
-async def test_ffmpeg_slower_than_the_steps_timeout_is_stopped(mapi, fake_ffmpeg):
-    arguments = {"cmd": "-i input slow", "file": base64.b64encode(b"v").decode()}
-    task = _task({"provider": "ffmpeg"}, arguments, timeout=SLOW_SECONDS / 3, retry={"max_attempts": 1})
-    execution, _ = await run_task(mapi, task)
-    assert execution["status"] == "failed"
-    assert "did not finish within its timeout" in execution["error"], execution["error"]
-
-
-async def test_ffmpeg_without_the_binary_fails_saying_what_to_install(mapi, monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", str(tmp_path))  # an empty folder: no ffmpeg on the worker's PATH
-    execution, _ = await run_task(mapi, _task({"provider": "ffmpeg"}, {"cmd": "-version"}))
-    assert execution["status"] == "failed"
-    assert "ffmpeg is not installed on this worker" in execution["error"], execution["error"]
 
 
 async def test_a_5xx_is_retried_with_the_same_idempotency_key(mapi, integration_fakes):
