@@ -256,3 +256,77 @@ async def test_a_chat_session_that_passes_by_reference(mapi, script):
     entries = (await mapi.get(f"/sessions/{session['id']}/history")).json()["entries"]
     tool_entries = [e for e in entries if e["role"] == "tool"]
     assert PAGE not in json.dumps(tool_entries) and "<<var:fetch_page_1>>" in json.dumps(tool_entries)
+
+
+BIG_PAGE = "w" * 500_000  # the issue's case: 200 references to it would be a 100 MB request
+
+
+def _big_site(request: Request) -> tuple[int, dict[str, str], bytes]:
+    return 200, {"Content-Type": "text/plain"}, BIG_PAGE.encode()
+
+
+def _page_tools(url: str) -> list[dict[str, Any]]:
+    """fetch_big (no arguments) and post_pages, which takes a list of pages."""
+    return [
+        {
+            "name": "fetch_big",
+            "type": "api_call",
+            "description": "a big page",
+            "api_call": {"url": url + "big"},
+        },
+        {
+            "name": "post_pages",
+            "type": "api_call",
+            "description": "post pages",
+            "api_call": {
+                "method": "POST",
+                "url": url + "post",
+                "json": {"pages": "{{ arguments.pages }}"},
+                "params_schema": {"type": "object", "properties": {"pages": {"type": "array"}}},
+            },
+        },
+    ]
+
+
+def _fetch_then_post_many(call: Call) -> Reply:
+    """Fetches the big page, then posts 200 references to it."""
+    results = _tool_results(call)
+    if not results:
+        return Reply(tool_calls=[("fetch_big", {})])
+    if len(results) == 1:
+        return Reply(tool_calls=[("post_pages", {"pages": [results[0]["data"]["reference"]] * 200})])
+    return Reply(content="posted")
+
+
+async def test_a_step_whose_references_would_pass_the_value_limit_fails_before_the_call(mapi, script):
+    script.reply = _fetch_then_post_many
+    with LocalServer(_big_site) as site:
+        execution, rows = await run_task(
+            mapi, {"name": "posts", "tools": _page_tools(site.url), "main": [_prompt(**BY_REFERENCE)]}
+        )
+        posted = [r for r in site.requests if r.path == "/post"]
+    assert execution["status"] == "failed"
+    assert posted == []  # nothing was built or sent
+    assert execution["error"].startswith(
+        "main[0]: tool 'post_pages': LimitExceeded: argument 'pages': once "
+    ), execution["error"]
+    assert "over 1000000 elements" in execution["error"]
+    assert rows[-1]["type"] == "error"
+
+
+async def test_a_chat_whose_references_would_pass_the_value_limit_is_refused(mapi, script):
+    script.reply = _fetch_then_post_many
+    agent = await create_agent(mapi)
+    with LocalServer(_big_site) as site:
+        created = await mapi.post(
+            "/sessions", json={"agent": agent["id"], "auto_run_tools": True, "settings": BY_REFERENCE}
+        )
+        assert created.status_code == 201, created.text
+        answer = await mapi.post(
+            f"/sessions/{created.json()['id']}/chat",
+            json={"messages": [{"role": "user", "content": "Post them"}], "tools": _page_tools(site.url)},
+        )
+        posted = [r for r in site.requests if r.path == "/post"]
+    assert answer.status_code == 413, answer.text
+    assert posted == []
+    assert "tool 'post_pages': LimitExceeded: argument 'pages': once " in answer.text

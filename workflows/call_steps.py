@@ -311,7 +311,9 @@ class CallSteps:
         (an execution that started before the feature existed replays without it)."""
         if not settings.enabled or not workflow.patched(references.REFERENCES_PATCH):
             return None
-        return references.Variables.start(settings, self.interpreter.state)
+        bounded = workflow.patched(references.BOUNDED_PATCH)  # a run from before the bound replays unbounded
+        budget = self.interpreter.values.budget  # the step's: filling references in is charged to it
+        return references.Variables.start(settings, self.interpreter.state, budget, bounded)
 
     async def _loop_tool(
         self,
@@ -346,6 +348,8 @@ class CallSteps:
                 data = outcome.output if isinstance(outcome, CallResult) else outcome
             except references.BadReference as exc:
                 error = references.error_result(exc)
+            except references.ReferencesTooLarge as exc:  # a value limit, not the model's to read
+                raise StepFailed(f"{where(position, step.label)}: tool {name!r}: {exc}") from None
             except ValueError as exc:
                 error = {"code": "invalid_arguments", "message": str(exc)}
             except (ActivityError, StepFailed) as exc:

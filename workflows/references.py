@@ -15,6 +15,10 @@ marked `"x-by-reference": true` takes a reference only; a tool with such a requi
 while a variable fits it. A reference to no variable, or to one that does not fit, is an error the model
 reads as the tool's result (`invalid_reference`, naming the variables there are); the tool does not run.
 
+Filling references in is bounded before anything is built (workflows/reference_size.py): every reference counts
+its variable's whole size each time it appears, the arguments must stay within the limits of any value, and
+the work is charged to the step's budget. Past a limit, ReferencesTooLarge: a step fails (a chat answers 413).
+
 Pure functions and one small mutable holder (Variables), so all of it runs inside a workflow: the variables
 come from tool results (activities) and the state, so a replay rebuilds them identically.
 """
@@ -26,6 +30,10 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from workflows.reference_size import NAME, REFERENCE, WHOLE_REFERENCE, ArgumentsSize, Weights
+from workflows.reference_size import ReferencesTooLarge as ReferencesTooLarge  # what callers catch
+from workflows.sandbox.budget import Budget
+
 ENABLED_KEY = "pass_by_reference"
 THRESHOLD_KEY = "reference_threshold"
 SETTING_KEYS = (ENABLED_KEY, THRESHOLD_KEY)
@@ -34,10 +42,8 @@ DEFAULT_THRESHOLD = 2000  # characters of a tool result's JSON text
 PREVIEW_CHARS = 200
 # An execution that started before pass by reference existed keeps sending the setting to the model as it was.
 REFERENCES_PATCH = "issue-17-pass-by-reference"
-
-NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-REFERENCE = re.compile(r"<<var:(" + NAME + r")>>")
-WHOLE_REFERENCE = re.compile(r"\s*<<var:(" + NAME + r")>>\s*")
+# One that started before substitution was bounded replays its tool calls unbounded, as they ran.
+BOUNDED_PATCH = "issue-27-bounded-references"
 
 
 class BadReference(ValueError):
@@ -121,12 +127,23 @@ class Variables:
 
     threshold: int = DEFAULT_THRESHOLD
     values: dict[str, Any] = field(default_factory=dict)
+    # Filling references in is bounded (reference_size.py) and charged to `budget` (a step's, in a workflow);
+    # unbounded only in a run that started before the bound, replayed.
+    budget: Budget | None = field(default=None, repr=False, compare=False)
+    bounded: bool = True
+    weights: Weights = field(default_factory=Weights, repr=False, compare=False)
 
     @classmethod
-    def start(cls, settings: ReferenceSettings, state: dict[str, Any] | None = None) -> Variables:
+    def start(
+        cls,
+        settings: ReferenceSettings,
+        state: dict[str, Any] | None = None,
+        budget: Budget | None = None,
+        bounded: bool = True,
+    ) -> Variables:
         """A loop's variables: to begin with, the task's state values whose keys can be names."""
         named = {k: v for k, v in (state or {}).items() if re.fullmatch(NAME, k)}
-        return cls(settings.threshold, named)
+        return cls(settings.threshold, named, budget, bounded)
 
     def listing(self, names: list[str] | None = None) -> str:
         """Variables (these, or all) as the model reads them in an error: `a (string), b (object)`."""
@@ -184,6 +201,7 @@ class Variables:
             return result, None
         name = self._new_name(tool_name)
         self.values[name] = data
+        self.weights.texts[name] = len(text)  # what a reference inside text becomes (_as_text)
         preview = text[:PREVIEW_CHARS] + ("…" if len(text) > PREVIEW_CHARS else "")
         summary = {
             "reference": f"<<var:{name}>>",
@@ -205,23 +223,26 @@ class Variables:
 
     def resolve(self, schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
         """The arguments with every reference replaced by its value; BadReference for a reference to no
-        variable, one that does not fit its parameter, or a literal where a reference is required."""
+        variable, one that does not fit its parameter, or a literal where a reference is required; and,
+        before anything is built, ReferencesTooLarge when they would pass a value limit or the budget."""
         properties = schema.get("properties")
         properties = properties if isinstance(properties, dict) else {}
-        resolved = {}
+        size = ArgumentsSize(self.weights, self._value)
         for key, value in arguments.items():
             prop = properties.get(key)
             whole = WHOLE_REFERENCE.fullmatch(value) if isinstance(value, str) else None
             if whole:
-                resolved[key] = self._fitting_value(key, prop, whole.group(1))
+                self._fitting_value(key, prop, whole.group(1))
             elif isinstance(prop, dict) and prop.get(BY_REFERENCE_KEY):
                 raise BadReference(
                     f"argument {key!r} takes a variable by reference only (write '<<var:name>>'); "
                     f"variables that fit: {self.listing(self.fitting(prop))}"
                 )
-            else:
-                resolved[key] = self._substitute(key, value)
-        return resolved
+            if self.bounded:
+                size.add(key, value)
+        if self.bounded:
+            size.charge(self.budget)
+        return {key: self._substitute(key, value) for key, value in arguments.items()}
 
     def _value(self, where: str, name: str) -> Any:
         if name not in self.values:

@@ -16,7 +16,7 @@ from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.temporal import RUN_TOOL_WORKFLOW, tenant_priority
 from mint.models.client import ModelClient, OnText
 from services.chat.request import Chat
-from services.errors import ModelFailed, ModelRefused
+from services.errors import ModelFailed, ModelRefused, TooLarge
 from workflows import prompts, references
 
 # The request's settings that override the agent's default_settings.
@@ -85,6 +85,8 @@ class ChatCalls:
             arguments = {**variables.resolve(prompts.parameters_schema(spec), own), **fixed}
         except references.BadReference as exc:
             return prompts.tool_result("error", 0, 0, error=references.error_result(exc))
+        except references.ReferencesTooLarge as exc:  # the limit a step fails on, before anything is built
+            raise TooLarge(f"tool {spec['name']!r}: {exc}") from None
         result = await self._run_tool(developer, agent_id, spec, arguments)
         return variables.keep(spec["name"], result)[0]
 

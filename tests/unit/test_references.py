@@ -4,6 +4,7 @@ offered and reads, and what a tool receives. Pure functions; the HTTP-level test
 from __future__ import annotations
 
 import json
+import tracemalloc
 from typing import Any
 
 import pytest
@@ -15,11 +16,22 @@ from workflows.references import (
     DEFAULT_THRESHOLD,
     BadReference,
     ReferenceSettings,
+    ReferencesTooLarge,
     Variables,
     fits,
     setting_problems,
     split_settings,
 )
+from workflows.sandbox.budget import (
+    CHARS_PER_UNIT,
+    MAX_ELEMENTS,
+    MAX_STRING_LENGTH,
+    SCANS_PER_UNIT,
+    STEP_BUDGET,
+    Budget,
+)
+from workflows.sandbox.data import counted
+from workflows.values import MAX_RESULT_DEPTH, ValueEvaluator
 
 PAGE = "x" * 5000
 
@@ -239,3 +251,177 @@ async def test_a_prompt_step_passes_a_fetched_page_and_a_state_value_by_referenc
     assert posted["json"] == {"text": PAGE, "note": "from ada"}
     fetched = done.of_type("step")[2]["output"]
     assert fetched["variable"] == "fetch_1" and fetched["result"]["data"]["json"] == {"text": PAGE}
+
+
+# bounded before it is built (issue 27) --------------------------------------------------------------------
+
+BIG = "x" * 500_000  # 62,501 elements as bounded_size counts them: 16 of them pass MAX_ELEMENTS
+LIST = _tool("post", {"pages": {"type": "array"}})["function"]["parameters"]
+
+
+def _bounded(**values: Any) -> Variables:
+    return Variables(threshold=100, values=dict(values), budget=Budget())
+
+
+def _sandbox_accepts(value: Any) -> bool:
+    """Whether the sandbox would hold `value`: bounded_size's count, shared parts counted each time."""
+    return counted(value) <= MAX_ELEMENTS
+
+
+def test_many_references_to_one_big_value_are_refused_before_anything_is_built():
+    variables = _bounded(page=BIG)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ReferencesTooLarge) as raised:
+            variables.resolve(LIST, {"pages": ["<<var:page>>"] * 200})  # 100 MB, were it built
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1_000_000  # not the value, nor a copy of the variable
+    message = str(raised.value)
+    assert message.startswith("LimitExceeded: argument 'pages': ")
+    assert f"over {MAX_ELEMENTS} elements" in message and "each counts its variable's whole size" in message
+    assert variables.budget is not None and variables.budget.left == STEP_BUDGET  # refused: nothing charged
+
+
+@pytest.mark.parametrize("count", [15, 16])
+def test_references_are_held_to_the_limit_any_value_has_just_under_passes(count):
+    built = {"pages": [BIG] * count}
+    variables = _bounded(page=BIG)
+    if _sandbox_accepts(built):
+        assert variables.resolve(LIST, {"pages": ["<<var:page>>"] * count}) == built
+    else:
+        with pytest.raises(ReferencesTooLarge):
+            variables.resolve(LIST, {"pages": ["<<var:page>>"] * count})
+    assert _sandbox_accepts(built) is (count == 15)  # the two cases are one each side of the limit
+
+
+def test_nested_references_count_wherever_they_are():
+    variables = _bounded(page=BIG, small="s")
+    arguments = {"a": {"b": [{"c": "<<var:page>>", "d": ["<<var:page>>"] * 3}] * 4}, "e": "<<var:small>>"}
+    with pytest.raises(ReferencesTooLarge, match="argument 'a'"):
+        variables.resolve({}, arguments)  # 16 references, 4 levels down
+    # A variable's value is not searched for references: one that holds reference text is only that text.
+    holder = _bounded(page=BIG, refs="<<var:page>>" * 1000)
+    assert holder.resolve({}, {"t": "<<var:refs>>"}) == {"t": "<<var:page>>" * 1000}
+
+
+def test_a_variable_built_by_an_expression_counts_every_repeat_of_what_it_shares():
+    values = ValueEvaluator("dollar")
+    rows = values.expression("[_] * 200", {"_": BIG})  # cheap to build: 200 references to one string
+    nested = values.expression("{'a': [_] * 10, 'b': [_] * 10}", {"_": BIG})
+    variables = Variables.start(ReferenceSettings(True, 100), {"rows": rows, "nested": nested}, Budget())
+    with pytest.raises(ReferencesTooLarge, match="argument 'rows'"):
+        variables.resolve({}, {"rows": "<<var:rows>>"})
+    with pytest.raises(ReferencesTooLarge, match="argument 'x'"):
+        variables.resolve({}, {"x": ["<<var:nested>>"]})
+    with pytest.raises(ReferencesTooLarge, match="too large to write as text"):
+        variables.resolve({}, {"note": "rows: <<var:rows>>"})  # never written out to find its length
+
+
+def test_references_inside_text_are_held_to_the_longest_string():
+    head = "page: "
+    fits = "y" * (MAX_STRING_LENGTH - len(head))
+    variables = _bounded(page=BIG, fits=fits)
+    assert variables.resolve({}, {"t": head + "<<var:fits>>"}) == {"t": head + fits}
+    with pytest.raises(ReferencesTooLarge) as raised:
+        variables.resolve({}, {"t": head + "<<var:fits>>!"})
+    assert f"longer than {MAX_STRING_LENGTH} characters" in str(raised.value)
+    with pytest.raises(ReferencesTooLarge, match="argument 't': with its 3 references"):
+        variables.resolve({}, {"t": "<<var:page>> " * 3})
+
+
+def test_references_are_held_to_the_nesting_any_value_may_have():
+    deep: Any = "bottom"
+    for _ in range(MAX_RESULT_DEPTH - 1):
+        deep = [deep]
+    variables = _bounded(deep=deep)
+    assert variables.resolve({}, {"d": "<<var:deep>>"}) == {"d": deep}  # the arguments are one level more
+    with pytest.raises(ReferencesTooLarge, match=f"more than {MAX_RESULT_DEPTH} levels deep"):
+        variables.resolve({}, {"d": ["<<var:deep>>"]})
+
+
+def test_filling_references_in_is_charged_to_the_steps_budget():
+    variables = _bounded(page=BIG)
+    budget = variables.budget
+    assert budget is not None
+    variables.resolve(LIST, {"pages": ["<<var:page>>"] * 8})
+    spent = STEP_BUDGET - budget.left
+    assert spent >= 8 * len(BIG) // 8 // SCANS_PER_UNIT  # every repeat is written into the request
+    variables.resolve({}, {"t": "<<var:page>>!"})  # text is copied, too
+    assert STEP_BUDGET - budget.left >= spent + len(BIG) // CHARS_PER_UNIT
+    # Calls that each pass alone fail the step together once its budget is spent, and charge nothing then.
+    left = budget.left
+    with pytest.raises(ReferencesTooLarge) as raised:
+        for _ in range(10):
+            left = budget.left
+            variables.resolve(LIST, {"pages": ["<<var:page>>"] * 8})
+    assert budget.left == left
+    assert f"of its {STEP_BUDGET} left; split the work across steps" in str(raised.value)
+
+
+def test_a_run_from_before_the_bound_fills_references_in_as_it_did():
+    variables = Variables(threshold=100, values={"page": BIG}, budget=Budget(), bounded=False)
+    resolved = variables.resolve(LIST, {"pages": ["<<var:page>>"] * 20})
+    assert resolved == {"pages": [BIG] * 20} and variables.budget is not None
+    assert variables.budget.left == STEP_BUDGET
+
+
+TAKES_PAGES = {"type": "object", "properties": {"pages": {"type": "array"}}, "required": ["pages"]}
+PAGES_TOOLS = {
+    "api_call": {
+        "name": "post",
+        "type": "api_call",
+        "api_call": {
+            "method": "POST",
+            "url": "https://site.example/post",
+            "json": {"pages": "{{ arguments.pages }}"},
+            "params_schema": TAKES_PAGES,
+        },
+    },
+    "function": {"name": "post", "type": "function", "function": {"parameters": TAKES_PAGES}},
+}
+PASS_PAGES = {
+    "prompt": "post the pages",
+    "tools": "all",
+    "auto_run_tools": True,
+    "settings": {"pass_by_reference": True},
+}
+
+
+def _post_pages(count: int) -> Any:
+    def model(request: dict[str, Any]) -> dict[str, Any]:
+        if any(m["role"] == "tool" for m in request["messages"]):
+            return completion("posted")
+        return completion(tool_calls=[("post", {"pages": ["<<var:page>>"] * count})])
+
+    return model
+
+
+@pytest.mark.parametrize("kind", ["api_call", "function"])
+@pytest.mark.parametrize(
+    "step, at",
+    [
+        (PASS_PAGES, "main[1]"),
+        ({"foreach": {"in": "$ [1]", "do": PASS_PAGES}}, "main[1].foreach[0]"),
+        ({"over": "$ [1, 2]", "map": PASS_PAGES}, "main[1].map[0]"),
+    ],
+    ids=["step", "foreach", "map"],
+)
+async def test_a_prompt_step_that_fills_in_too_many_references_fails_and_calls_nothing(mint, kind, step, at):
+    mint.fakes.model = _post_pages(200)  # 200 x 50 KB: a 10 MB request, were it built
+    page = {"set": {"page": "$ 'x' * 50000"}}
+    done = await mint.fail(task(page, step, tools=[PAGES_TOOLS[kind]]))
+    assert mint.fakes.requests(CALL_API) == [] and done.of_type("wait") == []  # the tool never ran
+    assert done.error.startswith(f"{at}: tool 'post': LimitExceeded: argument 'pages': "), done.error
+    assert f"over {MAX_ELEMENTS} elements" in done.error
+
+
+async def test_a_prompt_step_fills_in_references_within_the_limit(mint):
+    mint.fakes.model = _post_pages(3)
+    done = await mint.succeed(
+        task({"set": {"page": "$ 'x' * 50000"}}, PASS_PAGES, tools=[PAGES_TOOLS["api_call"]])
+    )
+    (posted,) = mint.fakes.requests(CALL_API)
+    assert posted["json"] == {"pages": ["x" * 50000] * 3}
+    assert done.output["choices"][0]["message"]["content"] == "posted"
