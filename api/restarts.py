@@ -73,6 +73,7 @@ async def restart_execution(
             state=plan.state,
             labels=plan.labels,
             legacy=False,
+            new_input=has_input,  # the input guardrails check it, as they check an execution's input
         )
     await launch(store, temporal, settings, developer, task, execution, resume)
     return {**execution, "status": "starting"}

@@ -31,6 +31,9 @@ class ResumePoint:
     state: dict[str, Any]
     labels: dict[str, Any]
     legacy: bool = True  # the execution runs as before issue 13 (a resume point written before has no field)
+    # A restart with a new input for the step it restarts: the input guardrails check that input first (a
+    # continue-as-new's resume point, and one written before, has no new input).
+    new_input: bool = False
 
 
 @dataclass

@@ -55,5 +55,25 @@ async def reachable_agents(store: Store, developer: str, agent: dict[str, Any]) 
                 **{k: row.get(k) for k in AGENT_VIEW_KEYS},
                 "tools": [t["spec"] for t in tool_rows],
             }
+            if row.get("guardrails"):  # whichever agent answers a prompt step, its guardrails apply
+                found[row["id"]]["guardrails"] = row["guardrails"]
         frontier = rows
     return found
+
+
+async def reaches_output_guardrails(store: Store, developer: str, agent: dict[str, Any]) -> bool:
+    """Whether `agent`, or an agent a chat could be handed to from it (its handoffs, theirs, and so on), has
+    output guardrails: then a streamed chat holds the answer back until they pass. Past MAX_REACHABLE_AGENTS
+    agents it says yes: holding back costs only the text's liveness, never what a guardrail refuses."""
+    seen = {agent.get("id")}
+    frontier = [agent]
+    while frontier:
+        if any((a.get("guardrails") or {}).get("output") for a in frontier):
+            return True
+        wanted = list(dict.fromkeys(i for a in frontier for i in a.get("handoffs") or [] if i not in seen))
+        seen.update(wanted)
+        if len(seen) > MAX_REACHABLE_AGENTS:
+            return True
+        rows = await asyncio.gather(*(owned_row(store, AGENTS, developer, i) for i in wanted))
+        frontier = [row for row in rows if row is not None]
+    return False

@@ -286,18 +286,42 @@ async def test_the_example_refunds_small_amounts_and_refuses_large_ones(mapi):
     assert card["error"] == "OutputGuardrailTripwire: the answer would show a card number"
 
 
-async def test_a_streamed_answer_refused_by_an_output_guardrail_ends_with_a_typed_error_event(mapi):
-    no_echo = {"name": "no_echo", "check": "$ 'echo' not in _", "message": "answers may not echo"}
-    agent = await _agent(mapi, guardrails={"output": [no_echo]})
+def _events(raw: str) -> list[dict[str, Any]]:
+    return [json.loads(line[5:]) for line in raw.splitlines() if line.startswith("data:")]
+
+
+async def _stream(api: httpx.AsyncClient, session_id: str, text: str) -> tuple[int, str]:
+    """A streamed chat's status and its raw SSE body, as the client received it."""
+    body = {"messages": [{"role": "user", "content": text}], "stream": True}
+    async with api.stream("POST", f"/sessions/{session_id}/chat", json=body) as response:
+        return response.status_code, (await response.aread()).decode()
+
+
+NO_PINS = {"name": "no_pins", "check": "$ '4321' not in _", "message": "answers may not show a PIN"}
+
+
+async def test_a_streamed_answer_an_output_guardrail_refuses_never_reaches_the_client(mapi, model_server):
+    agent = await _agent(mapi, guardrails={"output": [NO_PINS]})
     session = (await mapi.post("/sessions", json={"agent": agent["id"]})).json()
-    answer = await mapi.post(
-        f"/sessions/{session['id']}/chat",
-        json={"messages": [{"role": "user", "content": "hello"}], "stream": True},
-    )
-    assert answer.status_code == 200, answer.text  # the text was on its way before the answer was checked
-    events = [json.loads(line[5:]) for line in answer.text.splitlines() if line.startswith("data:")]
-    assert events[-1] == {
-        "error": "OutputGuardrailTripwire: answers may not echo",
-        "type": "OutputGuardrailTripwire",
-    }
+    status, raw = await _stream(mapi, session["id"], "my PIN is 4321")
+    assert model_server.calls[-1].body["stream"] is True  # the model did write it
+    assert status == 200, raw
+    assert "4321" not in raw  # no piece of the refused answer, in any event
+    assert _events(raw) == [  # the refusal alone
+        {"error": "OutputGuardrailTripwire: answers may not show a PIN", "type": "OutputGuardrailTripwire"}
+    ]
     assert await _history(mapi, session["id"]) == []
+
+
+async def test_a_streamed_answer_goes_out_once_the_output_guardrails_let_it_pass(mapi):
+    agent = await _agent(mapi, guardrails={"output": [NO_PINS]})
+    session = (await mapi.post("/sessions", json={"agent": agent["id"]})).json()
+    question = "tell me something long enough to arrive in pieces"
+    status, raw = await _stream(mapi, session["id"], question)
+    assert status == 200, raw
+    *texts, closing = _events(raw)
+    # Held until checked, then sent whole, in the chunks a live stream has; the closing chunk as ever.
+    assert [t["choices"][0]["delta"] for t in texts] == [{"content": f"echo: {question}"}]
+    assert closing["choices"][0]["finish_reason"] == "stop"
+    assert "content" not in closing["choices"][0]["delta"]
+    assert (await _history(mapi, session["id"]))[-1]["content"] == f"echo: {question}"

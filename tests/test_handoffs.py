@@ -186,6 +186,50 @@ async def test_after_a_chat_handoff_the_answering_agents_output_guardrails_apply
     assert refused.json()["error"] == "OutputGuardrailTripwire: no invoice numbers"
 
 
+async def test_a_chat_handed_over_runs_the_targets_input_guardrails_first(mapi, script, model_server, desk):
+    triage, billing = desk
+    script.reply = _desk_model
+    no_invoices = {"name": "no_invoices", "check": "$ 'invoice' not in _", "message": "billing is closed"}
+    patched = await mapi.patch(f"/agents/{billing['id']}", json={"guardrails": {"input": [no_invoices]}})
+    assert patched.status_code == 200, patched.text
+    session = (await mapi.post("/sessions", json={"agent": triage["id"], "auto_run_tools": True})).json()
+    ask = {"messages": [{"role": "user", "content": "Is my invoice paid?"}]}
+
+    refused = await mapi.post(f"/sessions/{session['id']}/chat", json=ask)
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["type"] == "InputGuardrailTripwire"
+    assert refused.json()["error"] == "InputGuardrailTripwire: billing is closed"
+    (asked,) = model_server.calls  # triage's, which transferred: billing's model was never asked
+    assert TRIAGE_RULE in _system(asked)
+    assert (await mapi.get(f"/sessions/{session['id']}/history")).json()["entries"] == []
+
+    # What billing is handed, checked by `messages` too: the user's question and the transfer.
+    saw = {"name": "saw", "check": "$ [m['role'] for m in messages] == ['user', 'assistant', 'tool']"}
+    patched = await mapi.patch(f"/agents/{billing['id']}", json={"guardrails": {"input": [saw]}})
+    assert patched.status_code == 200, patched.text
+    answer = await mapi.post(f"/sessions/{session['id']}/chat", json=ask)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["agent_id"] == billing["id"]
+
+
+async def test_a_streamed_chat_holds_back_what_the_agent_handed_to_may_not_say(mapi, script, desk):
+    triage, billing = desk
+    script.reply = _desk_model
+    no_invoices = {"name": "no_invoices", "check": "$ 'INV-' not in _", "message": "no invoice numbers"}
+    patched = await mapi.patch(f"/agents/{billing['id']}", json={"guardrails": {"output": [no_invoices]}})
+    assert patched.status_code == 200, patched.text
+    session = (await mapi.post("/sessions", json={"agent": triage["id"], "auto_run_tools": True})).json()
+    body = {"messages": [{"role": "user", "content": "Is my invoice paid?"}], "stream": True}
+    async with mapi.stream("POST", f"/sessions/{session['id']}/chat", json=body) as response:
+        raw = (await response.aread()).decode()
+    assert response.status_code == 200, raw
+    assert "INV-" not in raw  # triage has no guardrails, but the agent it may hand to has
+    events = [json.loads(line[6:]) for line in raw.splitlines() if line.startswith("data: ")]
+    assert events == [
+        {"error": "OutputGuardrailTripwire: no invoice numbers", "type": "OutputGuardrailTripwire"}
+    ]
+
+
 # Executions --------------------------------------------------------------------------------------------------
 
 HANDOFF_TASK = {
@@ -252,6 +296,55 @@ async def test_a_prompt_step_is_handed_over_and_replays(
     )
     result = await replayer.replay_workflow(history, raise_on_replay_failure=False)
     assert result.replay_failure is None, result.replay_failure
+
+
+async def test_a_prompt_step_handed_over_runs_the_targets_guardrails(mapi, script, model_server, desk):
+    triage, billing = desk
+    script.reply = _desk_model
+    no_invoices = {"name": "no_invoices", "check": "$ 'invoice' not in _", "message": "billing is closed"}
+    patched = await mapi.patch(f"/agents/{billing['id']}", json={"guardrails": {"input": [no_invoices]}})
+    assert patched.status_code == 200, patched.text
+    closed = await _run(mapi, triage["id"], HANDOFF_TASK)
+    assert closed["status"] == "failed"
+    assert closed["error"] == "InputGuardrailTripwire: billing is closed"
+    assert len(model_server.calls) == 1  # triage's, which transferred: billing's model was never asked
+    rows = await transitions(mapi, closed["id"])
+    assert rows[-1]["metadata"] == {"error_type": "InputGuardrailTripwire", "guardrail": "no_invoices"}
+
+    # Its output guardrails check its answer (the task's and triage's, which have none, still apply too).
+    no_numbers = {"name": "no_numbers", "check": "$ 'INV-' not in _", "message": "no invoice numbers"}
+    patched = await mapi.patch(f"/agents/{billing['id']}", json={"guardrails": {"output": [no_numbers]}})
+    assert patched.status_code == 200, patched.text
+    refused = await _run(mapi, triage["id"], HANDOFF_TASK)
+    assert refused["status"] == "failed" and refused["output"] is None
+    assert refused["error"] == "OutputGuardrailTripwire: no invoice numbers"
+    rows = await transitions(mapi, refused["id"])
+    assert rows[-1]["metadata"] == {"error_type": "OutputGuardrailTripwire", "guardrail": "no_numbers"}
+    assert not any(r["output"] == "billing: invoice INV-7 is paid" for r in rows)  # the step never ended
+
+
+async def test_a_handed_agents_model_guardrail_is_its_own_call_in_the_step(mapi, script, model_server, desk):
+    triage, billing = desk
+
+    def model(call: Call) -> Reply:
+        if (call.body.get("response_format") or {}).get("type") == "json_schema":
+            return Reply(content=json.dumps({"allowed": True, "reason": "a fair answer"}))
+        return _desk_model(call)
+
+    script.reply = model
+    judge = {"name": "judge", "prompt": "Fair? {{ _ }}"}
+    patched = await mapi.patch(f"/agents/{billing['id']}", json={"guardrails": {"output": [judge]}})
+    assert patched.status_code == 200, patched.text
+    done = await _run(mapi, triage["id"], HANDOFF_TASK)
+    assert done["status"] == "succeeded", done
+    assert done["output"] == {"answer": "billing: invoice INV-7 is paid"}
+    asked = model_server.calls[-1]
+    assert asked.model == "gpt-4o"  # billing's model, as the guardrail names none
+    assert asked.messages[-1]["content"] == "Fair? billing: invoice INV-7 is paid"
+    rows = await transitions(mapi, done["id"])
+    verdict = next(r for r in rows if r["metadata"].get("guardrail") == "judge")
+    assert verdict["output"] == {"guardrail": "judge", "allowed": True, "reason": "a fair answer"}
+    assert verdict["metadata"]["stage"] == "output" and verdict["current"]["step"] == 0
 
 
 async def test_a_prompt_step_transfer_outside_the_handoffs_fails_with_handoff_error(mapi, script, desk):

@@ -184,11 +184,10 @@ async def test_a_restart_keeps_the_input_guardrails_verdicts_and_has_a_trace(map
     assert verdict["metadata"]["guardrail"] == "judge" and second_step["current"]["step"] == 1
     model_server.calls.clear()
 
-    # From main[1]: the guardrails' checks are kept, not run again, even with a new input for the step
-    # (one the `small_n` check would refuse as an execution's input); the kept verdict is no `set` output.
-    done = await _restart(mapi, first["id"], {"from_transition": second_step["id"], "input": {"n": 500}})
+    # From main[1]: the guardrails' checks are kept, not run again; the kept verdict is no `set` output.
+    done = await _restart(mapi, first["id"], {"from_transition": second_step["id"]})
     assert done["status"] == "succeeded", done["error"]
-    assert done["output"] == {"state": {"seen": 1}, "got": {"n": 500}}
+    assert done["output"] == {"state": {"seen": 1}, "got": {"seen": 1}}
     assert model_server.calls == []  # the judge's verdict was kept
     again = await transitions(mapi, done["id"])
     assert _same(again[:3]) == _same(rows[:3])
@@ -211,3 +210,41 @@ async def test_a_restart_keeps_the_input_guardrails_verdicts_and_has_a_trace(map
     fresh_rows = await transitions(mapi, fresh["id"])
     assert [r["type"] for r in fresh_rows] == ["init", "error"]
     assert fresh_rows[-1]["metadata"]["guardrail"] == "small_n"
+
+
+async def test_a_restart_with_a_new_input_runs_the_input_guardrails_on_it(mapi, script, model_server):
+    script.reply = _verdict_or_echo
+    task = {
+        "name": "guarded",
+        "guardrails": {
+            "input": [
+                {"name": "small_n", "check": "$ _.get('n', 0) < 100", "message": "n is {{ _.n }}, too big"},
+                {"name": "judge", "prompt": "Is n={{ _.n }} fine?", "model": "gpt-4o-mini"},
+            ]
+        },
+        "main": [{"set": {"seen": "$ _.n"}}, {"evaluate": {"got": "$ _"}}],
+    }
+    first, rows = await run_task(mapi, task, {"n": 1})
+    assert first["status"] == "succeeded", first["error"]
+    second_step = next(r for r in rows if r["type"] == "step" and r["current"]["step"] == 1)
+    model_server.calls.clear()
+
+    # A new input for main[1] is checked before main[1] runs, as the execution's input was before main[0].
+    refused = await _restart(mapi, first["id"], {"from_transition": second_step["id"], "input": {"n": 500}})
+    assert refused["status"] == "failed"
+    assert refused["error"] == "InputGuardrailTripwire: n is 500, too big"
+    again = await transitions(mapi, refused["id"])
+    assert [r["type"] for r in again[3:]] == ["error"]  # after the kept init, verdict and main[0]
+    assert again[-1]["current"]["step"] == 1
+    assert again[-1]["metadata"] == {"error_type": "InputGuardrailTripwire", "guardrail": "small_n"}
+    assert model_server.calls == []  # the check refused before the judge was asked
+
+    passed = await _restart(mapi, first["id"], {"from_transition": second_step["id"], "input": {"n": 50}})
+    assert passed["status"] == "succeeded", passed["error"]
+    assert passed["output"] == {"got": {"n": 50}}
+    (asked,) = model_server.calls  # the judge, on the new input
+    assert asked.messages[-1]["content"] == "Is n=50 fine?"
+    again = await transitions(mapi, passed["id"])
+    verdict = again[3]
+    assert verdict["metadata"]["guardrail"] == "judge" and verdict["current"]["step"] == 1
+    assert [r["type"] for r in again[4:]] == ["step", "finish"]

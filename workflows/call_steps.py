@@ -226,7 +226,7 @@ class CallSteps:
 
         max_turns = step.max_turns or prompts.MAX_TURNS
         loop = ToolLoop(
-            ask=self._asker(request, holder, variables, step, position),
+            ask=self._asker(request, holder, variables, step, position, names),
             message_of=lambda answer: answer.output["choices"][0]["message"],
             runs_here=lambda calls: bool(step.auto_run_tools),
             run_tool=run_tool,
@@ -241,6 +241,9 @@ class CallSteps:
                 f"{here}: the model still asked for tools after {max_turns} turns "
                 "(raise the step's `max_turns` if the task needs more)",
             ) from None
+        if holder.moved:  # whichever agent answers, its guardrails apply: the target's on its answer
+            message = answer.output["choices"][0]["message"]
+            await self.interpreter.guards.run_handed("output", holder.agent, [message], names, position)
         output = _step_output(answer, step, request, here)
         return replace(answer, output=output, agent_id=answered_by(holder, output))
 
@@ -251,9 +254,11 @@ class CallSteps:
         variables: references.Variables | None,
         step: lang.PromptStep,
         position: Position,
+        names: dict[str, Any],
     ) -> Callable[[list[dict[str, Any]]], Awaitable[CallResult]]:
-        """A prompt step's model call, each round of its tool loop: after a transfer, the target's request;
-        with variables, the by-reference tools some variable fits."""
+        """A prompt step's model call, each round of its tool loop: after a transfer, the target's request
+        (once its input guardrails pass what it is handed); with variables, the by-reference tools some
+        variable fits."""
         here = f"{position.workflow}[{position.step}]"
         offered = request.tools
 
@@ -262,6 +267,8 @@ class CallSteps:
             if holder.pending is not None:  # a transfer: the target takes over from this call
                 await hand_over(self.interpreter, holder, request, step, here)
                 offered = request.tools
+                handed = [m for m in messages if m.get("role") != "system"]
+                await self.interpreter.guards.run_handed("input", holder.agent, handed, names, position)
             request.messages, started = holder.conversation(messages), workflow.now().isoformat()
             if variables is not None:
                 request.tools = variables.offer(offered)

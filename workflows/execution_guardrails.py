@@ -1,11 +1,16 @@
 """An execution's guardrails: the task's, then its agent's (both apply), on the input before the first step
-and on the final output before `finish` (workflows/guardrails.py runs them; the interpreter calls `run`).
+(or a restart's new input, before the step it restarts) and on the final output before `finish`
+(workflows/guardrails.py runs them; the interpreter calls `run`). After a handoff in a prompt step, the agent
+that took over brings its own too (`run_handed`): its input guardrails on what it is handed, its output
+guardrails on its answer, as in a chat.
 
 The task's come first because they are the more specific, written for this task's input and output; an
 agent's guard everything the agent does. A refusal fails the execution with GuardrailTripped, whose `error`
 transition names the guardrail; a prompt guardrail's model call is a `step` transition naming it, which
 carries the call's usage. Without guardrails nothing is run, issued or recorded, so the histories of tasks
-without them are as before (and no history from before guardrails existed can hold any: the fields are new).
+without them are as before (and no history from before guardrails existed can hold any: the fields are new;
+nor can a history from before handed agents' guardrails ran hold a handed agent's, which the execution's
+parameters did not carry then).
 """
 
 from __future__ import annotations
@@ -20,7 +25,16 @@ from contracts.transitions import Position
 from workflows.call_steps import CallSteps
 from workflows.failures import TypedFailure
 from workflows.frames import Frame
-from workflows.guardrails import RESPONSE_FORMAT, Stage, Verdict, in_order, run_guardrails, verdict_of
+from workflows.guardrails import (
+    RESPONSE_FORMAT,
+    Stage,
+    Verdict,
+    answer_text,
+    in_order,
+    run_guardrails,
+    user_text,
+    verdict_of,
+)
 from workflows.language import Guardrail
 from workflows.step_runner import StepRunner
 
@@ -37,6 +51,13 @@ class ExecutionGuardrails:
         self.interpreter = interpreter
         self.call_steps = call_steps
         self.names = names
+
+    async def run_input(self, frame: Frame, index: int) -> None:
+        """The input guardrails on an execution's input, before its first step, or on a restart's new input,
+        before the step it restarts (`index`); a run continued as new checked its input when it started."""
+        resume = self.interpreter.params.resume
+        if resume is None or resume.new_input:
+            await self.run("input", frame.inputs[index], frame)
 
     async def run(self, stage: Stage, value: Any, frame: Frame) -> None:
         """Run the guardrails of `stage` on `value`; the first that refuses raises GuardrailTripped."""
@@ -55,13 +76,41 @@ class ExecutionGuardrails:
         names = {**self.names(value, frame), "messages": None}  # `messages` is a chat's
         await run_guardrails(stage, guardrails, value, names, interpreter.values, ask)
 
+    async def run_handed(
+        self,
+        stage: Stage,
+        agent: dict[str, Any],
+        messages: list[dict[str, Any]],
+        names: dict[str, Any],
+        position: Position,
+    ) -> None:
+        """The guardrails of `stage` of an agent a prompt step was handed to, as a chat runs them: `_` is the
+        text of the user messages it is handed (input) or of its answer (output), `messages` the messages."""
+        guardrails = in_order(agent.get("guardrails"), stage=stage)
+        if not guardrails:
+            return
+        value = user_text(messages) if stage == "input" else answer_text(messages[-1])
+
+        async def ask(guardrail: Guardrail, prompt: list[dict[str, Any]]) -> Verdict:
+            return await self._verdict(guardrail, prompt, stage, position, agent)
+
+        scope = {**names, "messages": messages}
+        await run_guardrails(stage, guardrails, value, scope, self.interpreter.values, ask)
+
     async def _verdict(
-        self, guardrail: Guardrail, messages: list[dict[str, Any]], stage: Stage, position: Position
+        self,
+        guardrail: Guardrail,
+        messages: list[dict[str, Any]],
+        stage: Stage,
+        position: Position,
+        agent: dict[str, Any] | None = None,
     ) -> Verdict:
-        """A prompt guardrail's model call, under the verdict's JSON schema, recorded as a `step`."""
+        """A prompt guardrail's model call, under the verdict's JSON schema, recorded as a `step`; `agent` is
+        the guardrail's (default: the execution's)."""
         params, name = self.interpreter.params, guardrail.name
+        agent = params.agent if agent is None else agent
         request = ModelRequest(
-            model=guardrail.model or params.agent.get("model"),
+            model=guardrail.model or agent.get("model"),
             messages=messages,
             settings={},
             tools=[],
@@ -69,7 +118,7 @@ class ExecutionGuardrails:
             response_format=RESPONSE_FORMAT,
             at=f"{params.task_info.get('name', '')}:guardrails.{stage}.{name}",
             # Counted against the execution's budget like any of its model calls.
-            owner=Owner(params.developer_id, params.agent.get("id"), params.execution_id),
+            owner=Owner(params.developer_id, agent.get("id"), params.execution_id),
         )
         summary = f"{stage} guardrail {name} · model {request.model or 'by default'}"
         try:

@@ -101,6 +101,28 @@ async def run_guardrails(
             raise GuardrailTripped(stage, guardrail.name, verdict.reason or _refused(guardrail, stage))
 
 
+def user_text(messages: list[dict[str, Any]]) -> str:
+    """What an agent's input guardrails check as `_` in a conversation (a chat, or a prompt step handed to
+    the agent): the text of its user messages, one per line."""
+    texts = []
+    for message in messages:
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            content = "".join(p.get("text", "") for p in content if p.get("type") == "text")
+        texts.append(content or "")
+    return "\n".join(texts)
+
+
+def answer_text(message: dict[str, Any]) -> str:
+    """What an agent's output guardrails check as `_` in a conversation: the text of its answer."""
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "".join(p.get("text", "") for p in content if p.get("type") == "text")
+    return content or ""
+
+
 def verdict_messages(prompt: str) -> list[dict[str, Any]]:
     return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": prompt}]
 

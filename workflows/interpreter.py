@@ -89,8 +89,7 @@ class Interpreter:
         """Run `main` (or pick up where the previous run left off) and write the final transition."""
         frame, index = self._start()
         try:
-            if self.params.resume is None:  # a run continued as new checked its input when it started
-                await self.guards.run("input", self.params.input, frame)
+            await self.guards.run_input(frame, index)
             output, frame = await self._run_frame(frame, index)
             await self.guards.run("output", output, frame)
             self.log.add("finish", output, frame.position())

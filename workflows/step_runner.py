@@ -3,7 +3,7 @@ they depend on this small surface and not on interpreter.py, which imports them 
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from contracts.executions import ExecutionParams
 from workflows import language as lang
@@ -12,6 +12,9 @@ from workflows.transition_log import TransitionLog
 from workflows.values import ValueEvaluator
 from workflows.visibility import Visibility
 from workflows.waits import Waits
+
+if TYPE_CHECKING:  # it takes a StepRunner itself
+    from workflows.execution_guardrails import ExecutionGuardrails
 
 
 class StepRunner(Protocol):
@@ -25,6 +28,7 @@ class StepRunner(Protocol):
     waits: Waits
     view: Visibility  # what the Temporal UI shows of the run
     legacy: bool  # the execution runs as before issue 13 (see Interpreter._started_legacy)
+    guards: ExecutionGuardrails  # the task's and the agents' guardrails
 
     async def run_sequence(
         self,

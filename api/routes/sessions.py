@@ -183,7 +183,10 @@ async def chat(
     # Kept to its end even if the client goes away, so the turn is saved whole.
     runner = asyncio.create_task(run())
     first = await events.get()
-    if first[0] == "error":  # nothing was streamed yet: a plain HTTP error (404, 409, 422, 502, ...)
+    # Nothing was streamed yet: a plain HTTP error (404, 409, 422, 502, ...). But an answer an output guardrail
+    # refused was held back from the stream (services/chat/guardrails.py TextGate), which carries the refusal
+    # alone, as it would after text that passed.
+    if first[0] == "error" and not _refused_answer(first[1]):
         raise first[1]
     return StreamingResponse(_as_events(first, events, runner), media_type="text/event-stream")
 
@@ -234,6 +237,10 @@ async def _as_events(
             await runner
             return
         event = await events.get()
+
+
+def _refused_answer(exc: BaseException) -> bool:
+    return isinstance(exc, ServiceError) and exc.error_type == "OutputGuardrailTripwire"
 
 
 def _event(data: dict[str, Any]) -> str:

@@ -35,13 +35,13 @@ from services.chat.assemble import ContextAssembler
 from services.chat.calls import ChatCalls
 from services.chat.cast import Cast, cast
 from services.chat.context import Context, count_tokens
-from services.chat.guardrails import ChatGuardrails
+from services.chat.guardrails import ChatGuardrails, TextGate
 from services.chat.handover import Holder
 from services.chat.request import Chat, ChatMessage
 from services.chat.slots import ChatSlots
 from services.chat.spending import ChatSpending
 from services.errors import Busy, Invalid, ModelFailed, NotFound
-from services.handoffs import handoff_targets
+from services.handoffs import handoff_targets, reaches_output_guardrails
 from services.sessions import owned_row
 from workflows import prompts, references
 from workflows.storable import find_unstorable, format_path
@@ -146,7 +146,8 @@ class Chatter:
         self, developer: str, session: dict[str, Any], body: Chat, on_text: OnChoiceText | None = None
     ) -> dict[str, Any]:
         """Each agent of the session answers in turn (or just the one named), each seeing the answers before.
-        With `on_text`, models stream, and each piece of text goes to `on_text(choice index, text)`."""
+        With `on_text`, models stream, and each piece of text goes to `on_text(choice index, text)`; when an
+        agent that may answer has output guardrails, its answer goes there whole, once they let it pass."""
         agent_ids = [body.agent] if body.agent else session["agents"]
         if body.agent and body.agent not in session["agents"]:
             raise Invalid(f"agent {body.agent} is not part of session {session['id']}")
@@ -186,9 +187,12 @@ class Chatter:
         context, docs = await self.prepare(developer, session, turn, cast)
         await self._maybe_compress(developer, session, context)
         reply.recall(docs)
-        streamed = functools.partial(on_text, len(reply.choices)) if on_text else None
+        gate: TextGate | None = None
+        if on_text is not None:  # streamed: live, unless an agent that may answer has output guardrails
+            held = await reaches_output_guardrails(self.store, developer, agent)
+            gate = TextGate(functools.partial(on_text, len(reply.choices)), held)
         holder = Holder.start(cast, context.messages, await handoff_targets(self.store, developer, agent))
-        loop = self._tool_loop(developer, session, body, holder, reply, spending, streamed, turn)
+        loop = self._tool_loop(developer, session, body, holder, reply, spending, gate, turn)
         try:
             end = await loop.run(context.messages)
         except MaxTurnsExceeded as exc:
@@ -199,6 +203,8 @@ class Chatter:
         # output guardrails apply, not those of the agent the session or request named.
         answering = holder.cast.agent
         await self.guardrails.check_output(session["id"], answering, _message(end.answer), spending)
+        if gate is not None:
+            await gate.passed(_message(end.answer))
         reply.add(end, answering, named)
 
     async def _check_input(
@@ -225,12 +231,13 @@ class Chatter:
         holder: Holder,
         reply: Reply,
         spending: ChatSpending,
-        streamed: Callable[[str], Awaitable[None]] | None,
+        gate: TextGate | None,
         turn_body: Chat,
     ) -> ToolLoop[dict[str, Any]]:
         """The model-tool loop of one agent's turn: tools run here only when the session (or request) says
         `auto_run_tools` and every call asks for a server-side tool (or a handoff); others go back to the
-        client. After a handoff, `holder` names the agent that answers."""
+        client. After a handoff, `holder` names the agent that answers. With `gate` (a streamed chat), the
+        models stream, and their text goes through it."""
         auto_run = session["auto_run_tools"] if body.auto_run_tools is None else body.auto_run_tools
         by_reference, _ = references.split_settings(session.get("settings") or {})
         # Pass by reference: the variables last for this agent's turn (its tool loop, handoffs included).
@@ -238,14 +245,16 @@ class Chatter:
 
         async def ask(messages: list[dict[str, Any]]) -> dict[str, Any]:
             if holder.pending is not None:
-                await self._hand_over(developer, session, body, turn_body, holder, reply)
+                await self._hand_over(developer, session, body, turn_body, holder, reply, messages, spending)
+                if gate is not None and not gate.held:  # the new holder, or its own targets, may be guarded
+                    gate.held = await reaches_output_guardrails(self.store, developer, holder.cast.agent)
             cast, tools = holder.cast, holder.offered_tools()
             # With variables, a by-reference tool is offered once one fits it.
             offered = variables.offer(tools) if variables is not None else tools
             conversation = holder.conversation(messages)
             await spending.before_call()
             answer = await self.calls.complete(
-                body, cast.agent, conversation, session["id"], offered, streamed
+                body, cast.agent, conversation, session["id"], offered, gate.piece if gate else None
             )
             await spending.after_call(answer)  # counts it in the answer's usage too
             for call in _message(answer).get("tool_calls") or []:  # fixed values go in, whoever runs the call
@@ -278,11 +287,16 @@ class Chatter:
         turn_body: Chat,
         holder: Holder,
         reply: Reply,
+        messages: list[dict[str, Any]],
+        spending: ChatSpending,
     ) -> None:
         """The agent a transfer named takes the turn: its cast, and the context (system message, history,
-        recalled docs) the session gives it, as if it had been asked."""
+        recalled docs) the session gives it, as if it had been asked. Its input guardrails check what it is
+        handed first (the request's messages and the answers before this turn's, then the turn's exchange)."""
         agent = holder.pending
         assert agent is not None
+        asked = [m.model_dump(exclude_none=True) for m in turn_body.messages]
+        await self.guardrails.check_input(session["id"], agent, [*asked, *messages[holder.base :]], spending)
         cast = await self.cast(developer, session, agent, body)
         context, docs = await self.prepare(developer, session, turn_body, cast)
         reply.recall(docs)

@@ -1,5 +1,6 @@
 """Guardrails in a chat (workflows/guardrails.py runs them): every answering agent's input guardrails on the
-user's new messages, before any model is asked, and each agent's output guardrails on its answer.
+user's new messages, before any model is asked (and, after a handoff, the target's on what it is handed),
+and each answering agent's output guardrails on its answer, which a streamed chat holds back until they pass.
 
 Here in the API process, check expressions run in the same expression sandbox as in a workflow (a fresh
 evaluator per run: outside a workflow nothing needs to replay), and a prompt guardrail asks its model through
@@ -9,6 +10,8 @@ then saves nothing (Chatter saves only once every agent has answered).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from temporalio.exceptions import ApplicationError
@@ -21,8 +24,10 @@ from workflows.guardrails import (
     GuardrailTripped,
     Stage,
     Verdict,
+    answer_text,
     in_order,
     run_guardrails,
+    user_text,
     verdict_of,
 )
 from workflows.language import Guardrail
@@ -32,17 +37,25 @@ from workflows.values import ValueEvaluator
 AGENT_KEYS = ("id", "name", "about", "model", "instructions", "metadata", "default_settings")
 
 
-def user_text(messages: list[dict[str, Any]]) -> str:
-    """What input guardrails check as `_`: the text of the request's user messages, one per line."""
-    texts = []
-    for message in messages:
-        if message.get("role") != "user":
-            continue
-        content = message.get("content")
-        if isinstance(content, list):
-            content = "".join(p.get("text", "") for p in content if p.get("type") == "text")
-        texts.append(content or "")
-    return "\n".join(texts)
+@dataclass
+class TextGate:
+    """Where the text of one agent's turn of a streamed chat goes: to the client as the model writes it,
+    unless an agent that may answer the turn (the one asked, or one it may hand off to) has output
+    guardrails. Then it is `held`: nothing of the turn is sent until the answer has passed them, and then
+    only the answer, whole, so text a guardrail refuses never leaves (and the stream carries the refusal)."""
+
+    send: Callable[[str], Awaitable[None]]
+    held: bool
+
+    async def piece(self, text: str) -> None:
+        """A piece of text as the model writes it: sent on unless held."""
+        if not self.held:
+            await self.send(text)
+
+    async def passed(self, message: dict[str, Any]) -> None:
+        """The answer passed the answering agent's output guardrails: a held answer goes out now."""
+        if self.held and (text := answer_text(message)):
+            await self.send(text)
 
 
 class ChatGuardrails:
@@ -59,7 +72,7 @@ class ChatGuardrails:
         self, session_id: str, agent: dict[str, Any], message: dict[str, Any], spending: ChatSpending
     ) -> None:
         """The agent's output guardrails on its answer (`_` is the answer's text)."""
-        await self._run("output", session_id, agent, message.get("content") or "", [message], spending)
+        await self._run("output", session_id, agent, answer_text(message), [message], spending)
 
     async def _run(
         self,
