@@ -72,3 +72,34 @@ def test_nesting_is_still_bounded_when_a_value_is_passed_on():
     with pytest.raises(ExpressionError, match="nested"):
         ValueEvaluator("dollar").value("$ {'a': _}", {"_": deep})
     assert ValueEvaluator("dollar").value("$ _", {"_": deep}) is deep
+
+
+KB_500 = "m" * 500_000  # 62,500 elements as text
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "$ [_] * 200",
+        {f"k{i}": "$ _" for i in range(20)},
+        '$ {"k%d" % i: _ for i in range(2000)}',
+        "$ [[_] * 5] * 5",
+        {f"k{i}": "{{ _ }}" for i in range(20)},
+        "$ [{'a': _.json.items}] * 2",
+    ],
+)
+def test_a_result_counts_a_repeated_value_each_time(raw):
+    value = {"json": {"items": BIG["json"]["items"]}} if "json" in str(raw) else KB_500
+    with pytest.raises(ExpressionError, match="LimitExceeded"):
+        ValueEvaluator("dollar").value(raw, {"_": value})
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["$ [_] * 15", {f"k{i}": "$ _" for i in range(15)}, "$ [[_] * 5] * 3", {"a": "$ _", "b": "{{ _ }}"}],
+)
+def test_a_result_just_under_the_limit_passes_and_pays_for_its_repeats(raw):
+    evaluator = ValueEvaluator("dollar")
+    result = evaluator.value(raw, {"_": KB_500})
+    assert str(result).count(KB_500) == (2 if "b" in raw else 15)
+    assert evaluator.budget.since_yield < 120_000

@@ -285,9 +285,9 @@ class Interpreter:
         here = f"{position.workflow}[{position.step}]"
         match step:
             case lang.EvaluateStep():
-                return {key: self.values.value(raw, names) for key, raw in step.evaluate.items()}
+                return self.values.value(dict(step.evaluate), names)  # one result, measured whole
             case lang.SetStep():
-                updates = {key: self.values.value(raw, names) for key, raw in step.set.items()}
+                updates = self.values.value(dict(step.set), names)
                 self.state.update(updates)
                 return updates
             case lang.GetStep():

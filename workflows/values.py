@@ -7,11 +7,15 @@ bare expressions in a task with no `$ `). Template fields (prompts, `log`, `erro
 
 from __future__ import annotations
 
+import operator
 import random as _random
 from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime, timedelta
 from datetime import time as dtime
+from itertools import compress, repeat
 from typing import Any
+
+from temporalio import workflow
 
 from workflows import language as lang
 from workflows.dialect import (
@@ -26,16 +30,20 @@ from workflows.sandbox.budget import (
     CHARS_PER_UNIT,
     COPIES_PER_UNIT,
     MAX_ELEMENTS,
+    SCANS_PER_UNIT,
     Budget,
     LimitExceeded,
     charging,
 )
-from workflows.sandbox.data import NESTING_SCANS_PER_UNIT, OrderedSet, nests_deeper
+from workflows.sandbox.data import NESTING_SCANS_PER_UNIT, OrderedSet, counted, nests_deeper
 from workflows.sandbox.evaluator import Evaluator
 from workflows.sandbox.expressions import MAX_EXPRESSION_LENGTH, ExpressionError, check_expression, reads_data
 from workflows.sandbox.methods import MATCH
 from workflows.sandbox.operators import safe_str
 from workflows.sandbox.templates import check_template, is_template, render_template
+
+# A step result is measured as it will be written (see _Measured); a run recorded before it was replays unmeasured.
+RESULTS_PATCH = "bounded-step-results"
 
 
 class ValueEvaluator:
@@ -48,42 +56,57 @@ class ValueEvaluator:
         self.budget = Budget()
         self.expressions = Evaluator(rng, now, self.budget)
         self._helpers = {**self.expressions.functions, **self.expressions.modules}
+        self._measures: bool | None = None  # RESULTS_PATCH, asked once per run (at its first result)
+
+    def _result(self) -> _Measured | None:
+        """A new result's measure, or None in a run recorded before results were measured."""
+        if self._measures is None:
+            self._measures = not workflow.in_workflow() or workflow.patched(RESULTS_PATCH)
+        return _Measured(self.budget) if self._measures else None
 
     def expression(self, source: str, names: dict[str, Any]) -> Any:
         """Evaluate a field that is always Python (e.g. `if`, `over`, `reduce`), with or without a `$`."""
-        return self._data(python_source(source), names)
+        return self._data(python_source(source), names, self._result())
 
-    def _data(self, source: str, names: dict[str, Any]) -> Any:
+    def _data(self, source: str, names: dict[str, Any], result: _Measured | None) -> Any:
         value = self.expressions.evaluate(source, names)
         if type(value) in _AS_IS and reads_data(source):
-            return value  # a part of data the execution already holds: no copy to make or pay for
+            # a part of data the execution already holds: no copy to make or pay for, unless it repeats
+            return value if result is None else result.passed_on(value)
         try:
             with charging(self.budget):  # printing a key charges too, and the copy counts as the step's CPU
-                return to_data(value, self.budget, self.expressions.shared)
+                if result is None:
+                    return to_data(value, self.budget, self.expressions.shared)
+                return result.add(value, self.expressions.shared)
         except LimitExceeded as exc:
             raise ExpressionError(f"LimitExceeded: {exc} (in {source!r})") from None
 
     def value(self, raw: Any, names: dict[str, Any]) -> Any:
-        """Evaluate a value field (recursing into mappings and lists), each string read as its dialect says."""
+        """Evaluate a value field (recursing into mappings and lists), each string read as its dialect says;
+        the whole of it is one result, measured as one."""
+        return self._value(raw, names, self._result())
+
+    def _value(self, raw: Any, names: dict[str, Any], result: _Measured | None) -> Any:
         if isinstance(raw, str):
             reading = read_value(raw, self.dialect)
             if reading.how == "python":
-                return self._data(reading.source, names)
+                return self._data(reading.source, names, result)
             if reading.how == "template":
-                return render_template(raw, {**self._helpers, **names}, self.budget)
+                text = render_template(raw, {**self._helpers, **names}, self.budget)
+                return text if result is None else result.add(text, {})
             return raw
         if isinstance(raw, dict):
-            return {key: self.value(item, names) for key, item in raw.items()}
+            return {key: self._value(item, names, result) for key, item in raw.items()}
         if isinstance(raw, list):
-            return [self.value(item, names) for item in raw]
+            return [self._value(item, names, result) for item in raw]
         return raw
 
     def template(self, raw: str, names: dict[str, Any]) -> Any:
         """Render a template field; `$ expr` evaluates instead."""
         reading = read_template(raw)
         if reading.how == "python":
-            return self._data(reading.source, names)
-        return render_template(raw, {**self._helpers, **names}, self.budget)
+            return self._data(reading.source, names, self._result())
+        return render_template(raw, {**self._helpers, **names}, self.budget)  # MAX_STRING_LENGTH bounds it
 
 
 _AS_IS = frozenset({type(None), bool, int, str, list, dict})
@@ -153,18 +176,28 @@ class _ToData:
     def _sequence(self, item: Any, kind: type, depth: int) -> list[Any]:
         if kind is OrderedSet:
             self.pay(0, SLOW_UNITS)  # its iteration is Python code
-        if set(map(type, item)) <= _SCALARS:
+        kinds = set(map(type, item))
+        if kinds <= _SCALARS:
             self.pay(len(item) + 1, len(item) // COPIES_PER_UNIT)
+            if str in kinds:
+                self._texts(item, kinds)
             return list(item)
         self.pay(1, len(item) * SLOW_UNITS)
         return [self.convert(v, depth + 1) for v in item]
 
     def _mapping(self, item: dict[Any, Any], depth: int) -> dict[str, Any]:
-        if set(map(type, item)) <= {str} and set(map(type, item.values())) <= _SCALARS:
+        kinds = set(map(type, item.values()))
+        if set(map(type, item)) <= {str} and kinds <= _SCALARS:
             self.pay(2 * len(item) + 1, len(item) // COPIES_PER_UNIT)
+            self._texts(item.keys(), {str})
+            if str in kinds:
+                self._texts(item.values(), kinds)
             return dict(item)
         self.pay(len(item) + 1, len(item) * SLOW_UNITS)
         return {k if isinstance(k, str) else safe_str(k): self.convert(v, depth + 1) for k, v in item.items()}
+
+    def _texts(self, items: Any, kinds: set[type]) -> None:
+        """Count the text of a collection's strings (_Measured does; this conversion, from before, not)."""
 
     def _other(self, item: Any, depth: int) -> Any:
         if isinstance(item, list | tuple | range):
@@ -181,6 +214,104 @@ class _ToData:
             if isinstance(item, plain):
                 return plain(item)
         raise ExpressionError(f"an expression returned a {type(item).__name__}, which is not data")
+
+
+TEXT_CHARS_PER_UNIT = 8 * SCANS_PER_UNIT  # text counts an element per 8 characters, written at C speed
+HELD_TEXT = 4096  # a string shorter than this is counted without asking whether the execution holds it
+
+
+class _Measured(_ToData):
+    """One step result (every field of a value, an expression's result) measured as it will be written
+    (JSON, to the transition and to Temporal), before it is: MAX_ELEMENTS in all, text counting an element
+    per 8 characters as bounded_size counts it, and whatever appears more than once counting each time.
+
+    Data the execution already holds (Evaluator.shared, a field that only reads it) is stored already, so
+    its first appearance is free; every further one counts its whole size (counted, measured once per
+    object: a repeat then costs O(1)), and the step pays for writing it."""
+
+    def __init__(self, budget: Budget):
+        super().__init__(budget, {})
+        self.budget: Budget = budget
+        self.seen: dict[int, list[Any]] = {}  # id -> [held object (kept alive), its size once measured]
+
+    def pay(self, elements: int, units: int) -> None:
+        self.left -= elements
+        if self.left < 0:
+            raise ExpressionError(
+                f"LimitExceeded: result is too large (over {MAX_ELEMENTS} elements, text counting one per 8 "
+                "characters and a value that appears more than once counting each time)"
+            )
+        super().pay(0, units)
+
+    def add(self, value: Any, shared: Mapping[int, Any]) -> Any:
+        """`value`, an expression's result, converted to data and counted into this result."""
+        self.shared = shared
+        try:
+            return self.convert(value)
+        except RecursionError:
+            raise ExpressionError(f"result is nested more than {MAX_RESULT_DEPTH} levels deep") from None
+
+    def passed_on(self, value: Any) -> Any:
+        """`value`, data the execution holds, as it is: counted only if it already appeared."""
+        if type(value) is str:
+            if len(value) >= 8 and not self._first(value, held=True):
+                self._text(value)
+        elif type(value) is list or type(value) is dict:
+            self._shared(value, 0)
+        return value
+
+    def convert(self, item: Any, depth: int = 0) -> Any:
+        if type(item) is str:
+            if len(item) >= 8 and not self._first(item, id(item) in self.shared):
+                self._text(item)
+            return item
+        return super().convert(item, depth)
+
+    def _first(self, item: Any, held: bool) -> bool:
+        """Whether `item` is held data appearing for the first time in this result (noting it if so)."""
+        if not held or id(item) in self.seen:
+            return False
+        self.seen[id(item)] = [item, None]
+        return True
+
+    def _text(self, text: str) -> None:
+        self.pay(len(text) // 8, len(text) // TEXT_CHARS_PER_UNIT)
+
+    def _shared(self, item: Any, depth: int) -> Any:
+        super()._shared(item, depth)  # its nesting
+        if self._first(item, held=True):
+            return item
+        entry = self.seen[id(item)]
+        if entry[1] is not None:
+            self.pay(entry[1], entry[1] // SCANS_PER_UNIT)
+            return item
+        try:
+            with charging(self.budget):  # the walk charges the step (as bounded_size's does)
+                size = entry[1] = counted(item, max(self.left, 0) + 1)
+        except LimitExceeded as exc:
+            raise ExpressionError(f"LimitExceeded: {exc}") from None
+        self.pay(size, 0)
+        return item
+
+    def _other(self, item: Any, depth: int) -> Any:
+        value = super()._other(item, depth)
+        if type(value) is str and len(value) >= 8:  # a str subclass (Jinja's Markup) or a regex match
+            self._text(value)
+        return value
+
+    def _texts(self, items: Any, kinds: set[type]) -> None:
+        strings = (
+            items
+            if kinds == {str}
+            else list(compress(items, map(operator.is_, map(type, items), repeat(str))))
+        )
+        lengths = list(map(len, strings))
+        chars = sum(lengths)
+        if chars >= HELD_TEXT:  # long strings may be held data, free the first time (looked at one by one)
+            for text in compress(strings, map(operator.ge, lengths, repeat(HELD_TEXT))):
+                if self._first(text, id(text) in self.shared):
+                    chars -= len(text)
+        self.pay(chars // 8, chars // TEXT_CHARS_PER_UNIT)
 
 
 # Static checks, used when a task is created ----------------------------------------------------------------

@@ -256,3 +256,27 @@ async def test_error_fails_the_execution_with_its_rendered_message(mint, spec):
 async def test_an_error_message_with_unstorable_text_is_recorded_escaped(mint):
     done = await mint.fail(task({"error": "$ 'bad \\x00 value'"}))
     assert done.error == "bad \\x00 value"
+
+
+# a step's result is measured as it will be written ---------------------------------------------------------
+
+KB_500 = {"evaluate": {"s": "$ 'm' * 500_000"}}  # `_.s` in the next step: 500 KB, 62,500 elements as text
+MANY_KEYS = {f"k{i}": "$ _.s" for i in range(20)}
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        pytest.param({"x": "$ [_.s] * 200"}, id="list-repeat"),  # 100 MB written, for 29 units before
+        pytest.param(MANY_KEYS, id="keys-the-same-value"),
+        pytest.param({"x": '$ {"k%d" % i: _.s for i in range(2000)}'}, id="comprehension"),
+        pytest.param({"x": "$ [[_.s] * 5] * 5"}, id="nested-repeat"),
+        pytest.param({"x": "$ [[_] * 5] * 5"}, id="nested-repeat-of-a-dict"),
+        pytest.param({f"k{i}": "{{ _.s }}" for i in range(20)}, id="template-repeat"),
+        pytest.param({"x": "$ [_.s + '!'] * 20"}, id="new-text-repeat"),
+    ],
+)
+async def test_a_result_that_repeats_a_big_value_past_the_limit_fails_its_step(mint, result):
+    done = await mint.fail(task(KB_500, {"evaluate": result}))
+    assert "LimitExceeded" in done.error and "1000000 elements" in done.error, done.error
+    assert done.types == ["init", "step", "error"]

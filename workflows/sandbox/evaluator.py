@@ -100,14 +100,19 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):  # type: ignore[misc]  # simp
             if value is None:
                 continue
             self._holders[id(value)] = value
-            if name in DATA_ROOTS and value.__class__ in _CONTAINERS:
+            if name in DATA_ROOTS and (value.__class__ in _CONTAINERS or value.__class__ is str):
                 self.shared[id(value)] = value
 
     def _share(self, holder: Any, item: Any) -> Any:
-        """`item`, read out of `holder`: noted as shared data when `holder` holds only data."""
-        if item.__class__ in _CONTAINERS and id(holder) in self._holders:
-            self.shared[id(item)] = item
-            self._holders[id(item)] = item
+        """`item`, read out of `holder`: noted as shared data when `holder` holds only data (a string too,
+        which a step's result may then pass on once without counting it: see values._Measured)."""
+        if id(holder) in self._holders:
+            kind = item.__class__
+            if kind in _CONTAINERS:
+                self.shared[id(item)] = item
+                self._holders[id(item)] = item
+            elif kind is str:
+                self.shared[id(item)] = item
         return item
 
     # simpleeval hooks -----------------------------------------------------------------------------------
