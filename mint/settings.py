@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BeforeValidator, Field, ValidationError
+from pydantic import BeforeValidator, Field, ValidationError, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from contracts.temporal import QUEUE_KINDS, WORKFLOWS_KIND
@@ -126,10 +126,14 @@ class Settings:
     # shipper; records below `log_level` are dropped.
     log_format: str = "plain"
     log_level: str = "INFO"
-    # Prometheus metrics (mint/telemetry/metrics.py) served without a key on metrics_host:metrics_port, for
-    # `mint worker` (which has no other port) or any process; unset: only the API's operator-only /metrics.
+    # Prometheus metrics (mint/telemetry/metrics.py) served on metrics_host:metrics_port, for `mint worker`
+    # (which has no other port) or any process; unset: only the API's operator-only /metrics. They ask for
+    # metrics_token as a bearer token (a credential of its own, so that a worker never holds the codec token;
+    # unset: the codec token where there is one, else none), and the API's /metrics sends it to the processes
+    # it includes.
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    metrics_token: str | None = None
     # Traces go over OTLP/HTTP to this collector (`{endpoint}/v1/traces`) when set: mint/telemetry/tracing.py.
     otlp_endpoint: str | None = None
     # Other processes whose metrics the API's /metrics includes, as (process, URL): `mint up` names its
@@ -150,6 +154,10 @@ class Settings:
         except ValidationError as exc:
             raise _readable(exc) from None
         return cls(**found, integration_base_urls=_base_urls(os.environ))
+
+    def metrics_port_token(self) -> str | None:
+        """The token the metrics port asks for, and the API's /metrics sends to the processes it includes."""
+        return self.metrics_token or self.codec_token
 
     def activity_queues(self) -> dict[str, str]:
         """Activity name -> its task queue, for the kinds given a queue other than the main one (what the API
@@ -260,15 +268,70 @@ def _json_object(raw: str) -> dict[str, Any]:
     return value
 
 
-def _codec_token(raw: str) -> str | None:
-    """The codec server's token opens every tenant's payloads and is typed into a sign-in form that anyone
-    who reaches the API can post to: it must be too long to guess."""
-    if raw and len(raw) < MIN_KEY_CHARS:
-        raise ValueError(
-            f"MINT_CODEC_TOKEN must be at least {MIN_KEY_CHARS} characters "
-            "(try `python -c 'import secrets; print(secrets.token_urlsafe(32))'`)"
-        )
-    return raw or None
+MAKE_ONE = "try `python -c 'import secrets; print(secrets.token_urlsafe(32))'`"
+
+
+def _long_token(name: str) -> Any:
+    """A validator for a token that must be too long to guess: the codec server's opens every tenant's
+    payloads and is typed into a sign-in form that anyone who reaches the API can post to; the metrics
+    token's port may be reachable from a whole network."""
+
+    def check(raw: str) -> str | None:
+        if raw and len(raw) < MIN_KEY_CHARS:
+            raise ValueError(f"{name} must be at least {MIN_KEY_CHARS} characters ({MAKE_ONE})")
+        return raw or None
+
+    return BeforeValidator(check)
+
+
+# The variables that hold a secret. None may keep an example's placeholder: deploy/k8s/secret.example.yaml's
+# values (`CHANGE-ME-32-or-more-random-characters`, the database password `CHANGE-ME`) are long enough to
+# pass every other check, and would otherwise start a cluster whose keys anyone can read on GitHub.
+SECRET_VARIABLES = (
+    "MINT_API_KEY",
+    "MINT_DATABASE_URL",
+    "MINT_ENCRYPTION_KEY",
+    "MINT_CODEC_TOKEN",
+    "MINT_METRICS_TOKEN",
+    "TEMPORAL_API_KEY",
+    "TEMPORAL_TLS_CLIENT_KEY_DATA",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+)
+# A placeholder: CHANGE-ME as a word of its own, in any case, with `-`, `_`, a space or nothing between
+# (`CHANGE-ME-...`, `change_me`, `ChangeMe`, `:CHANGE-ME@`), but not inside a word (`exchange-meetings`).
+PLACEHOLDER = re.compile(r"(?<![a-z])change[-_ ]?me(?![a-z])", re.IGNORECASE)
+# The secrets that must differ from each other: one value in two places would give whoever holds one
+# (a developer's API key, a worker's environment) the other's power too.
+DISTINCT_SECRETS = {
+    "api_key": "MINT_API_KEY",
+    "encryption_keys": "MINT_ENCRYPTION_KEY",
+    "codec_token": "MINT_CODEC_TOKEN",
+    "metrics_token": "MINT_METRICS_TOKEN",
+}
+
+
+def _refuse_placeholders(environ: Any) -> Any:
+    """No secret variable may still hold a placeholder (SECRET_VARIABLES, PLACEHOLDER); never quoted."""
+    if isinstance(environ, dict):
+        for name in SECRET_VARIABLES:
+            value = environ.get(name)
+            if isinstance(value, str) and PLACEHOLDER.search(value):
+                raise ValueError(f"{name} still holds an example's CHANGE-ME placeholder: set a real value")
+    return environ
+
+
+def _refuse_shared_secrets(found: dict[str, Any]) -> None:
+    """No two of DISTINCT_SECRETS may share a value (none of MINT_ENCRYPTION_KEY's keys either)."""
+    seen: dict[str, str] = {}
+    for field_name, name in DISTINCT_SECRETS.items():
+        value = found.get(field_name)
+        for secret in filter(None, value if isinstance(value, tuple) else (value,)):
+            if seen.get(secret, name) != name:
+                raise ValueError(
+                    f"{seen[secret]} and {name} have the same value: give each its own secret ({MAKE_ONE})"
+                )
+            seen[secret] = name
 
 
 def _log_format(raw: str) -> str | None:
@@ -441,14 +504,26 @@ class Environment(BaseSettings):
     encryption_keys: Annotated[tuple[str, ...] | None, BeforeValidator(parse_keys)] = _env(
         "MINT_ENCRYPTION_KEY"
     )
-    codec_token: Annotated[str | None, BeforeValidator(_codec_token)] = _env("MINT_CODEC_TOKEN")
+    codec_token: Annotated[str | None, _long_token("MINT_CODEC_TOKEN")] = _env("MINT_CODEC_TOKEN")
     codec_origins: Annotated[tuple[str, ...] | None, BeforeValidator(_origins)] = _env("MINT_CODEC_ORIGINS")
     log_format: Annotated[str | None, BeforeValidator(_log_format)] = _env("MINT_LOG_FORMAT")
     log_level: Annotated[str | None, BeforeValidator(_log_level)] = _env("MINT_LOG_LEVEL")
     metrics_port: int | None = _env("MINT_METRICS_PORT")
     metrics_host: Text = _env("MINT_METRICS_HOST")
+    metrics_token: Annotated[str | None, _long_token("MINT_METRICS_TOKEN")] = _env("MINT_METRICS_TOKEN")
     otlp_endpoint: Text = _env("OTEL_EXPORTER_OTLP_ENDPOINT")
     search_attributes: Annotated[str | None, BeforeValidator(_switch)] = _env("MINT_SEARCH_ATTRIBUTES")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_placeholders(cls, environ: Any) -> Any:
+        # Before any other check, so that the message says what is wrong (a placeholder is often too short).
+        return _refuse_placeholders(environ)
+
+    @model_validator(mode="after")
+    def _distinct_secrets(self) -> Environment:
+        _refuse_shared_secrets(self.__dict__)
+        return self
 
 
 def _readable(exc: ValidationError) -> ValueError:

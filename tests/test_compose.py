@@ -67,7 +67,9 @@ def _read_by_settings() -> set[str]:
 
 # The services that run Mint (the others run images that read their own variables).
 MINT_SERVICES = ("api", "worker")
-REQUIRED = {"MINT_DATABASE_URL", "TEMPORAL_ADDRESS", "MINT_ENCRYPTION_KEY", "MINT_CODEC_TOKEN"}
+REQUIRED = {"MINT_DATABASE_URL", "TEMPORAL_ADDRESS", "MINT_ENCRYPTION_KEY"}
+# What each service needs besides, and which of those are secrets that must be given (never defaulted).
+OWN_SECRETS = {"api": ("MINT_API_KEY", "MINT_CODEC_TOKEN"), "worker": ("MINT_METRICS_TOKEN",)}
 
 
 def test_every_variable_the_mint_services_set_is_one_settings_reads(services):
@@ -80,12 +82,27 @@ def test_every_variable_the_mint_services_set_is_one_settings_reads(services):
 def test_the_required_variables_are_set_and_the_api_key_guards_the_api(services):
     for name in MINT_SERVICES:
         env = services[name]["environment"]
-        assert REQUIRED <= set(env), f"{name} lacks {sorted(REQUIRED - set(env))}"
-        for secret in ("MINT_ENCRYPTION_KEY", "MINT_CODEC_TOKEN"):
+        required = REQUIRED | set(OWN_SECRETS[name])
+        assert required <= set(env), f"{name} lacks {sorted(required - set(env))}"
+        for secret in ("MINT_ENCRYPTION_KEY", *OWN_SECRETS[name]):
             assert ":?" in env[secret], (
                 f"{name}: {secret} must be required (${{VAR:?message}}), not defaulted"
             )
     assert ":?" in services["api"]["environment"]["MINT_API_KEY"]
+
+
+def test_a_worker_gets_none_of_the_apis_secrets_and_the_api_none_of_the_workers(services):
+    """Issue 27: the shared x-mint-env carried the default developer's API key and the codec token to every
+    worker. A worker gets only what it uses: what `mint up` keeps out of its worker, compose keeps out too."""
+    from mint.process.worker_process import API_ONLY_VARIABLES
+
+    assert {"MINT_API_KEY", "MINT_CODEC_TOKEN"} <= set(API_ONLY_VARIABLES)
+    worker, api = services["worker"]["environment"], services["api"]["environment"]
+    assert set(API_ONLY_VARIABLES) & set(worker) == set(), sorted(set(API_ONLY_VARIABLES) & set(worker))
+    assert "MINT_METRICS_TOKEN" not in api
+    # Nothing shared names an API-only variable under another key (`${MINT_API_KEY}` in some other value).
+    for value in worker.values():
+        assert not any(f"${{{name}" in str(value) for name in API_ONLY_VARIABLES), value
 
 
 def test_the_commands_are_mint_commands(services):
@@ -108,6 +125,8 @@ def test_published_ports_are_the_authenticated_api_or_loopback(services):
             assert set(_host_ips(service)) <= LOOPBACK, f"{name} is published beyond loopback"
     worker = services["worker"]
     assert "ports" not in worker and worker["environment"]["MINT_METRICS_PORT"]
+    # Its metrics port asks for a token (the metrics token: mint/settings.py metrics_port_token).
+    assert worker["environment"]["MINT_METRICS_TOKEN"]
 
 
 def test_stopping_waits_longer_than_mint_does(services):

@@ -3,6 +3,8 @@ routes, every variable set is one Mint reads, and a worker is given longer to st
 
 from __future__ import annotations
 
+import secrets
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +86,49 @@ def test_commands_and_variables_are_mints(manifests, name):
     assert program == "mint" and command in cli.commands and f"mint-{command}" == name
     env = _env(container, manifests)
     assert set(env) - READ_BY_SETTINGS == set(), f"not read by Mint: {sorted(set(env) - READ_BY_SETTINGS)}"
-    assert {"MINT_DATABASE_URL", "TEMPORAL_ADDRESS", "MINT_ENCRYPTION_KEY", "MINT_CODEC_TOKEN"} <= set(env)
+    assert {"MINT_DATABASE_URL", "TEMPORAL_ADDRESS", "MINT_ENCRYPTION_KEY"} <= set(env)
+    own = {"mint-api": {"MINT_API_KEY", "MINT_CODEC_TOKEN"}, "mint-worker": {"MINT_METRICS_TOKEN"}}[name]
+    assert own <= set(env), f"{name} lacks {sorted(own - set(env))}"
+
+
+def test_a_worker_gets_none_of_the_apis_secrets(manifests):
+    """Issue 27: the one Secret every Deployment took with envFrom gave each worker the default developer's
+    API key and the codec token. A worker gets only what it uses, as under `mint up` (API_ONLY_VARIABLES)."""
+    from mint.process.worker_process import API_ONLY_VARIABLES
+
+    worker = _env(_container(manifests[("Deployment", "mint-worker")]), manifests)
+    api = _env(_container(manifests[("Deployment", "mint-api")]), manifests)
+    assert set(API_ONLY_VARIABLES) & set(worker) == set(), sorted(set(API_ONLY_VARIABLES) & set(worker))
+    assert "MINT_METRICS_TOKEN" not in api
+    assert {"MINT_API_KEY", "MINT_CODEC_TOKEN"} <= set(api)
+
+
+@pytest.mark.parametrize("name", ["mint-api", "mint-worker"])
+def test_the_example_secrets_do_not_start_mint(manifests, monkeypatch, name):
+    """secret.example.yaml's CHANGE-ME values passed every check (they are long enough) and started a cluster
+    whose keys anyone can read here: each Deployment's variables, as the example gives them, are refused in
+    one line naming a variable; with each placeholder replaced by a secret of its own, they start."""
+    env = _env(_container(manifests[("Deployment", name)]), manifests)
+    for variable, value in env.items():
+        monkeypatch.setenv(variable, value)
+    with pytest.raises(ValueError, match=r"^[A-Z_]+ still holds an example's CHANGE-ME placeholder"):
+        Settings.from_env()
+    for number, (variable, value) in enumerate(env.items()):
+        if "CHANGE-ME" in value:
+            monkeypatch.setenv(variable, value.replace("CHANGE-ME", f"s{number}-{secrets.token_urlsafe(32)}"))
+    Settings.from_env()
+
+
+def test_the_example_secrets_are_not_one_value_for_two_jobs(manifests):
+    """One placeholder for both the encryption key and the codec token taught copying one value into both."""
+    values = [
+        value
+        for (kind, _), doc in manifests.items()
+        if kind == "Secret"
+        for key, value in doc["stringData"].items()
+        if key in ("MINT_API_KEY", "MINT_ENCRYPTION_KEY", "MINT_CODEC_TOKEN", "MINT_METRICS_TOKEN")
+    ]
+    assert len(values) == 4 and len(set(values)) == 4, values
 
 
 def test_the_api_probes_ask_its_health_route_on_its_port(manifests):
@@ -106,8 +150,8 @@ def test_the_worker_probes_ask_its_metrics_ports_health_route(manifests):
         get = container[probe]["httpGet"]
         assert get["path"] in routes
         assert _port_number(container, get["port"]) == int(env["MINT_METRICS_PORT"])
-    # Its metrics need the operator's token (mint/telemetry/metrics.py), which it is given.
-    assert env["MINT_CODEC_TOKEN"]
+    # Its metrics ask for a token (Settings.metrics_port_token): its own, never the operator's codec token.
+    assert env["MINT_METRICS_TOKEN"] and "MINT_CODEC_TOKEN" not in env
 
 
 @pytest.mark.parametrize("name", ["mint-api", "mint-worker"])
@@ -121,3 +165,45 @@ def test_kubernetes_waits_longer_than_mint_takes_to_drain(manifests, name):
         pause = float(pre_stop[1])
     period = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
     assert period > pause + _stop_deadline(Settings(shutdown_grace_seconds=grace))
+
+
+# The image (Dockerfile), read as data: no Docker engine builds it in the tests.
+DOCKERFILE = K8S.parent.parent / "Dockerfile"
+
+
+def _instructions() -> list[tuple[str, str]]:
+    """The Dockerfile's (INSTRUCTION, arguments), continued lines joined, comments dropped."""
+    text = DOCKERFILE.read_text().replace("\\\n", " ")
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in lines]
+
+
+def test_the_images_processes_run_as_a_user_that_is_not_root():
+    """Issue 27: the image's processes ran as root. The last USER (which CMD and every `command` run as) is
+    a user the image creates, numeric so that Kubernetes' runAsNonRoot can check it, and the manifests do."""
+    steps = _instructions()
+    users = [i for i, (op, _) in enumerate(steps) if op == "USER"]
+    assert users, "the Dockerfile sets no USER: its processes run as root"
+    user = steps[users[-1]][1].split(":")[0]
+    assert user not in ("root", "0") and user.isdigit(), user
+    created = [args for op, args in steps[: users[-1]] if op == "RUN" and "useradd" in args]
+    assert any(f"--uid {user}" in args for args in created), created
+    assert all(op != "RUN" for op, _ in steps[users[-1] :]), "nothing runs as root after USER"
+
+
+def test_the_image_copies_the_packages_and_nothing_else():
+    """Every package pyproject.toml builds is copied; the whole working tree is not (a local `.mint` data dir
+    holds keys)."""
+    copied = {args.split()[0].rstrip("/") for op, args in _instructions() if op == "COPY"}
+    assert "." not in copied
+    project = tomllib.loads((K8S.parent.parent / "pyproject.toml").read_text())["tool"]["setuptools"]
+    packages = {name.rstrip("*") for name in project["packages"]["find"]["include"]}
+    assert packages <= copied, sorted(packages - copied)
+    copy_lines = " ".join(args for op, args in _instructions() if op == "COPY")
+    assert all(f"{module}.py" in copy_lines for module in project["py-modules"])
+
+
+@pytest.mark.parametrize("name", ["mint-api", "mint-worker"])
+def test_kubernetes_checks_the_container_is_not_root(manifests, name):
+    context = _container(manifests[("Deployment", name)])["securityContext"]
+    assert context["runAsNonRoot"] is True and context["allowPrivilegeEscalation"] is False

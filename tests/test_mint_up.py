@@ -348,3 +348,129 @@ def test_mint_up_records_owner_only_and_forgets_only_its_own_pointer(no_stack_en
     record_stack(data_dir, "http://127.0.0.1:7001")
     forget_stack()
     assert not pointer_path().exists()
+
+
+# Issue 27: a worker gets only what it uses; the data dir is owner-only.
+
+CODEC_TOKEN = "up-codec-token-0123456789abcdefghijklmnop"
+
+
+def _environ(pid: int) -> dict[str, str]:
+    """A process's environment as the kernel holds it (/proc/PID/environ)."""
+    raw = Path(f"/proc/{pid}/environ").read_bytes()
+    return dict(item.split("=", 1) for item in raw.decode().split("\0") if "=" in item)
+
+
+def test_mint_ups_worker_holds_neither_the_api_key_nor_the_codec_token(tmp_path):
+    """The worker's environment (as /proc shows it, whatever it read) has the encryption key and a metrics
+    token of its own, but not the default developer's API key nor the operator's codec token, though both
+    were in `mint up`'s; its metrics still reach the operator through the API's /metrics."""
+    up = MintUp(tmp_path / "data", MINT_CODEC_TOKEN=CODEC_TOKEN)
+    try:
+        up.start()
+        _eventually(lambda: len(_worker_pids(up)) == 1)
+        (pid,) = _worker_pids(up)
+        env = _environ(pid)
+        assert "MINT_API_KEY" not in env and "MINT_CODEC_TOKEN" not in env, sorted(env)
+        everything = "\0".join(f"{k}={v}" for k, v in env.items())
+        assert up.key not in everything and CODEC_TOKEN not in everything
+        assert env["MINT_ENCRYPTION_KEY"] == (up.data_dir / "encryption_key").read_text().strip()
+        metrics_token = env["MINT_METRICS_TOKEN"]
+        assert len(metrics_token) >= 32 and metrics_token not in (up.key, CODEC_TOKEN)
+        port = env["MINT_METRICS_PORT"]
+        worker_metrics = f"http://127.0.0.1:{port}/metrics"
+        _eventually(lambda: not port_free(int(port)))
+        assert httpx.get(worker_metrics, timeout=10).status_code == 401
+        for token in (up.key, CODEC_TOKEN):  # neither opens the worker's port
+            refused = httpx.get(worker_metrics, headers={"Authorization": f"Bearer {token}"}, timeout=10)
+            assert refused.status_code == 401
+        opened = httpx.get(worker_metrics, headers={"Authorization": f"Bearer {metrics_token}"}, timeout=10)
+        assert opened.status_code == 200 and "mint_" in opened.text
+        # The API's /metrics (the operator's codec token) includes the worker's, fetched with its token.
+        operator = {"Authorization": f"Bearer {CODEC_TOKEN}"}
+        scraped = httpx.get(f"{up.url}/metrics", headers=operator, timeout=30)
+        assert scraped.status_code == 200 and 'process="worker"' in scraped.text, scraped.text[-2000:]
+    finally:
+        code, output = up.stop(signal.SIGINT)
+    assert code == 0, output
+    assert "warning: a worker does not use" not in output, output
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_mint_up_makes_its_data_dir_and_files_owner_only_even_one_made_open_before(tmp_path):
+    """A data dir an older Mint left 755, with a 644 log and API key: `mint up` tightens it, and everything it
+    makes there (temporal.db and its journals above all: every tenant's executions) is owner-only. Run as
+    root, only the embedded Postgres's own OS user's group may pass through (0710), to reach its data."""
+    import pwd
+
+    up = MintUp(tmp_path / "data", key=None)
+    up.data_dir.mkdir(mode=0o755)
+    up.data_dir.chmod(0o755)
+    for name in ("temporal.log", "api_key"):
+        (up.data_dir / name).write_text("mint_key_from_an_older_mint\n" if name == "api_key" else "")
+        (up.data_dir / name).chmod(0o644)
+    try:
+        up.start()
+        assert up.key == "mint_key_from_an_older_mint"
+        mode = _mode(up.data_dir)
+        if os.geteuid() == 0:
+            assert mode == 0o710, oct(mode)
+            assert up.data_dir.stat().st_gid == pwd.getpwnam("embedded_postgres").pw_gid
+        else:
+            assert mode == 0o700, oct(mode)
+        files = [p for p in up.data_dir.iterdir() if p.is_file()]
+        assert {"temporal.db", "temporal.log", "api_key", "encryption_key", "codec_token"} <= {
+            p.name for p in files
+        }
+        loose = {p.name: oct(_mode(p)) for p in files if _mode(p) & 0o077}
+        assert loose == {}, loose
+        assert _mode(up.data_dir / "postgres") & 0o077 == 0
+    finally:
+        code, output = up.stop(signal.SIGINT)
+    assert code == 0, output
+
+
+def test_make_owner_only_tightens_the_dir_and_mints_files_but_nothing_else(tmp_path):
+    from mint.process.data_dir_mode import make_owner_only
+
+    data_dir = tmp_path / "data"
+    (data_dir / "postgres").mkdir(parents=True)
+    data_dir.chmod(0o755)
+    (data_dir / "postgres").chmod(0o750)  # Postgres's own: left as it is
+    files = {
+        "temporal.db": (0o644, 0o600),
+        "temporal.db-wal": (0o664, 0o600),
+        "temporal.log": (0o755, 0o700),
+        "codec_token": (0o640, 0o600),
+        "notes.txt": (0o644, 0o644),  # not Mint's: left as its owner made it
+    }
+    for name, (before, _) in files.items():
+        (data_dir / name).write_text("")
+        (data_dir / name).chmod(before)
+    make_owner_only(data_dir)
+    assert _mode(data_dir) == 0o700
+    modes = {p.name: _mode(p) for p in data_dir.iterdir()}
+    assert modes == {"postgres": 0o750, **{name: after for name, (_, after) in files.items()}}
+    fresh = tmp_path / "new" / "data"
+    make_owner_only(fresh)
+    assert _mode(fresh) == 0o700
+
+
+def test_mint_worker_drops_the_apis_secrets_and_says_so(capsys):
+    """Given the API key or the codec token (an old shared environment), `mint worker` says it does not use
+    them, and keeps the codec token only to guard its metrics port when it has no metrics token of its own."""
+    from mint.process.cli import _worker_only
+    from mint.settings import Settings
+
+    given = Settings(api_key="mint_default_key", codec_token=CODEC_TOKEN)
+    kept = _worker_only(given)
+    assert (kept.api_key, kept.codec_token, kept.metrics_port_token()) == (None, None, CODEC_TOKEN)
+    said = capsys.readouterr().err
+    assert "MINT_API_KEY or MINT_CODEC_TOKEN" in said and "MINT_METRICS_TOKEN" in said
+    assert CODEC_TOKEN not in said and "mint_default_key" not in said
+    own = _worker_only(Settings(metrics_token="metrics-token-0123456789abcdefghijklmnop"))
+    assert own.metrics_port_token() == "metrics-token-0123456789abcdefghijklmnop"
+    assert capsys.readouterr().err == ""

@@ -43,9 +43,10 @@ def cli() -> None:
 def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -> None:
     """Start Postgres, Temporal (with its UI), a worker and the API on this machine. Ctrl-C stops all."""
     from mint.process.data_dir_lock import hold_data_dir
+    from mint.process.data_dir_mode import make_owner_only
 
     data_dir = data_dir.resolve()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    make_owner_only(data_dir)
     # One `mint up` per data dir (held until this process exits), said at once, before the slow imports;
     # then anything a crashed one left running here is ours to stop.
     hold_data_dir(data_dir)
@@ -66,7 +67,7 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
     postgres = guard = temporal = worker = None
     try:
         if not settings.database_url:
-            postgres = local_services.start_postgres(data_dir)
+            postgres = _embedded_postgres(data_dir)
             # Postgres runs detached from us (pg_ctl starts it): the guard stops it if we are killed.
             guard = local_services.guard_postgres(postgres)
         database_url = settings.database_url or local_services.postgres_url(postgres)
@@ -133,24 +134,33 @@ def _local_settings(settings: Settings, data_dir: Path, ui_port: int) -> tuple[S
     data dir unless MINT_ENCRYPTION_KEY names one; the operator decodes them through Mint's codec server,
     whose token is kept there too. The dev UI is not told the codec endpoint: it could not send the
     operator's session with it (the dev server has no setting for that), so the operator sets it in the
-    browser. The worker serves its metrics on a loopback port of its own; the API's /metrics includes them."""
+    browser. The worker serves its metrics on a loopback port of its own, asking for a token of their own
+    (MINT_METRICS_TOKEN, else a new one each run) that the API's /metrics sends when it includes them."""
     from mint.telemetry.metrics import free_loopback_port
 
     ui_origins = (f"http://127.0.0.1:{ui_port}", f"http://localhost:{ui_port}")
     metrics_port = free_loopback_port()
+    metrics_token = settings.metrics_token or secrets.token_urlsafe(32)
     local = dataclasses.replace(
         settings,
         metrics_include=(("worker", f"http://127.0.0.1:{metrics_port}/metrics"),),
+        metrics_token=metrics_token,
         encryption_keys=settings.encryption_keys or (_stored_token(data_dir, "encryption_key"),),
         codec_token=settings.codec_token or _stored_token(data_dir, "codec_token"),
         codec_origins=settings.codec_origins or ui_origins,
     )
-    return local, {"MINT_METRICS_PORT": str(metrics_port), "MINT_METRICS_HOST": "127.0.0.1"}
+    worker_metrics = {
+        "MINT_METRICS_PORT": str(metrics_port),
+        "MINT_METRICS_HOST": "127.0.0.1",
+        "MINT_METRICS_TOKEN": metrics_token,
+    }
+    return local, worker_metrics
 
 
 def _worker_process(data_dir: Path, settings: Settings, env: dict[str, str]):
     """`mint up`'s worker, in a process of its own (see mint/process/worker_process.py), with `env` (the
-    services' addresses, its metrics port) and the encryption key."""
+    services' addresses, its metrics' port and token) and the encryption key: never the API key or the codec
+    token, which only the API uses."""
     from mint.process.worker_process import WorkerProcess
 
     env = {**env, "MINT_ENCRYPTION_KEY": ",".join(settings.encryption_keys)}
@@ -196,7 +206,27 @@ def worker(data_dir: Path | None, **sizing: Any) -> None:
     if data_dir and not settings.encryption_keys and (data_dir / "encryption_key").exists():
         key = (data_dir / "encryption_key").read_text().strip()
         settings = dataclasses.replace(settings, encryption_keys=(key,))
-    _serve(settings, StackOptions(url, address, run_api=False))
+    _serve(_worker_only(settings), StackOptions(url, address, run_api=False))
+
+
+def _worker_only(settings: Settings) -> Settings:
+    """A worker's settings without what only the API uses: the API key and the codec token are dropped (and
+    said to be needless), but for the codec token's old second role, guarding the metrics port when no
+    MINT_METRICS_TOKEN is set (a deployment from before that variable keeps its metrics closed)."""
+    needless = [
+        name
+        for name, value in (("MINT_API_KEY", settings.api_key), ("MINT_CODEC_TOKEN", settings.codec_token))
+        if value
+    ]
+    if needless:
+        click.echo(
+            f"warning: a worker does not use {' or '.join(needless)}: leave it out of the worker's "
+            "environment (its metrics port asks for MINT_METRICS_TOKEN)",
+            err=True,
+        )
+    return dataclasses.replace(
+        settings, api_key=None, codec_token=None, metrics_token=settings.metrics_port_token()
+    )
 
 
 def _with_store(data_dir: Path, work: Any) -> Any:
@@ -206,9 +236,7 @@ def _with_store(data_dir: Path, work: Any) -> Any:
     from mint.store.tables import Store
 
     settings = _settings_from_env()
-    url = settings.database_url or local_services.postgres_url(
-        local_services.start_postgres(data_dir.resolve())
-    )
+    url = settings.database_url or local_services.postgres_url(_embedded_postgres(data_dir.resolve()))
 
     async def run() -> Any:
         pool = await connect_pool(url, max_size=2)
@@ -219,6 +247,17 @@ def _with_store(data_dir: Path, work: Any) -> Any:
             await pool.close()
 
     return asyncio.run(run())
+
+
+def _embedded_postgres(data_dir: Path):
+    """The embedded Postgres under data_dir (started if it is not running), the data dir left owner-only."""
+    from mint.process import local_services
+    from mint.process.data_dir_mode import let_postgres_pass, make_owner_only
+
+    make_owner_only(data_dir)
+    server = local_services.start_postgres(data_dir)
+    let_postgres_pass(data_dir, server)
+    return server
 
 
 DATA_DIR = click.option(
@@ -356,7 +395,7 @@ def _stored_token(data_dir: Path, name: str, prefix: str = "") -> str:
     path = data_dir / name
     if path.exists():
         return path.read_text().strip()
-    data_dir.mkdir(parents=True, exist_ok=True)
+    data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     token = prefix + secrets.token_urlsafe(32)
     # Created owner-only from the start: never readable by others, even for a moment.
     with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w") as file:

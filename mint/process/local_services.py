@@ -170,8 +170,8 @@ def start_temporal(
     headless: bool = False,
     die_with_us: bool = False,
 ) -> subprocess.Popen:
-    """Start `temporal server start-dev` with its state in data_dir/temporal.db; wait until it listens.
-    `die_with_us`: it gets SIGTERM when this process dies, even by SIGKILL (call from the main thread)."""
+    """Start `temporal server start-dev` with its state in data_dir/temporal.db (owner-only); wait until it
+    listens. `die_with_us`: it gets SIGTERM when this process dies, even by SIGKILL (call from the main thread)."""
     if not port_free(port):
         raise RuntimeError(
             f"port {port} is busy: is another Temporal server running? "
@@ -194,9 +194,13 @@ def start_temporal(
     args += ["--headless"] if headless else ["--ui-port", str(ui_port), "--ui-disable-news-fetch"]
     if die_with_us:
         args = lifeline.command_tied_to_this_process(args)
-    # Its own session: a Ctrl-C in the terminal reaches only `mint up`, which stops its parts in order.
-    with open(data_dir / "temporal.log", "ab") as log:  # the child keeps its own copy of the descriptor
-        process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    # Its own session: a Ctrl-C in the terminal reaches only `mint up`, which stops its parts in order. What it
+    # writes (temporal.db and its journals, every tenant's executions) is owner-only, as is its log.
+    log_file = os.open(data_dir / "temporal.log", os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    with open(log_file, "ab") as log:  # the child keeps its own copy of the descriptor
+        process = subprocess.Popen(
+            args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, umask=0o077
+        )
     deadline = time.monotonic() + 60
     while port_free(port):
         if process.poll() is not None or time.monotonic() > deadline:

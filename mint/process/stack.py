@@ -149,7 +149,7 @@ def api_app(
     metrics = metrics or Metrics()
     metrics.count_executions = lambda: live_executions(pool)
     metrics.included = settings.metrics_include
-    metrics.include_token = settings.codec_token
+    metrics.include_token = settings.metrics_port_token()  # what the included processes' ports ask for
     return create_app(app_clients(pool, temporal, settings, events, metrics), settings)
 
 
@@ -261,9 +261,8 @@ async def run_stack(
                     _serving(api_app(api_pool, temporal, settings, events, metrics), settings)
                 )
             if settings.metrics_port is not None:
-                await parts.enter_async_context(
-                    _serving(metrics_app(metrics, settings.codec_token), settings, settings.metrics_port)
-                )
+                port_app = metrics_app(metrics, settings.metrics_port_token())
+                await parts.enter_async_context(_serving(port_app, settings, settings.metrics_port))
             if started:
                 started.set()
             await (stop.wait() if stop else asyncio.Event().wait())

@@ -18,6 +18,10 @@ import click
 from mint.process.lifeline import signal_when_parent_dies
 
 RESTART_PAUSE_SECONDS = 1.0
+# What only the API uses, kept out of the worker's environment (a worker gets only what it uses): the default
+# developer's API key, and the operator's codec token and its browser origins. The worker's metrics port has
+# a token of its own (MINT_METRICS_TOKEN), which `mint up` gives it.
+API_ONLY_VARIABLES = ("MINT_API_KEY", "MINT_CODEC_TOKEN", "MINT_CODEC_ORIGINS")
 
 
 def die_with_parent() -> None:
@@ -29,12 +33,19 @@ def die_with_parent() -> None:
         raise SystemExit(0)  # `mint up` died before the request took effect
 
 
+def worker_environment(env: dict[str, str]) -> dict[str, str]:
+    """This process's environment for the worker, without API_ONLY_VARIABLES, and with `env`."""
+    inherited = {k: v for k, v in os.environ.items() if k not in API_ONLY_VARIABLES}
+    return {**inherited, **env, "MINT_PARENT_PID": str(os.getpid())}
+
+
 class WorkerProcess:
-    """`mint worker` for `mint up`'s data dir, configured by `env` (database, Temporal, encryption key)."""
+    """`mint worker` for `mint up`'s data dir, configured by `env` (database, Temporal, encryption key, its
+    metrics' port and token) over this process's environment, less what only the API uses."""
 
     def __init__(self, data_dir: Path, env: dict[str, str], stop_within: float):
         self.command = [sys.executable, "-m", "mint.process.cli", "worker", "--data-dir", str(data_dir)]
-        self.env = {**os.environ, **env, "MINT_PARENT_PID": str(os.getpid())}
+        self.env = worker_environment(env)
         self.stop_within = stop_within
         self.process: subprocess.Popen | None = None
         self.stopping = False
