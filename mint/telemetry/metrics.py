@@ -181,14 +181,14 @@ def free_loopback_port() -> int:
 
 def metrics_app(metrics: Metrics, token: str | None = None) -> Starlette:
     """MINT_METRICS_PORT's app: `GET /metrics`, and `GET /healthz` for probes (it says only that the process
-    serves). With the operator's token (MINT_CODEC_TOKEN) set, /metrics asks for it as a bearer token, as the
-    API's /metrics does; without one it is open, so bind it where only Prometheus reaches (the default host
+    serves). With a token (MINT_METRICS_TOKEN, else MINT_CODEC_TOKEN) set, /metrics asks for it as a bearer
+    token, as the API's /metrics does; without one it is open, so bind it where only Prometheus reaches (the default host
     is loopback)."""
 
     async def scrape(request: Request) -> Response:
         if token is not None and not _bearer_is(request, token):
             return Response(
-                "metrics are for the operator: send `Authorization: Bearer <MINT_CODEC_TOKEN>`\n",
+                "metrics are for the operator: send `Authorization: Bearer <MINT_METRICS_TOKEN>`\n",
                 status_code=401,
                 headers={"WWW-Authenticate": "Bearer"},
             )
