@@ -1,6 +1,6 @@
 """Fairness between tenants: one tenant's flood of slow calls against another's quick executions.
 
-Run: python -m bench.fairness [--flood N] [--slots S] [--cap C] [--quick K] [--in-worker]
+Run: python -m bench.fairness [--flood N] [--slots S] [--cap C] [--quick K] [--in-worker] [--hog H]
 (starts its own embedded Postgres and Temporal dev server, with fairness on as `mint up` has it)
 
 Tenant A starts N executions that each make one slow api_call (a local HTTP server that sleeps SLOW_SECONDS),
@@ -11,6 +11,9 @@ fairness off (no key, no cap), with the fairness keys only (each execution carri
 Temporal's fairness key), and with the keys and at most C calls of one developer in flight per worker
 (activities/tenant_limits.py).
 
+With --hog H, H processes spin on the CPU for the whole run (idle phase included), as other work on a shared
+machine would: the question is then whether the flood costs B more than the machine's load costs everyone.
+
 Both tenants' calls go through the task queue (`local: false`), as the issue's slow tool did; with
 --in-worker they run where Mint puts them by default, in the worker (local activities), which no task queue
 orders (see the README's Fairness between tenants).
@@ -20,8 +23,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import statistics
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -153,7 +160,10 @@ MODES = (("fairness off", False, 0), ("fairness keys only", True, 0), ("keys and
 
 
 async def run_mode(
-    local_mint: LocalMint, keys: tuple[str, str], args: argparse.Namespace, mode: tuple[str, bool, int | None]
+    local_mint: LocalMint,
+    keys: tuple[str, str],
+    args: argparse.Namespace,
+    mode: tuple[str, bool, int | None],
 ) -> Result:
     label, fair, cap = mode
     stack = await local_mint.stack(
@@ -177,7 +187,21 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--cap", type=int, default=5, help="calls in flight per developer, fairness on")
     parser.add_argument("--quick", type=int, default=5, help="tenant B's quick executions, each phase")
     parser.add_argument("--in-worker", action="store_true", help="calls run in the worker (Mint's default)")
+    parser.add_argument("--modes", default="", help="only the modes whose label contains this")
+    parser.add_argument("--hog", type=int, default=0, help="CPU-bound processes running beside the bench")
     return parser.parse_args()
+
+
+@contextlib.contextmanager
+def cpu_hog(processes: int) -> Iterator[None]:
+    """`processes` busy loops beside the bench (other work on the same cores), stopped on the way out."""
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(processes)]
+    try:
+        yield
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
 
 
 async def main() -> None:
@@ -188,13 +212,16 @@ async def main() -> None:
     try:
         store = Store(local_mint.pool)
         keys = ((await store.create_developer("tenant-a"))[1], (await store.create_developer("tenant-b"))[1])
-        results = {mode: await run_mode(local_mint, keys, args, mode) for mode in MODES}
+        with cpu_hog(args.hog):
+            modes = [mode for mode in MODES if args.modes in mode[0]]
+            results = {mode: await run_mode(local_mint, keys, args, mode) for mode in modes}
     finally:
         await local_mint.close()
     where = "in the worker" if args.in_worker else "through the task queue"
     print(
         f"tenant A: {args.flood} executions of one {SLOW_SECONDS:g} s api_call; worker slots {args.slots}; "
-        f"tenant B: {args.quick} quick executions (evaluate + api_call), calls {where}"
+        f"tenant B: {args.quick} quick executions (evaluate + api_call), calls {where}; "
+        f"{args.hog} CPU hog(s) beside it"
     )
     for (label, _, cap), result in results.items():
         label += f" ({args.cap})" if cap is None else ""
