@@ -369,3 +369,25 @@ async def test_ffmpeg_where_it_cannot_be_confined_does_not_run(mapi, real_ffmpeg
     assert execution["status"] == "failed"
     assert "ffmpeg cannot run confined on this worker, so it does not run" in execution["error"]
     assert "No permissions to create new namespace" in execution["error"], execution["error"]
+
+
+async def test_a_worker_runs_a_bounded_number_of_ffmpeg_processes_at_once(real_ffmpeg):
+    import asyncio
+
+    arguments = {"cmd": "-stream_loop -1 -i input -f null out", "file": b64(wav(0.1))}
+    calls = [
+        asyncio.ensure_future(asyncio.wait_for(ffmpeg.call(None, "bash_cmd", {}, arguments), 4))
+        for _ in range(ffmpeg.MAX_RUNNING + 2)
+    ]
+    most = 0
+    while not all(call.done() for call in calls):
+        folders = {
+            word
+            for p in psutil.process_iter(["cmdline"])
+            for word in p.info["cmdline"] or []
+            if "mint-ffmpeg-" in word
+        }
+        most = max(most, len(folders))  # one folder a running ffmpeg (its bwrap has more than one process)
+        await asyncio.sleep(0.2)
+    assert all(isinstance(call.exception(), TimeoutError) for call in calls)
+    assert 1 <= most <= ffmpeg.MAX_RUNNING

@@ -7,9 +7,11 @@ is {fileoutput: the newest file ffmpeg wrote, in base64, result, mime_type}."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import mimetypes
+import os
 import shlex
 import shutil
 import tempfile
@@ -23,6 +25,10 @@ from mint.temporal import errors
 DEFAULT_BASE_URL = ""  # (a local binary)
 MAX_OUTPUT_BYTES = confined.Limits().file_bytes  # the kernel stops ffmpeg past it (RLIMIT_FSIZE)
 MAX_INPUTS = 16
+# ffmpeg processes one worker runs at once: each may take a core and gigabytes, and a tenant may start many
+# executions; the rest wait their turn within their call's deadline.
+MAX_RUNNING = max(2, os.cpu_count() or 2)
+_running: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}  # per event loop (a worker has one)
 
 
 async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
@@ -55,7 +61,9 @@ async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict
                 "names next to them; and use the options, formats, codecs and filters Mint allows)",
                 "BadToolCall",
             ) from None
-        finished = await confined.run(binary, command.argv, Path(folder))
+        slots = _running.setdefault(asyncio.get_running_loop(), asyncio.Semaphore(MAX_RUNNING))
+        async with slots:
+            finished = await confined.run(binary, command.argv, Path(folder))
         if finished.returncode != 0:
             tail = finished.stderr_tail.strip()[-500:]
             raise errors.permanent(
