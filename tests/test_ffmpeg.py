@@ -234,6 +234,10 @@ ATTACKS = [
     ("-i input out.wav; cat {canary} > out2.wav", None),
     ("-i input -c:a pcm_s16le -i input -filter_complex 'ebur128=metadata=1' out.wav", None),
     ("-i input -f null -", None),
+    ("-i input -vf curves=psfile=../usr/share/x.acv out.mp4", None),
+    ("-i input -c copy out.m3u8", None),
+    ("-i input -c copy out.ffconcat", None),
+    ("-re -stream_loop -1 -i input -f null out", None),
     ("-i input -- out.wav", None),
     ("-i input -map_metadata 0 -metadata 'title=$(cat {canary})' out.wav", None),  # allowed: text, no shell
     ("-i input -c copy out.wav", HLS),  # allowed: an HLS playlist as a plain input is not followed
@@ -359,9 +363,10 @@ async def test_ffmpeg_without_the_binary_fails_saying_what_to_install(mapi, monk
     assert "ffmpeg is not installed on this worker" in execution["error"], execution["error"]
 
 
-async def test_ffmpeg_where_it_cannot_be_confined_does_not_run(mapi, real_ffmpeg):
-    # A bwrap that fails as it does on a host without user namespaces, first on the worker's PATH.
+async def test_ffmpeg_where_it_cannot_be_confined_does_not_run(mapi, real_ffmpeg, monkeypatch):
+    # A bwrap that fails as it does on a host without user namespaces, named by MINT_BWRAP.
     fake = real_ffmpeg / "bwrap"
+    monkeypatch.setenv("MINT_BWRAP", str(fake))
     fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
     fake.chmod(fake.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     arguments = {"cmd": "-i input out.wav", "file": b64(wav())}

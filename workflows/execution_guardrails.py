@@ -94,7 +94,8 @@ class ExecutionGuardrails:
         async def ask(guardrail: Guardrail, prompt: list[dict[str, Any]]) -> Verdict:
             return await self._verdict(guardrail, prompt, stage, position, agent)
 
-        scope = {**names, "messages": messages}
+        # `agent` is the agent whose guardrails these are, as in a chat (the step's names have the execution's)
+        scope = {**names, "agent": agent, "messages": messages}
         await run_guardrails(stage, guardrails, value, scope, self.interpreter.values, ask)
 
     async def _verdict(

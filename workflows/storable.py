@@ -180,8 +180,8 @@ def yaml_depth_loc(text: str | bytes, limit: int = MAX_DEPTH) -> Loc | None:
         mark = exc.problem_mark
         if mark is None or "nesting depth" not in (exc.problem or ""):
             raise
-        prefix = (text.decode("utf-8") if isinstance(text, bytes) else text)[: mark.index]
-        loc = _yaml_depth_loc(prefix, limit) if len(prefix) < len(text) else None
+        whole = text.decode("utf-8") if isinstance(text, bytes) else text
+        loc = _yaml_depth_loc(whole[: mark.index], limit) if mark.index < len(whole) else None
         if loc is None:
             raise
         return loc

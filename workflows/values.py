@@ -72,12 +72,12 @@ class ValueEvaluator:
         value = self.expressions.evaluate(source, names)
         if type(value) in _AS_IS and reads_data(source):
             # a part of data the execution already holds: no copy to make or pay for, unless it repeats
-            return value if result is None else result.passed_on(value)
+            return value if result is None else result.passed_on(value, self.expressions.roots)
         try:
             with charging(self.budget):  # printing a key charges too, and the copy counts as the step's CPU
                 if result is None:
                     return to_data(value, self.budget, self.expressions.shared)
-                return result.add(value, self.expressions.shared)
+                return result.add(value, self.expressions.shared, self.expressions.roots)
         except LimitExceeded as exc:
             raise ExpressionError(f"LimitExceeded: {exc} (in {source!r})") from None
 
@@ -93,7 +93,7 @@ class ValueEvaluator:
                 return self._data(reading.source, names, result)
             if reading.how == "template":
                 text = render_template(raw, {**self._helpers, **names}, self.budget)
-                return text if result is None else result.add(text, {})
+                return text if result is None else result.add(text, {}, {})
             return raw
         if isinstance(raw, dict):
             return {key: self._value(item, names, result) for key, item in raw.items()}
@@ -226,13 +226,17 @@ class _Measured(_ToData):
     per 8 characters as bounded_size counts it, and whatever appears more than once counting each time.
 
     Data the execution already holds (Evaluator.shared, a field that only reads it) is stored already, so
-    its first appearance is free; every further one counts its whole size (counted, measured once per
-    object: a repeat then costs O(1)), and the step pays for writing it."""
+    the first appearance of each held value (`_`, a step's output: Evaluator.roots) is free; every other part
+    of it, and every repeat, counts its whole size (counted, measured once per object: a repeat then costs
+    O(1)), and the step pays for writing it. One part per held value, because parts nest: `_`, `_.x` and
+    `_.x.x` are three objects holding the same text, and a result listing all three writes it three times."""
 
     def __init__(self, budget: Budget):
         super().__init__(budget, {})
         self.budget: Budget = budget
         self.seen: dict[int, list[Any]] = {}  # id -> [held object (kept alive), its size once measured]
+        self.freed: set[int] = set()  # the held values (Evaluator.roots) one part of which went free
+        self.roots: Mapping[int, int] = {}
 
     def pay(self, elements: int, units: int) -> None:
         self.left -= elements
@@ -243,16 +247,17 @@ class _Measured(_ToData):
             )
         super().pay(0, units)
 
-    def add(self, value: Any, shared: Mapping[int, Any]) -> Any:
+    def add(self, value: Any, shared: Mapping[int, Any], roots: Mapping[int, int]) -> Any:
         """`value`, an expression's result, converted to data and counted into this result."""
-        self.shared = shared
+        self.shared, self.roots = shared, roots
         try:
             return self.convert(value)
         except RecursionError:
             raise ExpressionError(f"result is nested more than {MAX_RESULT_DEPTH} levels deep") from None
 
-    def passed_on(self, value: Any) -> Any:
-        """`value`, data the execution holds, as it is: counted only if it already appeared."""
+    def passed_on(self, value: Any, roots: Mapping[int, int]) -> Any:
+        """`value`, data the execution holds, as it is: counted unless it is the first of its held value."""
+        self.roots = roots
         if type(value) is str:
             if len(value) >= 8 and not self._first(value, held=True):
                 self._text(value)
@@ -268,10 +273,14 @@ class _Measured(_ToData):
         return super().convert(item, depth)
 
     def _first(self, item: Any, held: bool) -> bool:
-        """Whether `item` is held data appearing for the first time in this result (noting it if so)."""
+        """Whether `item` is the held value that goes free in this result (noting every held one seen)."""
         if not held or id(item) in self.seen:
             return False
         self.seen[id(item)] = [item, None]
+        root = self.roots.get(id(item), id(item))
+        if root in self.freed:
+            return False
+        self.freed.add(root)
         return True
 
     def _text(self, text: str) -> None:

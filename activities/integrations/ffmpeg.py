@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import contextlib
 import mimetypes
 import os
 import shlex
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -94,14 +96,29 @@ def _write_inputs(folder: Path, raw: Any) -> set[str]:
 
 
 def _output(folder: Path, outputs: set[str]) -> dict[str, Any]:
-    """The newest of the files the command named as outputs (nothing else in the folder is read)."""
-    written = [
-        folder / name for name in outputs if (folder / name).is_file() and not (folder / name).is_symlink()
-    ]
-    if not written:
-        return {"fileoutput": None, "result": True, "mime_type": None}
-    newest = max(written, key=lambda p: p.stat().st_mtime_ns)
-    if newest.stat().st_size > MAX_OUTPUT_BYTES:
-        raise errors.permanent(f"ffmpeg's output is larger than {MAX_OUTPUT_BYTES} bytes", "ResponseTooLarge")
-    mime = mimetypes.guess_type(newest.name)[0] or "application/octet-stream"
-    return {"fileoutput": base64.b64encode(newest.read_bytes()).decode(), "result": True, "mime_type": mime}
+    """The newest of the files the command named as outputs (nothing else in the folder is read). They are
+    opened without following links: the folder is the confined user's, who could swap in a link."""
+    written = []
+    for name in outputs:
+        with contextlib.suppress(OSError):
+            descriptor = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+            status = os.fstat(descriptor)
+            if stat.S_ISREG(status.st_mode):
+                written.append((status.st_mtime_ns, name, descriptor, status.st_size))
+            else:
+                os.close(descriptor)
+    try:
+        if not written:
+            return {"fileoutput": None, "result": True, "mime_type": None}
+        _, name, descriptor, size = max(written)
+        if size > MAX_OUTPUT_BYTES:
+            raise errors.permanent(
+                f"ffmpeg's output is larger than {MAX_OUTPUT_BYTES} bytes", "ResponseTooLarge"
+            )
+        with os.fdopen(os.dup(descriptor), "rb") as file:
+            content = file.read(MAX_OUTPUT_BYTES + 1)
+    finally:
+        for _, _, descriptor, _ in written:
+            os.close(descriptor)
+    mime = mimetypes.guess_type(name)[0] or "application/octet-stream"
+    return {"fileoutput": base64.b64encode(content).decode(), "result": True, "mime_type": mime}

@@ -94,8 +94,9 @@ def _filtergraph(value: str) -> None:
         # ffmpeg 7+ reads an option from a file when its name starts with `/` (`volume=/volume=path`). Its
         # escaping has levels (`\:` at the graph's becomes `:` at the filter's), so whatever the quotes and
         # backslashes: a `/` may only follow a name, a number or a bracket (`iw/2`, `(a+b)/2`).
-        if re.search(r"(^|[^A-Za-z0-9_.)\]])/", re.sub(r"[\\']", "", args)):
-            raise Refused(f"a filter option may not be read from a file ({args!r})")
+        plain = re.sub(r"[\\']", "", args)
+        if re.search(r"(^|[^A-Za-z0-9_)\]])/", plain) or ".." in plain:
+            raise Refused(f"a filter option may not name a file ({args!r})")
 
 
 FILTERGRAPH = _filtergraph
@@ -103,7 +104,8 @@ FILTERGRAPH = _filtergraph
 # option -> what its value must be; True in the second place: it takes a stream specifier (`-c:v`, `-b:a:0`).
 Check = Callable[[str], None] | str | None
 OPTIONS: dict[str, tuple[Check, bool]] = {
-    **{name: (FLAG, False) for name in "y n nostdin hide_banner nostats stats shortest copyts re".split()},
+    # (not -re: reading at the input's own pace idles, and would hold a slot without spending CPU time)
+    **{name: (FLAG, False) for name in "y n nostdin hide_banner nostats stats shortest copyts".split()},
     **{name: (FLAG, True) for name in "vn an sn dn".split()},
     "i": (INPUT, False),
     "f": (FORMAT, False),
@@ -137,7 +139,13 @@ STREAM_SPECIFIER = re.compile(r"[A-Za-z0-9]{1,16}(:[A-Za-z0-9]{1,16}){0,3}")
 FILTER = re.compile(
     r"\s*(?:\[[^\]]*\]\s*)*([A-Za-z0-9_]+)(?:@[A-Za-z0-9_]+)?(?:=(.*?))?(?:\s*\[[^\]]*\])*\s*", re.S
 )
-OUTPUT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}(\.[A-Za-z0-9]{1,10}){0,2}")
+OUTPUT_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,63}(\.[A-Za-z0-9]{1,10})?")
+# ffmpeg picks the muxer from an output's extension when no -f says: only media files' (no .m3u8, .ffconcat,
+# .mpd or image sequences); a name without one needs -f.
+EXTENSIONS = frozenset(
+    "mp4 m4a m4v mov 3gp mkv mka webm mp3 wav ogg oga opus flac aac ac3 aiff au caf wv avi flv ts mpg mpeg "
+    "gif apng png jpg jpeg webp raw pcm h264 264 hevc 265 json txt out".split()
+)
 
 
 @dataclass(frozen=True)
@@ -198,6 +206,9 @@ def _output(word: str, given: set[str], outputs: list[str]) -> str:
         )
     if word in given:
         raise Refused(f"{word!r} is an input file; write the output under another name")
+    extension = word.rpartition(".")[2].lower() if "." in word else None
+    if extension is not None and extension not in EXTENSIONS:
+        raise Refused(f"{word!r}: an output may end in .{', .'.join(sorted(EXTENSIONS)[:10])}, ... only")
     outputs.append(word)
     if len(outputs) > MAX_OUTPUTS:
         raise Refused(f"at most {MAX_OUTPUTS} output files")

@@ -54,7 +54,15 @@ OTHER = "other"
 # Outcomes of calls Mint refused to make (the target was never reached): recorded without a target, since a
 # refused target costs nothing to name and would otherwise fill the label's values.
 REFUSED_OUTCOMES = frozenset(
-    {"EgressRefused", "BadToolCall", "McpRefused", "ModelNotConfigured", "BudgetExceeded"}
+    {
+        "EgressRefused",
+        "BadToolCall",
+        "McpRefused",
+        "ModelNotConfigured",
+        "BudgetExceeded",
+        "BudgetUnknown",
+        "IntegrationUnavailable",
+    }
 )
 NO_TARGET = ""  # (Prometheus reads an empty label as no label)
 INCLUDE_TIMEOUT_SECONDS = 5.0

@@ -95,6 +95,10 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):  # type: ignore[misc]  # simp
         can take its id. `_holders` adds the live roots, whose members are data although they are not."""
         self.shared: dict[int, Any] = {}
         self._holders: dict[int, Any] = {}
+        # id of shared data -> id of the held value it is part of: a step's result passes one part of each
+        # held value on free, not `_`, `_.x` and `_.x.x` (which hold the same text) each (values._Measured).
+        # The live roots' members, and `outputs`'s (separate step outputs), are held values of their own.
+        self.roots: dict[int, int] = {}
         for name in DATA_ROOTS | LIVE_ROOTS:
             value = names.get(name)
             if value is None:
@@ -102,6 +106,8 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):  # type: ignore[misc]  # simp
             self._holders[id(value)] = value
             if name in DATA_ROOTS and (value.__class__ in _CONTAINERS or value.__class__ is str):
                 self.shared[id(value)] = value
+                if name != "outputs":
+                    self.roots[id(value)] = id(value)
 
     def _share(self, holder: Any, item: Any) -> Any:
         """`item`, read out of `holder`: noted as shared data when `holder` holds only data (a string too,
@@ -113,6 +119,9 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):  # type: ignore[misc]  # simp
                 self._holders[id(item)] = item
             elif kind is str:
                 self.shared[id(item)] = item
+            else:
+                return item
+            self.roots[id(item)] = self.roots.get(id(holder), id(item))
         return item
 
     # simpleeval hooks -----------------------------------------------------------------------------------
