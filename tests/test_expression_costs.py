@@ -103,3 +103,30 @@ def test_a_result_just_under_the_limit_passes_and_pays_for_its_repeats(raw):
     result = evaluator.value(raw, {"_": KB_500})
     assert str(result).count(KB_500) == (2 if "b" in raw else 15)
     assert evaluator.budget.since_yield < 120_000
+
+
+def _nested(levels: int, text: str) -> object:
+    value: object = text
+    for _ in range(levels):
+        value = {"x": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {f"k{i}": "$ _" + ".x" * i for i in range(100)},  # _, _.x, _.x.x, ...: one text written 100 times
+        "$ [_, _.x, _.x.x, _.x.x.x, _.x.x.x.x, _.x.x.x.x.x, _.x.x.x.x.x.x, _.x.x.x.x.x.x.x, _.x.x.x.x.x.x.x.x]",
+    ],
+)
+def test_the_parts_of_one_held_value_count_each_time(raw):
+    with pytest.raises(ExpressionError, match="LimitExceeded"):
+        ValueEvaluator("dollar").value(raw, {"_": _nested(100, "n" * 900_000)})
+
+
+def test_separate_held_values_are_each_passed_on_once():
+    steps = [{"output": "c" * 5_000_000}, {"output": "d" * 5_000_000}]
+    result = ValueEvaluator("dollar").value(
+        {"a": "$ steps[0].output", "b": "$ steps[1].output"}, {"steps": steps}
+    )
+    assert result["a"] is steps[0]["output"] and result["b"] is steps[1]["output"]
