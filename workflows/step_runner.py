@@ -3,9 +3,10 @@ they depend on this small surface and not on interpreter.py, which imports them 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Literal, Protocol
 
 from contracts.executions import ExecutionParams
+from contracts.transitions import Position
 from workflows import language as lang
 from workflows.frames import Frame
 from workflows.transition_log import TransitionLog
@@ -13,8 +14,19 @@ from workflows.values import ValueEvaluator
 from workflows.visibility import Visibility
 from workflows.waits import Waits
 
-if TYPE_CHECKING:  # it takes a StepRunner itself
-    from workflows.execution_guardrails import ExecutionGuardrails
+
+class HandedGuardrails(Protocol):
+    """What a step asks of the execution's guardrails (workflows/execution_guardrails.py, which takes a
+    StepRunner itself, so it is named by its shape here)."""
+
+    async def run_handed(
+        self,
+        stage: Literal["input", "output"],
+        agent: dict[str, Any],
+        messages: list[dict[str, Any]],
+        names: dict[str, Any],
+        position: Position,
+    ) -> None: ...
 
 
 class StepRunner(Protocol):
@@ -28,7 +40,9 @@ class StepRunner(Protocol):
     waits: Waits
     view: Visibility  # what the Temporal UI shows of the run
     legacy: bool  # the execution runs as before issue 13 (see Interpreter._started_legacy)
-    guards: ExecutionGuardrails  # the task's and the agents' guardrails
+
+    @property
+    def guards(self) -> HandedGuardrails: ...  # the task's and the agents' guardrails (read-only here)
 
     async def run_sequence(
         self,
