@@ -243,6 +243,8 @@ ATTACKS = [
     ("-i input -c copy out.wav", HLS),  # allowed: an HLS playlist as a plain input is not followed
     ("-i input -c copy out.wav", CONCAT),  # allowed: nor is an ffconcat list
     ("-loglevel debug -i input -af volume=0.5 out.wav", None),  # allowed
+    ("-i input " + "-an " * 200_000 + "out.wav", None),  # past what the kernel takes (E2BIG)
+    ("-i input -metadata 'title=" + "t" * 200_000 + "' out.wav", None),
 ]
 
 

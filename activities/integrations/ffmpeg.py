@@ -18,7 +18,7 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from activities import confined
 from activities.integrations.ffmpeg_command import Refused, parse
@@ -33,7 +33,15 @@ MAX_RUNNING = max(2, os.cpu_count() or 2)
 _running: dict[asyncio.AbstractEventLoop, asyncio.Semaphore] = {}  # per event loop (a worker has one)
 
 
-async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
+class Answer(TypedDict):
+    """Julep's answer: the newest output in base64 (None when ffmpeg wrote none), and its type."""
+
+    fileoutput: str | None
+    result: bool
+    mime_type: str | None
+
+
+async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Answer:
     binary = shutil.which("ffmpeg")
     if binary is None:
         raise errors.permanent(
@@ -95,7 +103,7 @@ def _write_inputs(folder: Path, raw: Any) -> set[str]:
     return set(names)
 
 
-def _output(folder: Path, outputs: set[str]) -> dict[str, Any]:
+def _output(folder: Path, outputs: set[str]) -> Answer:
     """The newest of the files the command named as outputs (nothing else in the folder is read). They are
     opened without following links: the folder is the confined user's, who could swap in a link."""
     written = []

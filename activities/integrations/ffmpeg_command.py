@@ -14,6 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 MAX_OUTPUTS = 8  # Julep's answer carries one file; a few more let a task split streams
+# Past any real command line, and well within what the kernel takes for one (E2BIG otherwise).
+MAX_WORDS = 1000
+MAX_WORD_CHARS = 10_000
 
 
 class Refused(ValueError):
@@ -157,6 +160,8 @@ class Command:
 def parse(words: list[str], given: set[str]) -> Command:
     """The arguments ffmpeg is run with, checked word by word against the allow-list; `given` are the input
     files' names. Raises Refused naming the first word that is not allowed."""
+    if len(words) > MAX_WORDS or any(len(word) > MAX_WORD_CHARS for word in words):
+        raise Refused(f"a command has at most {MAX_WORDS} words of at most {MAX_WORD_CHARS} characters")
     argv = ["-nostdin", "-hide_banner", "-y"]
     outputs: list[str] = []
     index = 0
