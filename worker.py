@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.worker import Interceptor, Worker
+from temporalio.worker import FixedSizeSlotSupplier, Interceptor, Worker, WorkerTuner
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 from activities.docs import DocActivities
@@ -42,7 +42,12 @@ from contracts.temporal import (
     WRITE_TRANSITIONS,
 )
 from mint.settings import Settings
+from mint.temporal.workflow_slots import WorkflowTaskSlots
 from workflows.registered import WORKFLOWS
+
+# Temporal's local activity slots: a waiting call holds one (activities/tenant_limits.py admits them), and
+# each holds its workflow task too, so the workflow task slots bound them long before this does.
+IN_WORKER_WAITING_ROOM = 100_000
 
 # Pure, deterministic modules the workflow sandbox may share instead of re-importing for every run. With
 # only these shared (the strict sandbox), the interpreter and the workflow classes are re-imported inside the
@@ -128,17 +133,24 @@ def build_workers(
         CALL_IN_WORKER: in_worker.call_in_worker,
     }
     # One developer's calls hold at most max_calls_per_developer places in this process, whichever queue
-    # they came on (activities/tenant_limits.py); the slots are many more than that, so another developer's
-    # call finds a free one. A slot is cheap: a call waiting on the network is a coroutine, and the worker's
-    # CPU goes to workflow tasks.
-    interceptors = [*interceptors, TenantLimits(DeveloperLimiter(settings.max_calls_per_developer))]
+    # they came on, and the calls run in the worker at most worker_max_local_activities, a freed place going
+    # to the developer with the fewest in flight (activities/tenant_limits.py). The slots are many more than
+    # that, so another developer's call finds a free one and waits its turn where the turn is fair. A slot is
+    # cheap: a call waiting on the network or its turn is a coroutine, and the worker's CPU goes to workflow
+    # tasks, which WorkflowTaskSlots admits (mint/temporal/workflow_slots.py).
+    limiter = DeveloperLimiter(settings.max_calls_per_developer, settings.worker_max_local_activities)
+    slots = WorkflowTaskSlots(
+        settings.worker_max_workflow_tasks,
+        most=settings.worker_max_workflow_tasks + settings.worker_max_local_activities,
+    )
+    interceptors = [*interceptors, TenantLimits(limiter, slots)]
     workers = []
     for queue, kinds in settings.polled_queues().items():
         if WORKFLOWS_KIND in kinds:
-            workers.append(_worker(client, queue, list(every.values()), WORKFLOWS, settings, interceptors))
+            workers.append(_worker(client, queue, list(every.values()), WORKFLOWS, settings, interceptors, slots))
         else:
             own = [every[name] for kind in kinds for name in QUEUE_KINDS[kind]]
-            workers.append(_worker(client, queue, own, [], settings, interceptors))
+            workers.append(_worker(client, queue, own, [], settings, interceptors, None))
     return workers
 
 
@@ -149,6 +161,7 @@ def _worker(
     workflows: Sequence[type],
     settings: Settings,
     interceptors: Sequence[Interceptor],
+    workflow_slots: WorkflowTaskSlots | None,
 ) -> Worker:
     """A worker on `queue`, sized by the MINT_WORKER_* settings."""
     return Worker(
@@ -158,10 +171,14 @@ def _worker(
         activities=activities,
         workflow_runner=workflow_runner(),
         interceptors=interceptors,
-        max_concurrent_workflow_tasks=settings.worker_max_workflow_tasks,
-        max_concurrent_activities=settings.worker_max_activities,
-        # The call steps that run in the worker (call_steps.py) use these slots.
-        max_concurrent_local_activities=settings.worker_max_local_activities,
+        tuner=WorkerTuner.create_composite(
+            workflow_supplier=workflow_slots or FixedSizeSlotSupplier(settings.worker_max_workflow_tasks),
+            activity_supplier=FixedSizeSlotSupplier(settings.worker_max_activities),
+            # The calls run in the worker (call_steps.py) are admitted by the limiter, fairly; Temporal's
+            # local activity slots, first come first served, are only a bound far past it.
+            local_activity_supplier=FixedSizeSlotSupplier(IN_WORKER_WAITING_ROOM),
+            nexus_supplier=FixedSizeSlotSupplier(1),
+        ),
         # On stop, running activities get this long to finish before they are cancelled (and retried).
         graceful_shutdown_timeout=timedelta(seconds=settings.shutdown_grace_seconds),
         # A lost worker is noticed within seconds (contracts/liveness.py).

@@ -24,10 +24,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
@@ -48,20 +49,34 @@ MARGIN_SECONDS = 1.0
 
 
 @dataclass
+class _Waiting:
+    turn: asyncio.Future[None]
+    in_worker: bool
+    order: int  # arrival, across developers: the tie-break between developers with as many calls in flight
+
+
+@dataclass
 class _Places:
-    """One developer's calls in flight, and the calls waiting for a place, first come first served."""
+    """One developer's calls in flight, and its calls waiting for a place (its own, first come first served)."""
 
     in_flight: int = 0
-    waiting: list[asyncio.Future[None]] = field(default_factory=list)
+    waiting: deque[_Waiting] = field(default_factory=deque)
 
 
 @dataclass
 class DeveloperLimiter:
-    """At most `per_developer` calls of each developer at once (0: no cap). A call that cannot have a place
-    within `max_wait` seconds goes ahead anyway, over the cap (see the module's docstring)."""
+    """At most `per_developer` calls of each developer at once (0: no cap), and at most `in_worker` calls run
+    in the worker (local activities) at once, all developers together (0: no limit). A freed place goes to the
+    waiting developer with the fewest calls in flight, not to the call that came first: Temporal's local
+    activity slots are first come first served, so Mint keeps them many (worker.py) and admits here instead.
+    A call that cannot have a place within `max_wait` seconds goes ahead anyway, over the cap (see the
+    module's docstring)."""
 
     per_developer: int
+    in_worker: int = 0
     _places: dict[str, _Places] = field(default_factory=dict)
+    _in_worker_running: int = 0
+    _arrivals: int = 0
     over_cap: int = 0  # calls that went ahead over the cap, for tests and logs
 
     def in_flight(self, developer: str) -> int:
@@ -72,67 +87,104 @@ class DeveloperLimiter:
         places = self._places.get(developer)
         return len(places.waiting) if places else 0
 
+    @property
+    def running_in_worker(self) -> int:
+        return self._in_worker_running
+
     @contextlib.asynccontextmanager
-    async def place(self, developer: str | None, max_wait: float) -> AsyncIterator[None]:
-        """Hold one of `developer`'s places while the block runs (none for a call with no developer)."""
-        await self.acquire(developer, max_wait)
+    async def place(self, developer: str | None, max_wait: float, in_worker: bool = False) -> AsyncIterator[None]:
+        """Hold a place of `developer`'s (and, `in_worker`, one of the worker's) while the block runs."""
+        await self.acquire(developer, max_wait, in_worker)
         try:
             yield
         finally:
-            self.release(developer)
+            self.release(developer, in_worker)
 
-    async def acquire(self, developer: str | None, max_wait: float) -> None:
-        """Take one of `developer`'s places, waiting at most `max_wait` seconds for one (then over the cap);
-        each acquire needs its release."""
-        if not developer or self.per_developer <= 0:
+    def limits(self, developer: str | None, in_worker: bool) -> bool:
+        return bool(developer and self.per_developer > 0) or (in_worker and self.in_worker > 0)
+
+    def _fits(self, developer: str, places: _Places, in_worker: bool) -> bool:
+        capped = bool(developer) and self.per_developer > 0 and places.in_flight >= self.per_developer
+        full = in_worker and 0 < self.in_worker <= self._in_worker_running
+        return not capped and not full
+
+    async def acquire(self, developer: str | None, max_wait: float, in_worker: bool = False) -> None:
+        """Take a place, waiting at most `max_wait` seconds for one (then over the cap); each acquire needs
+        its release. A call with no developer counts only against the worker's places."""
+        if not self.limits(developer, in_worker):
             return
-        places = self._places.setdefault(developer, _Places())
-        if places.in_flight < self.per_developer and not places.waiting:
-            places.in_flight += 1
+        key = developer or ""
+        places = self._places.setdefault(key, _Places())
+        if not places.waiting and self._fits(key, places, in_worker):
+            self._take(places, in_worker)
         else:
-            await self._wait(developer, places, max_wait)  # returns with this call counted in flight
+            await self._wait(key, places, max_wait, in_worker)  # returns with this call counted in flight
 
-    def release(self, developer: str | None) -> None:
-        places = self._places.get(developer) if developer and self.per_developer > 0 else None
+    def release(self, developer: str | None, in_worker: bool = False) -> None:
+        if not self.limits(developer, in_worker):
+            return
+        places = self._places.get(developer or "")
         if places is not None:
             places.in_flight -= 1
-            self._hand_on(developer or "", places)
+            self._in_worker_running -= in_worker
+            self._hand_on()
 
-    async def _wait(self, developer: str, places: _Places, max_wait: float) -> None:
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        places.waiting.append(turn)
+    def _take(self, places: _Places, in_worker: bool) -> None:
+        places.in_flight += 1
+        self._in_worker_running += in_worker
+
+    async def _wait(self, developer: str, places: _Places, max_wait: float, in_worker: bool) -> None:
+        self._arrivals += 1
+        waiting = _Waiting(asyncio.get_running_loop().create_future(), in_worker, self._arrivals)
+        places.waiting.append(waiting)
         try:
-            await asyncio.wait_for(asyncio.shield(turn), timeout=max(max_wait, 0.0))
+            await asyncio.wait_for(asyncio.shield(waiting.turn), timeout=max(max_wait, 0.0))
         except TimeoutError:
             pass
         except BaseException:  # cancelled while waiting: give back a place handed on meanwhile
-            if turn.done():
-                places.in_flight -= 1
-                self._hand_on(developer, places)
+            if waiting.turn.done():
+                self.release(developer or None, in_worker)
             else:
-                places.waiting.remove(turn)
+                places.waiting.remove(waiting)
+                self._forget(developer, places)
             raise
-        if turn.done():
+        if waiting.turn.done():
             return  # handed a place, already counted by _hand_on
-        places.waiting.remove(turn)
-        turn.cancel()
-        places.in_flight += 1
+        places.waiting.remove(waiting)
+        waiting.turn.cancel()
+        self._take(places, in_worker)
         self.over_cap += 1
         log.warning(
-            "developer %s has %d calls in flight (MINT_MAX_CALLS_PER_DEVELOPER is %d): this call waited %.1f s, "
-            "all its attempt could spare, and goes ahead over the cap",
-            developer,
+            "developer %s has %d calls in flight (MINT_MAX_CALLS_PER_DEVELOPER is %d), the worker %d of %d: "
+            "this call waited %.1f s, all its attempt could spare, and goes ahead over the cap",
+            developer or "(none)",
             places.in_flight - 1,
             self.per_developer,
+            self._in_worker_running - in_worker,
+            self.in_worker,
             max_wait,
         )
 
-    def _hand_on(self, developer: str, places: _Places) -> None:
-        """Hand free places to the longest-waiting calls (counted in flight at once, so that no later call
-        takes the place first); forget a developer with nothing in flight or waiting."""
-        while places.waiting and places.in_flight < self.per_developer:
-            places.waiting.pop(0).set_result(None)
-            places.in_flight += 1
+    def _hand_on(self) -> None:
+        """Hand free places to waiting calls, each to the developer with the fewest calls in flight whose
+        longest-waiting call fits (counted in flight at once, so that no later call takes the place first);
+        forget a developer with nothing in flight or waiting."""
+        while True:
+            ready = [
+                (places.in_flight, places.waiting[0].order, key)
+                for key, places in self._places.items()
+                if places.waiting and self._fits(key, places, places.waiting[0].in_worker)
+            ]
+            if not ready:
+                break
+            places = self._places[min(ready)[2]]
+            waiting = places.waiting.popleft()
+            waiting.turn.set_result(None)
+            self._take(places, waiting.in_worker)
+        for key in [key for key, places in self._places.items() if not places.in_flight and not places.waiting]:
+            del self._places[key]
+
+    def _forget(self, developer: str, places: _Places) -> None:
         if not places.in_flight and not places.waiting:
             self._places.pop(developer, None)
 
@@ -168,40 +220,58 @@ def whose_call(name: str, request: Any) -> tuple[str | None, float | None] | Non
 
 
 class TenantLimits(Interceptor):
-    """Gives each capped call activity a place of its developer's in `limiter` before it runs (a call run
-    in the worker, call_in_worker, by the call it carries)."""
+    """Gives each capped call activity a place of its developer's in `limiter` before it runs, and each call
+    run in the worker (call_in_worker, by the call it carries) one of the worker's places too. `slots`, when
+    given, is told which workflow runs are waiting on a call in the worker (their workflow task's slot is
+    held meanwhile, but idle: mint/temporal/workflow_slots.py)."""
 
-    def __init__(self, limiter: DeveloperLimiter):
+    def __init__(self, limiter: DeveloperLimiter, slots: WaitingRuns | None = None):
         self.limiter = limiter
+        self.slots = slots
 
     def intercept_activity(self, next: ActivityInboundInterceptor) -> ActivityInboundInterceptor:
-        return _Inbound(next, self.limiter)
+        return _Inbound(next, self.limiter, self.slots)
+
+
+class WaitingRuns(Protocol):
+    def waiting_on_call(self, run_id: str) -> contextlib.AbstractContextManager[None]: ...
 
 
 class _Inbound(ActivityInboundInterceptor):
-    def __init__(self, next: ActivityInboundInterceptor, limiter: DeveloperLimiter):
+    def __init__(self, next: ActivityInboundInterceptor, limiter: DeveloperLimiter, slots: WaitingRuns | None):
         super().__init__(next)
         self.limiter = limiter
+        self.slots = slots
 
     async def execute_activity(self, input: ExecuteActivityInput) -> Any:
         info = activity.info()
+        if not info.is_local or self.slots is None or not info.workflow_run_id:
+            return await self._admitted(info, input)
+        with self.slots.waiting_on_call(info.workflow_run_id):
+            return await self._admitted(info, input)
+
+    async def _admitted(self, info: activity.Info, input: ExecuteActivityInput) -> Any:
         request = input.args[0] if input.args else None
+        in_worker = isinstance(request, WorkerCall)
         if isinstance(request, WorkerCall):
             whose = whose_call(request.activity, request.request)
-            if whose is not None:
-                whose = (request.developer_id, whose[1])
+            whose = (request.developer_id, whose[1]) if whose is not None else None
         else:
             whose = whose_call(info.activity_type, request)
-        if whose is None or self.limiter.per_developer <= 0:
+        developer = (whose[0] or self._key(info)) if whose is not None else None
+        if whose is None or not self.limiter.limits(developer, in_worker):  # Mint's own operations: no wait
             return await self.next.execute_activity(input)
-        developer = whose[0] or (info.priority.fairness_key if info.priority else None)
         timeout = info.start_to_close_timeout
         started = info.current_attempt_scheduled_time if info.is_local else info.started_time
         elapsed = max(0.0, (datetime.now(UTC) - started).total_seconds())
         max_wait = spare_seconds(timeout.total_seconds() if timeout else None, elapsed, whose[1])
         async with heartbeating():  # a long wait must not trip the heartbeat timeout
-            await self.limiter.acquire(developer, max_wait)
+            await self.limiter.acquire(developer, max_wait, in_worker)
         try:
             return await self.next.execute_activity(input)
         finally:
-            self.limiter.release(developer)
+            self.limiter.release(developer, in_worker)
+
+    @staticmethod
+    def _key(info: activity.Info) -> str | None:
+        return info.priority.fairness_key if info.priority else None

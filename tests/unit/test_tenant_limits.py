@@ -116,3 +116,56 @@ def test_whose_call_reads_the_developer_and_deadline_from_each_capped_call():
     integration = IntegrationCallRequest("brave", "search", {}, {}, 20.0, "k", scope)  # type: ignore[arg-type]
     assert whose_call(CALL_INTEGRATION, integration) == ("dev-2", 20.0)
     assert whose_call(CALL_SYSTEM, {}) is None  # Mint's own operations are not capped
+
+
+async def test_a_freed_place_in_the_worker_goes_to_the_developer_with_the_fewest_calls_in_flight():
+    # No cap per developer: only the worker's 2 places. A holds both and has 3 more waiting; B's one call
+    # came last, and is the next to run, not after A's (Temporal's own local activity slots would be FIFO).
+    limiter = DeveloperLimiter(per_developer=0, in_worker=2)
+    releases = {name: asyncio.Event() for name in ("a0", "a1", "a2", "a3", "a4", "b0")}
+    started: list[str] = []
+
+    async def call(developer: str, name: str) -> None:
+        async with limiter.place(developer, LONG, in_worker=True):
+            started.append(name)
+            await releases[name].wait()
+
+    calls = [asyncio.create_task(call("a", f"a{i}")) for i in range(5)]
+    await asyncio.sleep(0.01)
+    calls.append(asyncio.create_task(call("b", "b0")))
+    await asyncio.sleep(0.01)
+    assert started == ["a0", "a1"] and limiter.running_in_worker == 2
+    releases["a0"].set()
+    await asyncio.sleep(0.01)
+    assert started == ["a0", "a1", "b0"]  # b has none in flight: its call goes before a's waiting ones
+    releases["a1"].set()
+    await asyncio.sleep(0.01)
+    assert started[-1] == "a2"  # then a's, in their order
+    for event in releases.values():
+        event.set()
+    await asyncio.gather(*calls)
+    assert started == ["a0", "a1", "b0", "a2", "a3", "a4"]
+    assert limiter._places == {} and limiter.running_in_worker == 0 and limiter.over_cap == 0
+
+
+async def test_calls_through_the_queue_take_no_place_in_the_worker_and_the_cap_holds_across_both():
+    limiter = DeveloperLimiter(per_developer=2, in_worker=1)
+    async with limiter.place("a", LONG, in_worker=True), limiter.place("b", LONG, in_worker=False):
+        assert limiter.running_in_worker == 1
+        async with limiter.place("a", LONG, in_worker=False):  # a's second, through the queue: it fits
+            assert limiter.in_flight("a") == 2
+            assert limiter.running_in_worker == 1
+            async with limiter.place("a", max_wait=0.05):  # a's third: over the cap after its wait
+                assert limiter.over_cap == 1
+    assert limiter._places == {} and limiter.running_in_worker == 0
+
+
+async def test_a_call_without_a_developer_counts_only_against_the_workers_places():
+    limiter = DeveloperLimiter(per_developer=1, in_worker=1)
+    async with limiter.place(None, LONG, in_worker=True):
+        assert limiter.running_in_worker == 1
+        async with limiter.place(None, max_wait=0.05, in_worker=True):
+            assert limiter.over_cap == 1  # the worker's one place was taken: it waited, then went ahead
+        async with limiter.place(None, 0):  # through the queue, no developer: nothing to wait for
+            pass
+    assert limiter._places == {} and limiter.running_in_worker == 0
