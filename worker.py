@@ -147,7 +147,9 @@ def build_workers(
     workers = []
     for queue, kinds in settings.polled_queues().items():
         if WORKFLOWS_KIND in kinds:
-            workers.append(_worker(client, queue, list(every.values()), WORKFLOWS, settings, interceptors, slots))
+            workers.append(
+                _worker(client, queue, list(every.values()), WORKFLOWS, settings, interceptors, slots)
+            )
         else:
             own = [every[name] for kind in kinds for name in QUEUE_KINDS[kind]]
             workers.append(_worker(client, queue, own, [], settings, interceptors, None))

@@ -92,7 +92,9 @@ class DeveloperLimiter:
         return self._in_worker_running
 
     @contextlib.asynccontextmanager
-    async def place(self, developer: str | None, max_wait: float, in_worker: bool = False) -> AsyncIterator[None]:
+    async def place(
+        self, developer: str | None, max_wait: float, in_worker: bool = False
+    ) -> AsyncIterator[None]:
         """Hold a place of `developer`'s (and, `in_worker`, one of the worker's) while the block runs."""
         await self.acquire(developer, max_wait, in_worker)
         try:
@@ -181,7 +183,9 @@ class DeveloperLimiter:
             waiting = places.waiting.popleft()
             waiting.turn.set_result(None)
             self._take(places, waiting.in_worker)
-        for key in [key for key, places in self._places.items() if not places.in_flight and not places.waiting]:
+        for key in [
+            key for key, places in self._places.items() if not places.in_flight and not places.waiting
+        ]:
             del self._places[key]
 
     def _forget(self, developer: str, places: _Places) -> None:
@@ -238,7 +242,9 @@ class WaitingRuns(Protocol):
 
 
 class _Inbound(ActivityInboundInterceptor):
-    def __init__(self, next: ActivityInboundInterceptor, limiter: DeveloperLimiter, slots: WaitingRuns | None):
+    def __init__(
+        self, next: ActivityInboundInterceptor, limiter: DeveloperLimiter, slots: WaitingRuns | None
+    ):
         super().__init__(next)
         self.limiter = limiter
         self.slots = slots
