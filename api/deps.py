@@ -94,6 +94,8 @@ def metadata_filter(request: Request) -> dict[str, Any] | None:
 
 
 def _json_filter(value: str) -> dict[str, Any]:
+    if not value.strip():  # a bare `?metadata_filter=`: no filter, as on Julep
+        return {}
     try:
         parsed = json.loads(value)
     except RecursionError:

@@ -60,13 +60,18 @@ SERVICE_STATUS: dict[type[service.ServiceError], int] = {
 }
 
 
-def _body(message: str, problems: list[Problem], error_type: str | None) -> dict[str, Any]:
-    body: dict[str, Any] = {"error": message, "detail": message}
-    if problems:
-        body["problems"] = [{"path": p.path, "message": p.message} for p in problems]
-    if error_type:
-        body["type"] = error_type  # a failure of a named kind (contracts/failures.py)
-    return body
+def _body(status: int, message: str, problems: list[Problem], error_type: str | None) -> dict[str, Any]:
+    """Julep's error shape (`{"error": {"message", "code", "type", "details"}}`), so that clients written
+    for Julep read Mint's errors; the problems, each with its path, are the details."""
+    error: dict[str, Any] = {
+        "message": message,
+        "code": "validation_error" if status == 422 else f"http_{status}",
+        # A failure of a named kind (contracts/failures.py), else what Julep calls an HTTP error.
+        "type": error_type or "http_error",
+    }
+    if problems or status == 422:
+        error["details"] = [{"loc": p.path, "msg": p.message, "type": "validation_error"} for p in problems]
+    return {"error": error, "detail": message}
 
 
 def _response(
@@ -74,7 +79,9 @@ def _response(
 ) -> JSONResponse:
     # The julep SDK retries 409s and 5xx unless told not to; our errors are final.
     return JSONResponse(
-        _body(message, problems or [], error_type), status_code=status, headers={"x-should-retry": "false"}
+        _body(status, message, problems or [], error_type),
+        status_code=status,
+        headers={"x-should-retry": "false"},
     )
 
 

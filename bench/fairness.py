@@ -16,7 +16,8 @@ machine would: the question is then whether the flood costs B more than the mach
 
 Both tenants' calls go through the task queue (`local: false`), as the issue's slow tool did; with
 --in-worker they run where Mint puts them by default, in the worker (local activities), which no task queue
-orders (see the README's Fairness between tenants).
+orders: the worker admits them, fairly (see the README's Fairness between tenants). --slots is then the calls
+the worker runs at once (MINT_WORKER_MAX_LOCAL_ACTIVITIES).
 """
 
 from __future__ import annotations

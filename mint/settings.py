@@ -47,7 +47,9 @@ class Settings:
     http_queue: str | None = None
     write_queue: str | None = None
     # This worker: which queues it polls (`workflows` is task_queue; the others are the kinds above) and how
-    # much it runs at once; model calls have a cap of their own within its activities (0: none).
+    # much it runs at once; model calls have a cap of their own within its activities (0: none). Workflow
+    # tasks count only while computed (one waiting on a call in the worker is idle), fewer while the worker's
+    # CPU is short (mint/temporal/workflow_slots.py).
     worker_queues: tuple[str, ...] = ("workflows", "models", "http", "writes")
     worker_max_workflow_tasks: int = 100
     worker_max_model_calls: int = 0
@@ -80,6 +82,8 @@ class Settings:
     # developers, not first come first served (the server must have it on: `mint up`'s does). The worker's
     # activity slots (regular and local) and, within them, the calls (model, api_call, integration, MCP) one
     # developer may have in flight at once in this worker process (activities/tenant_limits.py; 0: no cap).
+    # The calls run in the worker are admitted there too, at most worker_max_local_activities at once, a freed
+    # place going to the developer with the fewest in flight.
     fairness: bool = True
     worker_max_activities: int = 1000
     worker_max_local_activities: int = 1000

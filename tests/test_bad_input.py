@@ -41,12 +41,17 @@ async def expect_error(
     assert response.status_code == status, (response.status_code, response.text)
     assert response.headers["content-type"].startswith("application/json"), response.headers
     body = response.json()
-    assert isinstance(body.get("error"), str) and body["error"].strip(), body
+    error = body.get("error")  # Julep's shape: {"message", "code", "type", "details"}
+    assert isinstance(error, dict) and isinstance(error.get("message"), str) and error["message"].strip(), (
+        body
+    )
+    assert error["code"] == ("validation_error" if status == 422 else f"http_{status}"), body
+    assert body["detail"] == error["message"], body
     if path is not None:
-        assert path in [p["path"] for p in body.get("problems", [])], body
-        assert path in body["error"], body
+        assert path in [p["loc"] for p in error.get("details") or []], body
+        assert path in body["error"]["message"], body
     for text in contains:
-        assert text in body["error"], body
+        assert text in body["error"]["message"], body
     return body
 
 
@@ -301,7 +306,7 @@ async def test_every_problem_is_listed(api, agent_id):
         "helper": [{"evaluate": {"y": "$ 1 +"}}],
     }
     body = await expect_error(await api.post(f"/agents/{agent_id}/tasks", json=document), 422)
-    paths = {p["path"] for p in body["problems"]}
+    paths = {p["loc"] for p in body["error"]["details"]}
     assert {"main[0].evaluate.x", "main[1].tool", "helper[0].evaluate.y"} <= paths, body
 
 
@@ -325,15 +330,15 @@ async def test_a_typo_an_unknown_step_key_and_a_bad_expression_come_back_in_one_
     """Structural problems (a step of no kind) and semantic ones (an unknown name) in one 422, in path order,
     each naming what was meant."""
     body = await expect_error(await post_yaml(api, agent_id, TYPOS), 422, "main[0]")
-    assert body["problems"] == [
-        {"path": "main[0]", "message": "unknown step key `evalute`: did you mean `evaluate`?"},
+    assert [{"loc": p["loc"], "msg": p["msg"]} for p in body["error"]["details"]] == [
+        {"loc": "main[0]", "msg": "unknown step key `evalute`: did you mean `evaluate`?"},
         {
-            "path": "main[1].argumets",
-            "message": "unknown key `argumets` in a `tool` step: did you mean `arguments`?",
+            "loc": "main[1].argumets",
+            "msg": "unknown key `argumets` in a `tool` step: did you mean `arguments`?",
         },
-        {"path": "main[2].evaluate.y", "message": "unknown name 'inptus': did you mean `inputs`?"},
+        {"loc": "main[2].evaluate.y", "msg": "unknown name 'inptus': did you mean `inputs`?"},
     ]
-    assert all(p["path"] in body["error"] for p in body["problems"]), body
+    assert all(p["loc"] in body["error"]["message"] for p in body["error"]["details"]), body
     assert (await api.get(f"/agents/{agent_id}/tasks")).json()["items"] == []
 
 
@@ -374,7 +379,7 @@ async def test_yaml_syntax_error(api, agent_id):
     body = await expect_error(
         await post_yaml(api, agent_id, "name: t\nmain: [\n"), 400, contains=("cannot parse",)
     )
-    assert "line" in body["error"]
+    assert "line" in body["error"]["message"]
 
 
 async def test_yaml_that_is_not_a_mapping(api, agent_id):
@@ -1018,7 +1023,7 @@ async def test_create_or_update_with_another_developers_agent_id(api, agent_id, 
         response = await other.post(f"/agents/{agent_id}", json={"name": "stolen"})
         await settle(response)
         # Ids are per developer: the intruder made its own agent, and learnt nothing of ours.
-        assert response.status_code == 200, response.text
+        assert response.status_code == 201, response.text  # create-or-update: 201, as on Julep
     assert (await api.get(f"/agents/{agent_id}")).json()["name"] == "tester"
 
 
@@ -1028,7 +1033,7 @@ async def test_create_or_update_with_another_developers_user_id(api, stack, stor
     async with await fresh_client(stack, other_key) as other:
         response = await other.post(f"/users/{user_id}", json={"name": "stolen"})
         await settle(response)
-        assert response.status_code == 200, response.text
+        assert response.status_code == 201, response.text  # create-or-update: 201, as on Julep
     assert (await api.get(f"/users/{user_id}")).json()["name"] == "mine"
 
 
@@ -1041,7 +1046,7 @@ async def test_create_or_update_with_another_developers_task_id(api, agent_id, s
             f"/agents/{other_agent}/tasks/{task['id']}", json={"name": "stolen", "main": OK}
         )
         await settle(response)
-        assert response.status_code == 200, response.text
+        assert response.status_code == 201, response.text  # create-or-update: 201, as on Julep
     assert (await api.get(f"/tasks/{task['id']}")).json()["name"] == "t"
 
 

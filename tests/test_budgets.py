@@ -129,11 +129,11 @@ async def test_a_sessions_budget_covers_its_chats(mapi, model_server):
     assert session["budget"] == {"max_model_calls": 2, "max_tokens": None, "max_cost_usd": None}
     for text in ("one", "two"):
         answer = await _chat(mapi, session["id"], text)
-        assert answer.status_code == 200, answer.text
+        assert answer.status_code == 201, answer.text
     refused = await _chat(mapi, session["id"], "three")
     assert refused.status_code == 402, refused.text
-    assert refused.json()["type"] == "BudgetExceeded"
-    assert refused.json()["error"].startswith("BudgetExceeded: ")
+    assert refused.json()["error"]["type"] == "BudgetExceeded"
+    assert refused.json()["error"]["message"].startswith("BudgetExceeded: ")
     assert len(model_server.calls) == 2
     history = (await mapi.get(f"/sessions/{session['id']}/history")).json()
     assert "three" not in str(history)  # a refused chat saves nothing
@@ -142,11 +142,11 @@ async def test_a_sessions_budget_covers_its_chats(mapi, model_server):
 async def test_a_sessions_token_budget_refuses_once_reached(mapi, script, model_server):
     script.reply = lambda call: Reply(content="ok", prompt_tokens=30, completion_tokens=20)
     session = await _session(mapi, {"max_tokens": 100})
-    assert (await _chat(mapi, session["id"], "one")).status_code == 200  # 50 tokens
-    assert (await _chat(mapi, session["id"], "two")).status_code == 200  # 100: reached
+    assert (await _chat(mapi, session["id"], "one")).status_code == 201  # 50 tokens
+    assert (await _chat(mapi, session["id"], "two")).status_code == 201  # 100: reached
     refused = await _chat(mapi, session["id"], "three")
-    assert refused.status_code == 402 and refused.json()["type"] == "BudgetExceeded", refused.text
-    assert "100 tokens" in refused.json()["error"]
+    assert refused.status_code == 402 and refused.json()["error"]["type"] == "BudgetExceeded", refused.text
+    assert "100 tokens" in refused.json()["error"]["message"]
     assert len(model_server.calls) == 2
 
 
@@ -154,10 +154,10 @@ async def test_a_chats_guardrail_calls_count_against_the_sessions_budget(mapi, s
     script.reply = _allow_or_echo
     session = await _session(mapi, {"max_model_calls": 2}, guardrails={"output": [JUDGE]})
     answer = await _chat(mapi, session["id"], "one")  # the answer and its output guardrail's verdict
-    assert answer.status_code == 200, answer.text
+    assert answer.status_code == 201, answer.text
     assert answer.json()["usage"]["total_tokens"] > 0
     refused = await _chat(mapi, session["id"], "two")
-    assert refused.status_code == 402 and refused.json()["type"] == "BudgetExceeded", refused.text
+    assert refused.status_code == 402 and refused.json()["error"]["type"] == "BudgetExceeded", refused.text
     assert len(model_server.calls) == 2
 
 
@@ -177,11 +177,11 @@ async def test_the_developers_default_budget_applies_where_none_is_set(mapi, mod
 
     session = await _session(mapi)
     refused = await _chat(mapi, session["id"], "hello")
-    assert refused.status_code == 402 and refused.json()["type"] == "BudgetExceeded", refused.text
+    assert refused.status_code == 402 and refused.json()["error"]["type"] == "BudgetExceeded", refused.text
     assert len(model_server.calls) == 1
 
     await mapi.put("/developer/settings", json={"default_budget": None})
-    assert (await _chat(mapi, session["id"], "hello")).status_code == 200
+    assert (await _chat(mapi, session["id"], "hello")).status_code == 201
 
 
 async def test_a_bad_budget_is_refused_with_its_path(mapi):
@@ -312,10 +312,10 @@ async def _guardrail_model_checks(p: Paths) -> str:
 async def _session_chat(p: Paths) -> str:
     session = await _session(p.api, BUDGET)
     for i in range(N):
-        assert (await _chat(p.api, session["id"], f"chat {i}")).status_code == 200
+        assert (await _chat(p.api, session["id"], f"chat {i}")).status_code == 201
     refused = await _chat(p.api, session["id"], "one more")
     assert refused.status_code == 402, refused.text
-    return refused.json()["error"]
+    return refused.json()["error"]["message"]
 
 
 @pytest.mark.parametrize(

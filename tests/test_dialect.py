@@ -296,7 +296,7 @@ async def test_a_key_that_starts_another_step_is_still_refused(api, step, path):
     agent = await create_agent(api)
     response = await api.post(f"/agents/{agent['id']}/tasks", json={"name": "t", "main": [step]})
     assert response.status_code == 422, response.text
-    problems = {p["path"]: p["message"] for p in response.json()["problems"]}
+    problems = {p["loc"]: p["msg"] for p in response.json()["error"]["details"]}
     assert "each step has one kind" in problems[path], problems
 
 
@@ -309,7 +309,7 @@ async def test_julep_api_call_fields_mint_does_not_implement_are_refused(api, ke
         json={"name": "t", "tools": [tool], "main": [{"evaluate": {"x": "$ 1"}}]},
     )
     assert response.status_code == 422, response.text
-    problems = {p["path"]: p["message"] for p in response.json()["problems"]}
+    problems = {p["loc"]: p["msg"] for p in response.json()["error"]["details"]}
     assert "is not supported" in problems[f"tools[0].api_call.{key}"], problems
     response = await api.post(f"/agents/{agent['id']}/tools", json=tool)
     assert response.status_code == 422 and f"api_call.{key}" in response.text, response.text

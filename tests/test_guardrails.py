@@ -165,16 +165,16 @@ async def _task_problems(api: httpx.AsyncClient, guardrails: Any) -> list[dict[s
     task = {"name": "t", "guardrails": guardrails, "main": [{"evaluate": {"x": "$ 1"}}]}
     response = await api.post(f"/agents/{agent['id']}/tasks", json=task)
     assert response.status_code == 422, response.text
-    return response.json()["problems"]
+    return response.json()["error"]["details"]
 
 
 async def test_bad_guardrails_are_refused_when_the_task_is_created(mapi):
     both = await _task_problems(mapi, {"input": [{"name": "g", "check": "$ True", "prompt": "p"}]})
-    assert both[0]["path"].startswith("guardrails.input[0]") and "exactly one of" in both[0]["message"]
+    assert both[0]["loc"].startswith("guardrails.input[0]") and "exactly one of" in both[0]["msg"]
     neither = await _task_problems(mapi, {"output": [{"name": "g"}]})
-    assert "exactly one of" in neither[0]["message"]
+    assert "exactly one of" in neither[0]["msg"]
     twice = await _task_problems(mapi, {"input": [NO_SECRETS, NO_SECRETS]})
-    assert "unique" in twice[0]["message"] and "no_secrets" in twice[0]["message"]
+    assert "unique" in twice[0]["msg"] and "no_secrets" in twice[0]["msg"]
     bad = await _task_problems(
         mapi,
         {
@@ -182,14 +182,14 @@ async def test_bad_guardrails_are_refused_when_the_task_is_created(mapi):
             "output": [{"name": "b", "check": "$ nope(_)", "message": "{{ _.x "}],
         },
     )
-    assert {p["path"] for p in bad} == {
+    assert {p["loc"] for p in bad} == {
         "guardrails.input[0].check",
         "guardrails.output[0].check",
         "guardrails.output[0].message",
     }
-    assert any("unknown name 'nope'" in p["message"] for p in bad)
+    assert any("unknown name 'nope'" in p["msg"] for p in bad)
     unknown = await _task_problems(mapi, {"input": [{"name": "a", "check": "$ 1", "mesage": "x"}]})
-    assert unknown[0]["path"].startswith("guardrails.input[0]")
+    assert unknown[0]["loc"].startswith("guardrails.input[0]")
 
 
 async def test_bad_guardrails_are_refused_when_the_agent_is_written(mapi):
@@ -199,7 +199,7 @@ async def test_bad_guardrails_are_refused_when_the_agent_is_written(mapi):
         "/agents", json={"name": "a", "guardrails": {"output": [{"name": "g", "check": "$ 1 +"}]}}
     )
     assert response.status_code == 422, response.text
-    assert response.json()["problems"][0]["path"] == "body.guardrails.output[0].check"
+    assert response.json()["error"]["details"][0]["loc"] == "body.guardrails.output[0].check"
     agent = await _agent(mapi)
     response = await mapi.patch(
         f"/agents/{agent['id']}", json={"guardrails": {"input": [{"name": "g", "check": "$ zzz"}]}}
@@ -232,12 +232,12 @@ async def test_a_chat_input_guardrail_refuses_with_a_400_and_saves_nothing(mapi,
     answer, session_id = await _chat(mapi, agent, "my password is hunter2")
     assert answer.status_code == 400, answer.text
     body = answer.json()
-    assert body["error"] == "InputGuardrailTripwire: keep passwords to yourself"
-    assert body["type"] == "InputGuardrailTripwire"
+    assert body["error"]["message"] == "InputGuardrailTripwire: keep passwords to yourself"
+    assert body["error"]["type"] == "InputGuardrailTripwire"
     assert model_server.calls == []  # refused before any model was asked
     assert await _history(mapi, session_id) == []
     fine, session_id = await _chat(mapi, agent, "hello")
-    assert fine.status_code == 200, fine.text
+    assert fine.status_code == 201, fine.text
     assert len(await _history(mapi, session_id)) == 2
 
 
@@ -246,10 +246,13 @@ async def test_a_chat_output_guardrail_refuses_the_answer_with_a_400_and_saves_n
     agent = await _agent(mapi, guardrails={"output": [no_echo]})
     answer, session_id = await _chat(mapi, agent, "hello")
     assert answer.status_code == 400, answer.text
-    assert answer.json() == {
-        "error": "OutputGuardrailTripwire: answers may not echo",
+    assert answer.json() == {  # Julep's error shape, the failure's kind as its type
+        "error": {
+            "message": "OutputGuardrailTripwire: answers may not echo",
+            "code": "http_400",
+            "type": "OutputGuardrailTripwire",
+        },
         "detail": "OutputGuardrailTripwire: answers may not echo",
-        "type": "OutputGuardrailTripwire",
     }
     assert await _history(mapi, session_id) == []
 
@@ -259,7 +262,7 @@ async def test_a_chat_model_guardrail_refuses_with_its_reason(mapi, script, mode
     agent = await _agent(mapi, guardrails={"input": [{"name": "polite", "prompt": "Polite? {{ _ }}"}]})
     answer, session_id = await _chat(mapi, agent, "hey you")
     assert answer.status_code == 400, answer.text
-    assert answer.json()["error"] == "InputGuardrailTripwire: rude"
+    assert answer.json()["error"]["message"] == "InputGuardrailTripwire: rude"
     assert len(model_server.calls) == 1 and model_server.calls[0].messages[-1]["content"] == "Polite? hey you"
     assert await _history(mapi, session_id) == []
 

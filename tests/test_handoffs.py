@@ -77,9 +77,9 @@ async def test_handoffs_are_the_developers_own_agents(mapi, store, model_stack, 
     assert billing["handoffs"] == []
 
     missing = await mapi.post("/agents", json={"name": "x", "handoffs": [str(uuid.uuid4())]})
-    assert missing.status_code == 404 and "not found" in missing.json()["error"]
+    assert missing.status_code == 404 and "not found" in missing.json()["error"]["message"]
     itself = await mapi.patch(f"/agents/{triage['id']}", json={"handoffs": [triage["id"]]})
-    assert itself.status_code == 422 and "itself" in itself.json()["error"]
+    assert itself.status_code == 422 and "itself" in itself.json()["error"]["message"]
 
     _, key = await store.create_developer("other")
     async with httpx.AsyncClient(
@@ -121,7 +121,7 @@ async def test_a_chat_is_handed_to_the_agent_the_model_transfers_to(mapi, script
         f"/sessions/{session['id']}/chat",
         json={"messages": [{"role": "user", "content": "Is my invoice paid?"}]},
     )
-    assert answer.status_code == 200, answer.text
+    assert answer.status_code == 201, answer.text
     body = answer.json()
     assert body["choices"][0]["message"]["content"] == "billing: invoice INV-7 is paid"
     assert body["choices"][0]["agent_id"] == billing["id"] and body["agent_id"] == billing["id"]
@@ -156,9 +156,10 @@ async def test_a_chat_transfer_outside_the_handoffs_is_a_handoff_error(mapi, scr
         f"/sessions/{session['id']}/chat", json={"messages": [{"role": "user", "content": "sue them"}]}
     )
     assert answer.status_code == 400, answer.text
-    assert answer.json()["type"] == "HandoffError"
+    assert answer.json()["error"]["type"] == "HandoffError"
     assert (
-        answer.json()["error"].startswith("HandoffError: ") and "transfer_to_legal" in answer.json()["error"]
+        answer.json()["error"]["message"].startswith("HandoffError: ")
+        and "transfer_to_legal" in answer.json()["error"]["message"]
     )
 
 
@@ -174,7 +175,7 @@ async def test_after_a_chat_handoff_the_answering_agents_output_guardrails_apply
 
     # Billing answered: triage's output guardrail (which would refuse the answer) does not apply.
     answer = await mapi.post(f"/sessions/{session['id']}/chat", json=ask)
-    assert answer.status_code == 200, answer.text
+    assert answer.status_code == 201, answer.text
     assert answer.json()["agent_id"] == billing["id"]
 
     # Billing's own does.
@@ -182,8 +183,8 @@ async def test_after_a_chat_handoff_the_answering_agents_output_guardrails_apply
     assert patched.status_code == 200, patched.text
     refused = await mapi.post(f"/sessions/{session['id']}/chat", json=ask)
     assert refused.status_code == 400, refused.text
-    assert refused.json()["type"] == "OutputGuardrailTripwire"
-    assert refused.json()["error"] == "OutputGuardrailTripwire: no invoice numbers"
+    assert refused.json()["error"]["type"] == "OutputGuardrailTripwire"
+    assert refused.json()["error"]["message"] == "OutputGuardrailTripwire: no invoice numbers"
 
 
 async def test_a_chat_handed_over_runs_the_targets_input_guardrails_first(mapi, script, model_server, desk):
@@ -197,8 +198,8 @@ async def test_a_chat_handed_over_runs_the_targets_input_guardrails_first(mapi, 
 
     refused = await mapi.post(f"/sessions/{session['id']}/chat", json=ask)
     assert refused.status_code == 400, refused.text
-    assert refused.json()["type"] == "InputGuardrailTripwire"
-    assert refused.json()["error"] == "InputGuardrailTripwire: billing is closed"
+    assert refused.json()["error"]["type"] == "InputGuardrailTripwire"
+    assert refused.json()["error"]["message"] == "InputGuardrailTripwire: billing is closed"
     (asked,) = model_server.calls  # triage's, which transferred: billing's model was never asked
     assert TRIAGE_RULE in _system(asked)
     assert (await mapi.get(f"/sessions/{session['id']}/history")).json()["entries"] == []
@@ -208,7 +209,7 @@ async def test_a_chat_handed_over_runs_the_targets_input_guardrails_first(mapi, 
     patched = await mapi.patch(f"/agents/{billing['id']}", json={"guardrails": {"input": [saw]}})
     assert patched.status_code == 200, patched.text
     answer = await mapi.post(f"/sessions/{session['id']}/chat", json=ask)
-    assert answer.status_code == 200, answer.text
+    assert answer.status_code == 201, answer.text
     assert answer.json()["agent_id"] == billing["id"]
 
 

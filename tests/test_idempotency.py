@@ -50,7 +50,7 @@ async def test_reusing_a_key_with_another_input_is_a_conflict(api):
     task = await _task(api)
     assert (await _post(api, task["id"], {"input": {"n": 1}}, "k")).status_code == 201
     response = await _post(api, task["id"], {"input": {"n": 9}}, "k")
-    assert response.status_code == 409 and "different input" in response.json()["error"]
+    assert response.status_code == 409 and "different input" in response.json()["error"]["message"]
 
 
 async def test_keys_are_per_developer(api, stack, store):

@@ -480,7 +480,7 @@ async def test_a_tool_mint_cannot_run_is_refused_when_the_task_is_created(
     agent = await create_agent(mapi)
     response = await mapi.post(f"/agents/{agent['id']}/tasks", json=_task(integration, arguments))
     assert response.status_code == 422, response.text
-    problems = {p["path"]: p["message"] for p in response.json()["problems"]}
+    problems = {p["loc"]: p["msg"] for p in response.json()["error"]["details"]}
     assert re.search(message, problems.get(path, "")), problems
 
 

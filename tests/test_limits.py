@@ -51,7 +51,7 @@ async def test_a_key_over_its_rate_is_429_with_retry_after(limited, store):
         assert statuses[:30] == [200] * 30 and set(statuses[30:]) == {429}
         limited_answer = await api.get("/agents")
         assert int(limited_answer.headers["Retry-After"]) >= 1
-        assert "per minute" in limited_answer.json()["error"]
+        assert "per minute" in limited_answer.json()["error"]["message"]
         assert (await other.get("/agents")).status_code == 200  # each key has its own budget
 
 
@@ -65,7 +65,7 @@ async def test_executions_in_flight_are_capped_per_developer(limited, store):
         for execution in waiting:
             await wait_for_status(api, execution["id"], {"awaiting_input"})
         refused = await api.post(f"/tasks/{task['id']}/executions", json={"input": {}})
-        assert refused.status_code == 429 and "in flight" in refused.json()["error"]
+        assert refused.status_code == 429 and "in flight" in refused.json()["error"]["message"]
         await api.put(f"/executions/{waiting[0]['id']}", json={"status": "cancelled"})
         await wait_for_status(api, waiting[0]["id"], {"cancelled"})
         assert (await api.post(f"/tasks/{task['id']}/executions", json={"input": {}})).status_code == 201
@@ -77,7 +77,7 @@ async def test_a_task_over_the_size_limit_is_413(limited, store):
         big = {"name": "big", "description": "x" * 6_000, "main": [{"evaluate": {"x": "$ 1"}}]}
         refused = await api.post(f"/agents/{agent['id']}/tasks", json=big)
         assert refused.status_code == 413
-        assert "task size limit is 5000 bytes (MINT_MAX_TASK_BYTES)" in refused.json()["error"]
+        assert "task size limit is 5000 bytes (MINT_MAX_TASK_BYTES)" in refused.json()["error"]["message"]
         # YAML aliases count at their expanded size: 1.2 KB of text, over 6 KB of task.
         aliased = (
             f"name: aliases\ndescription: &d {'y' * 900}\n"
@@ -87,7 +87,7 @@ async def test_a_task_over_the_size_limit_is_413(limited, store):
         refused = await api.post(
             f"/agents/{agent['id']}/tasks", content=aliased, headers={"Content-Type": "application/yaml"}
         )
-        assert refused.status_code == 413 and "MINT_MAX_TASK_BYTES" in refused.json()["error"]
+        assert refused.status_code == 413 and "MINT_MAX_TASK_BYTES" in refused.json()["error"]["message"]
         await create_task(api, agent["id"], {**big, "description": "x" * 4_000})
 
 
@@ -101,9 +101,9 @@ async def test_an_expression_over_the_length_limit_is_422_with_its_path(limited,
         }
         refused = await api.post(f"/agents/{agent['id']}/tasks", json=task)
         assert refused.status_code == 422
-        [problem] = refused.json()["problems"]
-        assert problem["path"] == "main[1].evaluate.sum"
-        assert "expression length limit is 200 (MINT_MAX_EXPRESSION_LENGTH)" in problem["message"]
+        [problem] = refused.json()["error"]["details"]
+        assert problem["loc"] == "main[1].evaluate.sum"
+        assert "expression length limit is 200 (MINT_MAX_EXPRESSION_LENGTH)" in problem["msg"]
         task["main"][1] = {"evaluate": {"sum": long_sum}}
         await create_task(api, agent["id"], task)
 
@@ -115,9 +115,9 @@ async def test_a_task_over_the_step_limit_is_422_naming_the_first_step_past_it(l
         task = {"name": "many", "main": [nested, nested], "other": [{"evaluate": {"y": "$ 2"}}] * 3}
         refused = await api.post(f"/agents/{agent['id']}/tasks", json=task)
         assert refused.status_code == 422
-        [problem] = refused.json()["problems"]
-        assert problem["path"] == "other[2]"  # the eleventh step
-        assert "11 steps" in problem["message"] and "step limit is 10 (MINT_MAX_STEPS)" in problem["message"]
+        [problem] = refused.json()["error"]["details"]
+        assert problem["loc"] == "other[2]"  # the eleventh step
+        assert "11 steps" in problem["msg"] and "step limit is 10 (MINT_MAX_STEPS)" in problem["msg"]
         task["other"] = task["other"][:2]
         await create_task(api, agent["id"], task)
 
@@ -167,10 +167,10 @@ async def test_a_used_up_pool_answers_503_and_a_lock_wait_ends_instead_of_hangin
                 await asyncio.sleep(0.05)
             busy = await api.get("/healthz")
             assert busy.status_code == 503, busy.text
-            assert "no database connection became free within 0.5 s" in busy.json()["error"]
+            assert "no database connection became free within 0.5 s" in busy.json()["error"]["message"]
             assert busy.headers["Retry-After"] == "1"
             locked_out = await stuck  # lock_timeout (mint/store/db.py) ends it; the lock is still held
-        assert locked_out.status_code == 503 and "locked" in locked_out.json()["error"]
+        assert locked_out.status_code == 503 and "locked" in locked_out.json()["error"]["message"]
         assert (await api.get("/agents")).status_code == 200
 
 
@@ -218,8 +218,8 @@ async def test_chats_in_flight_are_capped_per_developer(
                 await asyncio.sleep(0.05)
             refused = await chat(first, "one more")
             assert refused.status_code == 429, refused.text
-            assert "MINT_MAX_CHATS_PER_DEVELOPER" in refused.json()["error"]
-            assert (await chat(second, "other tenant")).status_code == 200
+            assert "MINT_MAX_CHATS_PER_DEVELOPER" in refused.json()["error"]["message"]
+            assert (await chat(second, "other tenant")).status_code == 201
             release.set()
-            assert [r.status_code for r in await asyncio.gather(*held)] == [200, 200]
-            assert (await chat(first, "again")).status_code == 200
+            assert [r.status_code for r in await asyncio.gather(*held)] == [201, 201]
+            assert (await chat(first, "again")).status_code == 201

@@ -233,7 +233,7 @@ async def test_executions_by_live_status_are_read_from_postgres(metrics_stack, t
 async def test_a_developer_key_does_not_open_the_metrics(metrics_stack, tenant):
     refused = await tenant.get("/metrics")
     assert refused.status_code == 401, refused.text
-    assert "mint_" not in refused.text and "operator" in refused.json()["error"]
+    assert "mint_" not in refused.text and "operator" in refused.json()["error"]["message"]
     async with httpx.AsyncClient(base_url=metrics_stack.url) as anonymous:
         assert (await anonymous.get("/metrics")).status_code == 401
         wrong = await anonymous.get("/metrics", headers={"Authorization": f"Bearer {TOKEN}x"})

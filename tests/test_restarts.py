@@ -70,7 +70,7 @@ async def test_a_postgres_restart_mid_run_loses_nothing(temporal_env):
                     pg_ctl, ["-w", "-m", "fast", "stop"], pgdata=server.pgdata, user=server.system_user
                 )
                 down = await api.get(f"/executions/{execution_id}")
-                assert down.status_code == 503 and "database" in down.json()["error"]
+                assert down.status_code == 503 and "database" in down.json()["error"]["message"]
                 await asyncio.sleep(4)  # the sleep ends while Postgres is down: its writes must wait
                 await asyncio.to_thread(server.ensure_postgres_running)
                 await _assert_finished_once(api, execution_id, effects)

@@ -139,4 +139,4 @@ async def test_timeout_and_retry_are_refused_on_pure_steps(api):
         f"/agents/{agent['id']}/tasks", json={"name": "t", "main": [{"evaluate": {"x": "1"}, "timeout": 5}]}
     )
     assert response.status_code == 422
-    assert any(p["path"] == "main[0].timeout" for p in response.json()["problems"])
+    assert any(p["loc"] == "main[0].timeout" for p in response.json()["error"]["details"])

@@ -149,7 +149,7 @@ def _healthz(url: str, key: str) -> None:
         with pytest.raises(AuthenticationError) as caught:
             stranger.agents.list()
         assert caught.value.status_code == 401
-        assert "API key" in caught.value.body["error"]
+        assert "API key" in caught.value.body["error"]["message"]
 
 
 async def test_healthz(stack, api_key):
@@ -356,7 +356,7 @@ def _agent_tool_in_task(client: Julep) -> None:
 
     with pytest.raises(UnprocessableEntityError) as caught:
         client.tasks.create(agent_id, name="no-inherit", inherit_tools=False, main=steps)
-    assert "main[0].tool" in [p["path"] for p in caught.value.body["problems"]]
+    assert "main[0].tool" in [p["loc"] for p in caught.value.body["error"]["details"]]
 
     task = client.tasks.create(agent_id, name="uses-lookup", main=steps)
     execution = client.executions.create(task.id, input={"query": "mint"})
@@ -577,7 +577,7 @@ def _final_errors(url: str, key: str) -> None:
         started = time.monotonic()
         with pytest.raises(ConflictError) as caught:
             sdk.executions.change_status(execution.id, status="cancelled")
-        assert caught.value.status_code == 409 and "succeeded" in caught.value.body["error"]
+        assert caught.value.status_code == 409 and "succeeded" in caught.value.body["error"]["message"]
         with pytest.raises(UnprocessableEntityError):
             sdk.executions.create(task.id, input={"name": 5})
         assert paths == [f"/executions/{execution.id}", f"/tasks/{task.id}/executions"], "retried"

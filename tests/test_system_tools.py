@@ -586,7 +586,7 @@ async def test_an_operation_mint_lacks_is_refused_when_the_task_is_created(world
         p for p in (spec["resource"], spec.get("subresource"), spec["operation"]) if p
     )
     assert f"system operation {name} is not one Mint has" in response.text
-    assert response.json()["problems"][0]["path"].startswith("tools[0].system")
+    assert response.json()["error"]["details"][0]["loc"].startswith("tools[0].system")
 
 
 async def test_an_agent_tool_with_an_unknown_operation_is_refused(world):

@@ -7,7 +7,7 @@ learns nothing, changes nothing. The list of routes is checked against the app's
 id-taking route fails `test_every_id_route_is_covered` until a case is added for it here.
 
 The create-or-update routes (`POST /agents/{id}` and the like) are the one exception, by design: ids are
-unique per developer, so B creating with A's id creates B's own resource (200), exactly as for an id B has
+unique per developer, so B creating with A's id creates B's own resource (201), exactly as for an id B has
 never used, and A's resource is untouched. A 409 there would tell B that the id exists.
 """
 
@@ -29,8 +29,8 @@ TINY_TASK = {"name": "tiny", "main": [{"evaluate": {"x": "$ 1"}}]}
 TOOL = {"name": "probe", "type": "function", "description": "a function tool"}
 CHAT = {"messages": [{"role": "user", "content": "x"}]}
 DOC = {"title": "t", "content": "c"}
-# What create-or-update answers for an id its caller has not used (Julep v1's create_or_update: 200).
-CREATED = 200
+# What create-or-update answers for an id its caller has not used (Julep v1's create_or_update: 201).
+CREATED = 201
 SECRET = {"name": "B_SECRET", "value": "b's value"}
 
 
@@ -365,7 +365,9 @@ def _expect_404(case: Case, response: httpx.Response) -> None:
     assert response.status_code == 404, detail
     # A handler's 404 names the resource ("agent ... not found"); Starlette's bare "Not Found" would mean the
     # path matched no route at all (a typo here), which proves nothing about tenancy.
-    assert response.json()["error"] != "Not Found", f"{case.id}: no route matched {response.request.url}"
+    assert response.json()["error"]["message"] != "Not Found", (
+        f"{case.id}: no route matched {response.request.url}"
+    )
 
 
 def _params(cases: list[Case]) -> list[Any]:

@@ -129,7 +129,7 @@ async def test_a_computed_timeout_outside_the_limit_fails_the_step_by_name(api, 
 
 async def _refused(response: httpx.Response, path: str) -> None:
     assert response.status_code == 422, response.text
-    assert path in [p["path"] for p in response.json()["problems"]], response.text
+    assert path in [p["loc"] for p in response.json()["error"]["details"]], response.text
     assert "MINT_MAX_TOOL_TIMEOUT_SECONDS" in response.text or "number of seconds" in response.text
 
 

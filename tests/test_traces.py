@@ -211,7 +211,7 @@ async def test_a_chat_answer_carries_its_trace_id(mapi):
         response = await mapi.post(
             f"/sessions/{session['id']}/chat", json={"messages": [{"role": "user", "content": "hi"}]}
         )
-        assert response.status_code == 200, response.text
+        assert response.status_code == 201, response.text
         answer = response.json()
         assert re.fullmatch(r"[0-9a-f]{32}", answer["trace_id"])
         assert answer["choices"][0]["message"]["content"]  # the Julep shape otherwise

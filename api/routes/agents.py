@@ -47,7 +47,7 @@ async def get_agent(agent_id: str, developer: Developer, store: StoreDep) -> Any
     return await agent_or_404(store, developer, agent_id)
 
 
-@router.post("/agents/{agent_id}", response_model=schemas.Agent)
+@router.post("/agents/{agent_id}", status_code=201, response_model=schemas.Agent)
 async def create_or_update_agent(
     agent_id: str, body: schemas.AgentCreate, developer: Developer, store: StoreDep
 ) -> Any:
@@ -134,7 +134,7 @@ async def patch_tool(
     }
 
 
-@router.delete("/agents/{agent_id}/tools/{tool_id}", response_model=schemas.ResourceDeleted, status_code=202)
+@router.delete("/agents/{agent_id}/tools/{tool_id}", response_model=schemas.ResourceDeleted)
 async def delete_tool(agent_id: str, tool_id: str, developer: Developer, store: StoreDep) -> Any:
     await _tool_or_404(store, developer, agent_id, tool_id)
     await store.delete(TOOLS, developer, tool_id)

@@ -93,7 +93,9 @@ async def delete_doc(
     return {"id": doc_id, "deleted_at": datetime.now(UTC)}
 
 
-@router.delete("/{owners}/{owner_id}/docs", status_code=202, response_model=list[schemas.ResourceDeleted])
+@router.delete(
+    "/{owners}/{owner_id}/docs", status_code=202, response_model=schemas.ItemList[schemas.ResourceDeleted]
+)
 async def delete_docs(
     owners: Owner,
     owner_id: str,
@@ -102,16 +104,17 @@ async def delete_docs(
     request: Request,
     body: Annotated[schemas.DocsDelete | None, Body()] = None,
 ) -> Any:
-    """Delete the docs whose metadata matches `metadata_filter`, or all of them with `delete_all`."""
+    """Delete the docs whose metadata matches `metadata_filter`, or all of them with `delete_all`. Neither
+    given (or an empty filter) deletes nothing, as on Julep: `{"items": []}`."""
     kind, owner = await _owner(store, developer, owners, owner_id)
     body = body or schemas.DocsDelete()
     if not body.delete_all and not body.metadata_filter:
-        raise ApiError(422, "give `metadata_filter` to choose docs, or `delete_all: true` to delete them all")
+        return {"items": []}
     ids = await _docs(request).delete_matching(
         developer, kind, owner, None if body.delete_all else body.metadata_filter
     )
     now = datetime.now(UTC)
-    return [{"id": i, "deleted_at": now} for i in ids]
+    return {"items": [{"id": i, "deleted_at": now} for i in ids]}
 
 
 @router.get("/docs/{doc_id}", response_model=schemas.Doc)

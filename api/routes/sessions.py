@@ -75,7 +75,7 @@ async def get_session(session_id: str, developer: Developer, store: StoreDep) ->
     return await session_or_404(store, developer, session_id)
 
 
-@router.post("/sessions/{session_id}", response_model=schemas.Session)
+@router.post("/sessions/{session_id}", status_code=201, response_model=schemas.Session)
 async def create_or_update_session(
     session_id: str, body: schemas.SessionCreate, developer: Developer, store: StoreDep
 ) -> Any:
@@ -159,6 +159,7 @@ async def render(
 
 @router.post(
     "/sessions/{session_id}/chat",
+    status_code=201,
     responses=schemas.event_stream(
         {"type": "object"}, "The answer: JSON, or chat-completion chunks over SSE with `stream: true`"
     ),

@@ -41,7 +41,12 @@ async def create_task(agent_id: str, request: Request, developer: Developer, sto
     return await _save(agent_id, None, request, developer, store)
 
 
-@router.post("/agents/{agent_id}/tasks/{task_id}", response_model=schemas.Task, openapi_extra=TASK_BODY)
+@router.post(
+    "/agents/{agent_id}/tasks/{task_id}",
+    status_code=201,
+    response_model=schemas.Task,
+    openapi_extra=TASK_BODY,
+)
 async def create_or_update_task(
     agent_id: str, task_id: str, request: Request, developer: Developer, store: StoreDep
 ) -> Any:

@@ -31,7 +31,7 @@ async def get_user(user_id: str, developer: Developer, store: StoreDep) -> Any:
     return await _user_or_404(store, developer, user_id)
 
 
-@router.post("/users/{user_id}", response_model=schemas.User)
+@router.post("/users/{user_id}", status_code=201, response_model=schemas.User)
 async def create_or_update_user(
     user_id: str, body: schemas.UserCreate, developer: Developer, store: StoreDep
 ) -> Any:

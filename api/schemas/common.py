@@ -20,16 +20,33 @@ class RequestBody(BaseModel):
 
 
 class ProblemOut(BaseModel):
+    """Where (a path such as `main[0].evaluate`) and what: a task's warnings."""
+
     path: str
     message: str
 
 
-class ErrorOut(BaseModel):
-    """Every error answer (api/errors.py): a message a person can act on and, for bad input, where."""
+class ErrorDetail(BaseModel):
+    """One thing wrong with the input, in Julep's form: where (`loc`, a path such as `main[0].evaluate`), what."""
 
-    error: str
+    loc: str
+    msg: str
+    type: str = "validation_error"
+
+
+class ErrorBody(BaseModel):
+    message: str
+    code: str  # `validation_error` for bad input (422), else `http_<status>`, as Julep's
+    type: str | None = None  # a failure of a named kind (`BudgetExceeded`, ...), else `http_error`
+    details: list[ErrorDetail] | None = None
+
+
+class ErrorOut(BaseModel):
+    """Every error answer (api/errors.py), Julep's shape: `error` says what went wrong (a message a person can
+    act on) and, for bad input, where; `detail` is the message again, for clients that read FastAPI's."""
+
+    error: ErrorBody
     detail: str
-    problems: list[ProblemOut] = []
 
 
 class ResourceDeleted(BaseModel):

@@ -27,8 +27,10 @@ def error_text(response: httpx.Response) -> str:
         body = {"error": response.text}
     if not isinstance(body, dict):
         body = {"error": str(body)}
-    problems = [f"{p.get('path')}: {p.get('message')}" for p in body.get("problems") or []]
-    message = str(body.get("error") or body.get("detail") or response.reason_phrase)
+    error = body.get("error")
+    error = error if isinstance(error, dict) else {"message": error}  # Mint's shape is Julep's: a dict
+    problems = [f"{p.get('loc')}: {p.get('msg')}" for p in error.get("details") or [] if isinstance(p, dict)]
+    message = str(error.get("message") or body.get("detail") or response.reason_phrase)
     # The sentence may list the problems itself ("invalid task: main[0].x: ...; main[1]: ..."), which the
     # lines below say again: keep only what comes before them.
     if problems and problems[0] in message:

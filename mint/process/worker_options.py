@@ -33,7 +33,7 @@ _FLAGS = (
         "(MINT_WORKER_QUEUES; default all). models, http and writes need MINT_MODEL_QUEUE, MINT_HTTP_QUEUE, "
         "MINT_WRITE_QUEUE; without one, that kind runs with the workflows.",
     ),
-    _count("--max-workflow-tasks", "worker_max_workflow_tasks", 1, "Workflow tasks at once"),
+    _count("--max-workflow-tasks", "worker_max_workflow_tasks", 1, "Workflow tasks computed at once"),
     _count("--max-activities", "worker_max_activities", 1, "Activities at once, per queue polled"),
     _count("--max-local-activities", "worker_max_local_activities", 1, "Calls run in the worker at once"),
     _count(
