@@ -419,13 +419,12 @@ async def test_task_for_unknown_or_malformed_agent(api):
     await expect_error(await api.post("/agents/not-an-id/tasks", json={"name": "t", "main": OK}), 404)
 
 
-# Bad agents, users and tools -------------------------------------------------------------------------------------
+# Bad agents, users and tools (unknown body keys are ignored, as on Julep: tests/test_julep_api.py) --------------
 
 
 @pytest.mark.parametrize(
     ("body", "path"),
     [
-        pytest.param({"name": "x", "bogus": 1}, "body.bogus", id="unknown_field"),
         pytest.param({"about": "no name"}, "body.name", id="missing_name"),
         pytest.param({"name": ""}, "body.name", id="empty_name"),
         pytest.param({"name": "x" * 256}, "body.name", id="name_too_long"),
@@ -449,7 +448,6 @@ async def test_agent_create_bad_json(api):
 
 async def test_bad_user_create(api):
     await expect_error(await api.post("/users", json={"metadata": "x"}), 422, "body.metadata")
-    await expect_error(await api.post("/users", json={"nickname": "x"}), 422, "body.nickname")
 
 
 async def test_agent_patch_with_null_name(api, agent_id):
@@ -473,7 +471,6 @@ async def test_agent_patch_with_null_name(api, agent_id):
         pytest.param({"name": "c", "type": "magic"}, "type", id="bad_type"),
         pytest.param({"name": "c d", "type": "function"}, "name", id="bad_name"),
         pytest.param({"type": "function"}, "name", id="missing_name"),
-        pytest.param({"name": "c", "type": "function", "bogus": 1}, "bogus", id="unknown_field"),
         pytest.param(
             {"name": "c", "type": "api_call"},
             "api_call",
@@ -1084,7 +1081,6 @@ async def test_input_not_matching_input_schema(api, agent_id, body, path, contai
 @pytest.mark.parametrize(
     ("body", "path"),
     [
-        pytest.param({"input": {"name": "x"}, "bogus": 1}, "body.bogus", id="unknown_field"),
         pytest.param({"input": {"name": "x"}, "metadata": [1]}, "body.metadata", id="metadata_not_a_mapping"),
         pytest.param([{"input": {}}], "body", id="body_not_an_object"),
     ],
@@ -1173,7 +1169,6 @@ async def test_cancel_of_a_finished_execution_is_409(api, agent_id):
         pytest.param({"status": "succeeded"}, "body.status", id="server_owned_status"),
         pytest.param({"input": {"n": 1}}, "body.status", id="missing_status"),
         pytest.param({"status": "cancelled", "reason": ["x"]}, "body.reason", id="reason_not_text"),
-        pytest.param({"status": "running", "input": {}, "bogus": 1}, "body.bogus", id="unknown_field"),
     ],
 )
 async def test_bad_change_status_body(api, agent_id, body, path):

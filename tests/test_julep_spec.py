@@ -50,10 +50,6 @@ ROUTER_RESPONSE = {
 
 # Operations Mint serves but answers otherwise than the spec (or router) says: operation -> why.
 KNOWN_DIFFERENCES = {
-    # The SDK's sessions.reset() sends this (no participants): every client that resets a session breaks.
-    "PUT /sessions/{id}": "422: Mint's PUT takes a create body and needs `agent`/`agents` again; Julep's"
-    " UpdateSessionRequest has no participants and keeps the session's",
-    "POST /sessions/{id}/render": "no `tools` key (Mint answers messages, docs, dropped); the spec requires it",
     "GET /agents/{id}/secrets": "a bare array, as Julep's router's GET /secrets (response_model=list[Secret]);"
     " the spec says {items: [...]}",
 }

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
+from api.ignored_keys import note_ignored
 from mint.models.catalog import available_models
 from mint.store.docs import DocStore
 from mint.store.tables import AGENTS, TOOLS, Store
@@ -160,6 +161,13 @@ async def _tool_or_404(store: StoreDep, developer: str, agent_id: str, tool_id: 
 
 def _tool_def(body: dict[str, Any], request: Request) -> tuple[ToolDef, list[dict[str, str]]]:
     """The tool, and the warnings for the keys it carried that Julep v1 ignored (ignored here too)."""
+    known = {name for name in ToolDef.model_fields} | {
+        f.alias for f in ToolDef.model_fields.values() if f.alias
+    }
+    unknown = sorted(key for key in body if key not in known)
+    if unknown:  # ignored, as Julep ignores them, and said (the answer's warnings and Warning header)
+        note_ignored("a tool", unknown, sorted(known))
+        body = {key: value for key, value in body.items() if key in known}
     try:
         tool = ToolDef.model_validate(body)
     except ValidationError as exc:
@@ -168,7 +176,8 @@ def _tool_def(body: dict[str, Any], request: Request) -> tuple[ToolDef, list[dic
     refused, ignored = ignored_keys.api_call_keys(tool.api_call, "")
     if problems + refused:
         raise _invalid_tool(problems + refused)
-    return tool, [{"path": w.path, "message": w.message} for w in capped_warnings(ignored)]
+    said = [{"path": key, "message": "unknown key, ignored as Julep v1 ignored it"} for key in unknown[:20]]
+    return tool, said + [{"path": w.path, "message": w.message} for w in capped_warnings(ignored)]
 
 
 def _invalid_tool(problems: list[Problem]) -> ApiError:

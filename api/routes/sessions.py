@@ -50,6 +50,17 @@ def _named(body: schemas.SessionCreate) -> tuple[list[str], list[str]]:
     return agents, users
 
 
+async def _who(
+    store: Store, developer: str, body: schemas.SessionCreate, session: dict[str, Any]
+) -> dict[str, list[str]] | None:
+    """The participants a change names (None: none named, the session keeps its own); naming only users (or
+    only agents) keeps the other side as it was."""
+    agents, users = _named(body)
+    if not agents and not users:
+        return None
+    return await participants(store, developer, agents or session["agents"], users or session["users"])
+
+
 def _chatter(request: Request) -> Chatter:
     return request.app.state.chatter
 
@@ -90,8 +101,10 @@ async def reset_session(
     session_id: str, body: schemas.SessionCreate, developer: Developer, store: StoreDep
 ) -> Any:
     session = await session_or_404(store, developer, session_id)
+    # Julep's update names no participants (the SDK's sessions.reset sends none): the session keeps its own.
+    # Mint's may name them, and then they are replaced (one side named alone: the other kept, as in a patch).
     return await store.update(
-        SESSIONS, developer, session["id"], _values(body, await participants(store, developer, *_named(body)))
+        SESSIONS, developer, session["id"], _values(body, await _who(store, developer, body, session))
     )
 
 
@@ -100,12 +113,7 @@ async def patch_session(
     session_id: str, body: schemas.SessionPatch, developer: Developer, store: StoreDep
 ) -> Any:
     session = await session_or_404(store, developer, session_id)
-    who = None
-    if body.agent or body.agents or body.user or body.users:
-        # A patch that names only users (or only agents) keeps the other side as it was.
-        agents, users = _named(body)
-        who = await participants(store, developer, agents or session["agents"], users or session["users"])
-    values = _values(body, who)
+    values = _values(body, await _who(store, developer, body, session))
     if "metadata" in values:
         values["metadata"] = {**session["metadata"], **values["metadata"]}
     return await store.update(SESSIONS, developer, session["id"], values)
@@ -154,7 +162,13 @@ async def render(
         raise not_found("agent", agent_id)
     cast = await chatter.cast(developer, session, agent, body)
     context, docs = await chatter.prepare(developer, session, body, cast)
-    return {"messages": context.messages, "docs": docs, "dropped": context.dropped}
+    # Julep's render answers the tools the model would be offered too (its transfer tools aside).
+    return {
+        "messages": context.messages,
+        "tools": cast.offered_tools(),
+        "docs": docs,
+        "dropped": context.dropped,
+    }
 
 
 @router.post(

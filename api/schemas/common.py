@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from api.ignored_keys import note_ignored
 
 Name = Annotated[str, Field(min_length=1, max_length=255)]
 
@@ -14,9 +16,22 @@ Metadata = dict[str, Any]
 
 
 class RequestBody(BaseModel):
-    """A body that refuses keys it does not know (a typo is a 422, not silently ignored)."""
+    """A body that ignores keys it does not know, as Julep's do, and says which (api/ignored_keys.py: the
+    answer's `Warning` header names each, with the key it is close to)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="ignore")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _note_unknown_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            known = {name for name in cls.model_fields} | {
+                f.alias for f in cls.model_fields.values() if f.alias
+            }
+            unknown = [key for key in data if isinstance(key, str) and key not in known]
+            if unknown:
+                note_ignored(cls.__name__, unknown, sorted(known))
+        return data
 
 
 class ProblemOut(BaseModel):

@@ -5,13 +5,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from api.schemas.common import Metadata, RequestBody
 
 
-class DocCreate(BaseModel):
-    model_config = ConfigDict(extra="ignore")  # Julep's SDK may send fields Mint has no use for
+class DocCreate(RequestBody):  # Julep's SDK may send fields Mint has no use for: ignored, said
     title: Annotated[str, Field(min_length=1, max_length=800)]
     content: (
         Annotated[str, Field(max_length=1_000_000)]
@@ -40,16 +39,14 @@ class Doc(BaseModel):
     updated_at: datetime
 
 
-class DocsDelete(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class DocsDelete(RequestBody):
     metadata_filter: Metadata | None = None
     delete_all: bool = False
 
 
-class DocSearch(BaseModel):
+class DocSearch(RequestBody):
     """Julep's text, vector and hybrid search bodies in one; `mode` lets Mint embed `text` itself."""
 
-    model_config = ConfigDict(extra="ignore")
     text: Annotated[str, Field(max_length=10_000)] | None = None
     vector: list[float] | None = None
     mode: Literal["text", "vector", "hybrid"] | None = None
@@ -63,8 +60,7 @@ class DocSearch(BaseModel):
     include_embeddings: bool = False
 
 
-class Embed(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class Embed(RequestBody):
     text: (
         Annotated[str, Field(max_length=100_000)] | Annotated[list[str], Field(min_length=1, max_length=256)]
     )

@@ -5,22 +5,20 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from api.schemas.common import Metadata
+from api.schemas.common import Metadata, RequestBody
 from contracts.budgets import Budget
 
 
-class SessionSettings(BaseModel):
+class SessionSettings(RequestBody):
     """Mint's settings for a session's chats: pass by reference (workflows/references.py)."""
 
-    model_config = ConfigDict(extra="ignore")
     pass_by_reference: Annotated[bool, Field(strict=True)] | None = None
     reference_threshold: Annotated[int, Field(strict=True, ge=1)] | None = None  # characters
 
 
-class SessionCreate(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+class SessionCreate(RequestBody):
     agent: str | None = None
     agents: Annotated[list[str], Field(max_length=20)] | None = None
     user: str | None = None

@@ -1,0 +1,66 @@
+"""Keys of a request body that Mint does not know: ignored, as Julep ignores them, and said.
+
+Julep's bodies take unknown keys silently, and clients written for Julep (or for a newer Julep) send some.
+Mint ignores them too, but not silently: each is logged and listed in the answer's `Warning` header
+(`299 mint "unknown key `nmae` in AgentCreate ignored: did you mean `name`?"`), so a typo can still be found.
+The request bodies note what they ignore while FastAPI parses them (api/schemas/common.py RequestBody); the
+middleware here gives each request its own list and turns it into the header.
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from collections.abc import Iterable
+from contextvars import ContextVar
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+log = logging.getLogger("mint.api")
+
+# What this request's bodies ignored (None outside a request: a body parsed elsewhere notes nothing).
+_IGNORED: ContextVar[list[str] | None] = ContextVar("ignored_keys", default=None)
+MAX_LISTED = 20  # a header of reasonable size, whatever a body carries
+
+
+def note_ignored(model: str, keys: Iterable[str], known: Iterable[str]) -> None:
+    """Note that a body of `model` had these unknown `keys` (its fields are `known`)."""
+    ignored = _IGNORED.get()
+    if ignored is None:
+        return
+    known = list(known)
+    for key in keys:
+        if len(ignored) >= MAX_LISTED:
+            return
+        close = difflib.get_close_matches(key, known, n=1)
+        hint = f": did you mean `{close[0]}`?" if close else ""
+        ignored.append(f"unknown key `{key[:100]}` in {model} ignored{hint}")
+
+
+class IgnoredKeysHeader:
+    """Gives each HTTP request a list for its ignored keys, and answers them in a `Warning` header."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        ignored: list[str] = []
+        token = _IGNORED.set(ignored)
+
+        async def send_with_warning(message: Message) -> None:
+            if message["type"] == "http.response.start" and ignored:
+                log.info("%s %s: %s", scope.get("method"), scope.get("path"), "; ".join(ignored))
+                headers = list(message.get("headers", []))
+                for text in ignored:
+                    quoted = text.replace("\\", "\\\\").replace('"', '\\"')
+                    headers.append((b"warning", f'299 mint "{quoted}"'.encode("latin-1", "replace")))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_warning)
+        finally:
+            _IGNORED.reset(token)

@@ -1,0 +1,85 @@
+"""Julep v1's REST contract where Mint used to differ (issue 28): unknown body keys are ignored, as Julep
+ignores them, and named in a `Warning` header; a session's PUT without participants keeps them (the SDK's
+`sessions.reset`); render answers the tools too. The raw-HTTP comparison with Julep's whole spec is
+tests/test_julep_spec.py; the error shape, status codes and docs bulk delete are checked where their kinds
+live (test_bad_input.py, test_tenancy.py, test_docs.py)."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.helpers import create_task, wait_for_status
+
+
+def _warnings(response: httpx.Response) -> list[str]:
+    return response.headers.get_list("warning")
+
+
+async def test_unknown_body_keys_are_ignored_and_named_in_a_warning_header(api):
+    agent = await api.post("/agents", json={"name": "a", "nmae": "typo", "julep_only": {"x": 1}})
+    assert agent.status_code == 201, agent.text
+    assert "nmae" not in agent.json() and "julep_only" not in agent.json()
+    said = _warnings(agent)
+    assert any("unknown key `nmae` in AgentCreate ignored: did you mean `name`?" in w for w in said), said
+    assert any("`julep_only`" in w for w in said) and all(w.startswith('299 mint "') for w in said), said
+
+    user = await api.post("/users", json={"name": "u", "nickname": "x"})
+    assert user.status_code == 201 and any("`nickname` in UserCreate" in w for w in _warnings(user)), (
+        user.text
+    )
+    session = await api.post("/sessions", json={"agent": agent.json()["id"], "colour": "red"})
+    assert session.status_code == 201 and any("`colour`" in w for w in _warnings(session)), session.text
+
+    task = await create_task(api, agent.json()["id"], {"name": "t", "main": [{"evaluate": {"x": "$ 1"}}]})
+    execution = await api.post(f"/tasks/{task['id']}/executions", json={"input": {}, "priority": 3})
+    assert execution.status_code == 201 and any("`priority`" in w for w in _warnings(execution)), (
+        execution.text
+    )
+    assert (await wait_for_status(api, execution.json()["id"]))["status"] == "succeeded"
+
+    tool = {"name": "t", "type": "function", "function": {}, "bogus": 1}
+    created = await api.post(f"/agents/{agent.json()['id']}/tools", json=tool)
+    assert created.status_code == 201 and "bogus" not in created.json(), created.text
+    assert {"path": "bogus", "message": "unknown key, ignored as Julep v1 ignored it"} in created.json()[
+        "warnings"
+    ]
+    assert any("`bogus` in a tool" in w for w in _warnings(created)), created.headers
+
+    # A body with only known keys says nothing.
+    plain = await api.post("/agents", json={"name": "b"})
+    assert plain.status_code == 201 and _warnings(plain) == []
+
+
+async def test_many_unknown_keys_make_a_bounded_header(api):
+    response = await api.post("/agents", json={"name": "a", **{f"k{i}": i for i in range(500)}})
+    assert response.status_code == 201, response.text
+    assert len(_warnings(response)) == 20
+
+
+async def test_a_session_reset_without_participants_keeps_them(api):
+    # What the julep SDK's sessions.reset(session_id, situation=...) sends: no agent, no user.
+    agent = (await api.post("/agents", json={"name": "a"})).json()
+    user = (await api.post("/users", json={"name": "u"})).json()
+    session = (await api.post("/sessions", json={"agent": agent["id"], "user": user["id"]})).json()
+    reset = await api.put(f"/sessions/{session['id']}", json={"situation": "again"})
+    assert reset.status_code == 200, reset.text
+    assert (reset.json()["agents"], reset.json()["users"]) == ([agent["id"]], [user["id"]])
+    assert reset.json()["situation"] == "again"
+    # Naming them still replaces them (Mint's PUT may).
+    other = (await api.post("/agents", json={"name": "b"})).json()
+    moved = await api.put(f"/sessions/{session['id']}", json={"agent": other["id"]})
+    assert moved.status_code == 200 and moved.json()["agents"] == [other["id"]], moved.text
+    assert moved.json()["users"] == [user["id"]]
+
+
+async def test_render_answers_the_tools_the_model_would_be_offered(api):
+    agent = (await api.post("/agents", json={"name": "a", "model": "gpt-4o-mini"})).json()
+    tool = {"name": "lookup", "type": "function", "function": {"parameters": {"type": "object"}}}
+    assert (await api.post(f"/agents/{agent['id']}/tools", json=tool)).status_code == 201
+    session = (await api.post("/sessions", json={"agent": agent["id"]})).json()
+    rendered = await api.post(
+        f"/sessions/{session['id']}/render", json={"messages": [{"role": "user", "content": "hi"}]}
+    )
+    assert rendered.status_code == 200, rendered.text
+    assert [t["function"]["name"] for t in rendered.json()["tools"]] == ["lookup"]
+    assert rendered.json()["messages"][-1]["content"] == "hi"
