@@ -6,6 +6,8 @@ live (test_bad_input.py, test_tenancy.py, test_docs.py)."""
 
 from __future__ import annotations
 
+import re
+
 import httpx
 
 from tests.helpers import create_task, wait_for_status
@@ -83,3 +85,19 @@ async def test_render_answers_the_tools_the_model_would_be_offered(api):
     assert rendered.status_code == 200, rendered.text
     assert [t["function"]["name"] for t in rendered.json()["tools"]] == ["lookup"]
     assert rendered.json()["messages"][-1]["content"] == "hi"
+
+
+async def test_empty_fields_answer_julep_s_values_not_null(api):
+    agent = (await api.post("/agents", json={"name": "Support desk!"})).json()
+    assert (agent["model"], agent["instructions"], agent["default_settings"]) == ("", [], {})
+    assert "{{agent.name}}" in agent["default_system_template"]  # the template chats use when none is set
+    assert re.fullmatch(r"support_desk_[0-9a-f]{4}", agent["canonical_name"]), agent["canonical_name"]
+    # Kept as it is across updates that name none; a given one is kept as given.
+    reset = (await api.put(f"/agents/{agent['id']}", json={"name": "x", "instructions": "be brief"})).json()
+    assert reset["canonical_name"] == agent["canonical_name"] and reset["instructions"] == ["be brief"]
+    named = (await api.post("/agents", json={"name": "7", "canonical_name": "desk"})).json()
+    assert named["canonical_name"] == "desk"
+    unnamed = (await api.post("/agents", json={"name": "7 days"})).json()
+    assert re.fullmatch(r"agent_7_days_[0-9a-f]{4}", unnamed["canonical_name"]), unnamed["canonical_name"]
+    user = (await api.post("/users", json={"name": "u"})).json()
+    assert user["about"] == ""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import secrets
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,7 +37,8 @@ async def list_models(developer: Developer, request: Request) -> dict[str, Any]:
 
 @router.post("/agents", status_code=201, response_model=schemas.Agent)
 async def create_agent(body: schemas.AgentCreate, developer: Developer, store: StoreDep) -> Any:
-    return await store.insert(AGENTS, developer, await _checked(store, developer, _agent_values(body)))
+    values = await _checked(store, developer, _agent_values(body))
+    return await store.insert(AGENTS, developer, _named(values))
 
 
 @router.get("/agents", response_model=schemas.ItemList[schemas.Agent])
@@ -55,7 +58,7 @@ async def create_or_update_agent(
     agent_id = checked_id(agent_id, "agent")
     values = await _checked(store, developer, _agent_values(body, replace=True), agent_id)
     updated = await store.update(AGENTS, developer, agent_id, values)
-    return updated or await store.insert(AGENTS, developer, values, id_=agent_id)
+    return updated or await store.insert(AGENTS, developer, _named(values), id_=agent_id)
 
 
 @router.put("/agents/{agent_id}", response_model=schemas.Agent)
@@ -208,7 +211,19 @@ def _deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 def _agent_values(body: schemas.AgentCreate, replace: bool = False) -> dict[str, Any]:
     values = _with_guardrails(body, body.model_dump(exclude_unset=not replace))
     values["metadata"] = values.get("metadata") or {}
+    if values.get("canonical_name") is None:
+        values.pop("canonical_name", None)  # an update that names none keeps the agent's
     return values
+
+
+def _named(values: dict[str, Any]) -> dict[str, Any]:
+    """A new agent's values with a canonical name: as on Julep, one is made when none is given (an identifier
+    from its name, and a random suffix)."""
+    if values.get("canonical_name"):
+        return values
+    stem = re.sub(r"[^a-zA-Z0-9]+", "_", values.get("name") or "").strip("_").lower()[:40]
+    stem = stem if stem[:1].isalpha() else f"agent_{stem}".rstrip("_")
+    return {**values, "canonical_name": f"{stem}_{secrets.token_hex(2)}"}
 
 
 async def _checked(

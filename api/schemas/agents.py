@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from api.schemas.common import Metadata, Name, ProblemOut, RequestBody
+from services.chat.context import DEFAULT_SYSTEM_TEMPLATE
 from workflows.language import Guardrails
 
 MAX_HANDOFFS = 20  # transfer tools offered at once: more would crowd out the agent's own tools
@@ -33,13 +34,17 @@ class AgentPatch(AgentCreate):
 
 
 class Agent(BaseModel):
+    """An agent as Julep answers it: where none was given, `model` is "" (Mint then calls its default model),
+    `instructions` a list (empty), `default_settings` {} and `default_system_template` the template chats
+    use (services/chat/context.py)."""
+
     id: str
     name: str
     about: str | None = None
-    model: str | None = None
-    instructions: str | list[str] | None = None
-    default_settings: dict[str, Any] | None = None
-    default_system_template: str | None = None
+    model: str = ""
+    instructions: list[str] = []
+    default_settings: dict[str, Any] = {}
+    default_system_template: str = DEFAULT_SYSTEM_TEMPLATE
     canonical_name: str | None = None
     project: str | None = None
     metadata: Metadata = {}
@@ -47,6 +52,16 @@ class Agent(BaseModel):
     guardrails: dict[str, Any] | None = None
     created_at: datetime
     updated_at: datetime
+
+    @field_validator("model", "default_settings", "default_system_template", mode="before")
+    @classmethod
+    def _julep_default(cls, value: Any, info: ValidationInfo) -> Any:
+        return cls.model_fields[info.field_name or ""].default if value is None else value
+
+    @field_validator("instructions", mode="before")
+    @classmethod
+    def _as_list(cls, value: Any) -> Any:
+        return [] if value is None else [value] if isinstance(value, str) else value
 
 
 class Tool(BaseModel):
