@@ -271,7 +271,7 @@ async def test_keys_julep_ignored_are_ignored_and_listed_with_their_paths(api):
     # Ignored means gone: not stored, not sent, and the task runs as if they were never written.
     fetched = (await api.get(f"/tasks/{task['id']}")).json()
     assert fetched["tools"][0]["api_call"].keys() == {"method", "url", "follow_redirects"}
-    assert fetched["main"][0] == {"evaluate": {"n": "$ 1"}}
+    assert fetched["main"][0] == {"kind_": "evaluate", "evaluate": {"n": "$ 1"}}
     done, _ = await run_task(api, LENIENT_TASK, agent_id=agent["id"])
     assert done["status"] == "succeeded" and done["output"] == {"ok": 1}, done
 

@@ -101,3 +101,30 @@ async def test_empty_fields_answer_julep_s_values_not_null(api):
     assert re.fullmatch(r"agent_7_days_[0-9a-f]{4}", unnamed["canonical_name"]), unnamed["canonical_name"]
     user = (await api.post("/users", json={"name": "u"})).json()
     assert user["about"] == ""
+
+
+async def test_a_tasks_steps_are_answered_typed_and_round_trip(api):
+    agent = (await api.post("/agents", json={"name": "a"})).json()
+    tool = {"name": "look", "type": "function", "function": {}}
+    task = {
+        "name": "t",
+        "tools": [tool],
+        "main": [
+            {"if": "$ True", "then": {"evaluate": {"x": "$ 1"}}, "else": [{"tool": "look", "arguments": {}}]},
+            {"foreach": {"in": "$ [1]", "do": {"workflow": "other", "arguments": {}}}},
+            {"parallel": [{"evaluate": {"y": "$ 2"}}]},
+        ],
+        "other": [{"return": {"done": "$ True"}}],
+    }
+    created = await create_task(api, agent["id"], task)
+    main = created["main"]
+    assert [s["kind_"] for s in main] == ["if_else", "foreach", "parallel"]
+    # (Saved with one step as a list of one.)
+    assert main[0]["then"][0]["kind_"] == "evaluate" and main[0]["else"][0]["kind_"] == "tool_call"
+    assert (
+        main[1]["foreach"]["do"][0]["kind_"] == "yield" and main[2]["parallel"][0][0]["kind_"] == "evaluate"
+    )
+    assert created["other"][0]["kind_"] == "return"
+    # What Julep answers, sent back, is the same task (its kind_ read, its read-only keys ignored).
+    again = await api.post(f"/agents/{agent['id']}/tasks/{created['id']}", json=created)
+    assert again.status_code == 201 and again.json()["main"] == main, again.text

@@ -468,7 +468,9 @@ async def test_creating_a_task_with_nested_steps_emits_no_warning(api):
         f"/agents/{agent['id']}/tasks", json=task({"if": "True", "then": {"evaluate": {"x": "1"}}})
     )
     assert response.status_code == 201, response.text
-    assert response.json()["main"][0]["then"] == [{"evaluate": {"x": "1"}}]
+    # Answered as Julep answers steps: typed, nested ones too.
+    assert response.json()["main"][0]["kind_"] == "if_else"
+    assert response.json()["main"][0]["then"] == [{"kind_": "evaluate", "evaluate": {"x": "1"}}]
 
 
 async def test_switch_without_a_matching_case_outputs_null(api):

@@ -14,6 +14,8 @@ from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
 from api.request_check import reject, reject_unstorable, too_deep_error
 from api.routes.agents import agent_or_404
+from workflows.language import IGNORED_TASK_FIELDS, TASK_FIELDS
+from workflows.language.nesting import with_kinds
 from workflows.sandbox.data import bounded_size
 from workflows.storable import too_deep, yaml_depth_loc
 from workflows.validate import TaskInvalid, TaskLimits, validate_task
@@ -143,9 +145,21 @@ def _check_task_size(size: int, limit: int) -> None:
         )
 
 
+def _typed(key: str, value: Any) -> Any:
+    """A top-level value of a task document, its steps typed where it is a workflow (workflows/language/task.py
+    split_task says which are: every key that is no task field, and the members of a `workflows:` mapping)."""
+    if key == "workflows" and isinstance(value, dict):
+        return {name: with_kinds(steps) for name, steps in value.items()}
+    if key == "main" or key not in TASK_FIELDS and key not in IGNORED_TASK_FIELDS:
+        return with_kinds(value)
+    return value
+
+
 def task_out(task: dict[str, Any]) -> dict[str, Any]:
+    """A task as Julep answers it: its steps typed (`kind_`), and beside them, as Julep's own task rows do,
+    the agent and the version."""
     return {
-        **task["document"],
+        **{key: _typed(key, value) for key, value in task["document"].items()},
         "id": task["id"],
         "agent_id": task["agent_id"],
         "version": task["version"],

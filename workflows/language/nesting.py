@@ -43,3 +43,19 @@ def _replace_at(value: Any, keys: list[str], path: str, replace: Callable[[str, 
         return value
     items = [_replace_at(item, keys[1:], f"{path}.{key}[{i}]", replace) for i, item in enumerate(inner)]
     return {**value, key: items}
+
+
+# Julep's names for the step kinds whose tag differs in Mint (the `kind_` Julep answers each step with).
+JULEP_KINDS = {"tool": "tool_call"}
+
+
+def with_kinds(steps: Any) -> Any:
+    """Steps as Julep answers them: each (nested ones too) with its kind first, `kind_: evaluate`; `then`,
+    `else` and `do` may be one step or a list. Anything that is not a step is left as it is."""
+    if isinstance(steps, list):
+        return [with_kinds(step) for step in steps]
+    kind = step_kind(steps)
+    if kind is None or not isinstance(steps, dict):
+        return steps
+    inner = replace_nested(steps, "", lambda _, nested: with_kinds(nested))
+    return {"kind_": JULEP_KINDS.get(kind, kind), **{k: v for k, v in inner.items() if k != "kind_"}}
