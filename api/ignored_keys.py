@@ -32,9 +32,16 @@ def note_ignored(model: str, keys: Iterable[str], known: Iterable[str]) -> None:
     for key in keys:
         if len(ignored) >= MAX_LISTED:
             return
+        key = key[:100]  # compared and said: a long key costs no more than this
         close = difflib.get_close_matches(key, known, n=1)
         hint = f": did you mean `{close[0]}`?" if close else ""
-        ignored.append(f"unknown key `{key[:100]}` in {model} ignored{hint}")
+        ignored.append(f"unknown key `{_printable(key)}` in {model} ignored{hint}")
+
+
+def _printable(key: str) -> str:
+    """A key as it may go in a header and a log line: a client's text, so no line breaks (a header of the
+    client's making) or other control characters, and only Latin-1 (what a header carries)."""
+    return "".join(c if " " <= c <= "~" or "\xa0" <= c <= "\xff" else "?" for c in key)
 
 
 class IgnoredKeysHeader:

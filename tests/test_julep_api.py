@@ -56,6 +56,17 @@ async def test_many_unknown_keys_make_a_bounded_header(api):
     response = await api.post("/agents", json={"name": "a", **{f"k{i}": i for i in range(500)}})
     assert response.status_code == 201, response.text
     assert len(_warnings(response)) == 20
+    long = await api.post("/agents", json={"name": "a", "k" * 1_000_000: 1})
+    assert long.status_code == 201 and len(long.headers["warning"]) < 200, long.headers
+
+
+async def test_a_key_cannot_write_a_header_of_its_own(api):
+    # A key is the client's text: a line break in it must not end the Warning header and start another.
+    response = await api.post("/agents", json={"name": "a", "x\r\nSet-Cookie: session=evil": 1, "é€": 2})
+    assert response.status_code == 201, response.text
+    assert "set-cookie" not in response.headers
+    said = _warnings(response)
+    assert any("x??Set-Cookie: session=evil" in w for w in said) and any("`é?`" in w for w in said), said
 
 
 async def test_a_session_reset_without_participants_keeps_them(api):
