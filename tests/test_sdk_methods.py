@@ -242,10 +242,6 @@ KNOWN_FAILING: dict[str, tuple[str, str]] = {
         "in the SDK's ChunkChatResponse); only the closing chunk has them",
         "sessions.chat[0].id",
     ),
-    "sessions.history": (
-        "GET /sessions/{id}/history: every entries[i] lacks `timestamp` (a required datetime in Entry)",
-        "sessions.history.entries[0].timestamp",
-    ),
 }
 
 

@@ -129,9 +129,11 @@ async def delete_session(session_id: str, developer: Developer, store: StoreDep)
 @router.get("/sessions/{session_id}/history")
 async def get_history(session_id: str, developer: Developer, store: StoreDep) -> Any:
     session = await session_or_404(store, developer, session_id)
-    # Token counts are cl100k_base's (services/chat/context.py).
+    # Token counts are cl100k_base's (services/chat/context.py); `timestamp`, Julep's name for when an entry
+    # was made, is required by its Entry.
     entries = [
-        {**e, "tokenizer": "cl100k_base"} for e in await _history(store).entries(developer, session["id"])
+        {**e, "tokenizer": "cl100k_base", "timestamp": e["created_at"]}
+        for e in await _history(store).entries(developer, session["id"])
     ]
     return {
         "session_id": session["id"],
