@@ -164,7 +164,10 @@ class SystemActivities:
         if response.status_code >= 500:
             raise errors.transient(f"system operation failed ({response.status_code})", "SystemUnavailable")
         if response.status_code >= 400:
-            detail = body.get("error") if isinstance(body, dict) else None
+            error = (
+                body.get("error") if isinstance(body, dict) else None
+            )  # Julep's shape: {message, code, ...}
+            detail = error.get("message") if isinstance(error, dict) else error
             raise errors.permanent(
                 f"{dotted(key)} ({call.method} {call.path}) answered {response.status_code}: {detail or body}",
                 "SystemCallRefused",

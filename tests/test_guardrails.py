@@ -324,7 +324,9 @@ async def test_a_streamed_answer_goes_out_once_the_output_guardrails_let_it_pass
     assert status == 200, raw
     *texts, closing = _events(raw)
     # Held until checked, then sent whole, in the chunks a live stream has; the closing chunk as ever.
-    assert [t["choices"][0]["delta"] for t in texts] == [{"content": f"echo: {question}"}]
+    assert [t["choices"][0]["delta"] for t in texts] == [
+        {"role": "assistant", "content": f"echo: {question}"}
+    ]
     assert closing["choices"][0]["finish_reason"] == "stop"
     assert "content" not in closing["choices"][0]["delta"]
     assert (await _history(mapi, session["id"]))[-1]["content"] == f"echo: {question}"

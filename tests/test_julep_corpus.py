@@ -214,7 +214,7 @@ async def companion_session(world: World) -> None:
     session = await post(world, "/sessions", body)
     for text in ("Hey Rosa, how are you?", "I moved to San Francisco."):
         chat = {"messages": [{"role": "user", "content": text}], "recall": False}
-        await post(world, f"/sessions/{session['id']}/chat", chat, status=200)
+        await post(world, f"/sessions/{session['id']}/chat", chat, status=201)
     world.vars["session"] = session
     world.calls.clear()  # the chats' model calls are setup, not the task's
 

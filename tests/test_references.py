@@ -248,7 +248,7 @@ async def test_a_chat_session_that_passes_by_reference(mapi, script):
             json={"messages": [{"role": "user", "content": "How many words?"}], "tools": _tools(site.url)},
         )
         counted = [json.loads(r.body) for r in site.requests if r.path == "/count"]
-    assert answer.status_code == 200, answer.text
+    assert answer.status_code == 201, answer.text
     assert model.offered[0] == {"fetch_page"} and model.offered[1] == {"fetch_page", "count_words"}
     assert counted == [{"text": PAGE}]
     assert json.loads(answer.json()["choices"][0]["message"]["content"])["data"]["json"] == {"words": 2000}

@@ -236,13 +236,7 @@ NOT_SERVED: dict[str, str] = {
 
 # Methods Mint serves, but not as the SDK expects: (what goes wrong, exactly; a problem the check must still
 # report). A known failure that stops, or turns into another, fails its test: the list only shrinks.
-KNOWN_FAILING: dict[str, tuple[str, str]] = {
-    "sessions.chat": (
-        "stream=True: every text chunk lacks the required `id`, `created_at` and `choices[].delta.role` (null "
-        "in the SDK's ChunkChatResponse); only the closing chunk has them",
-        "sessions.chat[0].id",
-    ),
-}
+KNOWN_FAILING: dict[str, tuple[str, str]] = {}
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
 from mint.store.session_history import SessionHistory
 from mint.store.tables import AGENTS, SESSIONS, Store
-from services.chat.chatter import Chatter
+from services.chat.chatter import Chatter, Reply
 from services.errors import ServiceError
 from services.sessions import participants
 
@@ -191,9 +191,13 @@ async def chat(
     async def on_text(index: int, text: str) -> None:
         await events.put(("text", (index, text)))
 
+    reply = Reply()  # its id and time go in every chunk, as Julep's chunks carry them
+
     async def run() -> None:
         try:
-            await events.put(("answer", await _chatter(request).chat(developer, session, body, on_text)))
+            await events.put(
+                ("answer", await _chatter(request).chat(developer, session, body, on_text, reply))
+            )
         except Exception as exc:  # handed to the response: an HTTP error, or an error event mid-stream
             await events.put(("error", exc))
 
@@ -205,23 +209,25 @@ async def chat(
     # alone, as it would after text that passed.
     if first[0] == "error" and not _refused_answer(first[1]):
         raise first[1]
-    return StreamingResponse(_as_events(first, events, runner), media_type="text/event-stream")
+    return StreamingResponse(_as_events(first, events, runner, reply), media_type="text/event-stream")
 
 
 async def _as_events(
-    first: tuple[str, Any], events: asyncio.Queue[tuple[str, Any]], runner: asyncio.Task
+    first: tuple[str, Any], events: asyncio.Queue[tuple[str, Any]], runner: asyncio.Task, reply: Reply
 ) -> AsyncIterator[str]:
     """Chat-completion chunks over SSE: the text as the models write it, then one closing chunk per choice
     with what was not streamed (tool calls), its finish reason, usage and docs. No [DONE]: Julep's SDK
     parses every event as JSON."""
     streamed: set[int] = set()
+    head = {"id": str(reply.id), "created_at": reply.created_at.isoformat()}
     event = first
     while True:
         kind, value = event
         if kind == "text":
             index, text = value
             streamed.add(index)
-            yield _event({"choices": [{"index": index, "delta": {"content": text}, "finish_reason": None}]})
+            delta = {"role": "assistant", "content": text}
+            yield _event({**head, "choices": [{"index": index, "delta": delta, "finish_reason": None}]})
         elif kind == "error":
             known = isinstance(value, ApiError | ServiceError)  # a failure worded for the caller
             if not known:

@@ -70,6 +70,9 @@ class Reply:
     )
     recalled: list[dict[str, Any]] = field(default_factory=list)
     answered: list[dict[str, Any]] = field(default_factory=list)
+    # Known from the start, so that a streamed chat's chunks carry them before the answer is whole.
+    id: uuid.UUID = field(default_factory=uuid.uuid4)
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def count(self, answer: dict[str, Any]) -> None:
         """Add one model call's tokens to the usage."""
@@ -93,12 +96,11 @@ class Reply:
         self.choices.append({**choice, "index": len(self.choices), "agent_id": agent["id"]})
 
     def response(self) -> dict[str, Any]:
-        answer_id = uuid.uuid4()
         return {
-            "id": str(answer_id),
+            "id": str(self.id),
             # The chat's trace id (as an execution's is its id's hex digits: mint/telemetry/traces.py).
-            "trace_id": answer_id.hex,
-            "created_at": datetime.now(UTC),
+            "trace_id": self.id.hex,
+            "created_at": self.created_at,
             "choices": self.choices,
             "usage": self.usage,
             "docs": self.recalled,
@@ -143,16 +145,22 @@ class Chatter:
         return await self.assembler.assemble(developer, session, body, cast)
 
     async def chat(
-        self, developer: str, session: dict[str, Any], body: Chat, on_text: OnChoiceText | None = None
+        self,
+        developer: str,
+        session: dict[str, Any],
+        body: Chat,
+        on_text: OnChoiceText | None = None,
+        reply: Reply | None = None,
     ) -> dict[str, Any]:
         """Each agent of the session answers in turn (or just the one named), each seeing the answers before.
         With `on_text`, models stream, and each piece of text goes to `on_text(choice index, text)`; when an
-        agent that may answer has output guardrails, its answer goes there whole, once they let it pass."""
+        agent that may answer has output guardrails, its answer goes there whole, once they let it pass. A
+        `reply` given (empty) is the answer's, its id and time known to the caller first."""
         agent_ids = [body.agent] if body.agent else session["agents"]
         if body.agent and body.agent not in session["agents"]:
             raise Invalid(f"agent {body.agent} is not part of session {session['id']}")
         async with self._turn(developer, session["id"]):
-            reply = Reply()
+            reply = reply or Reply()
             # The developer's default budget applies to a session that sets none.
             default_budget = None if session.get("budget") else await self.budgets.default_budget(developer)
             spending = ChatSpending(self.budgets, session["id"], default_budget, reply.count)
