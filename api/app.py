@@ -11,10 +11,10 @@ from temporalio.client import Client
 
 from api.deps import get_developer
 from api.errors import install_error_handlers
-from api.ignored_keys import IgnoredKeysHeader
 from api.limits import RateLimiter
 from api.request_check import check_request
 from api.routes import agents, codec, developer, docs, executions, metrics, secrets, sessions, tasks, users
+from api.warning_header import WarningHeader
 from mint.models.client import ModelClient
 from mint.models.embeddings import Embedder
 from mint.settings import Settings
@@ -72,7 +72,7 @@ def create_app(clients: AppClients, settings: Settings) -> FastAPI:
     )
     install_error_handlers(app)
     app.add_middleware(ActingForNoTenant)
-    app.add_middleware(IgnoredKeysHeader)
+    app.add_middleware(WarningHeader)
     for module in (agents, users, tasks, executions, docs, sessions, secrets, codec, metrics, developer):
         app.include_router(module.router)
 

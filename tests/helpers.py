@@ -23,13 +23,16 @@ async def create_agent(api: httpx.AsyncClient, name: str = "tester") -> dict[str
     return response.json()
 
 
-async def create_task(api: httpx.AsyncClient, agent_id: str, task: dict[str, Any] | str) -> dict[str, Any]:
+async def create_task(
+    api: httpx.AsyncClient, agent_id: str, task: dict[str, Any] | str, warnings: bool = False
+) -> dict[str, Any]:
+    """Create a task; with `warnings`, the answer lists them (`?warnings=true`; else only its Warning header)."""
+    params = {"warnings": "true"} if warnings else {}
     if isinstance(task, str):
-        response = await api.post(
-            f"/agents/{agent_id}/tasks", content=task, headers={"Content-Type": "application/yaml"}
-        )
+        yaml_type = {"Content-Type": "application/yaml"}
+        response = await api.post(f"/agents/{agent_id}/tasks", content=task, headers=yaml_type, params=params)
     else:
-        response = await api.post(f"/agents/{agent_id}/tasks", json=task)
+        response = await api.post(f"/agents/{agent_id}/tasks", json=task, params=params)
     assert response.status_code == 201, response.text
     return response.json()
 

@@ -13,10 +13,18 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import create_agent, create_task, run_task, start, wait_for_status
+from tests.helpers import create_agent, run_task, start, wait_for_status
+from tests.helpers import create_task as create_task_quietly
 from workflows.dialect import read_template, read_value
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+async def create_task(api: Any, agent_id: str, task: dict[str, Any] | str) -> dict[str, Any]:
+    """This file reads each task's warnings: asked for in the answer (`?warnings=true`)."""
+    return await create_task_quietly(api, agent_id, task, warnings=True)
+
+
 JOINED = "'\n'.join(_)"  # Julep's sample task: a real newline inside the quotes, so not Python
 
 # The per-string rule -------------------------------------------------------------------------------------------

@@ -139,3 +139,16 @@ async def test_a_tasks_steps_are_answered_typed_and_round_trip(api):
     # What Julep answers, sent back, is the same task (its kind_ read, its read-only keys ignored).
     again = await api.post(f"/agents/{agent['id']}/tasks/{created['id']}", json=created)
     assert again.status_code == 201 and again.json()["main"] == main, again.text
+
+
+async def test_a_tasks_warnings_are_in_its_header_and_in_its_body_only_when_asked(api):
+    # Julep's task has no key for them: its extra keys are workflows, and `warnings` would read as one.
+    agent = (await api.post("/agents", json={"name": "a"})).json()
+    task = {"name": "t", "main": [{"evaluate": {"x": "hello"}}]}
+    plain = await api.post(f"/agents/{agent['id']}/tasks", json=task)
+    assert plain.status_code == 201 and "warnings" not in plain.json(), plain.text
+    said = "main[0].evaluate.x: read as text, not Python (unknown name 'hello')"
+    assert _warnings(plain) == [f'299 mint "{said}"']
+    asked = await api.post(f"/agents/{agent['id']}/tasks", json=task, params={"warnings": "true"})
+    assert asked.json()["warnings"] == [{"path": "main[0].evaluate.x", "message": said.split(": ", 1)[1]}]
+    assert "warnings" not in (await api.get(f"/tasks/{plain.json()['id']}")).json()

@@ -168,7 +168,9 @@ async def test_an_integer_too_long_for_json_fails_the_step_saying_so(api):
 
 async def test_seed_dialect_reads_an_unquoted_word_as_text_and_says_so_when_the_task_is_created(api):
     agent = await create_agent(api)
-    response = await api.post(f"/agents/{agent['id']}/tasks", json=task({"evaluate": {"x": "hello"}}))
+    response = await api.post(
+        f"/agents/{agent['id']}/tasks", json=task({"evaluate": {"x": "hello"}}), params={"warnings": "true"}
+    )
     assert response.status_code == 201, response.text
     warning = {"path": "main[0].evaluate.x", "message": "read as text, not Python (unknown name 'hello')"}
     assert response.json()["warnings"] == [warning]

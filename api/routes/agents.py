@@ -13,7 +13,7 @@ from pydantic import ValidationError
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
-from api.ignored_keys import note_ignored
+from api.warning_header import note_ignored
 from mint.models.catalog import available_models
 from mint.store.docs import DocStore
 from mint.store.tables import AGENTS, TOOLS, Store

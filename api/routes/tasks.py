@@ -14,6 +14,7 @@ from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
 from api.request_check import reject, reject_unstorable, too_deep_error
 from api.routes.agents import agent_or_404
+from api.warning_header import note
 from workflows.language import IGNORED_TASK_FIELDS, TASK_FIELDS
 from workflows.language.nesting import with_kinds
 from workflows.sandbox.data import bounded_size
@@ -105,8 +106,12 @@ async def _save(agent_id: str, task_id: str | None, request: Request, developer:
     except TaskInvalid as exc:
         raise ApiError(422, f"invalid task: {exc}", exc.problems) from None
     saved = await store.save_task(developer, agent["id"], task_id, valid.document, valid.dialect)
-    warnings = [{"path": w.path, "message": w.message} for w in valid.warnings]
-    return {**task_out(saved), "warnings": warnings}
+    for warning in valid.warnings:
+        note(f"{warning.path}: {warning.message}")
+    # Julep's task has no key for them (its extra keys are workflows): in the body only when asked for.
+    if request.query_params.get("warnings") not in ("true", "1"):
+        return task_out(saved)
+    return {**task_out(saved), "warnings": [{"path": w.path, "message": w.message} for w in valid.warnings]}
 
 
 async def read_document(request: Request) -> Any:

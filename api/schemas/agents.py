@@ -79,7 +79,10 @@ class Tool(BaseModel):
 
 
 class Task(BaseModel):
-    """A task as written, plus server fields; named workflows besides `main` appear as extra keys."""
+    """A task as Julep answers it (steps typed), plus server fields; named workflows besides `main` appear as
+    extra keys. The answer to a create or update asked with `?warnings=true` also has `warnings`: how each
+    string that could be read either way was read (Python or text), and each key ignored as Julep v1 ignored
+    it, with its path; they are always in the answer's `Warning` header."""
 
     model_config = ConfigDict(extra="allow")
     id: str
@@ -94,10 +97,3 @@ class Task(BaseModel):
     version: int
     created_at: datetime
     updated_at: datetime
-    warnings: list[ProblemOut] | None = Field(
-        default=None,
-        description=(
-            "In the answer to a create or update only: how each string that could be read either way was "
-            "read (Python or text), and each key ignored as Julep v1 ignored it, with its path."
-        ),
-    )

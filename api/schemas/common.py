@@ -7,7 +7,7 @@ from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from api.ignored_keys import note_ignored
+from api.warning_header import note_ignored
 
 Name = Annotated[str, Field(min_length=1, max_length=255)]
 
@@ -16,7 +16,7 @@ Metadata = dict[str, Any]
 
 
 class RequestBody(BaseModel):
-    """A body that ignores keys it does not know, as Julep's do, and says which (api/ignored_keys.py: the
+    """A body that ignores keys it does not know, as Julep's do, and says which (api/warning_header.py: the
     answer's `Warning` header names each, with the key it is close to)."""
 
     model_config = ConfigDict(extra="ignore")

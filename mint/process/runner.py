@@ -63,7 +63,7 @@ def _save_task(api: httpx.Client, agent_id: str, document: Any) -> dict[str, Any
         if t["name"] == name
     ]
     path = f"/agents/{agent_id}/tasks" + (f"/{existing[0]['id']}" if existing else "")
-    return call(api, "POST", path, json=document)
+    return call(api, "POST", path, json=document, params={"warnings": "true"})  # said before it runs
 
 
 def _print_warnings(task: dict[str, Any]) -> None:

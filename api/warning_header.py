@@ -1,9 +1,10 @@
-"""Keys of a request body that Mint does not know: ignored, as Julep ignores them, and said.
+"""What a request should know but Julep's answer has no key for: said in the answer's `Warning` header.
 
 Julep's bodies take unknown keys silently, and clients written for Julep (or for a newer Julep) send some.
-Mint ignores them too, but not silently: each is logged and listed in the answer's `Warning` header
+Mint ignores them too, but not silently: each is logged and listed in the header
 (`299 mint "unknown key `nmae` in AgentCreate ignored: did you mean `name`?"`), so a typo can still be found.
-The request bodies note what they ignore while FastAPI parses them (api/schemas/common.py RequestBody); the
+The request bodies note what they ignore while FastAPI parses them (api/schemas/common.py RequestBody). A
+task's warnings (how its strings were read) go there too (`note`): Julep's task has no key for them. The
 middleware here gives each request its own list and turns it into the header.
 """
 
@@ -19,23 +20,25 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 log = logging.getLogger("mint.api")
 
 # What this request's bodies ignored (None outside a request: a body parsed elsewhere notes nothing).
-_IGNORED: ContextVar[list[str] | None] = ContextVar("ignored_keys", default=None)
+_SAID: ContextVar[list[str] | None] = ContextVar("warnings_said", default=None)
 MAX_LISTED = 20  # a header of reasonable size, whatever a body carries
+
+
+def note(text: str) -> None:
+    """Say `text` in this request's answer (the first MAX_LISTED things said, each cut to 300 characters)."""
+    said = _SAID.get()
+    if said is not None and len(said) < MAX_LISTED:
+        said.append(_printable(text[:300]))
 
 
 def note_ignored(model: str, keys: Iterable[str], known: Iterable[str]) -> None:
     """Note that a body of `model` had these unknown `keys` (its fields are `known`)."""
-    ignored = _IGNORED.get()
-    if ignored is None:
-        return
     known = list(known)
-    for key in keys:
-        if len(ignored) >= MAX_LISTED:
-            return
+    for key in list(keys)[:MAX_LISTED]:
         key = key[:100]  # compared and said: a long key costs no more than this
         close = difflib.get_close_matches(key, known, n=1)
         hint = f": did you mean `{close[0]}`?" if close else ""
-        ignored.append(f"unknown key `{_printable(key)}` in {model} ignored{hint}")
+        note(f"unknown key `{key}` in {model} ignored{hint}")
 
 
 def _printable(key: str) -> str:
@@ -44,8 +47,8 @@ def _printable(key: str) -> str:
     return "".join(c if " " <= c <= "~" or "\xa0" <= c <= "\xff" else "?" for c in key)
 
 
-class IgnoredKeysHeader:
-    """Gives each HTTP request a list for its ignored keys, and answers them in a `Warning` header."""
+class WarningHeader:
+    """Gives each HTTP request a list for what it should be told, and answers it in `Warning` headers."""
 
     def __init__(self, app: ASGIApp):
         self.app = app
@@ -55,7 +58,7 @@ class IgnoredKeysHeader:
             await self.app(scope, receive, send)
             return
         ignored: list[str] = []
-        token = _IGNORED.set(ignored)
+        token = _SAID.set(ignored)
 
         async def send_with_warning(message: Message) -> None:
             if message["type"] == "http.response.start" and ignored:
@@ -70,4 +73,4 @@ class IgnoredKeysHeader:
         try:
             await self.app(scope, receive, send_with_warning)
         finally:
-            _IGNORED.reset(token)
+            _SAID.reset(token)
