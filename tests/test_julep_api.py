@@ -11,6 +11,7 @@ import re
 import httpx
 
 from tests.helpers import create_task, wait_for_status
+from tests.model_server import Reply
 
 
 def _warnings(response: httpx.Response) -> list[str]:
@@ -152,3 +153,58 @@ async def test_a_tasks_warnings_are_in_its_header_and_in_its_body_only_when_aske
     asked = await api.post(f"/agents/{agent['id']}/tasks", json=task, params={"warnings": "true"})
     assert asked.json()["warnings"] == [{"path": "main[0].evaluate.x", "message": said.split(": ", 1)[1]}]
     assert "warnings" not in (await api.get(f"/tasks/{plain.json()['id']}")).json()
+
+
+async def test_chat_passes_julep_s_settings_to_the_provider_and_says_what_it_cannot_take(mapi, model_server):
+    agent = (await mapi.post("/agents", json={"name": "a", "model": "gpt-4o-mini"})).json()
+    tool = {"name": "lookup", "type": "function", "function": {"parameters": {"type": "object"}}}
+    assert (await mapi.post(f"/agents/{agent['id']}/tools", json=tool)).status_code == 201
+    session = (await mapi.post("/sessions", json={"agent": agent["id"]})).json()
+    body = {
+        "messages": [{"role": "user", "content": "hi"}],
+        "tool_choice": "none",
+        "logit_bias": {"50256": -100},
+        "min_p": 0.1,
+        "remember": True,
+    }
+    answer = await mapi.post(f"/sessions/{session['id']}/chat", json=body)
+    assert answer.status_code == 201, answer.text
+    sent = model_server.calls[-1].body
+    assert (sent["tool_choice"], sent["logit_bias"]) == ("none", {"50256": -100}) and "min_p" not in sent
+    said = _warnings(answer)
+    assert any("`min_p` is not taken by the model's provider" in w for w in said), said
+    assert any("`remember` is ignored" in w for w in said), said
+
+    # Anthropic takes neither logit_bias nor min_p: both left out, both said.
+    claude = (await mapi.post("/agents", json={"name": "c", "model": "claude-3-5-haiku-latest"})).json()
+    session = (await mapi.post("/sessions", json={"agent": claude["id"]})).json()
+    answer = await mapi.post(f"/sessions/{session['id']}/chat", json={**body, "remember": False})
+    assert answer.status_code == 201, answer.text
+    assert not {"logit_bias", "min_p"} & set(model_server.calls[-1].body)
+    assert sum("is not taken" in w for w in _warnings(answer)) == 2
+
+
+async def test_recall_tools_false_sends_the_history_without_its_tool_exchanges(mapi, model_server, script):
+    agent = (await mapi.post("/agents", json={"name": "a", "model": "gpt-4o-mini"})).json()
+    session = (await mapi.post("/sessions", json={"agent": agent["id"]})).json()
+    script.reply = lambda call: Reply(tool_calls=[("lookup", {"q": "x"})])
+    tool = {"name": "lookup", "type": "function", "function": {"parameters": {"type": "object"}}}
+    asked = {"messages": [{"role": "user", "content": "look it up"}], "tools": [tool]}
+    assert (await mapi.post(f"/sessions/{session['id']}/chat", json=asked)).status_code == 201
+    script.reply = lambda call: "done"
+    result = {"role": "tool", "tool_call_id": "call-0", "content": "found"}
+    assert (
+        await mapi.post(f"/sessions/{session['id']}/chat", json={"messages": [result]})
+    ).status_code == 201
+    for recall_tools, roles in (
+        (True, ["user", "assistant", "tool", "assistant"]),
+        (False, ["user", "assistant"]),
+    ):
+        body = {
+            "messages": [{"role": "user", "content": "again"}],
+            "recall_tools": recall_tools,
+            "save": False,
+        }
+        assert (await mapi.post(f"/sessions/{session['id']}/chat", json=body)).status_code == 201
+        history = [m["role"] for m in model_server.calls[-1].messages if m["role"] != "system"][:-1]
+        assert history == roles, (recall_tools, model_server.calls[-1].messages)

@@ -10,6 +10,8 @@ import anthropic
 import openai
 import pytest
 
+from mint.models.client import ModelClient
+from mint.settings import Settings
 from tests.model_server import Call, ModelServer, Reply
 
 CLAUDE = "claude-test"  # a made-up name: the SDK warns (an error here) about real models it deems deprecated
@@ -257,3 +259,26 @@ def test_script_bug_is_a_500() -> None:
 def test_models_list() -> None:
     with ModelServer(models=["gpt-4o-mini", "gpt-4o", "o3"]) as server, openai_client(server) as client:
         assert [model.id for model in client.models.list()] == ["gpt-4o-mini", "gpt-4o", "o3"]
+
+
+async def test_a_named_endpoint_gets_julep_s_extra_settings_in_its_body(server: ModelServer) -> None:
+    # vLLM and the like take min_p, repetition_penalty and length_penalty; OpenAI's own API refuses them.
+    config = Settings(
+        model_endpoints=(("vllm", server.openai_base_url),),
+        openai_api_key="k",
+        openai_base_url=server.openai_base_url,
+    ).model_config()
+    client = ModelClient(config)
+    settings = {"min_p": 0.1, "repetition_penalty": 1.1, "length_penalty": 0.9, "logit_bias": {"1": 5}}
+    messages = [{"role": "user", "content": "hi"}]
+    await client.complete({"model": "vllm/qwen", "messages": messages, "settings": settings})
+    assert {k: server.calls[-1].body.get(k) for k in settings} == settings
+    assert client.unsupported("vllm/qwen", settings) == []
+    await client.complete({"model": "gpt-4o-mini", "messages": messages, "settings": settings})
+    assert not {"min_p", "repetition_penalty", "length_penalty"} & set(server.calls[-1].body)
+    assert server.calls[-1].body["logit_bias"] == {"1": 5}
+    assert client.unsupported("gpt-4o-mini", settings) == ["min_p", "repetition_penalty", "length_penalty"]
+    assert client.unsupported("claude-3-5-haiku-latest", settings) == [
+        "logit_bias",
+        *client.unsupported("gpt-4o-mini", settings),
+    ]

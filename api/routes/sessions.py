@@ -15,6 +15,7 @@ from fastapi.responses import StreamingResponse
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
+from api.warning_header import note
 from mint.store.session_history import SessionHistory
 from mint.store.tables import AGENTS, SESSIONS, Store
 from services.chat.chatter import Chatter, Reply
@@ -184,14 +185,18 @@ async def chat(
     session_id: str, body: schemas.Chat, developer: Developer, store: StoreDep, request: Request
 ) -> Any:
     session = await session_or_404(store, developer, session_id)
+    if body.remember:
+        note("`remember` is ignored: Julep v1 did nothing with it either")
+    reply = Reply()  # its id and time go in every chunk of a stream, as Julep's chunks carry them
     if not body.stream:
-        return await _chatter(request).chat(developer, session, body)
+        answer = await _chatter(request).chat(developer, session, body, reply=reply)
+        for name in sorted(reply.unsupported):
+            note(f"`{name}` is not taken by the model's provider: left out of its request")
+        return answer
     events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
 
     async def on_text(index: int, text: str) -> None:
         await events.put(("text", (index, text)))
-
-    reply = Reply()  # its id and time go in every chunk, as Julep's chunks carry them
 
     async def run() -> None:
         try:

@@ -28,7 +28,19 @@ from mint.temporal import errors
 # SDK clients kept at once (one per provider, plus one per developer key in use).
 MAX_CLIENTS = 64
 # Settings passed through to the providers as they are (the OpenAI names; translated for Anthropic).
-SETTINGS = ("temperature", "max_tokens", "top_p", "stop", "seed", "frequency_penalty", "presence_penalty")
+SETTINGS = (
+    "temperature",
+    "max_tokens",
+    "top_p",
+    "stop",
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    "logit_bias",
+)
+# Julep's settings that only OpenAI-compatible servers take (vLLM and the like: a named endpoint), in the
+# request's body; OpenAI's own API refuses them, and Anthropic takes none of these nor logit_bias.
+EXTRA_SETTINGS = ("min_p", "repetition_penalty", "length_penalty")
 
 
 class ModelClient:
@@ -67,6 +79,14 @@ class ModelClient:
             "usage": usage,
             "cost": cost(response.get("model") or request["model"], usage),
         }
+
+    def unsupported(self, model: str | None, settings: dict[str, Any]) -> list[str]:
+        """The settings given that `model`'s provider does not take (they are left out of its request)."""
+        provider, _ = self.config.route(model or self.config.default_model)
+        given = [k for k in ("logit_bias", *EXTRA_SETTINGS) if settings.get(k) is not None]
+        if provider == "anthropic":
+            return given
+        return [k for k in given if k in EXTRA_SETTINGS] if provider == "openai" else []
 
     async def _complete(self, request: dict[str, Any], on_text: OnText | None) -> dict[str, Any]:
         provider, model = self.config.route(request["model"])
@@ -148,9 +168,11 @@ class ModelClient:
         self, provider: str, model: str, request: dict[str, Any], key: str | None, on_text: OnText | None
     ) -> dict[str, Any]:
         arguments: dict[str, Any] = {"model": model, "messages": request["messages"]}
-        arguments.update(
-            {k: v for k, v in (request.get("settings") or {}).items() if k in SETTINGS and v is not None}
-        )
+        settings = request.get("settings") or {}
+        arguments.update({k: v for k, v in settings.items() if k in SETTINGS and v is not None})
+        extra = {k: settings[k] for k in EXTRA_SETTINGS if settings.get(k) is not None}
+        if extra and provider != "openai":  # a named OpenAI-compatible endpoint
+            arguments["extra_body"] = extra
         if request.get("tools"):
             arguments["tools"] = request["tools"]
             if request.get("tool_choice") is not None:

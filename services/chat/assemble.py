@@ -30,6 +30,8 @@ class ContextAssembler:
         new = [m.model_dump(exclude_none=True) for m in body.messages]
         docs = await self._recall(developer, session, cast, new) if body.recall else []
         summary, history = await self.history.unsummarized(developer, session["id"])
+        if not body.recall_tools:  # Julep's recall_tools: false sends the history without its tool exchanges
+            history = [without_tool_calls(m) for m in history if not is_tool_exchange(m)]
         system_text = self._system_text(session, cast, summary, docs)
         system = {"role": "system", "content": system_text} if system_text else None
         try:
@@ -92,3 +94,13 @@ class ContextAssembler:
         if options["mode"] != "text":
             (query.vector,) = await self.embedder.embed([text])
         return await self.docs.search(developer, owners, query)
+
+
+def is_tool_exchange(message: dict[str, Any]) -> bool:
+    """A tool's result, or an assistant's message that only called tools."""
+    return message.get("role") == "tool" or bool(message.get("tool_calls") and not message.get("content"))
+
+
+def without_tool_calls(message: dict[str, Any]) -> dict[str, Any]:
+    """A history message without the tool calls it made (an assistant's: its text is kept)."""
+    return {k: v for k, v in message.items() if k != "tool_calls"} if message.get("tool_calls") else message

@@ -20,7 +20,19 @@ from services.errors import ModelFailed, ModelRefused, TooLarge
 from workflows import prompts, references
 
 # The request's settings that override the agent's default_settings.
-SETTING_KEYS = ("temperature", "max_tokens", "top_p", "stop", "seed", "frequency_penalty", "presence_penalty")
+SETTING_KEYS = (
+    "temperature",
+    "max_tokens",
+    "top_p",
+    "stop",
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    "logit_bias",
+    "min_p",
+    "repetition_penalty",
+    "length_penalty",
+)
 
 
 class ChatCalls:
@@ -40,21 +52,27 @@ class ChatCalls:
         session_id: str,
         tools: list[dict[str, Any]],
         on_text: OnText | None = None,
+        unsupported: set[str] | None = None,
     ) -> dict[str, Any]:
-        """One model call with the agent's settings, overridden by the request's."""
+        """One model call with the agent's settings, overridden by the request's; the settings its provider
+        does not take are added to `unsupported`."""
         settings = {**(agent.get("default_settings") or {})}
         for key in SETTING_KEYS:
             if getattr(body, key) is not None:
                 settings[key] = getattr(body, key)
+        model: str | None = body.model or settings.pop("model", None) or agent.get("model")
         request = {
-            "model": body.model or settings.pop("model", None) or agent.get("model"),
+            "model": model,
             "messages": messages,
             "settings": settings,
             "response_format": body.response_format,
             "tools": tools,
+            "tool_choice": body.tool_choice if tools else None,
             "at": f"session:{session_id}",
             "owner": {"developer_id": agent["developer_id"], "agent_id": agent["id"]},
         }
+        if unsupported is not None:
+            unsupported.update(self.models.unsupported(model, settings))
         try:
             return await self.models.complete(request, on_text)
         except ApplicationError as exc:

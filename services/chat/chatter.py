@@ -70,6 +70,7 @@ class Reply:
     )
     recalled: list[dict[str, Any]] = field(default_factory=list)
     answered: list[dict[str, Any]] = field(default_factory=list)
+    unsupported: set[str] = field(default_factory=set)  # settings asked for that a provider does not take
     # Known from the start, so that a streamed chat's chunks carry them before the answer is whole.
     id: uuid.UUID = field(default_factory=uuid.uuid4)
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -261,8 +262,9 @@ class Chatter:
             offered = variables.offer(tools) if variables is not None else tools
             conversation = holder.conversation(messages)
             await spending.before_call()
+            piece, sid = (gate.piece if gate else None), session["id"]
             answer = await self.calls.complete(
-                body, cast.agent, conversation, session["id"], offered, gate.piece if gate else None
+                body, cast.agent, conversation, sid, offered, piece, reply.unsupported
             )
             await spending.after_call(answer)  # counts it in the answer's usage too
             for call in _message(answer).get("tool_calls") or []:  # fixed values go in, whoever runs the call

@@ -120,6 +120,17 @@ class Chat(BaseModel):
     seed: int | None = None
     frequency_penalty: float | None = None
     presence_penalty: float | None = None
+    # Julep's other sampling settings: logit_bias for OpenAI's models, the rest for OpenAI-compatible servers
+    # that take them (vLLM and the like: mint/models/client.py); a provider that cannot is told nothing, and
+    # the answer's Warning header says so.
+    logit_bias: dict[str, float] | None = None
+    min_p: Annotated[float, Field(ge=0, le=1)] | None = None
+    repetition_penalty: Annotated[float, Field(ge=0, le=2)] | None = None
+    length_penalty: Annotated[float, Field(ge=0, le=2)] | None = None
+    tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None
+    # Julep v1 accepted `remember` and did nothing with it ("will be enabled in a future release"): so here.
+    remember: bool = False
+    recall_tools: bool = True  # whether the history sent keeps its tool calls and results
     response_format: dict[str, Any] | None = None
     metadata: dict[str, Any] | None = None
     tools: Annotated[list[ToolDef], Field(max_length=128)] | None = None  # added to the agent's
