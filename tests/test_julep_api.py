@@ -6,6 +6,7 @@ live (test_bad_input.py, test_tenancy.py, test_docs.py)."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import httpx
@@ -208,3 +209,58 @@ async def test_recall_tools_false_sends_the_history_without_its_tool_exchanges(m
         assert (await mapi.post(f"/sessions/{session['id']}/chat", json=body)).status_code == 201
         history = [m["role"] for m in model_server.calls[-1].messages if m["role"] != "system"][:-1]
         assert history == roles, (recall_tools, model_server.calls[-1].messages)
+
+
+async def test_anthropic_built_in_tools_go_to_claude_and_their_calls_back_to_the_client(
+    mapi, model_server, script
+):
+    computer = {
+        "name": "screen",
+        "type": "computer_20241022",
+        "computer_20241022": {"display_width_px": 1024, "display_height_px": 768, "display_number": 1},
+    }
+    editor = {"name": "edit", "type": "text_editor_20241022", "text_editor_20241022": {}}
+    claude = (await mapi.post("/agents", json={"name": "c", "model": "claude-3-5-sonnet-latest"})).json()
+    for tool in (computer, editor):
+        created = await mapi.post(f"/agents/{claude['id']}/tools", json=tool)
+        assert created.status_code == 201 and created.json()["type"] == tool["type"], created.text
+    session = (await mapi.post("/sessions", json={"agent": claude["id"], "auto_run_tools": True})).json()
+    script.reply = lambda call: Reply(tool_calls=[("computer", {"action": "screenshot"})])
+    answer = await mapi.post(
+        f"/sessions/{session['id']}/chat", json={"messages": [{"role": "user", "content": "look"}]}
+    )
+    assert answer.status_code == 201, answer.text
+    sent = model_server.calls[-1]
+    assert sent.headers["anthropic-beta"] == "computer-use-2024-10-22"
+    offered = {t["name"]: t for t in sent.body["tools"]}
+    assert offered["computer"] == {
+        "type": "computer_20241022",
+        "name": "computer",
+        "display_width_px": 1024,
+        "display_height_px": 768,
+        "display_number": 1,
+    }
+    assert offered["str_replace_editor"] == {"type": "text_editor_20241022", "name": "str_replace_editor"}
+    # The client runs it, whatever auto_run_tools says: the call comes back under the tool's own name.
+    (call,) = answer.json()["choices"][0]["message"]["tool_calls"]
+    assert (call["function"]["name"], json.loads(call["function"]["arguments"])) == (
+        "screen",
+        {"action": "screenshot"},
+    )
+
+    # Only Claude models take them: another provider's is a clear refusal, not a silent drop.
+    gpt = (await mapi.post("/agents", json={"name": "g", "model": "gpt-4o-mini"})).json()
+    assert (await mapi.post(f"/agents/{gpt['id']}/tools", json=computer)).status_code == 201
+    session = (await mapi.post("/sessions", json={"agent": gpt["id"]})).json()
+    refused = await mapi.post(
+        f"/sessions/{session['id']}/chat", json={"messages": [{"role": "user", "content": "look"}]}
+    )
+    assert refused.status_code == 400 and "only a Claude model takes it" in refused.text, refused.text
+
+
+async def test_a_computer_tool_needs_its_screen(api):
+    agent = (await api.post("/agents", json={"name": "a"})).json()
+    bare = await api.post(
+        f"/agents/{agent['id']}/tools", json={"name": "screen", "type": "computer_20241022"}
+    )
+    assert bare.status_code == 422 and "display_width_px" in bare.text, bare.text

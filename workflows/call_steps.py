@@ -87,10 +87,10 @@ class CallSteps:
         call_id: str | None = None,
         owner: Owner | None = None,
     ) -> Any:
-        """Call any kind of tool (as `owner`, by default the execution's agent); function tools are answered
-        by the client through a wait."""
+        """Call any kind of tool (as `owner`, by default the execution's agent); function tools (and Anthropic's
+        built-in ones) are answered by the client through a wait."""
         params = self.interpreter.params
-        if tool["type"] == "function":
+        if tool["type"] in lang.CLIENT_TOOL_TYPES:
             call = {"type": "function", "name": tool["name"], "arguments": arguments}
             if call_id is not None:
                 call["id"] = call_id

@@ -151,7 +151,7 @@ class FanOut:
         if not isinstance(step, lang.ToolCallStep):
             return False
         tool = self.interpreter.tools.get(step.tool_name)
-        return tool is not None and tool["type"] == "function"
+        return tool is not None and tool["type"] in lang.CLIENT_TOOL_TYPES
 
     async def _in_children(
         self, body: list[Any], items: list[Any], frame: Frame, path: str, size: int, parallelism: int

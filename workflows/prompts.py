@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from workflows.language import Message
 
+from contracts.anthropic_tools import ANTHROPIC_TOOLS
 from workflows.integrations import arguments_schema
 
 MAX_TURNS = 10
@@ -49,7 +50,12 @@ def fixed_arguments(tool: dict[str, Any], layers: list[dict[str, Any] | None]) -
 
 
 def offered_tool(tool: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
-    """The tool as the model sees it (OpenAI function format), without the arguments Mint fills in."""
+    """The tool as the model sees it (OpenAI function format), without the arguments Mint fills in; one of
+    Anthropic's built-in tools as its type and settings, under the tool's name (mint/models turns it into
+    what Anthropic takes, and refuses it for other providers)."""
+    if tool["type"] in ANTHROPIC_TOOLS:
+        settings = tool.get(tool["type"]) or {}
+        return {"type": tool["type"], "function": {"name": tool["name"]}, tool["type"]: settings}
     schema = dict(parameters_schema(tool))
     if fixed and isinstance(schema.get("properties"), dict):
         schema["properties"] = {k: v for k, v in schema["properties"].items() if k not in fixed}

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from contracts.anthropic_tools import ANTHROPIC_TOOLS, ANTHROPIC_TOOLS_BETA
+
 ANTHROPIC_MAX_TOKENS = 4096  # Anthropic requires max_tokens; this is the default when a task sets none
 
 
@@ -34,17 +36,36 @@ def anthropic_arguments(model: str, request: dict[str, Any]) -> dict[str, Any]:
         stop = settings["stop"]
         arguments["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
     if request.get("tools"):
-        arguments["tools"] = [
-            {
-                "name": t["function"]["name"],
-                "description": t["function"].get("description") or "",
-                "input_schema": t["function"].get("parameters") or {"type": "object", "properties": {}},
-            }
-            for t in request["tools"]
-        ]
+        arguments["tools"] = [_anthropic_tool(t) for t in request["tools"]]
+        if any(t.get("type") in ANTHROPIC_TOOLS for t in request["tools"]):
+            arguments["extra_headers"] = {"anthropic-beta": ANTHROPIC_TOOLS_BETA}
         if request.get("tool_choice") is not None:
             arguments["tool_choice"] = _anthropic_tool_choice(request["tool_choice"])
     return arguments
+
+
+def _anthropic_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """One offered tool as Anthropic takes it: a function by its schema, a built-in one by its type (and the
+    name Anthropic's models call it, whatever the tool's own: answers are named back, `named_back`)."""
+    kind = tool.get("type")
+    if kind in ANTHROPIC_TOOLS:
+        return {**(tool.get(kind) or {}), "type": kind, "name": ANTHROPIC_TOOLS[kind]}
+    return {
+        "name": tool["function"]["name"],
+        "description": tool["function"].get("description") or "",
+        "input_schema": tool["function"].get("parameters") or {"type": "object", "properties": {}},
+    }
+
+
+def named_back(response: dict[str, Any], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """An answer whose calls of built-in tools (named as Anthropic names them) carry the tools' own names."""
+    own = {
+        ANTHROPIC_TOOLS[t["type"]]: t["function"]["name"] for t in tools if t.get("type") in ANTHROPIC_TOOLS
+    }
+    for choice in response["choices"] if own else []:
+        for call in choice["message"].get("tool_calls") or []:
+            call["function"]["name"] = own.get(call["function"]["name"], call["function"]["name"])
+    return response
 
 
 def to_anthropic(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:

@@ -17,7 +17,8 @@ import anthropic
 import jsonschema
 import openai
 
-from mint.models.anthropic_format import anthropic_arguments, from_anthropic
+from contracts.anthropic_tools import ANTHROPIC_TOOLS
+from mint.models.anthropic_format import anthropic_arguments, from_anthropic, named_back
 from mint.models.catalog import cost
 from mint.models.openai_stream import OnText, joined
 from mint.models.recordings import Recordings
@@ -174,6 +175,13 @@ class ModelClient:
         if extra and provider != "openai":  # a named OpenAI-compatible endpoint
             arguments["extra_body"] = extra
         if request.get("tools"):
+            built_in = [t for t in request["tools"] if t.get("type") in ANTHROPIC_TOOLS]
+            if built_in:
+                name, kind = built_in[0]["function"]["name"], built_in[0]["type"]
+                raise errors.permanent(
+                    f"tool {name!r} is Anthropic's {kind}: only a Claude model takes it, not {model!r}",
+                    "UnsupportedTool",
+                )
             arguments["tools"] = request["tools"]
             if request.get("tool_choice") is not None:
                 arguments["tool_choice"] = request["tool_choice"]
@@ -200,7 +208,7 @@ class ModelClient:
                 async for text in stream.text_stream:
                     await on_text(text)
                 message = await stream.get_final_message()
-        return from_anthropic(message.model_dump(mode="json"))
+        return named_back(from_anthropic(message.model_dump(mode="json")), request.get("tools") or [])
 
 
 def _check_format(response: dict[str, Any], response_format: dict[str, Any] | None) -> None:

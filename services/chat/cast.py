@@ -9,7 +9,7 @@ from mint.store.tables import USERS, Store
 from services.chat.request import Chat
 from services.sessions import owned_row
 from workflows import prompts
-from workflows.language import ToolDef
+from workflows.language import CLIENT_TOOL_TYPES, ToolDef
 
 
 @dataclass
@@ -28,9 +28,10 @@ class Cast:
         return [prompts.offered_tool(spec, self.fixed[name]) for name, spec in self.specs.items()]
 
     def runs_here(self, call: dict[str, Any]) -> bool:
-        """Whether Mint can run this call (a server-side tool); a `function` tool, or one it does not know,
-        only the client can."""
-        return self.specs.get(call["function"]["name"], {}).get("type") not in (None, "function")
+        """Whether Mint can run this call (a server-side tool); a `function` tool (or Anthropic's built-in
+        ones), or one it does not know, only the client can."""
+        kind = self.specs.get(call["function"]["name"], {}).get("type")
+        return kind is not None and kind not in CLIENT_TOOL_TYPES
 
 
 async def cast(

@@ -50,7 +50,13 @@ from workflows.language.steps import (
     step_kind,
 )
 from workflows.language.task import IGNORED_TASK_FIELDS, MAIN_REQUIRED, TASK_FIELDS, TaskSpec, split_task
-from workflows.language.tools import TOOL_TYPES, ApiCallDef, FunctionDef, ToolDef
+from workflows.language.tools import (
+    CLIENT_TOOL_TYPES,
+    TOOL_TYPES,
+    ApiCallDef,
+    FunctionDef,
+    ToolDef,
+)
 
 __all__ = [
     "IGNORED_TASK_FIELDS",
@@ -102,6 +108,7 @@ __all__ = [
     "TaskSpec",
     "ToolCallStep",
     "ToolDef",
+    "CLIENT_TOOL_TYPES",
     "ToolRef",
     "WaitForInputStep",
     "WaitInfo",

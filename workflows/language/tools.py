@@ -6,11 +6,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from contracts.anthropic_tools import ANTHROPIC_TOOLS
 from workflows.integrations import integration_problems
 from workflows.language.common import NAME_PATTERN, Lenient
 from workflows.system_ops import operation_key
 
-TOOL_TYPES = ("function", "api_call", "system", "integration")
+TOOL_TYPES = ("function", "api_call", "system", "integration", *ANTHROPIC_TOOLS)
+# The tools the client runs (a call of one is handed back to it, or waited for in a task).
+CLIENT_TOOL_TYPES = frozenset({"function", *ANTHROPIC_TOOLS})
 
 
 class FunctionDef(BaseModel):
@@ -36,14 +39,34 @@ class ApiCallDef(Lenient):
     params_schema: dict[str, Any] | None = None
 
 
+class ComputerDef(BaseModel):
+    """Anthropic's computer tool: the screen the model is told it sees (Julep's Computer20241022Def)."""
+
+    model_config = ConfigDict(extra="ignore")
+    display_width_px: Annotated[int, Field(ge=1, le=10_000)]
+    display_height_px: Annotated[int, Field(ge=1, le=10_000)]
+    display_number: Annotated[int, Field(ge=0, le=1000)] | None = None
+
+
 class ToolDef(BaseModel):
     """A tool as written in a task or attached to an agent (Julep v1 shape, or the seed's `function:` form)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
     name: Annotated[str, Field(pattern=NAME_PATTERN, max_length=64)]
-    type: Literal["function", "api_call", "system", "integration"]
+    type: Literal[
+        "function",
+        "api_call",
+        "system",
+        "integration",
+        "computer_20241022",
+        "text_editor_20241022",
+        "bash_20241022",
+    ]
     description: str | None = None
     function: FunctionDef | None = None
+    computer_20241022: ComputerDef | None = Field(default=None, validate_default=True)
+    text_editor_20241022: dict[str, Any] | None = None
+    bash_20241022: dict[str, Any] | None = None
     api_call: ApiCallDef | None = Field(default=None, validate_default=True)
     system: dict[str, Any] | None = Field(default=None, validate_default=True)
     integration: dict[str, Any] | None = Field(default=None, validate_default=True)
@@ -91,4 +114,13 @@ class ToolDef(BaseModel):
         problems = integration_problems(value)
         if problems:
             raise ValueError("; ".join(problems))
+        return value
+
+    @field_validator("computer_20241022")
+    @classmethod
+    def _computer_present(cls, value: ComputerDef | None, info: ValidationInfo) -> ComputerDef | None:
+        if value is None and info.data.get("type") == "computer_20241022":
+            raise ValueError(
+                "a computer_20241022 tool needs `computer_20241022: {display_width_px, display_height_px}`"
+            )
         return value
