@@ -19,7 +19,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 log = logging.getLogger("mint.api")
 
-# What this request's bodies ignored (None outside a request: a body parsed elsewhere notes nothing).
+# What this request is told (None outside a request: a body parsed elsewhere notes nothing).
 _SAID: ContextVar[list[str] | None] = ContextVar("warnings_said", default=None)
 MAX_LISTED = 20  # a header of reasonable size, whatever a body carries
 
@@ -41,10 +41,10 @@ def note_ignored(model: str, keys: Iterable[str], known: Iterable[str]) -> None:
         note(f"unknown key `{key}` in {model} ignored{hint}")
 
 
-def _printable(key: str) -> str:
-    """A key as it may go in a header and a log line: a client's text, so no line breaks (a header of the
-    client's making) or other control characters, and only Latin-1 (what a header carries)."""
-    return "".join(c if " " <= c <= "~" or "\xa0" <= c <= "\xff" else "?" for c in key)
+def _printable(text: str) -> str:
+    """Text as it may go in a header and a log line: it may hold a client's (a key), so no line breaks (a
+    header of the client's making) or other control characters, and only Latin-1 (what a header carries)."""
+    return "".join(c if " " <= c <= "~" or "\xa0" <= c <= "\xff" else "?" for c in text)
 
 
 class WarningHeader:
@@ -57,14 +57,14 @@ class WarningHeader:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        ignored: list[str] = []
-        token = _SAID.set(ignored)
+        said: list[str] = []
+        token = _SAID.set(said)
 
         async def send_with_warning(message: Message) -> None:
-            if message["type"] == "http.response.start" and ignored:
-                log.info("%s %s: %s", scope.get("method"), scope.get("path"), "; ".join(ignored))
+            if message["type"] == "http.response.start" and said:
+                log.info("%s %s: %s", scope.get("method"), scope.get("path"), "; ".join(said))
                 headers = list(message.get("headers", []))
-                for text in ignored:
+                for text in said:
                     quoted = text.replace("\\", "\\\\").replace('"', '\\"')
                     headers.append((b"warning", f'299 mint "{quoted}"'.encode("latin-1", "replace")))
                 message = {**message, "headers": headers}
