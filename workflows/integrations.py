@@ -55,6 +55,8 @@ class Provider:
     # the name given is used (None: the field is simply left out).
     credentials: dict[str, str | None] = field(default_factory=dict)
     base_url_variable: str | None = None  # the environment variable that points it elsewhere
+    # Any method, setup field and argument is taken (`dummy`, which answers its arguments).
+    open: bool = False
 
     @property
     def default_method(self) -> str:
@@ -125,6 +127,8 @@ PROVIDERS: dict[str, Provider] = {
             credentials={"unstructured_api_key": "UNSTRUCTURED_API_KEY"},
         ),
         _provider("ffmpeg", {"bash_cmd": Method(("cmd",), ("file",))}, base_url_variable=None),
+        # Julep's `dummy` answers the call's arguments as they are, whatever its method and setup.
+        _provider("dummy", {"echo": Method()}, base_url_variable=None, open=True),
     )
 }
 
@@ -168,6 +172,8 @@ def integration_problems(integration: Any) -> list[str]:
         return [
             f"provider {name!r} is not available{did_you_mean(str(name), [*PROVIDERS, MCP])} (Mint runs {known})"
         ]
+    if provider.open:
+        return _open_problems(name, integration)
     method = integration.get("method") or provider.default_method
     if not isinstance(method, str) or method not in provider.methods:
         methods = ", ".join(provider.methods)
@@ -194,11 +200,20 @@ def integration_problems(integration: Any) -> list[str]:
     return problems
 
 
+def _open_problems(name: str, integration: dict[str, Any]) -> list[str]:
+    """A provider that takes anything still takes `setup` and `arguments` as mappings."""
+    return [
+        f"provider {name!r}: `{key}` must be a mapping"
+        for key in ("setup", "arguments")
+        if integration.get(key) is not None and not isinstance(integration.get(key), dict)
+    ]
+
+
 def argument_problems(integration: dict[str, Any], names: Any, complete: bool = True) -> list[str]:
     """What is wrong with the argument `names` a call of this integration gives: one it does not take, or
     (when `complete`, with the tool's pre-set `arguments` counted) one it needs and does not get."""
     provider = provider_of(integration)
-    if provider is None:
+    if provider is None or provider.open:
         return []
     method_name = integration.get("method") or provider.default_method
     method = provider.methods.get(method_name) if isinstance(method_name, str) else None
@@ -231,7 +246,7 @@ def arguments_schema(integration: dict[str, Any]) -> dict[str, Any] | None:
     provider = provider_of(integration)
     name = (integration.get("method") or provider.default_method) if provider else None
     method = provider.methods.get(name) if provider and isinstance(name, str) else None
-    if method is None:
+    if method is None or provider is None or provider.open:
         return None
     schema = method.schema()
     preset = integration.get("arguments") or {}

@@ -24,6 +24,7 @@ from activities.integrations import (
     algolia,
     arxiv,
     brave,
+    dummy,
     email,
     ffmpeg,
     mailgun,
@@ -43,7 +44,19 @@ from workflows.secret_refs import MARK
 # provider name -> its module (DEFAULT_BASE_URL, call)
 MODULES: dict[str, ModuleType] = {
     m.__name__.rsplit(".", 1)[-1]: m
-    for m in (weather, brave, wikipedia, spider, email, arxiv, mailgun, algolia, unstructured, ffmpeg)
+    for m in (
+        weather,
+        brave,
+        wikipedia,
+        spider,
+        email,
+        arxiv,
+        mailgun,
+        algolia,
+        unstructured,
+        ffmpeg,
+        dummy,
+    )
 }
 
 
