@@ -1,6 +1,7 @@
 """Local fakes of the services Mint's integration providers call, each speaking that service's documented
 protocol: OpenWeatherMap's current weather, Brave Search's web search, the MediaWiki Action API, spider.cloud,
-arXiv's export API (Atom) on one HTTP server (their paths differ), and an SMTP server (aiosmtpd).
+arXiv's export API (Atom), Mailgun, Algolia, Unstructured, LlamaParse on one HTTP server (their paths differ),
+and an SMTP server (aiosmtpd).
 
 What a fake answers depends on what it is asked, so one server serves every test at once:
 - `slow` as the place, query or URL: the answer comes after SLOW_SECONDS (a step's timeout runs out first);
@@ -19,6 +20,7 @@ import asyncio
 import base64
 import email
 import json
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -213,14 +215,19 @@ def algolia(request: Request) -> Answer:
     return _json(200, {"hits": hits, **meta, "query": body.get("query"), "params": ""})
 
 
+def _multipart(request: Request) -> dict[str, Any]:
+    """A multipart form's parts by name (email.message.Message: get_filename, get_payload)."""
+    head = f"Content-Type: {request.headers.get('Content-Type')}\r\n\r\n".encode()
+    form = email.message_from_bytes(head + request.body)
+    return {p.get_param("name", header="content-disposition"): p for p in form.get_payload()}
+
+
 def unstructured(request: Request) -> Answer:
     """POST /general/v0/general, the document as multipart form data (`files`), the key in
     unstructured-api-key: one element per line of text."""
     if request.headers.get("unstructured-api-key") == BAD_KEY:
         return _json(401, {"detail": "API key is invalid"})
-    head = f"Content-Type: {request.headers.get('Content-Type')}\r\n\r\n".encode()
-    form = email.message_from_bytes(head + request.body)
-    parts = {p.get_param("name", header="content-disposition"): p for p in form.get_payload()}
+    parts = _multipart(request)
     document = parts["files"]
     filename = document.get_filename()
     _slow(filename)
@@ -236,6 +243,57 @@ def unstructured(request: Request) -> Answer:
         for i, line in enumerate(lines)
     ]
     return _json(200, elements)
+
+
+LLAMA_JOBS: dict[str, dict[str, Any]] = {}
+
+
+def llama_parse(request: Request) -> Answer:
+    """LlamaParse: POST /api/parsing/upload (the file as multipart form data, or `input_url` in a form; the
+    key as a bearer token) starts a job; GET /api/parsing/job/{id} is its status, PENDING on the first poll
+    and SUCCESS after (never, for `slow` in the file name or URL; ERROR for `broken`); GET
+    .../result/{text|markdown} its pages, joined by the default separator: a file's lines, or two pages
+    naming the URL. A form field `echo` set to `key` puts the key in the text."""
+    token = request.headers.get("Authorization", "").removeprefix("Bearer ")
+    if token == BAD_KEY:
+        return _json(401, {"detail": "Invalid API Key"})
+    path = urlsplit(request.path).path
+    if path == "/api/parsing/upload":
+        return _llama_upload(request, token)
+    parts = path.removeprefix("/api/parsing/job/").split("/")
+    job = LLAMA_JOBS.get(parts[0])
+    if job is None:
+        return _json(404, {"detail": "Job not found"})
+    if len(parts) == 1:
+        job["polls"] += 1
+        state = job["state"] if job["polls"] > 1 or job["state"] != "SUCCESS" else "PENDING"
+        failure = {"error_code": "UNSUPPORTED_FILE", "error_message": "the file is broken"}
+        return _json(200, {"id": parts[0], "status": state, **(failure if state == "ERROR" else {})})
+    kind = parts[2]
+    text = (
+        job["text"]
+        if kind == "text"
+        else "\n---\n".join(f"# {page}" for page in job["text"].split("\n---\n"))
+    )
+    return _json(200, {kind: text, "job_metadata": {"credits_used": 1, "job_pages": text.count("---") + 1}})
+
+
+def _llama_upload(request: Request, token: str) -> Answer:
+    if request.headers.get("Content-Type", "").startswith("multipart/"):
+        parts = _multipart(request)
+        name = parts["file"].get_filename()
+        fields = {k: p.get_payload() for k, p in parts.items() if k != "file"}
+        text = "\n---\n".join(parts["file"].get_payload(decode=True).decode().splitlines())
+    else:
+        fields = {k: v[0] for k, v in parse_qs(request.body.decode()).items()}
+        name = fields["input_url"]
+        text = f"Page 1 of {name}\n---\nPage 2 of {name}"
+    if fields.get("echo") == "key":
+        text += f" key {token}"
+    state = "PENDING" if "slow" in name else "ERROR" if "broken" in name else "SUCCESS"
+    job = f"job-{len(LLAMA_JOBS)}-{os.urandom(4).hex()}"
+    LLAMA_JOBS[job] = {"name": name, "text": text, "state": state, "polls": 0, "fields": fields}
+    return _json(200, {"id": job, "status": "PENDING"})
 
 
 ROUTES = {
@@ -258,6 +316,8 @@ def respond(request: Request) -> Answer:
         route = mailgun
     elif path.startswith("/1/indexes/") and path.endswith("/query"):
         route = algolia
+    elif path.startswith("/api/parsing/"):
+        route = llama_parse
     return route(request) if route else (404, {}, b"no such path")
 
 
@@ -317,7 +377,17 @@ class IntegrationFakes:
 
     @property
     def base_urls(self) -> dict[str, str]:
-        names = ("weather", "brave", "wikipedia", "spider", "arxiv", "mailgun", "algolia", "unstructured")
+        names = (
+            "weather",
+            "brave",
+            "wikipedia",
+            "spider",
+            "arxiv",
+            "mailgun",
+            "algolia",
+            "unstructured",
+            "llama_parse",
+        )
         return {name: self.http.url for name in names}
 
     @property

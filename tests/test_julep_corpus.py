@@ -115,6 +115,13 @@ def email_model(call: Call) -> Reply:
     return Reply(content="how to create an agent")
 
 
+def research_model(call: Call) -> Reply:
+    if "top 5 relevant research papers" in prompt_text(call):
+        papers = [f"Paper {i} on LLMs,http://arxiv.org/pdf/2401.0000{i}v1" for i in range(2)]
+        return Reply(content=",,".join(papers))
+    return Reply(content="LLMs, agents")
+
+
 def reels_model(call: Call) -> Reply:
     if "3 engaging video hooks" in prompt_text(call):
         hooks = {"caption": "c", "hooks": ["Stop scrolling!", "You won't believe", "Three tips"]}
@@ -217,6 +224,22 @@ async def companion_session(world: World) -> None:
         await post(world, f"/sessions/{session['id']}/chat", chat, status=201)
     world.vars["session"] = session
     world.calls.clear()  # the chats' model calls are setup, not the task's
+
+
+async def research_user(world: World) -> None:
+    """The research cookbook's user: its `ppid` is its own id, and it has a persona doc."""
+    user = await post(world, "/users", {"name": "Ada", "about": "Reads about LLMs"})
+    patched = await world.api.patch(f"/users/{user['id']}", json={"metadata": {"ppid": user["id"]}})
+    assert patched.status_code == 200, patched.text
+    await post(world, f"/users/{user['id']}/docs", {"title": "Persona", "content": "Researches LLM agents."})
+    world.vars["user"] = user
+
+
+async def research_papers_saved(world: World) -> None:
+    docs = {d["title"]: d for d in await docs_of(world, f"/users/{world.vars['user']['id']}")}
+    text = json.dumps(docs["Research Papers"]["content"])
+    assert "Page 1 of https://arxiv.org/pdf/2401.00000v1" in text, text[:500]
+    assert "Page 2 of https://arxiv.org/pdf/2401.00001v1" in text, text[:500]
 
 
 async def hooks_doc(world: World) -> None:
@@ -408,12 +431,18 @@ CASES: dict[str, Case] = {
     ),
     "cb07_research_assistant": Case(
         why=(
-            "notebook input {topics, user_id}; its `llama_parse` integration is refused at creation, by name "
-            "(issue 18: Mint has no LlamaParse client)"
+            "notebook input {topics, user_id}; brave, arxiv and llama_parse run against the local fakes of "
+            "their services (their keys are the notebook's placeholders, which the fakes take as Julep's "
+            "services would take real ones); the user is found by a `ppid` equal to its own id (the notebook "
+            "uses one value for both) and has a persona doc; the model answers the keywords, then two "
+            "papers as `Title,url,,Title,url`; LlamaParse is given the papers' https URLs to download (the "
+            "fake answers two pages each) and the parsed text is saved as the user's `Research Papers` doc"
         ),
-        input={"topics": ["LLMs"], "user_id": "u-1"},
-        outcome="refused",
-        error=r"tools\[2\]\.integration.*provider 'llama_parse' is not available",
+        input=lambda w: {"topics": ["LLMs"], "user_id": w.vars["user"]["id"]},
+        output=lambda out: out["title"] == "Research Papers",
+        model=research_model,
+        setup=research_user,
+        check=research_papers_saved,
     ),
     "cb08_rag_jina_crawler": Case(
         why=(

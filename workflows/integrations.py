@@ -39,6 +39,7 @@ ARGUMENT_TYPES: dict[str, dict[str, Any]] = {
     "max_results": {"type": "integer"},
     "hits_per_page": {"type": "integer"},
     "download_pdf": {"type": "boolean"},
+    "base64": {"type": "boolean"},
     "params": {"type": "object"},
     "partition_params": {"type": "object"},
     "id_list": {"type": "array", "items": {"type": "string"}},
@@ -127,6 +128,12 @@ PROVIDERS: dict[str, Provider] = {
             credentials={"unstructured_api_key": "UNSTRUCTURED_API_KEY"},
         ),
         _provider("ffmpeg", {"bash_cmd": Method(("cmd",), ("file",))}, base_url_variable=None),
+        _provider(
+            "llama_parse",
+            {"parse": Method(("file",), ("filename", "params", "base64"))},
+            ("llamaparse_api_key", "params"),
+            credentials={"llamaparse_api_key": "LLAMA_API_KEY"},
+        ),
         # Julep's `dummy` answers the call's arguments as they are, whatever its method and setup.
         _provider("dummy", {"echo": Method()}, base_url_variable=None, open=True),
     )
@@ -146,10 +153,6 @@ REFUSED: dict[str, str] = {
     "cloudinary": (
         "Mint has no Cloudinary client (uploads are signed multipart requests); call Cloudinary's upload API "
         "with an `api_call` tool, or through an MCP server (provider `mcp`)"
-    ),
-    "llama_parse": (
-        "Mint has no LlamaParse client (it uploads a file and polls for the parsed result); call LlamaParse's "
-        "API with `api_call` tools, or through an MCP server (provider `mcp`)"
     ),
 }
 

@@ -27,6 +27,7 @@ from activities.integrations import (
     dummy,
     email,
     ffmpeg,
+    llama_parse,
     mailgun,
     spider,
     unstructured,
@@ -56,6 +57,7 @@ MODULES: dict[str, ModuleType] = {
         unstructured,
         ffmpeg,
         dummy,
+        llama_parse,
     )
 }
 
