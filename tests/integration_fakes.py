@@ -1,6 +1,6 @@
 """Local fakes of the services Mint's integration providers call, each speaking that service's documented
 protocol: OpenWeatherMap's current weather, Brave Search's web search, the MediaWiki Action API, spider.cloud,
-arXiv's export API (Atom), Mailgun, Algolia, Unstructured, LlamaParse on one HTTP server (their paths differ),
+arXiv's export API (Atom), Mailgun, Algolia, Unstructured, LlamaParse, Cloudinary on one HTTP server (their paths differ),
 and an SMTP server (aiosmtpd).
 
 What a fake answers depends on what it is asked, so one server serves every test at once:
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import email
+import hashlib
 import json
 import os
 import threading
@@ -296,6 +297,55 @@ def _llama_upload(request: Request, token: str) -> Answer:
     return _json(200, {"id": job, "status": "PENDING"})
 
 
+CLOUDINARY_SECRETS = {"cl-key-1": "cl-secret-7e1f0a", "YOUR_CLOUDINARY_API_KEY": "YOUR_CLOUDINARY_API_SECRET"}
+CLOUDINARY_UPLOADS: dict[str, dict[str, str]] = {}  # public_id -> the form fields the upload carried
+PNG = b"\x89PNG\r\n\x1a\n\x00\xff\xfe"  # (bytes that are no UTF-8)
+
+
+def cloudinary(request: Request) -> Answer:
+    """Cloudinary: POST /v1_1/{cloud}/{resource_type}/upload, multipart form fields, checked as Cloudinary
+    checks them: a known api_key (CLOUDINARY_SECRETS) and the signature of the other fields with its secret
+    (401 `Invalid Signature ... String to sign - '...'` otherwise). A `file` ending in missing.mp4 is 400;
+    public_id `slow` answers after SLOW_SECONDS. The answer's secure_url is served under /cloudinary-res/ (PNG bytes)."""
+    path = urlsplit(request.path).path
+    if path.startswith("/cloudinary-res/"):
+        return 200, {"Content-Type": "image/png"}, PNG + path.encode()
+    _, _, cloud, resource_type, _ = path.split("/")
+    fields = {k: p.get_payload() for k, p in _multipart(request).items()}
+    secret = CLOUDINARY_SECRETS.get(fields.get("api_key", ""))
+    if secret is None:
+        return _json(401, {"error": {"message": f"Unknown API key {fields.get('api_key')}"}})
+    signed = {
+        k: v for k, v in fields.items() if k not in ("file", "api_key", "signature", "resource_type") and v
+    }
+    to_sign = "&".join(sorted(f"{k}={v}".replace("&", "%26") for k, v in signed.items()))
+    if fields.get("signature") != hashlib.sha1((to_sign + secret).encode()).hexdigest():
+        message = f"Invalid Signature {fields.get('signature')}. String to sign - '{to_sign}'."
+        return _json(401, {"error": {"message": message}})
+    public_id = fields["public_id"]
+    _slow(public_id)
+    if fields["file"].endswith("missing.mp4"):
+        return _json(400, {"error": {"message": f"Resource not found - {fields['file']}"}})
+    CLOUDINARY_UPLOADS[public_id] = fields
+    kind = "video" if resource_type == "video" else "image"
+    extension = "mp4" if kind == "video" else "png"
+    url = f"http://{request.headers['Host']}/cloudinary-res/{cloud}/{kind}/upload/v1700000000/{public_id}.{extension}"
+    answer = {
+        "asset_id": "3515c6000a548515f1134043f9785c2f",
+        "public_id": public_id,
+        "version": 1700000000,
+        "format": extension,
+        "resource_type": kind,
+        "type": "upload",
+        "tags": fields["tags"].split(",") if fields.get("tags") else [],
+        "bytes": 120253,
+        "url": url,
+        "secure_url": url,
+        "api_key": fields["api_key"],
+    }
+    return _json(200, answer)
+
+
 ROUTES = {
     "/data/2.5/weather": weather,
     "/res/v1/web/search": brave,
@@ -318,6 +368,8 @@ def respond(request: Request) -> Answer:
         route = algolia
     elif path.startswith("/api/parsing/"):
         route = llama_parse
+    elif path.startswith(("/v1_1/", "/cloudinary-res/")):
+        route = cloudinary
     return route(request) if route else (404, {}, b"no such path")
 
 
@@ -387,6 +439,7 @@ class IntegrationFakes:
             "algolia",
             "unstructured",
             "llama_parse",
+            "cloudinary",
         )
         return {name: self.http.url for name in names}
 

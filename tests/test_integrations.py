@@ -451,7 +451,6 @@ async def test_without_a_key_in_setup_the_owners_secret_of_the_providers_name_is
             "tools[0].integration",
             r"provider 'remote_browser'.*MCP server",
         ),
-        ({"provider": "cloudinary"}, {}, "tools[0].integration", r"provider 'cloudinary' is not available"),
         ({"provider": "duckduckgo"}, {}, "tools[0].integration", r"provider 'duckduckgo' is not available"),
         (
             {"provider": "weather", "setup": {"api_key": "k"}},

@@ -13,9 +13,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from activities.egress import EgressPolicy
+from activities.integrations import Service, cloudinary
 from tests.helpers import create_agent, run_task
-from tests.integration_fakes import LLAMA_JOBS, SLOW_SECONDS
-from tests.test_integrations import ProviderCase, _task
+from tests.integration_fakes import BAD_KEY, CLOUDINARY_UPLOADS, LLAMA_JOBS, PNG, SLOW_SECONDS
+from tests.test_integrations import ProviderCase, _no_http, _task
 
 
 async def test_dummy_answers_the_calls_arguments_whatever_its_method_and_setup(mapi):
@@ -47,6 +49,11 @@ async def test_dummys_setup_must_still_be_a_mapping(mapi):
 
 # --- the providers' answers, error answers and timeouts (as tests/test_integrations.py's CASES) ----------
 
+CLOUDINARY = {
+    "cloudinary_api_key": "cl-key-1",
+    "cloudinary_api_secret": "cl-secret-7e1f0a",
+    "cloudinary_cloud_name": "demo",
+}
 DOC = base64.b64encode(b"Mint\nDurable agent workflows.").decode()
 CASES = {
     "llama_parse": ProviderCase(
@@ -59,6 +66,24 @@ CASES = {
         r"LlamaParse's job job-\S+ ended ERROR: the file is broken \(UNSUPPORTED_FILE\)",
         refusing_arguments={"filename": "broken.txt"},
         slow_arguments={"filename": "slow.txt"},
+    ),
+    "cloudinary": ProviderCase(
+        {"provider": "cloudinary", "method": "media_upload", "setup": CLOUDINARY},
+        {
+            "file": "https://example.com/v.mp4",
+            "public_id": "clip",
+            "upload_params": {"resource_type": "video"},
+        },
+        lambda out: (
+            out["url"].endswith("/cloudinary-res/demo/video/upload/v1700000000/clip.mp4")
+            and out["public_id"] == "clip"
+            and out["meta_data"]["resource_type"] == "video"
+            and out["meta_data"]["api_key"] == "[secret cloudinary_api_key]"
+            and out["base64"] is None
+        ),
+        r"Cloudinary refused the call \(400\): Resource not found - https://example.com/missing.mp4",
+        refusing_arguments={"file": "https://example.com/missing.mp4"},
+        slow_arguments={"public_id": "slow"},
     ),
 }
 
@@ -160,3 +185,148 @@ async def test_llama_parse_uses_the_owners_llama_api_key_and_masks_it(mapi, inte
     assert execution["status"] == "succeeded", execution["error"]
     assert execution["output"]["documents"][-1]["text"].endswith("key [secret LLAMA_API_KEY]")
     assert key not in json.dumps([execution, rows])
+
+
+# --- cloudinary --------------------------------------------------------------------------------------------
+
+
+def test_cloudinarys_signature_is_the_documented_one():
+    """Cloudinary's own example (its authentication signatures page): these parameters and the secret `abcd`."""
+    params = {
+        "eager": "w_400,h_300,c_pad|w_260,h_200,c_crop",
+        "public_id": "sample_image",
+        "timestamp": "1315060510",
+    }
+    signed = cloudinary.signed(params, "key", "abcd", {})
+    assert signed["signature"] == "bfd09f95f331f558cbd1320e67aa8d488770583e"
+    assert signed["api_key"] == "key"
+
+
+async def test_cloudinary_uploads_the_params_as_the_sdk_writes_them_signed(mapi, integration_fakes):
+    public_id = f"params-{os.urandom(4).hex()}"
+    upload_params = {
+        "tags": ["a", "b"],
+        "context": {"alt": "a=b", "caption": "x|y"},
+        "overwrite": True,
+        "folder": "clips",
+        "transformation": [
+            {"aspect_ratio": "1.0", "width": "250", "crop": "fill"},
+            {"overlay": {"url": "https://x.example/l.png"}, "flags": "layer_apply"},
+        ],
+        "eager": [{"width": 400, "height": 300, "crop": "pad", "format": "jpg"}],
+    }
+    arguments = {"file": "https://example.com/v.png", "public_id": public_id, "upload_params": upload_params}
+    integration = {"provider": "cloudinary", "method": "media_upload", "setup": CLOUDINARY}
+    before = len(integration_fakes.requests)
+    execution, rows = await run_task(mapi, _task(integration, arguments))
+    assert execution["status"] == "succeeded", execution["error"]
+    fields = CLOUDINARY_UPLOADS[public_id]
+    assert fields["tags"] == "a,b" and fields["overwrite"] == "1" and fields["folder"] == "clips"
+    assert fields["context"] == "alt=a\\=b|caption=x\\|y"
+    overlay = base64.urlsafe_b64encode(b"https://x.example/l.png").decode()
+    assert fields["transformation"] == f"ar_1.0,c_fill,w_250/fl_layer_apply,l_fetch:{overlay}"
+    assert fields["eager"] == "c_pad,h_300,w_400/jpg"
+    (upload,) = _sent(integration_fakes, before, "/v1_1/demo/image/upload")
+    assert b"cl-secret-7e1f0a" not in upload.body  # the secret only goes into the signature
+    assert "cl-secret-7e1f0a" not in json.dumps(rows)
+
+
+async def test_cloudinary_answers_the_uploaded_file_in_base64(mapi):
+    arguments = {"file": "data:image/png;base64,iVBORw0KGgo=", "public_id": "b64", "return_base64": True}
+    integration = {"provider": "cloudinary", "method": "media_upload", "setup": CLOUDINARY}
+    execution, _ = await run_task(mapi, _task(integration, arguments))
+    assert execution["status"] == "succeeded", execution["error"]
+    assert (
+        base64.b64decode(execution["output"]["base64"])
+        == PNG + b"/cloudinary-res/demo/image/upload/v1700000000/b64.png"
+    )
+
+
+async def test_cloudinary_media_edit_answers_the_transformed_url(mapi):
+    transformation = [{"crop": "fill", "width": 250, "gravity": "auto"}, {"effect": "sepia"}]
+    arguments = {"public_id": "folder/my photo", "transformation": transformation}
+    integration = {"provider": "cloudinary", "setup": CLOUDINARY}  # media_edit: Julep's first method
+    execution, _ = await run_task(mapi, _task(integration, arguments))
+    assert execution["status"] == "succeeded", execution["error"]
+    assert execution["output"] == {
+        "transformed_url": "https://res.cloudinary.com/demo/image/upload/c_fill,g_auto,w_250/e_sepia/v1/folder/my%20photo",
+        "base64": None,
+    }
+
+
+async def test_cloudinary_media_edit_downloads_the_transformed_file_when_asked():
+    asked = []
+
+    async def download(url: str) -> bytes:
+        asked.append(url)
+        return PNG
+
+    service = Service(
+        cloudinary.DEFAULT_BASE_URL, _no_http, EgressPolicy(), deadline=5, key="k", download=download
+    )
+    arguments = {"public_id": "sample", "transformation": [{"width": 100}], "return_base64": True}
+    answer = await cloudinary.call(service, "media_edit", CLOUDINARY, arguments)
+    assert asked == ["https://res.cloudinary.com/demo/image/upload/w_100/sample"]
+    assert answer == {"transformed_url": asked[0], "base64": base64.b64encode(PNG).decode()}
+
+
+@pytest.mark.parametrize(
+    ("method", "arguments", "setup", "message"),
+    [
+        ("media_upload", {"file": "/etc/passwd"}, {}, r"`file` must be a URL Cloudinary can fetch"),
+        (
+            "media_upload",
+            {"file": "https://x/a.png", "upload_params": {"bogus": 1}},
+            {},
+            r"transformation option 'bogus'",
+        ),
+        (
+            "media_upload",
+            {"file": "https://x/a.png", "upload_params": {"resource_type": "doc"}},
+            {},
+            r"resource_type must be one of",
+        ),
+        (
+            "media_upload",
+            {"file": "https://x/a.png"},
+            {"cloudinary_cloud_name": "demo/../x"},
+            r"needs setup.cloudinary_cloud_name",
+        ),
+        (
+            "media_upload",
+            {"file": "https://x/a.png"},
+            {"params": {"upload_prefix": "http://evil"}},
+            r"setup.params may hold",
+        ),
+        (
+            "media_edit",
+            {"public_id": "p", "transformation": [{"width": [1]}]},
+            {},
+            r"option 'width' must be text or a number",
+        ),
+        (
+            "media_edit",
+            {"public_id": "https://x/a.png", "transformation": []},
+            {},
+            r"`public_id` must be the public id",
+        ),
+    ],
+)
+async def test_cloudinary_refuses_bad_input_naming_it(method, arguments, setup, message, mapi):
+    integration = {"provider": "cloudinary", "method": method, "setup": {**CLOUDINARY, **setup}}
+    execution, _ = await run_task(mapi, _task(integration, arguments))
+    assert execution["status"] == "failed"
+    assert re.search(message, execution["error"]), execution["error"]
+
+
+async def test_cloudinary_without_its_secret_uses_the_owners_and_a_wrong_one_is_refused(mapi):
+    setup = {k: v for k, v in CLOUDINARY.items() if k != "cloudinary_api_secret"}
+    integration = {"provider": "cloudinary", "method": "media_upload", "setup": setup}
+    execution, _ = await run_task(mapi, _task(integration, {"file": "https://example.com/a.png"}))
+    assert execution["status"] == "failed"
+    assert "no secret named CLOUDINARY_API_SECRET" in execution["error"], execution["error"]
+    integration["setup"] = {**setup, "cloudinary_api_secret": BAD_KEY}
+    execution, _ = await run_task(mapi, _task(integration, {"file": "https://example.com/a.png"}))
+    assert re.search(r"Cloudinary refused the call \(401\): Invalid Signature", execution["error"]), (
+        execution["error"]
+    )

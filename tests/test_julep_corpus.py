@@ -32,6 +32,7 @@ import yaml
 from julep import APIStatusError, AsyncJulep
 
 from tests.helpers import TERMINAL, create_agent, transitions, wait_for_status
+from tests.integration_fakes import CLOUDINARY_UPLOADS
 from tests.local_http import Answer, LocalServer, Request
 from tests.model_server import Call, Reply
 
@@ -113,6 +114,10 @@ def email_model(call: Call) -> Reply:
     if "craft an email body" in prompt_text(call):
         return Reply(content=json.dumps({"subject": "Re: agents", "body": "Create one with agents.create."}))
     return Reply(content="how to create an agent")
+
+
+def video_model(call: Call) -> Reply:
+    return Reply(content='```json\n[{"aspect_ratio": "1.0", "width": "250", "crop": "fill"}]\n```')
 
 
 def research_model(call: Call) -> Reply:
@@ -224,6 +229,10 @@ async def companion_session(world: World) -> None:
         await post(world, f"/sessions/{session['id']}/chat", chat, status=201)
     world.vars["session"] = session
     world.calls.clear()  # the chats' model calls are setup, not the task's
+
+
+async def video_transformed(world: World) -> None:
+    assert CLOUDINARY_UPLOADS["v1"]["transformation"] == "ar_1.0,c_fill,w_250", CLOUDINARY_UPLOADS["v1"]
 
 
 async def research_user(world: World) -> None:
@@ -413,12 +422,16 @@ CASES: dict[str, Case] = {
     ),
     "cb05_video_processing": Case(
         why=(
-            "notebook input {video_url, public_id, transformation_prompt}; the `cloudinary` integration is "
-            "refused at creation, by name (issue 18: Mint has no Cloudinary client)"
+            "notebook input {video_url, public_id, transformation_prompt}; `cloudinary` media_upload runs "
+            "against the local fake of Cloudinary's upload API (the notebook's placeholder key and secret, "
+            "which the fake takes as Cloudinary would take real ones, and its signature checked); the model "
+            "answers a ```json transformation list, uploaded again as the upload's `transformation`; the "
+            "output is the second upload's URL"
         ),
         input={"video_url": "https://example.com/v.mp4", "public_id": "v1", "transformation_prompt": "crop"},
-        outcome="refused",
-        error=r"tools\[0\]\.integration.*provider 'cloudinary' is not available",
+        output=lambda out: out["transformed_video_url"].endswith("/upload/v1700000000/v1.mp4"),
+        model=video_model,
+        check=video_transformed,
     ),
     "cb06_browser_use": Case(
         why=(

@@ -40,6 +40,9 @@ ARGUMENT_TYPES: dict[str, dict[str, Any]] = {
     "hits_per_page": {"type": "integer"},
     "download_pdf": {"type": "boolean"},
     "base64": {"type": "boolean"},
+    "return_base64": {"type": "boolean"},
+    "upload_params": {"type": "object"},
+    "transformation": {"type": "array", "items": {"type": "object"}},
     "params": {"type": "object"},
     "partition_params": {"type": "object"},
     "id_list": {"type": "array", "items": {"type": "string"}},
@@ -134,6 +137,18 @@ PROVIDERS: dict[str, Provider] = {
             ("llamaparse_api_key", "params"),
             credentials={"llamaparse_api_key": "LLAMA_API_KEY"},
         ),
+        _provider(
+            "cloudinary",
+            {
+                "media_edit": Method(("public_id", "transformation"), ("return_base64",)),
+                "media_upload": Method(("file",), ("public_id", "upload_params", "return_base64")),
+            },
+            ("cloudinary_api_key", "cloudinary_api_secret", "cloudinary_cloud_name", "params"),
+            credentials={
+                "cloudinary_api_key": "CLOUDINARY_API_KEY",
+                "cloudinary_api_secret": "CLOUDINARY_API_SECRET",
+            },
+        ),
         # Julep's `dummy` answers the call's arguments as they are, whatever its method and setup.
         _provider("dummy", {"echo": Method()}, base_url_variable=None, open=True),
     )
@@ -149,10 +164,6 @@ REFUSED: dict[str, str] = {
     "remote_browser": (
         "it drives a browser over a live connection to a hosted session, which Mint does not hold; serve a "
         "browser through an MCP server (provider `mcp`, e.g. a Playwright MCP server in MINT_MCP_SERVERS)"
-    ),
-    "cloudinary": (
-        "Mint has no Cloudinary client (uploads are signed multipart requests); call Cloudinary's upload API "
-        "with an `api_call` tool, or through an MCP server (provider `mcp`)"
     ),
 }
 

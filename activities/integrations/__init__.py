@@ -24,6 +24,7 @@ from activities.integrations import (
     algolia,
     arxiv,
     brave,
+    cloudinary,
     dummy,
     email,
     ffmpeg,
@@ -58,6 +59,7 @@ MODULES: dict[str, ModuleType] = {
         ffmpeg,
         dummy,
         llama_parse,
+        cloudinary,
     )
 }
 
@@ -73,6 +75,9 @@ class Service:
     deadline: float
     key: str
     smtp: tuple[str | None, int | None] = (None, None)  # MINT_SMTP_HOST, MINT_SMTP_PORT
+    # A file's bytes (GET, as fetch: egress check, pinned address, size cap; no redirect followed): fetch
+    # answers text, and a downloaded image or video is bytes.
+    download: Callable[[str], Awaitable[bytes]] | None = None
 
 
 class IntegrationActivities:
@@ -104,6 +109,7 @@ class IntegrationActivities:
                 deadline=deadline,
                 key=request.key,
                 smtp=self.smtp,
+                download=lambda url: self._download(url, request.key, deadline),
             )
             try:
                 result = await _within(
@@ -112,6 +118,19 @@ class IntegrationActivities:
             except Exception as exc:
                 raise redactor.error(exc) from None
             return CallAnswer(response=redactor.value(result), attempt=activity.info().attempt)
+
+    async def _download(self, url: str, key: str, deadline: float) -> bytes:
+        # (HttpActivities._send: one request with api_call's rules, its body as bytes)
+        spec = _with_key({}, key, deadline)
+        status, _, body = await self.http._send("GET", url, spec, deadline, carries_secrets=True)
+        error = errors.for_http_status(f"the file at {url}", status)
+        if error:
+            raise error
+        if status >= 300:
+            raise errors.permanent(
+                f"the file at {url} could not be downloaded: it answered {status}", "IntegrationRefused"
+            )
+        return body
 
 
 def _with_key(spec: dict[str, Any], key: str, deadline: float) -> dict[str, Any]:
