@@ -1,6 +1,6 @@
 """Local fakes of the services Mint's integration providers call, each speaking that service's documented
 protocol: OpenWeatherMap's current weather, Brave Search's web search, the MediaWiki Action API, spider.cloud,
-arXiv's export API (Atom), Mailgun, Algolia, Unstructured, LlamaParse, Cloudinary on one HTTP server (their paths differ),
+arXiv's export API (Atom), Mailgun, Algolia, Unstructured, LlamaParse, Cloudinary, Google's token endpoint and the Sheets API on one HTTP server (their paths differ),
 and an SMTP server (aiosmtpd).
 
 What a fake answers depends on what it is asked, so one server serves every test at once:
@@ -30,6 +30,9 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, Envelope, LoginPassword
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from tests.local_http import Answer, LocalServer, Request
 from tests.stack import free_port
@@ -346,6 +349,113 @@ def cloudinary(request: Request) -> Answer:
     return _json(200, answer)
 
 
+# The service account the Google fakes know: its key pair (the key file tests give is sheets_key_file()).
+SHEETS_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+SHEETS_ACCOUNT = "mint-test@mint-project.iam.gserviceaccount.com"
+SHEETS: dict[str, dict[str, list[list[Any]]]] = {}  # spreadsheet id -> range -> rows
+SHEETS_TOKEN = "ya29.fake-access-token-1f3c"
+
+
+def sheets_key_file(base_url: str, key: rsa.RSAPrivateKey = SHEETS_KEY) -> str:
+    """A service account key file (base64) whose token endpoint is the fake's."""
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    ).decode()
+    account = {
+        "type": "service_account",
+        "client_email": SHEETS_ACCOUNT,
+        "private_key_id": "k1",
+        "private_key": pem,
+        "token_uri": f"{base_url.rstrip('/')}/token",
+    }
+    return base64.b64encode(json.dumps(account).encode()).decode()
+
+
+def google_token(request: Request) -> Answer:
+    """Google's OAuth 2.0 token endpoint: a JWT bearer assertion, RS256, checked against SHEETS_KEY."""
+    form = {k: v[0] for k, v in parse_qs(request.body.decode()).items()}
+    if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer":
+        return _json(400, {"error": "unsupported_grant_type", "error_description": "Invalid grant_type"})
+    head, claims, signature = form.get("assertion", "..").split(".")
+    try:
+        SHEETS_KEY.public_key().verify(
+            base64.urlsafe_b64decode(signature + "=="),
+            f"{head}.{claims}".encode(),
+            padding.PKCS1v15(),
+            hashes.SHA256(),
+        )
+    except InvalidSignature:
+        return _json(400, {"error": "invalid_grant", "error_description": "Invalid JWT Signature."})
+    payload = json.loads(base64.urlsafe_b64decode(claims + "=="))
+    if payload["iss"] != SHEETS_ACCOUNT or payload["scope"] != "https://www.googleapis.com/auth/spreadsheets":
+        return _json(400, {"error": "invalid_scope", "error_description": "Invalid issuer or scope."})
+    return _json(200, {"access_token": SHEETS_TOKEN, "expires_in": 3599, "token_type": "Bearer"})
+
+
+def _sheets_error(status: int, message: str, kind: str) -> Answer:
+    return _json(status, {"error": {"code": status, "message": message, "status": kind}})
+
+
+def sheets(request: Request) -> Answer:
+    """The Sheets API v4's values endpoints, on an in-memory store of ranges (a range reads what was written
+    to it). A bearer token other than the token endpoint's is 401; spreadsheet `missing` is 404, `slow` is
+    answered after SLOW_SECONDS."""
+    if request.headers.get("Authorization") != f"Bearer {SHEETS_TOKEN}":
+        return _sheets_error(401, "Request had invalid authentication credentials.", "UNAUTHENTICATED")
+    parts = urlsplit(request.path)
+    _, _, _, spreadsheet, rest = parts.path.split("/", 4)
+    _slow(spreadsheet)
+    if spreadsheet == "missing":
+        return _sheets_error(404, "Requested entity was not found.", "NOT_FOUND")
+    book = SHEETS.setdefault(spreadsheet, {})
+    query = parse_qs(parts.query)
+    body = json.loads(request.body or b"{}")
+    include = query.get("includeValuesInResponse") == ["true"] or body.get("includeValuesInResponse") is True
+    if rest == "values:batchGet":
+        found = [{"range": r, "majorDimension": "ROWS", "values": book.get(r, [])} for r in query["ranges"]]
+        return _json(200, {"spreadsheetId": spreadsheet, "valueRanges": found})
+    if rest == "values:batchUpdate":
+        book.update({item["range"]: item["values"] for item in body["data"]})
+        responses = [_sheets_updated(spreadsheet, i["range"], i["values"], include) for i in body["data"]]
+        totals = {
+            f"totalUpdated{k}": sum(r[f"updated{k}"] for r in responses) for k in ("Rows", "Columns", "Cells")
+        }
+        return _json(
+            200, {"spreadsheetId": spreadsheet, "totalUpdatedSheets": 1, **totals, "responses": responses}
+        )
+    encoded, _, action = rest.removeprefix("values/").partition(":")  # (the range's own `:` is %3A)
+    cell_range = unquote(encoded)
+    if action == "clear":
+        book.pop(cell_range, None)
+        return _json(200, {"spreadsheetId": spreadsheet, "clearedRange": cell_range})
+    if request.method == "GET":
+        rows = book.get(cell_range, [])
+        return _json(200, {"range": cell_range, "majorDimension": query["majorDimension"][0], "values": rows})
+    if query.get("valueInputOption", [""])[0] not in ("RAW", "USER_ENTERED"):
+        return _sheets_error(400, "Invalid valueInputOption", "INVALID_ARGUMENT")
+    updated = _sheets_updated(spreadsheet, cell_range, body["values"], include)
+    if action == "append":
+        book[cell_range] = book.get(cell_range, []) + body["values"]
+        return _json(200, {"spreadsheetId": spreadsheet, "tableRange": cell_range, "updates": updated})
+    book[cell_range] = body["values"]
+    return _json(200, updated)
+
+
+def _sheets_updated(
+    spreadsheet: str, cell_range: str, rows: list[list[Any]], include: bool
+) -> dict[str, Any]:
+    answer: dict[str, Any] = {
+        "spreadsheetId": spreadsheet,
+        "updatedRange": cell_range,
+        "updatedRows": len(rows),
+        "updatedColumns": max((len(r) for r in rows), default=0),
+        "updatedCells": sum(len(r) for r in rows),
+    }
+    if include:
+        answer["updatedData"] = {"range": cell_range, "values": [[str(v) for v in r] for r in rows]}
+    return answer
+
+
 ROUTES = {
     "/data/2.5/weather": weather,
     "/res/v1/web/search": brave,
@@ -356,6 +466,7 @@ ROUTES = {
     "/search": spider,
     "/api/query": arxiv,
     "/general/v0/general": unstructured,
+    "/token": google_token,
 }
 
 
@@ -370,6 +481,8 @@ def respond(request: Request) -> Answer:
         route = llama_parse
     elif path.startswith(("/v1_1/", "/cloudinary-res/")):
         route = cloudinary
+    elif path.startswith("/v4/spreadsheets/"):
+        route = sheets
     return route(request) if route else (404, {}, b"no such path")
 
 
@@ -440,6 +553,7 @@ class IntegrationFakes:
             "unstructured",
             "llama_parse",
             "cloudinary",
+            "google_sheets",
         )
         return {name: self.http.url for name in names}
 

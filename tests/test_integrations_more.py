@@ -12,11 +12,20 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from activities.egress import EgressPolicy
 from activities.integrations import Service, cloudinary
 from tests.helpers import create_agent, run_task
-from tests.integration_fakes import BAD_KEY, CLOUDINARY_UPLOADS, LLAMA_JOBS, PNG, SLOW_SECONDS
+from tests.integration_fakes import (
+    BAD_KEY,
+    CLOUDINARY_UPLOADS,
+    LLAMA_JOBS,
+    PNG,
+    SHEETS,
+    SLOW_SECONDS,
+    sheets_key_file,
+)
 from tests.test_integrations import ProviderCase, _no_http, _task
 
 
@@ -330,3 +339,122 @@ async def test_cloudinary_without_its_secret_uses_the_owners_and_a_wrong_one_is_
     assert re.search(r"Cloudinary refused the call \(401\): Invalid Signature", execution["error"]), (
         execution["error"]
     )
+
+
+# --- google_sheets -----------------------------------------------------------------------------------------
+
+
+def _sheets(fakes: Any, method: str, **setup: Any) -> dict[str, Any]:
+    key_file = sheets_key_file(fakes.http.url)
+    return {
+        "provider": "google_sheets",
+        "method": method,
+        "setup": {"use_julep_service": False, "service_account_json": key_file, **setup},
+    }
+
+
+async def test_google_sheets_writes_reads_appends_and_clears_through_the_sheets_api(mapi, integration_fakes):
+    book = f"book{os.urandom(4).hex()}"
+    methods = ("write_values", "read_values", "append_values", "batch_read", "clear_values", "batch_write")
+    tools = [
+        {"name": method, "type": "integration", "integration": _sheets(integration_fakes, method)}
+        for method in methods
+    ]
+    rows = [["name", "age"], ["Ada", 36]]
+    main = [
+        {
+            "tool": "write_values",
+            "arguments": {"spreadsheet_id": book, "range": "Sheet1!A1:B2", "values": rows},
+        },
+        {"tool": "read_values", "arguments": {"spreadsheet_id": book, "range": "Sheet1!A1:B2"}},
+        {
+            "tool": "append_values",
+            "arguments": {
+                "spreadsheet_id": book,
+                "range": "Sheet1!A1:B2",
+                "values": [["Alan", 41]],
+                "include_values_in_response": True,
+            },
+        },
+        {"tool": "batch_read", "arguments": {"spreadsheet_id": book, "ranges": ["Sheet1!A1:B2", "Other!A1"]}},
+        {"tool": "clear_values", "arguments": {"spreadsheet_id": book, "range": "Sheet1!A1:B2"}},
+        {
+            "tool": "batch_write",
+            "arguments": {"spreadsheet_id": book, "data": [{"range": "Other!A1", "values": [["x"]]}]},
+        },
+        {"return": {"all": "$ [steps[i].output for i in range(6)]"}},
+    ]
+    execution, _ = await run_task(mapi, {"name": "sheets", "tools": tools, "main": main})
+    assert execution["status"] == "succeeded", execution["error"]
+    write, read, append, batch, clear, batch_write = execution["output"]["all"]
+    assert write == {
+        "spreadsheet_id": book,
+        "updated_range": "Sheet1!A1:B2",
+        "updated_rows": 2,
+        "updated_columns": 2,
+        "updated_cells": 4,
+        "updated_values": None,
+    }
+    assert read == {"range": "Sheet1!A1:B2", "major_dimension": "ROWS", "values": rows}
+    assert append["updated_rows"] == 1 and append["updated_values"] == [["Alan", "41"]]
+    assert [r["values"] for r in batch["value_ranges"]] == [[*rows, ["Alan", 41]], []]
+    assert clear == {"spreadsheet_id": book, "cleared_range": "Sheet1!A1:B2"}
+    assert (
+        batch_write["total_updated_cells"] == 1 and batch_write["responses"][0]["updated_range"] == "Other!A1"
+    )
+    assert SHEETS[book] == {"Other!A1": [["x"]]}
+
+
+@pytest.mark.parametrize(
+    ("setup", "arguments", "message"),
+    [
+        (
+            {},
+            {"spreadsheet_id": "missing"},
+            r"Google Sheets refused the call \(404\): Requested entity was not found",
+        ),
+        (
+            "other key",
+            {},
+            r"Google's token endpoint refused the call \(400\): invalid_grant: Invalid JWT Signature",
+        ),
+        ({"use_julep_service": True}, {}, r"Julep's own service account, which Mint does not have"),
+        ({"service_account_json": "bm90IGpzb24="}, {}, r"must be a service account's key file"),
+        ({}, {"major_dimension": "DIAGONAL"}, r"`major_dimension` must be one of ROWS, COLUMNS"),
+        ({}, {"spreadsheet_id": "a/../b"}, r"`spreadsheet_id` must be a spreadsheet's id"),
+    ],
+)
+async def test_google_sheets_refusals_name_their_cause(setup, arguments, message, mapi, integration_fakes):
+    integration = _sheets(integration_fakes, "read_values")
+    if setup == "other key":
+        other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        setup = {"service_account_json": sheets_key_file(integration_fakes.http.url, other)}
+    integration["setup"].update(setup)
+    execution, _ = await run_task(
+        mapi, _task(integration, {"spreadsheet_id": "b1", "range": "A1", **arguments})
+    )
+    assert execution["status"] == "failed"
+    assert re.search(message, execution["error"]), execution["error"]
+
+
+async def test_google_sheets_slower_than_the_steps_timeout_fails_the_step(mapi, integration_fakes):
+    task = _task(
+        _sheets(integration_fakes, "read_values"),
+        {"spreadsheet_id": "slow", "range": "A1"},
+        timeout=SLOW_SECONDS / 3,
+        retry={"max_attempts": 1},
+    )
+    execution, _ = await run_task(mapi, task)
+    assert execution["status"] == "failed"
+    assert "did not finish within its timeout" in execution["error"], execution["error"]
+
+
+async def test_google_sheets_without_a_key_file_uses_the_owners_secret(mapi):
+    integration = {
+        "provider": "google_sheets",
+        "method": "clear_values",
+        "setup": {"use_julep_service": False},
+    }
+    execution, _ = await run_task(mapi, _task(integration, {"spreadsheet_id": "b1", "range": "A1"}))
+    assert execution["status"] == "failed"
+    assert "no secret named GOOGLE_SHEETS_SERVICE_ACCOUNT_JSON" in execution["error"], execution["error"]

@@ -41,6 +41,10 @@ ARGUMENT_TYPES: dict[str, dict[str, Any]] = {
     "download_pdf": {"type": "boolean"},
     "base64": {"type": "boolean"},
     "return_base64": {"type": "boolean"},
+    "include_values_in_response": {"type": "boolean"},
+    "values": {"type": "array", "items": {"type": "array", "items": {}}},
+    "ranges": {"type": "array", "items": {"type": "string"}},
+    "data": {"type": "array", "items": {"type": "object"}},
     "upload_params": {"type": "object"},
     "transformation": {"type": "array", "items": {"type": "object"}},
     "params": {"type": "object"},
@@ -72,6 +76,8 @@ def _provider(name: str, methods: dict[str, Method], setup: tuple[str, ...] = ()
     return Provider(name, methods, setup, base_url_variable=variable, **more)
 
 
+READ_OPTIONS = ("major_dimension", "value_render_option", "date_time_render_option")
+WRITE_OPTIONS = ("value_input_option", "insert_data_option", "include_values_in_response")
 PROVIDERS: dict[str, Provider] = {
     p.name: p
     for p in (
@@ -148,6 +154,19 @@ PROVIDERS: dict[str, Provider] = {
                 "cloudinary_api_key": "CLOUDINARY_API_KEY",
                 "cloudinary_api_secret": "CLOUDINARY_API_SECRET",
             },
+        ),
+        _provider(
+            "google_sheets",
+            {
+                "read_values": Method(("spreadsheet_id", "range"), READ_OPTIONS),
+                "write_values": Method(("spreadsheet_id", "range", "values"), WRITE_OPTIONS),
+                "append_values": Method(("spreadsheet_id", "range", "values"), WRITE_OPTIONS),
+                "clear_values": Method(("spreadsheet_id", "range")),
+                "batch_read": Method(("spreadsheet_id", "ranges"), READ_OPTIONS),
+                "batch_write": Method(("spreadsheet_id", "data"), WRITE_OPTIONS[:1] + WRITE_OPTIONS[2:]),
+            },
+            ("use_julep_service", "service_account_json", "default_retry_count"),
+            credentials={"service_account_json": "GOOGLE_SHEETS_SERVICE_ACCOUNT_JSON"},
         ),
         # Julep's `dummy` answers the call's arguments as they are, whatever its method and setup.
         _provider("dummy", {"echo": Method()}, base_url_variable=None, open=True),

@@ -28,6 +28,7 @@ from activities.integrations import (
     dummy,
     email,
     ffmpeg,
+    google_sheets,
     llama_parse,
     mailgun,
     spider,
@@ -60,6 +61,7 @@ MODULES: dict[str, ModuleType] = {
         dummy,
         llama_parse,
         cloudinary,
+        google_sheets,
     )
 }
 
