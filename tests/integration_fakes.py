@@ -1,6 +1,6 @@
 """Local fakes of the services Mint's integration providers call, each speaking that service's documented
 protocol: OpenWeatherMap's current weather, Brave Search's web search, the MediaWiki Action API, spider.cloud,
-arXiv's export API (Atom), Mailgun, Algolia, Unstructured, LlamaParse, Cloudinary, Google's token endpoint and the Sheets API on one HTTP server (their paths differ),
+arXiv's export API (Atom), Mailgun, Algolia, Unstructured, LlamaParse, Cloudinary, Google's token endpoint and the Sheets API, Browserbase on one HTTP server (their paths differ),
 and an SMTP server (aiosmtpd).
 
 What a fake answers depends on what it is asked, so one server serves every test at once:
@@ -456,6 +456,61 @@ def _sheets_updated(
     return answer
 
 
+BB_SESSIONS: dict[str, dict[str, Any]] = {}
+
+
+def browserbase(request: Request) -> Answer:
+    """Browserbase's API v1 (the key in X-BB-API-Key): sessions created, listed, read, released
+    (REQUEST_RELEASE makes them COMPLETED) and their debug URLs; extensions uploaded (multipart `file`).
+    Project `slow` is answered after SLOW_SECONDS, project `missing` is 404."""
+    if request.headers.get("X-BB-API-Key") in (None, BAD_KEY):
+        return _json(401, {"statusCode": 401, "error": "Unauthorized", "message": "Invalid API key"})
+    parts = urlsplit(request.path)
+    path = parts.path.removeprefix("/v1/").split("/")
+    if path == ["extensions"]:
+        archive = _multipart(request)["file"].get_payload(decode=True)
+        return _json(200, {"id": f"ext-{hashlib.sha1(archive).hexdigest()[:12]}", "fileName": "x.zip"})
+    body = json.loads(request.body or b"{}")
+    if path == ["sessions"] and request.method == "GET":
+        status = parse_qs(parts.query).get("status", [None])[0]
+        return _json(200, [s for s in BB_SESSIONS.values() if status in (None, s["status"])])
+    if path == ["sessions"]:
+        _slow(body.get("projectId"))
+        if body.get("projectId") == "missing":
+            return _json(404, {"statusCode": 404, "error": "Not Found", "message": "Project not found"})
+        session = f"bb-{len(BB_SESSIONS)}-{os.urandom(4).hex()}"
+        BB_SESSIONS[session] = {
+            "id": session,
+            "createdAt": "2026-01-01T00:00:00.000Z",
+            "projectId": body["projectId"],
+            "startedAt": "2026-01-01T00:00:00.000Z",
+            "expiresAt": "2026-01-01T01:00:00.000Z",
+            "status": "RUNNING",
+            "proxyBytes": 0,
+            "keepAlive": bool(body.get("keepAlive")),
+            "region": "us-west-2",
+            "browserSettings": body.get("browserSettings"),
+        }
+        return _json(
+            201, {**BB_SESSIONS[session], "connectUrl": f"wss://connect.browserbase.com?signingKey={session}"}
+        )
+    session = BB_SESSIONS.get(path[1])
+    if session is None:
+        return _json(404, {"statusCode": 404, "error": "Not Found", "message": "Session not found"})
+    if path[2:] == ["debug"]:
+        debugger = (
+            f"https://www.browserbase.com/devtools/inspector.html?wss=connect.browserbase.com/debug/{path[1]}"
+        )
+        page = {"id": "p1", "url": "about:blank", "title": "", "debuggerUrl": debugger}
+        return _json(
+            200,
+            {"debuggerUrl": debugger, "debuggerFullscreenUrl": debugger, "pages": [page], "wsUrl": "wss://x"},
+        )
+    if request.method == "POST" and body.get("status") == "REQUEST_RELEASE":
+        session["status"] = "COMPLETED"
+    return _json(200, session)
+
+
 ROUTES = {
     "/data/2.5/weather": weather,
     "/res/v1/web/search": brave,
@@ -483,6 +538,8 @@ def respond(request: Request) -> Answer:
         route = cloudinary
     elif path.startswith("/v4/spreadsheets/"):
         route = sheets
+    elif path.startswith("/v1/"):
+        route = browserbase
     return route(request) if route else (404, {}, b"no such path")
 
 
@@ -554,6 +611,7 @@ class IntegrationFakes:
             "llama_parse",
             "cloudinary",
             "google_sheets",
+            "browserbase",
         )
         return {name: self.http.url for name in names}
 

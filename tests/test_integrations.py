@@ -440,12 +440,6 @@ async def test_without_a_key_in_setup_the_owners_secret_of_the_providers_name_is
     ("integration", "arguments", "path", "message"),
     [
         (
-            {"provider": "browserbase", "method": "create_session", "setup": {"api_key": "k"}},
-            {},
-            "tools[0].integration",
-            r"provider 'browserbase' is not available: .*api_call",
-        ),
-        (
             {"provider": "remote_browser"},
             {},
             "tools[0].integration",
@@ -484,10 +478,10 @@ async def test_a_tool_mint_cannot_run_is_refused_when_the_task_is_created(
 
 async def test_an_agent_tool_with_a_refused_provider_is_refused(mapi):
     agent = await create_agent(mapi)
-    tool = {"name": "browse", "type": "integration", "integration": {"provider": "browserbase"}}
+    tool = {"name": "browse", "type": "integration", "integration": {"provider": "remote_browser"}}
     response = await mapi.post(f"/agents/{agent['id']}/tools", json=tool)
     assert 400 <= response.status_code < 500, response.text
-    assert "browserbase" in response.text
+    assert "remote_browser" in response.text
 
 
 async def test_a_missing_argument_fails_the_step_naming_it(mapi):

@@ -13,9 +13,10 @@ from urllib.parse import urlsplit
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+from temporalio.exceptions import ApplicationError
 
 from activities.egress import EgressPolicy
-from activities.integrations import Service, cloudinary
+from activities.integrations import Service, browserbase, cloudinary
 from tests.helpers import create_agent, run_task
 from tests.integration_fakes import (
     BAD_KEY,
@@ -93,6 +94,24 @@ CASES = {
         r"Cloudinary refused the call \(400\): Resource not found - https://example.com/missing.mp4",
         refusing_arguments={"file": "https://example.com/missing.mp4"},
         slow_arguments={"public_id": "slow"},
+    ),
+    "browserbase": ProviderCase(
+        {
+            "provider": "browserbase",
+            "method": "create_session",
+            "setup": {"api_key": "bb-key-1", "project_id": "p1"},
+        },
+        {"browser_settings": {"viewport": {"width": 1024, "height": 768}}},
+        lambda out: (
+            out["id"].startswith("bb-")
+            and out["connect_url"] == f"wss://connect.browserbase.com?signingKey={out['id']}"
+            and out["status"] == "RUNNING"
+            and out["projectId"] == "p1"
+            and out["keepAlive"] is False
+        ),
+        r"Browserbase refused the call \(404\): Project not found",
+        refusing_arguments={"project_id": "missing"},
+        slow_arguments={"project_id": "slow"},
     ),
 }
 
@@ -458,3 +477,86 @@ async def test_google_sheets_without_a_key_file_uses_the_owners_secret(mapi):
     execution, _ = await run_task(mapi, _task(integration, {"spreadsheet_id": "b1", "range": "A1"}))
     assert execution["status"] == "failed"
     assert "no secret named GOOGLE_SHEETS_SERVICE_ACCOUNT_JSON" in execution["error"], execution["error"]
+
+
+# --- browserbase -------------------------------------------------------------------------------------------
+
+
+async def test_browserbase_creates_reads_and_releases_a_session(mapi):
+    setup = {"api_key": "bb-key-2", "project_id": "p2"}
+    methods = ("create_session", "get_session", "get_live_urls", "list_sessions", "complete_session")
+    tools = [
+        {
+            "name": m,
+            "type": "integration",
+            "integration": {"provider": "browserbase", "method": m, "setup": setup},
+        }
+        for m in methods
+    ]
+    main = [
+        {"tool": "create_session", "arguments": {"project_id": "p2"}},
+        {"tool": "get_session", "arguments": {"id": "$ steps[0].output.id"}},
+        {"tool": "get_live_urls", "arguments": {"id": "$ steps[0].output.id"}},
+        {"tool": "complete_session", "arguments": {"id": "$ steps[0].output.id"}},
+        {"tool": "list_sessions", "arguments": {"status": "COMPLETED"}},
+        {"tool": "complete_session", "arguments": {"id": "no-such-session"}},
+        {"return": {"all": "$ [steps[i].output for i in range(6)]", "id": "$ steps[0].output.id"}},
+    ]
+    execution, _ = await run_task(mapi, {"name": "browser", "tools": tools, "main": main})
+    assert execution["status"] == "succeeded", execution["error"]
+    created, got, live, completed, listed, not_found = execution["output"]["all"]
+    session = execution["output"]["id"]
+    assert got == {k: v for k, v in created.items() if k != "connect_url"}
+    assert (
+        live["urls"]["debuggerUrl"].endswith(f"/debug/{session}") and live["urls"]["pages"][0]["id"] == "p1"
+    )
+    assert completed == {"success": True} and not_found == {"success": False}
+    assert session in [s["id"] for s in listed["sessions"]]
+    assert all(s["status"] == "COMPLETED" for s in listed["sessions"])
+
+
+async def test_browserbase_installs_an_extension_from_a_github_tag():
+    downloaded, sent = [], []
+
+    async def download(url: str) -> bytes:
+        downloaded.append(url)
+        return b"PK\x03\x04 zip"
+
+    async def fetch(spec: dict[str, Any]) -> dict[str, Any]:
+        sent.append(spec)
+        return {"status_code": 200, "json": {"id": "ext-1"}, "content": "{}", "headers": {}}
+
+    service = Service(
+        "https://api.browserbase.com", fetch, EgressPolicy(), deadline=5, key="k", download=download
+    )
+    arguments = {"repository_name": "julep-ai/ext", "ref": "v1.0"}
+    answer = await browserbase.call(service, "install_extension_from_github", {"api_key": "k"}, arguments)
+    assert answer == {"id": "ext-1"}
+    assert downloaded == ["https://github.com/julep-ai/ext/archive/refs/tags/v1.0.zip"]
+    assert (
+        sent[0]["url"] == "https://api.browserbase.com/v1/extensions"
+        and b"PK\x03\x04 zip" in sent[0]["content"]
+    )
+    for bad in ({"repository_name": "a/../b", "ref": "v1"}, {"repository_name": "a/b", "ref": None}):
+        with pytest.raises(ApplicationError) as refused:
+            await browserbase.call(service, "install_extension_from_github", {"api_key": "k"}, bad)
+        assert refused.value.type == "BadToolCall"
+
+
+@pytest.mark.parametrize(
+    ("method", "arguments", "message"),
+    [
+        ("get_session", {"id": "../projects"}, r"`id` must be a session id"),
+        ("list_sessions", {"status": "SLEEPING"}, r"`status` must be one of RUNNING"),
+        ("create_session", {"browser_settings": "big"}, r"`browser_settings` must be a mapping"),
+    ],
+)
+async def test_browserbase_refuses_bad_input_naming_it(method, arguments, message, mapi):
+    integration = {
+        "provider": "browserbase",
+        "method": method,
+        "setup": {"api_key": "bb-key-3", "project_id": "p"},
+    }
+    execution, _ = await run_task(mapi, _task(integration, arguments))
+    assert execution["status"] == "failed"
+    assert re.search(message, execution["error"]), execution["error"]

@@ -435,12 +435,14 @@ CASES: dict[str, Case] = {
     ),
     "cb06_browser_use": Case(
         why=(
-            "notebook input {goal}; the `browserbase` and `remote_browser` integrations are refused at "
-            "creation, by name (issue 18: Mint runs no hosted browser)"
+            "notebook input {goal}; its two `browserbase` tools (create_session, get_live_urls) are accepted "
+            "now (Browserbase's REST API), but `perform_browser_action` is `remote_browser`, which drives the "
+            "session's browser over the Chrome DevTools Protocol: Mint does not, so the task is refused at "
+            "creation, naming that tool and what to use instead (issue 28 item 8)"
         ),
         input={"goal": "find the julep docs"},
         outcome="refused",
-        error=r"provider 'browserbase' is not available.*provider 'remote_browser' is not available",
+        error=r"tools\[2\]\.integration.*provider 'remote_browser' is not available: it drives a live browser",
     ),
     "cb07_research_assistant": Case(
         why=(

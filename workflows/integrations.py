@@ -45,6 +45,9 @@ ARGUMENT_TYPES: dict[str, dict[str, Any]] = {
     "values": {"type": "array", "items": {"type": "array", "items": {}}},
     "ranges": {"type": "array", "items": {"type": "string"}},
     "data": {"type": "array", "items": {"type": "object"}},
+    "browser_settings": {"type": "object"},
+    "timeout": {"type": "integer"},
+    "keep_alive": {"type": "boolean"},
     "upload_params": {"type": "object"},
     "transformation": {"type": "array", "items": {"type": "object"}},
     "params": {"type": "object"},
@@ -168,6 +171,21 @@ PROVIDERS: dict[str, Provider] = {
             ("use_julep_service", "service_account_json", "default_retry_count"),
             credentials={"service_account_json": "GOOGLE_SHEETS_SERVICE_ACCOUNT_JSON"},
         ),
+        _provider(
+            "browserbase",
+            {
+                "list_sessions": Method((), ("status",)),
+                "create_session": Method(
+                    (), ("project_id", "extension_id", "browser_settings", "timeout", "keep_alive", "proxies")
+                ),
+                "get_session": Method(("id",)),
+                "complete_session": Method(("id",), ("status",)),
+                "get_live_urls": Method(("id",)),
+                "install_extension_from_github": Method(("repository_name",), ("ref",)),
+            },
+            ("api_key", "project_id", "api_url", "connect_url"),
+            credentials={"api_key": "BROWSERBASE_API_KEY"},
+        ),
         # Julep's `dummy` answers the call's arguments as they are, whatever its method and setup.
         _provider("dummy", {"echo": Method()}, base_url_variable=None, open=True),
     )
@@ -175,14 +193,12 @@ PROVIDERS: dict[str, Provider] = {
 
 # Providers Mint refuses when a task is created, with what would make the task work instead.
 REFUSED: dict[str, str] = {
-    "browserbase": (
-        "it drives a hosted browser (a Browserbase session), which Mint does not run; call Browserbase's HTTP "
-        "API with an `api_call` tool and your key in `secrets`, or serve a browser through an MCP server "
-        "(provider `mcp`)"
-    ),
     "remote_browser": (
-        "it drives a browser over a live connection to a hosted session, which Mint does not hold; serve a "
-        "browser through an MCP server (provider `mcp`, e.g. a Playwright MCP server in MINT_MCP_SERVERS)"
+        "it drives a live browser over the Chrome DevTools Protocol (Julep's perform_action: navigate, click, "
+        "type, key presses and screenshots, on a session such as a browserbase session's connect_url), which "
+        "Mint does not do; the `browserbase` provider's methods (create_session, get_live_urls, ...) do run. "
+        "Drive a browser through an MCP server instead (provider `mcp`, e.g. a Playwright MCP server in "
+        "MINT_MCP_SERVERS)"
     ),
 }
 

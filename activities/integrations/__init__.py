@@ -15,15 +15,17 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
+import httpx
 from temporalio import activity
 
 from activities.egress import EgressPolicy
 from activities.heartbeat import heartbeating
-from activities.http import HttpActivities
+from activities.http import MAX_REDIRECTS, HttpActivities
 from activities.integrations import (
     algolia,
     arxiv,
     brave,
+    browserbase,
     cloudinary,
     dummy,
     email,
@@ -62,6 +64,7 @@ MODULES: dict[str, ModuleType] = {
         llama_parse,
         cloudinary,
         google_sheets,
+        browserbase,
     )
 }
 
@@ -122,9 +125,15 @@ class IntegrationActivities:
             return CallAnswer(response=redactor.value(result), attempt=activity.info().attempt)
 
     async def _download(self, url: str, key: str, deadline: float) -> bytes:
-        # (HttpActivities._send: one request with api_call's rules, its body as bytes)
+        """The file's bytes: HttpActivities._send, one request with api_call's rules (egress check, pinned
+        address, size cap) that answers bytes; redirects followed, each hop checked (a download carries no
+        credential)."""
         spec = _with_key({}, key, deadline)
-        status, _, body = await self.http._send("GET", url, spec, deadline, carries_secrets=True)
+        for _ in range(MAX_REDIRECTS + 1):
+            status, headers, body = await self.http._send("GET", url, spec, deadline, carries_secrets=True)
+            if not (300 <= status < 400 and "location" in headers):
+                break
+            url = str(httpx.URL(url).join(headers["location"]))
         error = errors.for_http_status(f"the file at {url}", status)
         if error:
             raise error
