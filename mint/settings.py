@@ -73,6 +73,9 @@ class Settings:
     # Limits: request bodies (bytes), requests per API key per minute (0: none), executions in flight per
     # developer (queued, starting, running or awaiting input).
     max_body_bytes: int = 48 * 1024 * 1024
+    # The most bytes one file (POST /files) may hold, decoded: larger answers 413. Its base64 (a third more)
+    # must also fit in max_body_bytes.
+    max_file_bytes: int = 10 * 1024 * 1024
     rate_limit_per_minute: int = 1200
     max_executions_in_flight: int = 1000
     # Chats in flight per developer, per API process (0: no limit): services/chat/slots.py.
@@ -485,6 +488,7 @@ class Environment(BaseSettings):
     model_replay: Text = _env("MINT_MODEL_REPLAY")
     embedding_model: Text = _env("MINT_EMBEDDING_MODEL")
     max_body_bytes: int | None = _env("MINT_MAX_BODY_BYTES")
+    max_file_bytes: int | None = _env("MINT_MAX_FILE_BYTES")
     rate_limit_per_minute: int | None = _env("MINT_RATE_LIMIT_PER_MINUTE")
     max_executions_in_flight: int | None = _env("MINT_MAX_EXECUTIONS_IN_FLIGHT")
     max_chats_per_developer: int | None = _env("MINT_MAX_CHATS_PER_DEVELOPER")

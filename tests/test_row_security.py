@@ -23,6 +23,8 @@ UNFILTERED_READS = [
     "SELECT developer_id FROM sessions",
     "SELECT developer_id FROM chat_turns",
     "SELECT developer_id FROM call_answers",
+    "SELECT developer_id FROM projects",
+    "SELECT developer_id FROM files",
 ]
 
 
