@@ -13,7 +13,21 @@ from api.deps import get_developer
 from api.errors import install_error_handlers
 from api.limits import RateLimiter
 from api.request_check import check_request
-from api.routes import agents, codec, developer, docs, executions, metrics, secrets, sessions, tasks, users
+from api.routes import (
+    agents,
+    codec,
+    developer,
+    docs,
+    executions,
+    files,
+    jobs,
+    metrics,
+    projects,
+    secrets,
+    sessions,
+    tasks,
+    users,
+)
 from api.warning_header import WarningHeader
 from mint.models.client import ModelClient
 from mint.models.embeddings import Embedder
@@ -73,7 +87,8 @@ def create_app(clients: AppClients, settings: Settings) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(ActingForNoTenant)
     app.add_middleware(WarningHeader)
-    for module in (agents, users, tasks, executions, docs, sessions, secrets, codec, metrics, developer):
+    routers = (agents, users, tasks, executions, docs, sessions, secrets, files, projects, jobs)
+    for module in (*routers, codec, metrics, developer):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["health"])

@@ -72,6 +72,11 @@ async def _store(
     )
 
 
+def index_workflow_id(doc_id: str) -> str:
+    """The id of the workflow that embeds a doc's chunks (started again, under the same id, to redo it)."""
+    return f"index-doc-{doc_id}"
+
+
 async def index(
     docs: DocStore, temporal: Client, task_queue: str, developer: str, doc_id: str, wait: float
 ) -> None:
@@ -80,7 +85,7 @@ async def index(
             INDEX_DOC_WORKFLOW,
             DocRef(developer_id=developer, doc_id=doc_id),
             result_type=IndexedDoc,
-            id=f"index-doc-{doc_id}",
+            id=index_workflow_id(doc_id),
             task_queue=task_queue,
             id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
             task_timeout=WORKFLOW_TASK_TIMEOUT,  # a lost worker costs seconds (contracts/liveness.py)

@@ -61,16 +61,12 @@ NOT_SERVED = {
     "PATCH /agents/{id}/tasks/{child_id}": SPEC_ONLY,
     "DELETE /agents/{id}/tasks/{child_id}": SPEC_ONLY + "; Mint deletes a task at DELETE /tasks/{id}",
     "POST /executions": SPEC_ONLY + "; Mint resumes with PUT /executions/{id} {status: running}",
-    "POST /files": "files are not in Mint yet",
-    "GET /files/{id}": "files are not in Mint yet",
-    "GET /jobs/{id}": "Mint runs no background jobs a client polls",
-    "GET /projects": "projects are not in Mint yet",
-    "POST /projects": "projects are not in Mint yet",
-    "POST /projects/{id}": "projects are not in Mint yet",
-    "PUT /projects/{id}": "projects are not in Mint yet",
-    "PATCH /projects/{id}": "projects are not in Mint yet",
-    "DELETE /projects/{id}": "projects are not in Mint yet",
-    "GET /projects/{id}": "projects are not in Mint yet",
+    # Julep's projects router mounts only POST and GET /projects.
+    "POST /projects/{id}": SPEC_ONLY,
+    "PUT /projects/{id}": SPEC_ONLY,
+    "PATCH /projects/{id}": SPEC_ONLY,
+    "DELETE /projects/{id}": SPEC_ONLY,
+    "GET /projects/{id}": SPEC_ONLY,
     "POST /responses": "the Responses API is not in Mint yet",
     "GET /responses/{id}": "the Responses API is not in Mint yet",
     # The spec's {id} here is the developer's, a TypeSpec slip: Julep's routers (secrets/) and Mint serve
@@ -86,6 +82,7 @@ TASK = {"name": "spec task", "main": [{"evaluate": {"x": "1 + 1"}}]}
 AGENT = {"name": "spec agent", "model": "gpt-4o-mini"}  # a model the test stack's fake model server answers
 USER = {"name": "spec_user", "about": ""}
 DOC = {"title": "spec doc", "content": "hello from the spec"}
+FILE_CONTENT = "aGVsbG8gZnJvbSB0aGUgc3BlYw=="  # "hello from the spec"
 
 
 @dataclass
@@ -113,6 +110,7 @@ class World:
             "POST /users/{id}/search": {"text": "hello"},
             "POST /embed": {"text": "hello"},
             "PUT /executions/{id}": {"status": "cancelled"},  # the running execution
+            "POST /files": {"content": FILE_CONTENT},  # base64 (the spec's minimal string is not)
             # Deletes nothing: the doc is deleted by its id after.
             "DELETE /agents/{id}/docs": {"metadata_filter": {"spec": "none"}},
             "DELETE /users/{id}/docs": {"metadata_filter": {"spec": "none"}},
@@ -127,7 +125,7 @@ async def created(api: httpx.AsyncClient, path: str, body: dict[str, Any]) -> st
 
 async def build_world(api: httpx.AsyncClient) -> World:
     """An agent with a task, a tool, a doc and a secret; a user with a doc; a session; a finished execution
-    (for reads and streams, which then end) and a running one (to cancel)."""
+    (for reads and streams, which then end, and as a job) and a running one (to cancel); a file."""
     ids = {"agents": await created(api, "/agents", AGENT), "users": await created(api, "/users", USER)}
     agent = f"/agents/{ids['agents']}"
     ids["sessions"] = await created(api, "/sessions", {"agent": ids["agents"], "user": ids["users"]})
@@ -138,7 +136,8 @@ async def build_world(api: httpx.AsyncClient) -> World:
         ids[f"{owner}/docs"] = ids["docs"] = await created(api, f"/{owner}/{ids[owner]}/docs", DOC)
         await wait_indexed(api, ids["docs"])
     execution = await start(api, ids["tasks"])
-    ids["executions"] = (await wait_for_status(api, execution["id"]))["id"]
+    ids["executions"] = ids["jobs"] = (await wait_for_status(api, execution["id"]))["id"]
+    ids["files"] = await created(api, "/files", {"name": "spec file", "content": FILE_CONTENT})
     sleeper = await create_task(
         api, ids["agents"], {"name": "sleeper", "main": [{"sleep": {"seconds": 600}}]}
     )

@@ -1,7 +1,7 @@
 """Tenant isolation: developer B, holding developer A's ids, reaches none of A's resources.
 
 Developer A creates one of everything (agent, tool, user, task, a waiting execution and one of its
-transitions, an agent doc, a user doc, a session). Developer B then calls every route that takes an id with
+transitions, an agent doc, a user doc, a session, secrets, a project and a file in it). Developer B then calls every route that takes an id with
 A's ids, route by route, and each must answer 404: the same answer as for an id that does not exist, so B
 learns nothing, changes nothing. The list of routes is checked against the app's own openapi.json, so a new
 id-taking route fails `test_every_id_route_is_covered` until a case is added for it here.
@@ -32,6 +32,7 @@ DOC = {"title": "t", "content": "c"}
 # What create-or-update answers for an id its caller has not used (Julep v1's create_or_update: 201).
 CREATED = 201
 SECRET = {"name": "B_SECRET", "value": "b's value"}
+A_PROJECT = "a_only"  # a project only A has
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,11 @@ ROUTES: list[Case] = [
         "PUT", "/agents/{agent_id}/secrets/{secret_id}", "/agents/{a_agent}/secrets/{a_agent_secret}", SECRET
     ),
     Case("DELETE", "/agents/{agent_id}/secrets/{secret_id}", "/agents/{a_agent}/secrets/{a_agent_secret}"),
+    # Files, and jobs (an execution's workflow, a doc's indexing)
+    Case("GET", "/files/{file_id}", "/files/{a_file}"),
+    Case("DELETE", "/files/{file_id}", "/files/{a_file}"),
+    Case("GET", "/jobs/{job_id}", "/jobs/{a_execution}", label="execution"),
+    Case("GET", "/jobs/{job_id}", "/jobs/{a_agent_doc}", label="doc"),
 ]
 
 # B reaching A's resource through B's own parent, or naming A's ids in a body: the lookups must be scoped
@@ -196,6 +202,16 @@ MIXED: list[Case] = [
     Case("DELETE", "", "/agents/{b_agent}/secrets/{a_agent_secret}", label="B's agent, A's agent secret"),
     Case("PUT", "", "/agents/{b_agent}/secrets/{a_secret}", SECRET, "B's agent, A's secret"),
     Case("GET", "", "/secrets/{a_agent_secret}", label="A's agent secret as a developer secret"),
+    # Project names are per developer: A's is no project of B's.
+    Case("POST", "", "/agents", {"name": "b", "project": A_PROJECT}, "A's project in the body"),
+    Case("PATCH", "", "/users/{b_user}", {"project": A_PROJECT}, "A's project in the body"),
+    Case(
+        "POST",
+        "",
+        "/files",
+        {"name": "b", "content": "Yg==", "project": A_PROJECT},
+        "A's project in the body",
+    ),
 ]
 
 # B creating with A's id (the create-or-update routes), with a request otherwise valid for B.
@@ -241,6 +257,8 @@ A_READS = [
     "/sessions/{a_session}/history",
     "/secrets/{a_secret}",
     "/agents/{a_agent}/secrets",
+    "/files/{a_file}",
+    "/jobs/{a_execution}",
 ]
 # The resource each create-with-id case targets (the A_READS entry that must not change).
 TARGET = {
@@ -293,6 +311,8 @@ async def _a_resources(a: httpx.AsyncClient) -> dict[str, str]:
     agent_secret = _created(
         await a.post(f"/agents/{agent['id']}/secrets", json={"name": "A_SECRET", "value": "a's agent value"})
     )
+    _created(await a.post("/projects", json={"name": "A's", "canonical_name": A_PROJECT}))
+    file = _created(await a.post("/files", json={"name": "a.txt", "content": "YQ==", "project": A_PROJECT}))
     return {
         "a_agent": agent["id"],
         "a_tool": tool["id"],
@@ -305,6 +325,7 @@ async def _a_resources(a: httpx.AsyncClient) -> dict[str, str]:
         "a_session": session["id"],
         "a_secret": secret["id"],
         "a_agent_secret": agent_secret["id"],
+        "a_file": file["id"],
     }
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-import secrets
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,11 +9,14 @@ from fastapi import APIRouter, Request
 from pydantic import ValidationError
 
 from api import schemas
+from api.canonical import canonical_name
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
+from api.routes.projects import project_or_404
 from api.warning_header import note_ignored
 from mint.models.catalog import available_models
 from mint.store.docs import DocStore
+from mint.store.projects import DEFAULT
 from mint.store.tables import AGENTS, TOOLS, Store
 from services.handoffs import checked_handoffs
 from workflows import ignored_keys
@@ -56,7 +57,7 @@ async def create_or_update_agent(
     agent_id: str, body: schemas.AgentCreate, developer: Developer, store: StoreDep
 ) -> Any:
     agent_id = checked_id(agent_id, "agent")
-    values = await _checked(store, developer, _agent_values(body, replace=True), agent_id)
+    values = await _checked(store, developer, _agent_values(body, replace=True), agent_id, DEFAULT)
     updated = await store.update(AGENTS, developer, agent_id, values)
     return updated or await store.insert(AGENTS, developer, _named(values), id_=agent_id)
 
@@ -221,17 +222,25 @@ def _named(values: dict[str, Any]) -> dict[str, Any]:
     from its name, and a random suffix)."""
     if values.get("canonical_name"):
         return values
-    stem = re.sub(r"[^a-zA-Z0-9]+", "_", values.get("name") or "").strip("_").lower()[:40]
-    stem = stem if stem[:1].isalpha() else f"agent_{stem}".rstrip("_")
-    return {**values, "canonical_name": f"{stem}_{secrets.token_hex(2)}"}
+    return {**values, "canonical_name": canonical_name(values.get("name"), "agent")}
 
 
 async def _checked(
-    store: Store, developer: str, values: dict[str, Any], agent_id: str | None = None
+    store: Store,
+    developer: str,
+    values: dict[str, Any],
+    agent_id: str | None = None,
+    project: str | None = None,
 ) -> dict[str, Any]:
-    """The values with their handoffs checked to be the developer's own other agents (null is none)."""
+    """The values with their handoffs checked to be the developer's own other agents (null is none), and
+    the project they name checked to exist (Julep's 404). Naming none, the agent goes into `project` if given
+    (Julep's create-or-update puts it in `default`) and otherwise stays where it is (a new one in none, as
+    Julep's POST /agents leaves it)."""
     if "handoffs" in values:
         values["handoffs"] = await checked_handoffs(store, developer, values["handoffs"] or [], agent_id)
+    named = values.pop("project", None) or project
+    if named:
+        values["project"] = await project_or_404(store, developer, named)
     return values
 
 

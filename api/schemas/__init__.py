@@ -28,6 +28,9 @@ from api.schemas.executions import (
     Transition,
     Usage,
 )
+from api.schemas.files import File, FileCreate
+from api.schemas.jobs import JobStatus
+from api.schemas.projects import CanonicalName, Project, ProjectCreate, ProjectName
 from api.schemas.secrets import Secret, SecretCreate, SecretName
 from api.schemas.sessions import Session, SessionCreate, SessionPatch
 from api.schemas.users import User, UserCreate
@@ -46,6 +49,7 @@ __all__ = [
     "Agent",
     "AgentCreate",
     "AgentPatch",
+    "CanonicalName",
     "Chat",
     "ChatMessage",
     "ContentPart",
@@ -61,14 +65,20 @@ __all__ = [
     "ExecutionCreate",
     "ExecutionListed",
     "ExecutionRestart",
+    "File",
+    "FileCreate",
     "FunctionCall",
     "ImagePart",
     "ImageUrl",
     "ItemList",
+    "JobStatus",
     "Metadata",
     "Name",
     "Position",
     "ProblemOut",
+    "Project",
+    "ProjectCreate",
+    "ProjectName",
     "RequestBody",
     "ResourceDeleted",
     "Secret",
