@@ -14,25 +14,14 @@ from contracts.background import RunToolRequest
 from contracts.calls import Owner
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.temporal import RUN_TOOL_WORKFLOW, tenant_priority
-from mint.models.client import ModelClient, OnText
+from mint.models.client import EXTRA_SETTINGS, SETTINGS, ModelClient, OnText
 from services.chat.request import Chat
 from services.errors import ModelFailed, ModelRefused, TooLarge
 from workflows import prompts, references
 
 # The request's settings that override the agent's default_settings.
-SETTING_KEYS = (
-    "temperature",
-    "max_tokens",
-    "top_p",
-    "stop",
-    "seed",
-    "frequency_penalty",
-    "presence_penalty",
-    "logit_bias",
-    "min_p",
-    "repetition_penalty",
-    "length_penalty",
-)
+# The request's settings a chat passes on: the model layer's (it leaves out what a provider cannot take).
+SETTING_KEYS = (*SETTINGS, *EXTRA_SETTINGS)
 
 
 class ChatCalls:
