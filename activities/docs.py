@@ -8,15 +8,15 @@ from activities.heartbeat import heartbeating
 from contracts.background import DocFailure, DocRef, IndexedDoc
 from contracts.calls import CallAnswer, SearchRequest
 from contracts.temporal import INDEX_DOC, MARK_DOC_FAILED, SEARCH_DOCS
-from mint.models.embeddings import Embedder
+from mint.models.embeddings import Embedders, WrongSize
 from mint.store.docs import DocStore, SearchQuery
 from mint.temporal import errors
 
 
 class DocActivities:
-    def __init__(self, docs: DocStore, embedder: Embedder):
+    def __init__(self, docs: DocStore, embedders: Embedders):
         self.docs = docs
-        self.embedder = embedder
+        self.embedders = embedders
 
     @activity.defn(name=INDEX_DOC)
     async def index_doc(self, request: DocRef) -> IndexedDoc:
@@ -24,15 +24,19 @@ class DocActivities:
         async with heartbeating():
             developer_id, doc_id = request.developer_id, request.doc_id
             instruction, chunks = await self.docs.unembedded(developer_id, doc_id)
+            embedder = await self.embedders.of(developer_id)
             if chunks:
-                vectors = await self.embedder.embed([text for _, text in chunks], instruction)
+                try:
+                    vectors = await embedder.embed([text for _, text in chunks], instruction)
+                except WrongSize as exc:
+                    raise errors.permanent(str(exc), "EmbeddingFailed") from None
                 await self.docs.save_embeddings(
                     developer_id,
                     doc_id,
-                    self.embedder.model,
+                    embedder.model,
                     list(zip([i for i, _ in chunks], vectors, strict=True)),
                 )
-            return IndexedDoc(chunks=len(chunks), model=self.embedder.model)
+            return IndexedDoc(chunks=len(chunks), model=embedder.model)
 
     @activity.defn(name=MARK_DOC_FAILED)
     async def mark_doc_failed(self, request: DocFailure) -> None:
@@ -53,7 +57,7 @@ class DocActivities:
             if request.mode != "text":
                 if not query.text:
                     raise errors.permanent("a vector or hybrid search needs a text query", "BadSearch")
-                (query.vector,) = await self.embedder.embed([query.text])
+                (query.vector,) = await (await self.embedders.of(request.developer_id)).embed([query.text])
                 if request.mode == "vector":
                     query.text = None
             docs = await self.docs.search(request.developer_id, request.owner_ids, query)

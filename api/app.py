@@ -30,7 +30,7 @@ from api.routes import (
 )
 from api.warning_header import WarningHeader
 from mint.models.client import ModelClient
-from mint.models.embeddings import Embedder
+from mint.models.embeddings import Embedders
 from mint.settings import Settings
 from mint.store.docs import DocStore
 from mint.store.execution_events import ExecutionEvents
@@ -50,7 +50,7 @@ class AppClients:
     temporal: Client
     docs: DocStore
     secrets: SecretStore
-    embedder: Embedder
+    embedders: Embedders  # each developer's embedding model
     models: ModelClient
     events: ExecutionEvents  # wakes the execution streams (started, if at all, by the composition root)
     metrics: Metrics | None = None  # what GET /metrics answers the operator (absent: 404)
@@ -71,13 +71,13 @@ def create_app(clients: AppClients, settings: Settings) -> FastAPI:
     app.state.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
     app.state.docs = clients.docs
     app.state.secrets = clients.secrets
-    app.state.embedder = clients.embedder
+    app.state.embedders = clients.embedders
     app.state.execution_events = clients.events
     app.state.metrics = clients.metrics
     app.state.chatter = Chatter(
         store,
         clients.docs,
-        clients.embedder,
+        clients.embedders,
         clients.models,
         clients.temporal,
         settings.task_queue,

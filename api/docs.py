@@ -11,11 +11,13 @@ from temporalio.common import WorkflowIDReusePolicy
 
 from api import schemas
 from api.errors import ApiError
+from api.warning_header import note
 from contracts.background import DocRef, IndexedDoc
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.temporal import INDEX_DOC_WORKFLOW, tenant_priority
-from mint.models.embeddings import Embedder
-from mint.store.docs import DIMENSIONS, DocStore, SearchQuery
+from mint.models.embeddings import Embedders
+from mint.store.docs import SUPPORTED_DIMENSIONS, DocStore, SearchQuery
+from workflows.problems import Problem
 
 # A create waits this long for its embeddings, so a doc is usually searchable by meaning as soon as the
 # create returns; a slower one answers `pending` and finishes in the background.
@@ -102,21 +104,33 @@ async def index(
 
 
 async def search(
-    docs: DocStore, embedder: Embedder, developer: str, owner_ids: list[str], body: schemas.DocSearch
+    docs: DocStore, embedders: Embedders, developer: str, owner_ids: list[str], body: schemas.DocSearch
 ) -> dict[str, Any]:
     """Julep's three request shapes: `text` alone is a text search, `vector` alone a vector search, both a
-    hybrid one; `mode` asks Mint to embed `text` itself for a vector or hybrid search."""
+    hybrid one; `mode` asks Mint to embed `text` itself for a vector or hybrid search. A vector finds the
+    chunks embedded in as many numbers as it has."""
     started = time.perf_counter()
     mode = body.mode or ("hybrid" if body.text and body.vector else "vector" if body.vector else "text")
     vector = body.vector
-    if vector is not None and len(vector) != DIMENSIONS:
-        raise ApiError(422, f"vector must have {DIMENSIONS} numbers, not {len(vector)}")
-    if mode in ("vector", "hybrid") and vector is None:
-        if not body.text:
-            raise ApiError(422, f"a {mode} search needs `vector` or `text` to embed")
-        (vector,) = await embedder.embed([body.text])
+    if mode in ("vector", "hybrid"):
+        embedder = await embedders.of(developer)
+        if vector is None:
+            if not body.text:
+                raise ApiError(422, f"a {mode} search needs `vector` or `text` to embed")
+            (vector,) = await embedder.embed([body.text])
+        elif len(vector) not in SUPPORTED_DIMENSIONS:
+            *most, last = SUPPORTED_DIMENSIONS
+            message = f"must have {', '.join(map(str, most))} or {last} numbers, not {len(vector)}"
+            raise ApiError(422, f"vector {message}", [Problem("body.vector", message)])
+        elif len(vector) != embedder.dimensions:
+            note(
+                f"this vector has {len(vector)} numbers and your docs are embedded by {embedder.model} in "
+                f"{embedder.dimensions}: it finds only docs embedded in {len(vector)} (see PUT /developer/settings)"
+            )
     if mode in ("text", "hybrid") and not body.text:
         raise ApiError(422, f"a {mode} search needs `text`")
+    if mode != "vector" and body.lang.split("-")[0].lower() not in ("en", "eng", "english"):
+        note(f"text search reads words as English: lang {body.lang!r} is not used")
     query = SearchQuery(
         text=body.text if mode != "vector" else None,
         vector=vector if mode != "text" else None,

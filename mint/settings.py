@@ -111,8 +111,11 @@ class Settings:
     # The most seconds an api_call tool's `timeout` (the whole call's deadline, redirects and body included)
     # may be: a larger one is refused when the task is created, or fails the step when it is computed.
     max_tool_timeout: float = 300.0
-    # Doc embeddings: all-MiniLM-L6-v2 locally (the default), or `openai/text-embedding-3-small`.
+    # Doc embeddings: all-MiniLM-L6-v2 locally (the default), or `openai/<model>` (text-embedding-3-small, or
+    # any model an OpenAI-protocol server at OPENAI_BASE_URL serves) in `embedding_dimensions` numbers (one of
+    # mint.store.docs.SUPPORTED_DIMENSIONS: 1024 for Julep's). A developer may choose another for their docs.
     embedding_model: str = "all-MiniLM-L6-v2"
+    embedding_dimensions: int = 384
     # MCP servers integration tools may start over stdio: {"name": {"command": ..., "args": [...], "env": {}}}.
     mcp_servers: dict[str, dict[str, Any]] = field(default_factory=dict)
     # Integration providers' services (activities/integrations/): a base URL per provider, from
@@ -209,9 +212,10 @@ class Settings:
         )
 
     def embedder(self) -> Embedder:
-        from mint.models.embeddings import embedder_for  # (the SDKs it needs load only here)
+        from mint.models.embeddings import EmbeddingChoice, embedder_for  # (its SDKs load only here)
 
-        return embedder_for(self.embedding_model, self.openai_api_key, self.openai_base_url)
+        choice = EmbeddingChoice(self.embedding_model, self.embedding_dimensions)
+        return embedder_for(choice, self.openai_api_key, self.openai_base_url)
 
     def model_config(self) -> ModelConfig:
         """The model layer's view; an endpoint's key is read from `<NAME>_API_KEY` when set."""
@@ -487,6 +491,7 @@ class Environment(BaseSettings):
     model_record: Text = _env("MINT_MODEL_RECORD")
     model_replay: Text = _env("MINT_MODEL_REPLAY")
     embedding_model: Text = _env("MINT_EMBEDDING_MODEL")
+    embedding_dimensions: int | None = _env("MINT_EMBEDDING_DIMENSIONS")
     max_body_bytes: int | None = _env("MINT_MAX_BODY_BYTES")
     max_file_bytes: int | None = _env("MINT_MAX_FILE_BYTES")
     rate_limit_per_minute: int | None = _env("MINT_RATE_LIMIT_PER_MINUTE")

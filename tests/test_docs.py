@@ -11,10 +11,11 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from mint.models.embeddings import MAX_BATCH, embedder_for
+from mint.models.embeddings import MAX_BATCH, EmbeddingChoice, embedder_for
 from mint.process.cli import cli
 from mint.store.db import HNSW_EF_SEARCH, connect_pool
-from mint.store.docs import DIMENSIONS, DocStore, SearchQuery
+from mint.store.docs import DEFAULT_DIMENSIONS as DIMENSIONS
+from mint.store.docs import DocStore, SearchQuery
 from tests.conftest import OPENAI_KEY, temporal_address
 from tests.helpers import create_agent, run_task, wait_indexed
 from tests.stack import BackgroundStack
@@ -109,16 +110,24 @@ async def test_text_vector_and_hybrid_search_find_the_right_doc(api, shop):
     assert text["title"] == "warranty"
     vector = (await api.post("/embed", json={"text": "my parcel is late"})).json()["vectors"][0]
     assert len(vector) == 384
-    by_vector = await _search(api, shop, vector=vector, limit=3)
+    by_vector = await _search(api, shop, vector=vector, limit=3, confidence=0)
     assert by_vector[0]["title"] == "shipping"
     assert by_vector[0]["distance"] < by_vector[1]["distance"]
-    hybrid = await _search(api, shop, text="parcel late", vector=vector, limit=3)
+    julep_default = await _search(api, shop, vector=vector, limit=3)  # confidence 0.5, as on Julep
+    assert [d["id"] for d in julep_default] == [d["id"] for d in by_vector if d["distance"] <= 0.5]
+    assert len(julep_default) < len(by_vector)
+    hybrid = await _search(api, shop, text="parcel late", vector=vector, limit=3, confidence=0)
     assert hybrid[0]["title"] == "shipping"
-    embedded_by_mint = await _search(api, shop, text="my parcel is late", mode="vector", limit=1)
+    embedded_by_mint = await _search(
+        api, shop, text="my parcel is late", mode="vector", limit=1, confidence=0
+    )
     assert embedded_by_mint[0]["id"] == by_vector[0]["id"]
     first = hybrid[0]
     assert first["owner"]["role"] == "agent" and first["metadata"]["topic"] == "shipping"
-    assert set(first["snippet"]) == {"index", "content"}
+    assert set(first["snippet"]) == {"index", "content", "embedding"}  # include_embeddings: true, as on Julep
+    assert len(first["snippet"]["embedding"]) == 384
+    lean = await _search(api, shop, text="warranty laptop", limit=1, include_embeddings=False)
+    assert set(lean[0]["snippet"]) == {"index", "content"}
 
 
 async def test_metadata_filters_and_confidence_cut_results(api, shop):
@@ -142,10 +151,13 @@ async def test_mmr_trades_relevance_for_variety(api):
     ):
         await _doc(api, owner, f"d{i}", text)
     plain = [
-        d["title"] for d in await _search(api, owner, text="cat on a warm windowsill", mode="vector", limit=2)
+        d["title"]
+        for d in await _search(
+            api, owner, text="cat on a warm windowsill", mode="vector", limit=2, confidence=0
+        )
     ]
     varied = await _search(
-        api, owner, text="cat on a warm windowsill", mode="vector", limit=2, mmr_strength=0.9
+        api, owner, text="cat on a warm windowsill", mode="vector", limit=2, mmr_strength=0.9, confidence=0
     )
     assert "d3" not in plain
     assert "d3" in [d["title"] for d in varied]  # the near-duplicates give way to something different
@@ -193,7 +205,7 @@ async def test_local_embeddings_and_hybrid_search_beat_text_search_on_the_labell
         async def run() -> int:
             hits = 0
             for query, answer in QUERIES.items():
-                found = await _search(api, shop, text=query, mode=mode, limit=3)
+                found = await _search(api, shop, text=query, mode=mode, limit=3, confidence=0)
                 hits += answer in [d["title"] for d in found]
             return hits
 
@@ -255,11 +267,14 @@ async def test_reembed_redoes_docs_from_another_model_with_progress(api, store, 
     doc = await _doc(api, f"/agents/{agent['id']}", "old", "embedded by an older model")
     before = (await api.get(f"/agents/{agent['id']}/docs", params={"include_embeddings": "true"})).json()
     await store.pool.execute("UPDATE docs SET embedding_model = 'old-model' WHERE id = $1", doc["id"])
-    await store.pool.execute("UPDATE doc_chunks SET embedding = NULL WHERE doc_id = $1", doc["id"])
+    await store.pool.execute(
+        "UPDATE doc_chunks SET embedding = NULL, dimensions = NULL WHERE doc_id = $1", doc["id"]
+    )
     monkeypatch.setenv("MINT_DATABASE_URL", postgres_url)
     result = await asyncio.to_thread(CliRunner().invoke, cli, ["docs", "reembed"])
     assert result.exit_code == 0, result.output
-    assert "docs to embed with all-MiniLM-L6-v2" in result.output and "re-embedded" in result.output
+    assert "docs of developer" in result.output and "to embed with all-MiniLM-L6-v2" in result.output
+    assert "re-embedded 1 docs" in result.output
     after = (await api.get(f"/docs/{doc['id']}")).json()
     assert after["embedding_model"] == "all-MiniLM-L6-v2" and after["status"] == "indexed"
     vectors = (await api.get(f"/agents/{agent['id']}/docs", params={"include_embeddings": "true"})).json()
@@ -291,7 +306,8 @@ async def test_an_import_with_text_postgres_cannot_store_is_refused_whole(api):
 
 
 async def test_openai_embeddings_go_through_the_sdk_in_batches_of_384_dimensions(model_server):
-    embedder = embedder_for("openai/text-embedding-3-small", OPENAI_KEY, model_server.openai_base_url)
+    choice = EmbeddingChoice("openai/text-embedding-3-small", DIMENSIONS)
+    embedder = embedder_for(choice, OPENAI_KEY, model_server.openai_base_url)
     model_server.embedding_calls.clear()
     vectors = await embedder.embed([f"note {i} about cats" for i in range(70)], "represent the note")
     assert len(vectors) == 70 and {len(v) for v in vectors} == {DIMENSIONS}

@@ -77,7 +77,7 @@ async def list_docs(
     store: StoreDep,
     page: PageDep,
     request: Request,
-    include_embeddings: Annotated[bool, Query()] = False,
+    include_embeddings: Annotated[bool, Query()] = True,  # as on Julep
 ) -> Any:
     kind, owner = await _owner(store, developer, owners, owner_id)
     return {"items": await _docs(request).find(developer, kind, owner, page, include_embeddings)}
@@ -135,10 +135,11 @@ async def search_docs(
     request: Request,
 ) -> Any:
     _, owner = await _owner(store, developer, owners, owner_id)
-    return await service.search(_docs(request), request.app.state.embedder, developer, [owner], body)
+    return await service.search(_docs(request), request.app.state.embedders, developer, [owner], body)
 
 
 @router.post("/embed")
 async def embed(body: schemas.Embed, developer: Developer, request: Request) -> Any:
     texts = [body.text] if isinstance(body.text, str) else body.text
-    return {"vectors": await request.app.state.embedder.embed(texts, body.embed_instruction)}
+    embedder = await request.app.state.embedders.of(developer)
+    return {"vectors": await embedder.embed(texts, body.embed_instruction)}

@@ -45,19 +45,23 @@ class DocsDelete(RequestBody):
 
 
 class DocSearch(RequestBody):
-    """Julep's text, vector and hybrid search bodies in one; `mode` lets Mint embed `text` itself."""
+    """Julep's text, vector and hybrid search bodies in one, with Julep's defaults; `mode` lets Mint embed
+    `text` itself. `lang` other than English is said in the Warning header (the text index is English);
+    `trigram_similarity_threshold` is taken and not used, as on Julep unless its operator enabled trigrams."""
 
     text: Annotated[str, Field(max_length=10_000)] | None = None
     vector: list[float] | None = None
     mode: Literal["text", "vector", "hybrid"] | None = None
     limit: Annotated[int, Field(ge=1, le=100)] = 10
     metadata_filter: Metadata | None = None
-    confidence: Annotated[float, Field(ge=-1, le=1)] = 0.0
+    confidence: Annotated[float, Field(ge=-1, le=1)] = 0.5  # vector hits need this cosine similarity
     alpha: Annotated[float, Field(ge=0, le=1)] = 0.5
     fusion: Literal["rrf", "dbsf"] = "rrf"
     mmr_strength: Annotated[float, Field(ge=0, lt=1)] = 0.0
-    k_multiplier: Annotated[int, Field(ge=1, le=10)] = 4
-    include_embeddings: bool = False
+    k_multiplier: Annotated[int, Field(ge=1, le=10)] = 5
+    include_embeddings: bool = True
+    lang: Annotated[str, Field(max_length=35)] = "en-US"
+    trigram_similarity_threshold: Annotated[float, Field(ge=0, le=1)] | None = None
 
 
 class Embed(RequestBody):

@@ -307,23 +307,29 @@ def docs() -> None:
 @docs.command("reembed")
 @DATA_DIR
 def docs_reembed(data_dir: Path) -> None:
-    """Embed again every doc whose embeddings come from another model than MINT_EMBEDDING_MODEL."""
+    """Embed again every doc whose embeddings come from another model (or size) than its developer's
+    (PUT /developer/settings), or MINT_EMBEDDING_MODEL's for a developer who chose none."""
+    from mint.process.stack import embedders_for
     from mint.store.docs import DocStore
 
-    embedder = _settings_from_env().embedder()
+    settings = _settings_from_env()
 
     async def reembed(store: Any) -> int:
-        docs = DocStore(store.pool)
-        total, done = await docs.count_stale(embedder.model), 0
-        click.echo(f"{total} docs to embed with {embedder.model}")
-        while batch := await docs.stale(embedder.model, 50):
-            for doc in batch:
-                instruction, chunks = await docs.all_chunks(doc["developer_id"], doc["id"])
-                vectors = await embedder.embed([text for _, text in chunks], instruction)
-                indexed = list(zip([i for i, _ in chunks], vectors, strict=True))
-                await docs.save_embeddings(doc["developer_id"], doc["id"], embedder.model, indexed)
-            done += len(batch)
-            click.echo(f"  {done}/{total}")
+        docs, embedders, done = DocStore(store.pool), embedders_for(store.pool, settings), 0
+        for developer in await docs.developers_with_docs():
+            embedder = await embedders.of(developer)
+            stale = (developer, embedder.model, embedder.dimensions)
+            if not (total := await docs.count_stale(*stale)):
+                continue
+            click.echo(f"{total} docs of developer {developer} to embed with {embedder.model}")
+            while batch := await docs.stale(*stale, 50):
+                for doc_id in batch:
+                    instruction, chunks = await docs.all_chunks(developer, doc_id)
+                    vectors = await embedder.embed([text for _, text in chunks], instruction)
+                    indexed = list(zip([i for i, _ in chunks], vectors, strict=True))
+                    await docs.save_embeddings(developer, doc_id, embedder.model, indexed)
+                done += len(batch)
+                click.echo(f"  {done} done")
         return done
 
     click.echo(f"re-embedded {_with_store(data_dir, reembed)} docs")

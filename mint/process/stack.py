@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,10 +30,12 @@ from activities.system import SystemActivities, system_caller
 from activities.transitions import TransitionWriter
 from api.app import AppClients, create_app, create_internal_app
 from mint.models.client import model_client
+from mint.models.embeddings import Embedders, EmbeddingChoice
 from mint.settings import Settings
 from mint.store.budgets import Budgets
 from mint.store.counts import live_executions
 from mint.store.db import connect_pool, migrate
+from mint.store.developer_settings import DeveloperEmbedding
 from mint.store.docs import DocStore
 from mint.store.execution_events import ExecutionEvents
 from mint.store.secrets import SecretStore
@@ -133,9 +135,26 @@ def app_clients(
     """The clients an API app uses, on `pool`: the served API's, or the worker's in-process one."""
     secrets = SecretStore(pool, settings.encryption_keys)
     models = model_client(settings, secrets)  # with secrets: developers' own provider keys are used
-    return AppClients(
-        Store(pool), temporal, DocStore(pool), secrets, settings.embedder(), models, events, metrics
+    embedders = embedders_for(pool, settings)
+    return AppClients(Store(pool), temporal, DocStore(pool), secrets, embedders, models, events, metrics)
+
+
+def embedders_for(pool: asyncpg.Pool, settings: Settings) -> Embedders:
+    """Each developer's embedder: the server's (settings), or the one their settings in `pool` choose."""
+    return Embedders(
+        settings.embedder(), _embedding_choice(pool), settings.openai_api_key, settings.openai_base_url
     )
+
+
+def _embedding_choice(pool: asyncpg.Pool) -> Callable[[str], Awaitable[EmbeddingChoice | None]]:
+    """A developer's embedding model, read from their settings at each use (a change applies at once)."""
+    settings = DeveloperEmbedding(pool)
+
+    async def chosen(developer_id: str) -> EmbeddingChoice | None:
+        found = await settings.get(developer_id)
+        return EmbeddingChoice(*found) if found else None
+
+    return chosen
 
 
 def api_app(
@@ -178,7 +197,7 @@ def worker_for(
         integrations=IntegrationActivities(
             tools, settings.integration_base_urls, (settings.smtp_host, settings.smtp_port)
         ),
-        docs=DocActivities(clients.docs, clients.embedder),
+        docs=DocActivities(clients.docs, clients.embedders),
         sessions=SessionActivities(clients.store, clients.models),
     )
     return build_workers(temporal, activities, settings, [ActivityObserver(metrics)])

@@ -1,7 +1,8 @@
-"""Docs: stored as chunks with a full-text index and 384-dimension embeddings, searched in Postgres.
+"""Docs: stored as chunks with a full-text index and embeddings (384 numbers by default; any size of
+SUPPORTED_DIMENSIONS, each chunk's size beside it), searched in Postgres.
 
 Search modes: `text` (full-text rank over any of the query's words), `vector` (cosine distance over the HNSW
-index, with a confidence cutoff) and `hybrid` (both, fused by reciprocal rank or by distribution-based score
+index of the query vector's size, with a confidence cutoff) and `hybrid` (both, fused by reciprocal rank or by distribution-based score
 fusion, weighted by `alpha`). MMR re-ranking (`mmr_strength`) trades relevance for variety. Every query is
 filtered by developer and owner in SQL, so one tenant's docs never reach another's search.
 """
@@ -19,7 +20,9 @@ import asyncpg
 from mint.store.db import HNSW_EF_SEARCH
 from mint.store.tables import Page, new_id, record
 
-DIMENSIONS = 384
+DEFAULT_DIMENSIONS = 384  # the offline all-MiniLM-L6-v2's
+# The embedding sizes a chunk may have: each has its partial HNSW index (migration 0022). 1024 is Julep's.
+SUPPORTED_DIMENSIONS = (384, 768, 1024, 1536)
 CHUNK_WORDS = 120  # all-MiniLM-L6-v2 reads 256 word pieces; 120 words stay inside that
 CHUNK_OVERLAP = 20
 RRF_K = 60
@@ -73,6 +76,9 @@ class Hit:
     embedding: list[float] | None = None
     doc: dict[str, Any] = field(default_factory=dict)  # title, owner_type, owner_id, metadata
 
+
+# A developer's ($1) docs not embedded by model $2 in $3 numbers.
+STALE = "developer_id = $1 AND (embedding_model, embedding_dimensions) IS DISTINCT FROM ($2, $3)"
 
 # The doc fields a search result carries, read in the same query as its chunk.
 DOC_FIELDS = "d.title, d.owner_type, d.owner_id, d.metadata"
@@ -200,10 +206,17 @@ class DocStore:
     async def save_embeddings(
         self, developer_id: str, doc_id: str, model: str, vectors: list[tuple[int, list[float]]]
     ) -> None:
+        sizes = {len(v) for _, v in vectors}
+        if len(sizes) != 1 or not sizes <= set(SUPPORTED_DIMENSIONS):
+            raise ValueError(
+                f"embeddings of {sorted(sizes)} numbers: each must have one of {SUPPORTED_DIMENSIONS}"
+            )
+        (size,) = sizes
         async with self.pool.acquire() as conn, conn.transaction():
             await conn.executemany(
-                "UPDATE doc_chunks SET embedding = $4::vector WHERE developer_id = $1 AND doc_id = $2 AND idx = $3",
-                [(developer_id, doc_id, idx, vector_literal(v)) for idx, v in vectors],
+                "UPDATE doc_chunks SET embedding = $4::vector, dimensions = $5 "
+                "WHERE developer_id = $1 AND doc_id = $2 AND idx = $3",
+                [(developer_id, doc_id, idx, vector_literal(v), size) for idx, v in vectors],
             )
             await conn.execute(
                 "UPDATE docs SET status = 'indexed', error = NULL, embedding_model = $3, embedding_dimensions = $4, "
@@ -211,7 +224,7 @@ class DocStore:
                 developer_id,
                 doc_id,
                 model,
-                DIMENSIONS,
+                size,
             )
 
     async def mark_failed(self, developer_id: str, doc_id: str, error: str) -> None:
@@ -222,18 +235,25 @@ class DocStore:
             error,
         )
 
-    async def stale(self, model: str, limit: int) -> list[dict[str, Any]]:
-        """Docs embedded by another model than `model` (or never): what a re-embed must redo."""
+    async def developers_with_docs(self) -> list[str]:
+        return [
+            str(r["developer_id"]) for r in await self.pool.fetch("SELECT DISTINCT developer_id FROM docs")
+        ]
+
+    async def stale(self, developer_id: str, model: str, dimensions: int, limit: int) -> list[str]:
+        """The developer's docs embedded by another model or size (or never): what a re-embed must redo."""
         rows = await self.pool.fetch(
-            "SELECT id, developer_id FROM docs WHERE embedding_model IS DISTINCT FROM $1 ORDER BY created_at LIMIT $2",
+            f"SELECT id FROM docs WHERE {STALE} ORDER BY created_at LIMIT $4",
+            developer_id,
             model,
+            dimensions,
             limit,
         )
-        return [record(r) for r in rows]  # type: ignore[misc]
+        return [str(r["id"]) for r in rows]
 
-    async def count_stale(self, model: str) -> int:
+    async def count_stale(self, developer_id: str, model: str, dimensions: int) -> int:
         return await self.pool.fetchval(
-            "SELECT count(*) FROM docs WHERE embedding_model IS DISTINCT FROM $1", model
+            f"SELECT count(*) FROM docs WHERE {STALE}", developer_id, model, dimensions
         )
 
     async def all_chunks(self, developer_id: str, doc_id: str) -> tuple[str | None, list[tuple[int, str]]]:
@@ -310,7 +330,7 @@ class DocStore:
         # Embeddings come back only when needed (MMR, or asked for): parsing 384 numbers per row is not free.
         embedding = "c.embedding::text" if query.mmr_strength > 0 or query.include_embeddings else "NULL"
         rows = await conn.fetch(
-            vector_search_sql(embedding, bool(query.metadata_filter)),
+            vector_search_sql(embedding, bool(query.metadata_filter), len(query.vector or [])),
             query.vector or [],
             *_scope(developer_id, owner_ids, want, query.metadata_filter),
         )
@@ -347,15 +367,19 @@ class DocStore:
         ]
 
 
-def vector_search_sql(embedding: str, filtered: bool) -> str:
-    """Vector search: $1 the query vector, then _scope's arguments. `embedding` is the column's SQL or NULL."""
+def vector_search_sql(embedding: str, filtered: bool, dimensions: int) -> str:
+    """Vector search among the chunks of `dimensions` numbers: $1 the query vector, then _scope's arguments.
+    `embedding` is the column's SQL or NULL."""
+    if dimensions not in SUPPORTED_DIMENSIONS:  # (it is written into the SQL: only these numbers may be)
+        raise ValueError(f"a query vector has one of {SUPPORTED_DIMENSIONS} numbers, not {dimensions}")
     # The query vector travels as a float4[] (asyncpg's binary encoding: ~10 us) cast to vector in SQL; as a
-    # text literal it took ~0.35 ms to format here, and more for Postgres to parse.
-    distance = "c.embedding <=> $1::real[]::vector"
+    # text literal it took ~0.35 ms to format here, and more for Postgres to parse. The cast to vector(n) and
+    # the filter on `dimensions` are exactly the partial index's expression and predicate, so it is used.
+    distance = f"c.embedding::vector({dimensions}) <=> $1::real[]::vector({dimensions})"
     return _ranked_sql(
         f"c.doc_id, c.idx, c.content, {embedding} AS embedding, {distance} AS distance",
         "doc_chunks c",
-        "c.embedding IS NOT NULL",
+        f"c.dimensions = {dimensions}",
         distance,
         "distance",
         filtered,

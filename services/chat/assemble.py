@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mint.models.embeddings import Embedder
+from mint.models.embeddings import Embedders
 from mint.store.docs import DocStore, SearchQuery
 from mint.store.session_history import SessionHistory
 from services.chat.cast import Cast
@@ -17,10 +17,10 @@ DEFAULT_RECALL = {"mode": "hybrid", "limit": 3}
 
 
 class ContextAssembler:
-    def __init__(self, history: SessionHistory, docs: DocStore, embedder: Embedder):
+    def __init__(self, history: SessionHistory, docs: DocStore, embedders: Embedders):
         self.history = history
         self.docs = docs
-        self.embedder = embedder
+        self.embedders = embedders
 
     async def assemble(
         self, developer: str, session: dict[str, Any], body: Chat, cast: Cast
@@ -92,7 +92,7 @@ class ContextAssembler:
             mmr_strength=float(options.get("mmr_strength", 0.0)),
         )
         if options["mode"] != "text":
-            (query.vector,) = await self.embedder.embed([text])
+            (query.vector,) = await (await self.embedders.of(developer)).embed([text])
         return await self.docs.search(developer, owners, query)
 
 

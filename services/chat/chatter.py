@@ -25,7 +25,7 @@ from contracts.background import SessionRef
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.temporal import COMPRESS_SESSION_WORKFLOW, tenant_priority
 from mint.models.client import ModelClient
-from mint.models.embeddings import Embedder
+from mint.models.embeddings import Embedders
 from mint.store.budgets import Budgets
 from mint.store.chat_turns import ChatTurns, SessionBusy
 from mint.store.docs import DocStore
@@ -111,13 +111,13 @@ class Reply:
 
 
 class Chatter:
-    """What a chat needs: the store, the docs for recall, the embedder, the model client and Temporal."""
+    """What a chat needs: the store, the docs for recall, the embedders, the model client and Temporal."""
 
     def __init__(
         self,
         store: Store,
         docs: DocStore,
-        embedder: Embedder,
+        embedders: Embedders,
         models: ModelClient,
         temporal: Client,
         task_queue: str,
@@ -129,7 +129,7 @@ class Chatter:
         self.turns = ChatTurns(store.pool)
         self.budgets = Budgets(store.pool)
         self.history = SessionHistory(store.pool)
-        self.assembler = ContextAssembler(self.history, docs, embedder)
+        self.assembler = ContextAssembler(self.history, docs, embedders)
         self.calls = ChatCalls(models, temporal, task_queue, max_tool_timeout)
         self.guardrails = ChatGuardrails(models)
         self.temporal = temporal
