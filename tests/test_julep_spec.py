@@ -49,10 +49,7 @@ ROUTER_RESPONSE = {
 }
 
 # Operations Mint serves but answers otherwise than the spec (or router) says: operation -> why.
-KNOWN_DIFFERENCES = {
-    "GET /agents/{id}/secrets": "a bare array, as Julep's router's GET /secrets (response_model=list[Secret]);"
-    " the spec says {items: [...]}",
-}
+KNOWN_DIFFERENCES: dict[str, str] = {}
 
 # Operations Mint does not serve (a 404 or 405 today): operation -> why.
 SPEC_ONLY = "Julep's routers do not serve it either (only the spec has it)"

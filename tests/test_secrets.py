@@ -170,7 +170,8 @@ async def test_an_agent_secret_overrides_the_developers_for_that_agents_tools(ap
             f"/agents/{agent['id']}/secrets", json={"name": "CANARY_KEY", "value": "agent-value"}
         )
         assert added.status_code == 201 and added.json()["value"] == MASK
-        assert [s["name"] for s in (await api.get(f"/agents/{agent['id']}/secrets")).json()] == ["CANARY_KEY"]
+        listed = (await api.get(f"/agents/{agent['id']}/secrets")).json()["items"]
+        assert [s["name"] for s in listed] == ["CANARY_KEY"]
         execution, _ = await run_task(api, _tool_task(server.url), agent_id=agent["id"])
         assert execution["status"] == "succeeded", execution["error"]
         other, _ = await run_task(api, _tool_task(server.url))

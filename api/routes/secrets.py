@@ -1,7 +1,8 @@
 """Secrets: `/secrets` for the developer, `/agents/{id}/secrets` for one agent (Julep v1's shapes).
 
-Values go in and never come out: every answer carries a mask. Lists are plain JSON arrays, as the `julep`
-SDK's `secrets.list` expects.
+Values go in and never come out: every answer carries a mask. GET /secrets answers a plain JSON array, as
+Julep's router does and the `julep` SDK's `secrets.list` expects; GET /agents/{id}/secrets answers {items}, as
+Julep's spec says (its router does not mount it, and the SDK has no method for it).
 """
 
 from __future__ import annotations
@@ -62,11 +63,11 @@ async def create_agent_secret(
     return await secrets.create(developer, agent, body.model_dump())
 
 
-@router.get("/agents/{agent_id}/secrets", response_model=list[schemas.Secret])
+@router.get("/agents/{agent_id}/secrets", response_model=schemas.ItemList[schemas.Secret])
 async def list_agent_secrets(
     agent_id: str, developer: Developer, store: StoreDep, secrets: Secrets, page: PageDep
 ) -> Any:
-    return await secrets.find(developer, await _agent_or_404(store, developer, agent_id), page)
+    return {"items": await secrets.find(developer, await _agent_or_404(store, developer, agent_id), page)}
 
 
 @router.put("/agents/{agent_id}/secrets/{secret_id}", response_model=schemas.Secret)
