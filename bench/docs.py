@@ -21,7 +21,9 @@ from pathlib import Path
 from mint.process import local_services
 from mint.store.db import connect_pool, migrate
 from mint.store.docs import (
-    DIMENSIONS,
+    DEFAULT_DIMENSIONS as DIMENSIONS,
+)
+from mint.store.docs import (
     DocStore,
     SearchQuery,
     text_search_sql,
@@ -31,9 +33,10 @@ from mint.store.docs import (
 from mint.store.tables import Store
 
 TOPICS, QUERIES, BATCH = 200, 200, 5_000
-INDEX_SQL = (
-    "CREATE INDEX doc_chunks_embedding ON doc_chunks USING hnsw (embedding vector_cosine_ops) "
-    "WITH (m = 16, ef_construction = 64)"
+INDEX_SQL = (  # as migration 0022 has it
+    f"CREATE INDEX doc_chunks_embedding_{DIMENSIONS} ON doc_chunks USING hnsw "
+    f"((embedding::vector({DIMENSIONS})) vector_cosine_ops) WITH (m = 16, ef_construction = 64) "
+    f"WHERE dimensions = {DIMENSIONS}"
 )
 
 
@@ -59,7 +62,7 @@ async def main(count: int) -> None:
         await migrate(pool)
         developer, _ = await Store(pool).create_developer("bench")
         owner = str(uuid.uuid4())
-        await pool.execute("DROP INDEX doc_chunks_embedding")
+        await pool.execute(f"DROP INDEX doc_chunks_embedding_{DIMENSIONS}")
         started = time.perf_counter()
         for first in range(0, count, BATCH):
             ids, texts, vectors = [], [], []
@@ -77,8 +80,8 @@ async def main(count: int) -> None:
                 texts,
             )
             await pool.execute(
-                "INSERT INTO doc_chunks (doc_id, idx, developer_id, owner_type, owner_id, content, embedding) "
-                "SELECT i, 0, $2, 'agent', $3, t, e::vector FROM unnest($1::uuid[], $4::text[], $5::text[]) AS u(i, t, e)",
+                "INSERT INTO doc_chunks (doc_id, idx, developer_id, owner_type, owner_id, content, embedding, "
+                f"dimensions) SELECT i, 0, $2, 'agent', $3, t, e::vector, {DIMENSIONS} FROM unnest($1::uuid[], $4::text[], $5::text[]) AS u(i, t, e)",
                 ids,
                 developer,
                 owner,
@@ -122,7 +125,7 @@ async def main(count: int) -> None:
             vector, text = queries[0]
             async with pool.acquire() as conn:
                 for sql, arg in (
-                    (vector_search_sql("NULL", filtered=False), vector),
+                    (vector_search_sql("NULL", False, DIMENSIONS), vector),
                     (text_search_sql(filtered=False), " | ".join(text.split())),
                 ):
                     plan = await conn.fetch("EXPLAIN (ANALYZE, BUFFERS) " + sql, arg, developer, [owner], 40)
