@@ -351,6 +351,11 @@ async def log_rendered(text: str, world: World) -> None:
     assert text in strings(metadata), f"the rendered log text {text!r} is in no transition's metadata"
 
 
+async def weather_key_from_metadata(world: World) -> None:
+    (request,) = world.http
+    assert dict(parse_qsl(urlsplit(request.path).query))["appid"] == "owm-key", request.path
+
+
 async def foreach_log_passed_items(world: World) -> None:
     outputs = [t["output"] for t in world.transitions if isinstance(t["output"], dict)]
     assert {"results": ["apple", "pear"]} in outputs, "a log step's output is its input"
@@ -745,11 +750,13 @@ CASES: dict[str, Case] = {
     "doc_tools_api_call_weather": Case(
         why=(
             "docs input {location}; openweathermap rewritten to a local fake; `$ metadata.weather_api_key` "
-            "names `metadata`, which Julep v1's evaluator never defines, so Julep fails the step"
+            "names `metadata`, which Julep v1's evaluator never defines, so Julep fails the step. A deliberate "
+            "difference: Mint gives a task the merged metadata (execution > task > agent) as seed 000 says, "
+            "so the call goes out with the agent's key, as the docs' comment intends"
         ),
         input={"location": "London"},
-        outcome="error",
-        error=r"metadata",
+        output=lambda o: o["json"]["name"] == "London",
+        check=weather_key_from_metadata,
         web=weather,
         hosts=("https://api.openweathermap.org",),
         agent={"metadata": {"weather_api_key": "owm-key"}},

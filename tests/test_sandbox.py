@@ -571,7 +571,7 @@ def test_templates_can_use_module_shims_and_helpers():
         ),
         (
             "{{ 'a b c' | wordwrap(3) }} {{ _['items'][:3] }} {{ '%s!' % x }} {{ None }}",
-            "a b\nc [0, 1, 2] hi! None",
+            "a b\nc [0, 1, 2] hi! ",
         ),
         # Jinja's loop and group objects, and filters that compare, hash, escape or encode
         (

@@ -158,12 +158,7 @@ class CallSteps:
 
     def _metadata_layers(self) -> list[dict[str, Any] | None]:
         """Where `x-tool-parameters` come from in a task, lowest precedence first."""
-        params = self.interpreter.params
-        return [
-            params.agent.get("metadata"),
-            params.task_info.get("metadata"),
-            params.execution_info.get("metadata"),
-        ]
+        return prompts.metadata_layers(self.interpreter.params)
 
     # Search ----------------------------------------------------------------------------------------------
 

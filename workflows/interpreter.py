@@ -29,6 +29,7 @@ from workflows.failures import Returned, StepFailed, TypedFailure, failure_messa
 from workflows.fan_out import CHUNK_ITEMS, FanOut
 from workflows.frames import Frame, StepsView
 from workflows.inbox import Inbox
+from workflows.prompts import task_metadata
 from workflows.storable import storable_text
 from workflows.transition_log import LOG_NOTE, TransitionLog
 from workflows.values import ValueEvaluator
@@ -36,10 +37,9 @@ from workflows.visibility import Visibility
 from workflows.waits import Waits
 
 MAX_YIELD_DEPTH = 200
-# Issue 13 changed what some steps do: a log step passes its input through, a yield at the end of an
-# if/switch branch is a tail call, a nested yield runs on a fresh Python stack, and an appending reduce
-# extends its list. An execution keeps the behaviour it started with (see Interpreter._started_legacy), so a
-# replay of one that started before the change issues the commands its history holds.
+# Julep's loops: a log step passes its input through, a yield ending an if/switch branch is a tail call, a nested
+# yield runs on a fresh Python stack, an appending reduce extends its list. A run that started before keeps the
+# behaviour it started with (Interpreter._started_legacy): its replay issues the commands its history holds.
 JULEP_LOOPS_PATCH = "issue-13-log-passes-input-tail-branch-yields"
 
 
@@ -64,9 +64,9 @@ class Interpreter:
         self.chunk = chunk  # running part of a fan-out in a child workflow (see FanOut.run_chunk)
         self.tools = {t["name"]: t for t in params.tools}
         self.state: dict[str, Any] = {}
+        self.metadata = task_metadata(params)  # what `metadata` reads: execution > task > agent
         self.labels: dict[str, dict[str, Any]] = {}
-        # Nested (non-tail) yields, counted here only in legacy runs; Frame.depth counts them otherwise.
-        self.depth = 0
+        self.depth = 0  # nested (non-tail) yields, counted here in legacy runs only (Frame.depth otherwise)
         self.legacy = True if chunk else self._started_legacy(params)  # a chunk's is its parent's (run_chunk)
         self.fan_out = FanOut(self)  # foreach, map_reduce, parallel
         self.waits = Waits(self.log, inbox, self.values, CHUNK_ITEMS if chunk else None, self.view)
@@ -268,6 +268,7 @@ class Interpreter:
             "agent": self.params.agent,
             "task": self.params.task_info,
             "execution": self.params.execution_info,
+            "metadata": self.metadata,
         }
 
     # Steps -----------------------------------------------------------------------------------------------

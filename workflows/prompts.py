@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from contracts.executions import ExecutionParams
     from workflows.language import Message
 
 from contracts.anthropic_tools import ANTHROPIC_TOOLS
@@ -29,6 +30,23 @@ def parameters_schema(tool: dict[str, Any]) -> dict[str, Any]:
         return spec.get("params_schema") or OPEN_OBJECT
     declared = arguments_schema(spec) if tool["type"] == "integration" else None
     return spec.get("parameters") or tool.get("parameters") or declared or OPEN_OBJECT
+
+
+def metadata_layers(params: ExecutionParams) -> list[dict[str, Any] | None]:
+    """An execution's metadata, lowest precedence first: its agent's, its task's, its own."""
+    return [
+        params.agent.get("metadata"),
+        params.task_info.get("metadata"),
+        params.execution_info.get("metadata"),
+    ]
+
+
+def task_metadata(params: ExecutionParams) -> dict[str, Any]:
+    """The metadata a task's expressions and templates read as `metadata`: execution > task > agent."""
+    merged: dict[str, Any] = {}
+    for layer in metadata_layers(params):
+        merged.update(layer if isinstance(layer, dict) else {})
+    return merged
 
 
 def fixed_arguments(tool: dict[str, Any], layers: list[dict[str, Any] | None]) -> dict[str, Any]:

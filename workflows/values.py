@@ -44,6 +44,8 @@ from workflows.sandbox.templates import check_template, is_template, render_temp
 
 # A step result is measured as it will be written (see _Measured); a run recorded before it was replays unmeasured.
 RESULTS_PATCH = "bounded-step-results"
+# A template prints a null as nothing; a run recorded before printed "None", and replays so.
+NULL_RENDERS_EMPTY_PATCH = "null-renders-empty"
 
 
 class ValueEvaluator:
@@ -57,12 +59,19 @@ class ValueEvaluator:
         self.expressions = Evaluator(rng, now, self.budget)
         self._helpers = {**self.expressions.functions, **self.expressions.modules}
         self._measures: bool | None = None  # RESULTS_PATCH, asked once per run (at its first result)
+        self._null_text: str | None = None  # NULL_RENDERS_EMPTY_PATCH, asked at a run's first template
 
     def _result(self) -> _Measured | None:
         """A new result's measure, or None in a run recorded before results were measured."""
         if self._measures is None:
             self._measures = not workflow.in_workflow() or workflow.patched(RESULTS_PATCH)
         return _Measured(self.budget) if self._measures else None
+
+    def _render(self, raw: str, names: dict[str, Any]) -> str:
+        if self._null_text is None:
+            patched = not workflow.in_workflow() or workflow.patched(NULL_RENDERS_EMPTY_PATCH)
+            self._null_text = "" if patched else "None"
+        return render_template(raw, {**self._helpers, **names}, self.budget, self._null_text)
 
     def expression(self, source: str, names: dict[str, Any]) -> Any:
         """Evaluate a field that is always Python (e.g. `if`, `over`, `reduce`), with or without a `$`."""
@@ -92,7 +101,7 @@ class ValueEvaluator:
             if reading.how == "python":
                 return self._data(reading.source, names, result)
             if reading.how == "template":
-                text = render_template(raw, {**self._helpers, **names}, self.budget)
+                text = self._render(raw, names)
                 return text if result is None else result.add(text, {}, {})
             return raw
         if isinstance(raw, dict):
@@ -106,7 +115,7 @@ class ValueEvaluator:
         reading = read_template(raw)
         if reading.how == "python":
             return self._data(reading.source, names, self._result())
-        return render_template(raw, {**self._helpers, **names}, self.budget)  # MAX_STRING_LENGTH bounds it
+        return self._render(raw, names)  # MAX_STRING_LENGTH bounds it
 
 
 _AS_IS = frozenset({type(None), bool, int, str, list, dict})

@@ -39,7 +39,9 @@ MAX_EXPRESSION_LENGTH = 10_000
 PARSE_CEILING = 1_000_000
 
 # Names every expression may use besides functions and modules.
-CONTEXT_NAMES = frozenset({"_", "inputs", "outputs", "steps", "state", "agent", "task", "execution"})
+CONTEXT_NAMES = frozenset(
+    {"_", "inputs", "outputs", "steps", "state", "agent", "task", "execution", "metadata"}
+)
 CONSTANTS = {
     "True": True,
     "False": False,
@@ -100,7 +102,7 @@ def parse_expression(source: str) -> ast.AST:
 # of a copy. A live container the interpreter keeps adding to (`inputs`, `state`) is copied even so, or a
 # step's output could come to contain itself. The Evaluator tracks the same thing as it runs (its `shared`),
 # so a result that holds such parts (`{'items': _.json.items}`) is not copied either.
-DATA_ROOTS = frozenset({"_", "outputs", "agent", "task", "execution"})
+DATA_ROOTS = frozenset({"_", "outputs", "agent", "task", "execution", "metadata"})
 LIVE_ROOTS = frozenset({"inputs", "state", "steps"})
 
 

@@ -11,10 +11,12 @@ passes the limit.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import operator
 import random as _random
 from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -103,8 +105,15 @@ def _slice_of(value: Any, start: Any, stop: Any, step: Any) -> Any:
     return value[bounds]
 
 
+# What `{{ value }}` prints for a null: nothing (`{{ metadata.nickname }}` unset is no "None" in a prompt), or
+# "None" for a run recorded before (workflows/values.py NULL_RENDERS_EMPTY_PATCH).
+_NULL_TEXT: ContextVar[str] = ContextVar("null_text", default="")
+
+
 def _finalize(value: Any) -> Any:
     """Every `{{ value }}` is plain data printed in bounded size (never a function's address)."""
+    if value is None:
+        return _NULL_TEXT.get()
     if type(value) is str or isinstance(value, jinja2.Undefined):  # printing an Undefined raises its error
         return value
     return safe_str(value)
@@ -331,13 +340,14 @@ def is_template(text: str) -> bool:
     return "{{" in text or "{%" in text
 
 
-def render_template(source: str, scope: dict[str, Any], budget: Budget) -> str:
-    """Render `source` with `scope` (names plus helpers), charging `budget`; raise ExpressionError on failure."""
+def render_template(source: str, scope: dict[str, Any], budget: Budget, null_text: str = "") -> str:
+    """Render `source` with `scope` (names plus helpers), charging `budget`, a null printed as `null_text`;
+    raise ExpressionError on failure."""
     if not is_template(source):
         return source
     template = compile_template(source)
     try:
-        with charging(budget):
+        with charging(budget), _printing_null_as(null_text):
             return _render_bounded(template, scope)
     except jinja2.UndefinedError as exc:
         raise ExpressionError(f"template error: {exc.message}") from None
@@ -345,6 +355,15 @@ def render_template(source: str, scope: dict[str, Any], budget: Budget) -> str:
         raise ExpressionError(f"template blocked by the sandbox: {exc}") from None
     except Exception as exc:  # user templates: any failure is the user's error
         raise ExpressionError(f"template error: {type(exc).__name__}: {exc}") from None
+
+
+@contextlib.contextmanager
+def _printing_null_as(text: str) -> Iterator[None]:
+    token = _NULL_TEXT.set(text)
+    try:
+        yield
+    finally:
+        _NULL_TEXT.reset(token)
 
 
 def _render_bounded(template: jinja2.Template, scope: dict[str, Any]) -> str:
