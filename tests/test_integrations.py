@@ -440,10 +440,10 @@ async def test_without_a_key_in_setup_the_owners_secret_of_the_providers_name_is
     ("integration", "arguments", "path", "message"),
     [
         (
-            {"provider": "remote_browser"},
-            {},
+            {"provider": "remote_browser", "setup": {"api_key": "k"}},
+            {"action": "screenshot"},
             "tools[0].integration",
-            r"provider 'remote_browser'.*MCP server",
+            r"provider 'remote_browser' has no setup field 'api_key' \(it takes connect_url, width, height\)",
         ),
         ({"provider": "duckduckgo"}, {}, "tools[0].integration", r"provider 'duckduckgo' is not available"),
         (
@@ -478,10 +478,10 @@ async def test_a_tool_mint_cannot_run_is_refused_when_the_task_is_created(
 
 async def test_an_agent_tool_with_a_refused_provider_is_refused(mapi):
     agent = await create_agent(mapi)
-    tool = {"name": "browse", "type": "integration", "integration": {"provider": "remote_browser"}}
+    tool = {"name": "search", "type": "integration", "integration": {"provider": "duckduckgo"}}
     response = await mapi.post(f"/agents/{agent['id']}/tools", json=tool)
     assert 400 <= response.status_code < 500, response.text
-    assert "remote_browser" in response.text
+    assert "duckduckgo" in response.text
 
 
 async def test_a_missing_argument_fails_the_step_naming_it(mapi):

@@ -33,6 +33,21 @@ class Method:
         return {"type": "object", "properties": properties, "required": list(self.required)}
 
 
+# Julep's remote_browser actions (Anthropic's computer-use tool's, and navigate and refresh).
+REMOTE_BROWSER_ACTIONS = (
+    "key",
+    "type",
+    "mouse_move",
+    "left_click",
+    "left_click_drag",
+    "right_click",
+    "middle_click",
+    "double_click",
+    "screenshot",
+    "cursor_position",
+    "navigate",
+    "refresh",
+)
 # The arguments that are not text (for the schema a model sees).
 ARGUMENT_TYPES: dict[str, dict[str, Any]] = {
     "load_max_docs": {"type": "integer"},
@@ -54,6 +69,8 @@ ARGUMENT_TYPES: dict[str, dict[str, Any]] = {
     "partition_params": {"type": "object"},
     "id_list": {"type": "array", "items": {"type": "string"}},
     "attributes_to_retrieve": {"type": "array", "items": {"type": "string"}},
+    "action": {"type": "string", "enum": list(REMOTE_BROWSER_ACTIONS)},
+    "coordinate": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2},
 }
 
 
@@ -186,21 +203,22 @@ PROVIDERS: dict[str, Provider] = {
             ("api_key", "project_id", "api_url", "connect_url"),
             credentials={"api_key": "BROWSERBASE_API_KEY"},
         ),
+        # Drives a browser over the Chrome DevTools Protocol: the call's or setup's connect_url (tenant input,
+        # egress-checked), else the operator's MINT_REMOTE_BROWSER_BASE_URL.
+        _provider(
+            "remote_browser",
+            {"perform_action": Method(("action",), ("connect_url", "text", "coordinate"))},
+            ("connect_url", "width", "height"),
+            credentials={"connect_url": None},  # a Browserbase connect_url carries its signing key
+        ),
         # Julep's `dummy` answers the call's arguments as they are, whatever its method and setup.
         _provider("dummy", {"echo": Method()}, base_url_variable=None, open=True),
     )
 }
 
-# Providers Mint refuses when a task is created, with what would make the task work instead.
-REFUSED: dict[str, str] = {
-    "remote_browser": (
-        "it drives a live browser over the Chrome DevTools Protocol (Julep's perform_action: navigate, click, "
-        "type, key presses and screenshots, on a session such as a browserbase session's connect_url), which "
-        "Mint does not do; the `browserbase` provider's methods (create_session, get_live_urls, ...) do run. "
-        "Drive a browser through an MCP server instead (provider `mcp`, e.g. a Playwright MCP server in "
-        "MINT_MCP_SERVERS)"
-    ),
-}
+# Providers Mint refuses when a task is created, with what would make the task work instead (none today:
+# Julep's last one, remote_browser, runs now).
+REFUSED: dict[str, str] = {}
 
 
 def integration_problems(integration: Any) -> list[str]:

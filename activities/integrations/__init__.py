@@ -3,8 +3,9 @@
 Each provider is a module here with `DEFAULT_BASE_URL` and `call(service, method, setup, arguments)`; what a
 task may write for it (methods, arguments, setup fields) is declared in workflows/integrations.py, checked
 when the task is created. A provider's HTTP requests go through api_call's client (activities/http.py): the
-same egress check, pinned address, redirect rules, size cap and deadline. Secrets in `setup` are filled in
-here and masked, with every credential field written in the task, in all the call returns or raises.
+same egress check, pinned address, redirect rules, size cap and deadline; `remote_browser`'s websocket
+keeps to the same egress check and pinned address. Secrets in `setup` are filled in here and masked, with
+every credential field written in the task, in all the call returns or raises.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from activities.integrations import (
     google_sheets,
     llama_parse,
     mailgun,
+    remote_browser,
     spider,
     unstructured,
     weather,
@@ -65,6 +67,7 @@ MODULES: dict[str, ModuleType] = {
         cloudinary,
         google_sheets,
         browserbase,
+        remote_browser,
     )
 }
 
