@@ -176,3 +176,29 @@ async def test_a_model_of_one_size_is_not_asked_for_dimensions_and_a_wrong_size_
         "voyage-3",
         1536,
     )
+
+
+async def test_hostile_vectors_and_settings_get_a_clear_4xx(mapi):
+    agent = await create_agent(mapi)
+    owner = f"/agents/{agent['id']}"
+    for raw, where in (
+        ('{"vector": [NaN' + ", 0.0" * 383 + "]}", "vector"),
+        ('{"vector": [Infinity' + ", 0.0" * 383 + "]}", "vector"),
+        ('{"vector": [1e300' + ", 0.0" * 383 + "]}", "vector"),
+        ('{"vector": ["a"' + ", 0.0" * 383 + "]}", "vector"),
+        ('{"vector": [' + ", ".join(["0.5"] * 100_000) + "]}", "vector"),
+    ):
+        response = await mapi.post(
+            f"{owner}/search", content=raw, headers={"Content-Type": "application/json"}
+        )
+        assert 400 <= response.status_code < 500, (raw[:40], response.status_code, response.text[:300])
+        assert where in response.text, response.text[:300]
+    for body in (
+        {"embedding_model": "openai/x\u0000y", "embedding_dimensions": 1024},
+        {"embedding_model": "openai/" + "x" * 100_000, "embedding_dimensions": 1024},
+        {"embedding_model": "openai/text-embedding-3-small", "embedding_dimensions": 10**30},
+        {"embedding_model": ["openai/x"], "embedding_dimensions": 1024},
+    ):
+        response = await mapi.put("/developer/settings", json=body)
+        assert response.status_code == 422, (body, response.text[:300])
+    assert (await mapi.get("/developer/settings")).json()["embedding_model"] is None

@@ -3,10 +3,10 @@ embeds their docs."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from api.deps import Developer, StoreDep
 from api.errors import ERROR_RESPONSES, ApiError
@@ -35,7 +35,7 @@ class DeveloperSettingsChange(RequestBody):
     # The model that embeds this developer's docs and searches: `all-MiniLM-L6-v2` (local, 384 numbers) or
     # `openai/<model>` with `embedding_dimensions` (384, 768, 1024 or 1536; Julep's are 1024). Docs embedded
     # before a change keep their vectors until `mint docs reembed`.
-    embedding_model: str | None = None
+    embedding_model: Annotated[str, Field(max_length=200)] | None = None
     embedding_dimensions: int | None = None
 
 

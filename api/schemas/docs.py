@@ -9,6 +9,9 @@ from pydantic import BaseModel, Field
 
 from api.schemas.common import Metadata, RequestBody
 
+# A number of a query vector: finite and within float4 (pgvector's element), so Postgres never refuses it.
+VectorNumber = Annotated[float, Field(allow_inf_nan=False, ge=-3.4e38, le=3.4e38)]
+
 
 class DocCreate(RequestBody):  # Julep's SDK may send fields Mint has no use for: ignored, said
     title: Annotated[str, Field(min_length=1, max_length=800)]
@@ -50,7 +53,7 @@ class DocSearch(RequestBody):
     `trigram_similarity_threshold` is taken and not used, as on Julep unless its operator enabled trigrams."""
 
     text: Annotated[str, Field(max_length=10_000)] | None = None
-    vector: list[float] | None = None
+    vector: Annotated[list[VectorNumber], Field(max_length=4096)] | None = None  # (sizes: api/docs.py)
     mode: Literal["text", "vector", "hybrid"] | None = None
     limit: Annotated[int, Field(ge=1, le=100)] = 10
     metadata_filter: Metadata | None = None

@@ -21,6 +21,7 @@ from mint.store.docs import DEFAULT_DIMENSIONS, SUPPORTED_DIMENSIONS
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 MAX_BATCH = 64
+MAX_KEPT_EMBEDDERS = 64  # embedders (each an HTTP client) Embedders keeps for developers' choices
 
 
 class WrongSize(ValueError):
@@ -148,6 +149,8 @@ class Embedders:
         if choice is None:
             return self.default
         if choice not in self._made:
+            if len(self._made) >= MAX_KEPT_EMBEDDERS:  # developers may choose many: the oldest goes
+                del self._made[next(iter(self._made))]
             self._made[choice] = embedder_for(choice, *self._openai)
         return self._made[choice]
 
