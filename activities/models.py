@@ -17,6 +17,7 @@ from contracts.wire import plain
 from mint.models.client import ModelClient
 from mint.store.budgets import Budgets, OverBudget, UnknownExecution, tokens_of
 from mint.telemetry.logs import execution_of
+from mint.temporal import errors
 
 
 class ModelActivities:
@@ -49,7 +50,7 @@ class ModelActivities:
         try:
             return await self.budgets.reserve_call(execution, _call_key())
         except OverBudget as exc:
-            raise ApplicationError(str(exc), type="BudgetExceeded", non_retryable=True) from None
+            raise errors.permanent(str(exc), "BudgetExceeded") from None  # expected: one log line
         except UnknownExecution as exc:
             raise ApplicationError(str(exc), type="BudgetUnknown", non_retryable=True) from None
 

@@ -3,7 +3,9 @@
 - A failure Mint expected (an ApplicationError raised on purpose through mint/temporal/errors.py, which marks
   it BENIGN: a model not configured, a URL the egress policy refuses, a server that answered 503) is one log
   line naming the execution, the call and the reason. The SDK logs a BENIGN failure only at DEBUG, and
-  leaves it out of its failure metrics. Any other exception is the SDK's to log, with its traceback, once.
+  leaves it out of its failure metrics. So is an attempt that timed out (a `StepTimeout`: Temporal has failed
+  it already, and the cancelled call's traceback would say nothing). Any other exception is the SDK's to log,
+  with its traceback, once.
 - Each call a step makes (model, api_call, system, MCP, search) is counted, by target and outcome, and
   timed; a model call's tokens are counted too (mint/telemetry/metrics.py).
 """
@@ -28,6 +30,7 @@ from contracts.calls import WorkerCall
 from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_MODEL, CALL_SYSTEM, SEARCH_DOCS
 from mint.telemetry.logs import execution_of
 from mint.telemetry.metrics import Metrics
+from mint.temporal import errors
 
 log = logging.getLogger("mint.activities")
 
@@ -64,9 +67,15 @@ class _Observed(ActivityInboundInterceptor):
         try:
             result = await self.next.execute_activity(input)
         except BaseException as exc:
+            if _timed_out(exc):
+                # Temporal has already failed the attempt as timed out (what the step reports); what the
+                # activity raises now is dropped, so one line says it instead of the SDK's traceback.
+                exc = errors.transient(_timeout_text(), "StepTimeout")
             self._record(name, request, developer, started, _outcome(exc), None)
             if is_expected(exc):
                 _log_expected(name, exc)
+                if exc.type == "StepTimeout":
+                    raise exc from None
             raise
         self._record(name, request, developer, started, "ok", result)
         return result
@@ -88,6 +97,21 @@ class _Observed(ActivityInboundInterceptor):
 def is_expected(exc: BaseException) -> TypeGuard[ApplicationError]:
     """An error Mint raised on purpose, whose message says all there is to say (no traceback needed)."""
     return isinstance(exc, ApplicationError) and exc.category == ApplicationErrorCategory.BENIGN
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether the activity was cancelled because its attempt timed out: the worker says so (a call in the
+    worker), or Temporal no longer knows the attempt (a queued call, whose timeout Temporal's server
+    enforces)."""
+    if not isinstance(exc, asyncio.CancelledError):
+        return False
+    details = activity.cancellation_details()
+    return details is not None and (details.timed_out or details.not_found)
+
+
+def _timeout_text() -> str:
+    limit = activity.info().start_to_close_timeout
+    return f"timed out after {limit.total_seconds():g} s" if limit else "timed out"
 
 
 def _log_expected(name: str, exc: ApplicationError) -> None:

@@ -106,7 +106,7 @@ async def test_a_failing_item_in_a_child_fails_the_execution_with_its_reason(api
         }
         execution, rows = await run_task(api, task)
     assert execution["status"] == "failed"
-    assert "call_api failed" in execution["error"] and "500" in execution["error"]
+    assert execution["error"].startswith("HttpUnavailable: ") and "500" in execution["error"]
     assert rows[-1]["type"] == "error"
 
 

@@ -34,7 +34,7 @@ def _task(url: str) -> dict:
 async def test_refused_destinations_fail_the_execution(api, url, reason):
     execution, rows = await run_task(api, _task(url))
     assert execution["status"] == "failed"
-    assert reason in execution["error"] and "call_api failed" in execution["error"]
+    assert execution["error"].startswith("EgressRefused: ") and reason in execution["error"]
     assert rows[-1]["type"] == "error" and reason in rows[-1]["output"]["error"]
 
 

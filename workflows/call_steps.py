@@ -18,8 +18,8 @@ from contracts.calls import CallAnswer, ModelAnswer, ModelRequest, Owner, Search
 from contracts.liveness import HEARTBEAT_TIMEOUT
 from contracts.temporal import CALL_MODEL, SEARCH_DOCS
 from contracts.transitions import Position
+from workflows import failures, prompts, references
 from workflows import language as lang
-from workflows import prompts, references
 from workflows.calls import (
     CALLS_IN_WORKER_PATCH,
     CallRequest,
@@ -133,20 +133,24 @@ class CallSteps:
         result_type = ModelAnswer if name == CALL_MODEL else CallAnswer
         longest = timeout.total_seconds() if deadline is None else min(deadline, timeout.total_seconds())
         queue = self.interpreter.params.queues.get(name)  # a task queue of its own (ExecutionParams.queues)
-        if runs_in_worker(step, defaults, longest, queue) and workflow.patched(CALLS_IN_WORKER_PATCH):
-            answer = await self.in_worker.call(name, request, result_type, timeout, retry, summary)
-        else:
-            self.interpreter.log.submit()
-            answer = await workflow.execute_activity(
-                name,
-                request,
-                result_type=result_type,
-                start_to_close_timeout=timeout,
-                retry_policy=retry,
-                heartbeat_timeout=HEARTBEAT_TIMEOUT,
-                summary=summary,
-                task_queue=queue,
-            )
+        try:
+            if runs_in_worker(step, defaults, longest, queue) and workflow.patched(CALLS_IN_WORKER_PATCH):
+                answer = await self.in_worker.call(name, request, result_type, timeout, retry, summary)
+            else:
+                self.interpreter.log.submit()
+                answer = await workflow.execute_activity(
+                    name,
+                    request,
+                    result_type=result_type,
+                    start_to_close_timeout=timeout,
+                    retry_policy=retry,
+                    heartbeat_timeout=HEARTBEAT_TIMEOUT,
+                    summary=summary,
+                    task_queue=queue,
+                )
+        except ActivityError as exc:  # a timeout in the user's words: seconds and attempts
+            error = failures.timed_out(exc, summary, timeout.total_seconds(), retry)
+            raise error from error.cause
         if isinstance(answer, ModelAnswer):
             return CallResult(answer.response, answer.attempt, answer.usage, answer.cost)
         return CallResult(answer.response, answer.attempt)
@@ -351,7 +355,7 @@ class CallSteps:
             except references.BadReference as exc:
                 error = references.error_result(exc)
             except references.ReferencesTooLarge as exc:  # a value limit, not the model's to read
-                raise StepFailed(f"{where(position, step.label)}: tool {name!r}: {exc}") from None
+                raise failures.limit_failure(f"{where(position, step.label)}: tool {name!r}", exc) from None
             except ValueError as exc:
                 error = {"code": "invalid_arguments", "message": str(exc)}
             except (ActivityError, StepFailed) as exc:

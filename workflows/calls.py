@@ -26,6 +26,7 @@ from contracts.calls import (
 from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
 from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_SYSTEM
 from workflows import language as lang
+from workflows.failures import TIMEOUT_TYPES
 from workflows.integrations import (
     REFUSED,
     Provider,
@@ -88,9 +89,17 @@ def call_options(
         initial_interval=timedelta(seconds=merged["initial_interval"]),
         backoff_coefficient=merged["backoff"],
         maximum_interval=timedelta(seconds=merged["max_interval"]),
-        non_retryable_error_types=merged.get("non_retryable") or None,
+        non_retryable_error_types=_non_retryable(merged.get("non_retryable")),
     )
     return timedelta(seconds=timeout), policy
+
+
+def _non_retryable(names: list[str] | None) -> list[str] | None:
+    """A step's `non_retryable` as Temporal reads it: `StepTimeout` is Temporal's names for an attempt's
+    timeouts."""
+    if not names:
+        return None
+    return [t for name in names for t in (TIMEOUT_TYPES if name == "StepTimeout" else (name,))]
 
 
 def runs_in_worker(

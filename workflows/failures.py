@@ -8,15 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.exceptions import TimeoutError as ActivityTimeout
 
-from contracts.failures import ERROR_TYPES, error_type_of, typed_message
+from contracts.failures import ERROR_TYPES, error_type_of, typed_message, with_type
 from workflows.sandbox.expressions import ExpressionError
 from workflows.transition_log import UnrecordableValue
 
 
 class StepFailed(Exception):
-    """A step failed in a way the user must fix (bad expression, `error` step, unavailable feature)."""
+    """A step failed in a way the user must fix (a tool not defined, an unavailable feature): a `StepFailed`
+    unless its text names another kind (contracts/failures.py)."""
 
 
 class TypedFailure(StepFailed):
@@ -31,6 +34,11 @@ class TypedFailure(StepFailed):
         return {}
 
 
+def limit_failure(where: str, exc: Exception) -> TypedFailure:
+    """A sandbox limit's failure, said at `where` (`main[1]: tool 'post': ...`)."""
+    return TypedFailure("LimitExceeded", f"{where}: {str(exc).removeprefix('LimitExceeded: ')}")
+
+
 class Returned(Exception):
     """Unwinds a named workflow when a `return` step runs."""
 
@@ -39,20 +47,35 @@ class Returned(Exception):
 
 
 def failure_message(exc: Exception) -> str:
-    """What the user reads in `execution.error` and the `error` transition."""
-    if isinstance(exc, StepFailed | ExpressionError | UnrecordableValue):
-        return str(exc)
+    """What the user reads in `execution.error` and the `error` transition: always `Type: message`, the type
+    one of contracts/failures.py's."""
+    if isinstance(exc, StepFailed):
+        return with_type(str(exc), "StepFailed")
+    if isinstance(exc, ExpressionError):
+        return with_type(str(exc), "ExpressionError")  # a sandbox limit's text names LimitExceeded already
+    if isinstance(exc, UnrecordableValue):
+        return with_type(str(exc), "LimitExceeded")
     if isinstance(exc, ChildWorkflowError) and isinstance(exc.cause, ApplicationError):
-        return exc.cause.message  # a fan-out chunk's failure, already worded for the user
+        # a fan-out chunk's failure, already worded for the user
+        return with_type(exc.cause.message, _known(exc.cause.type))
     if isinstance(exc, ApplicationError):
-        return exc.message  # a local activity's (the transition writer's), already worded for the user
+        # a local activity's (the transition writer's), already worded for the user
+        return with_type(exc.message, _known(exc.type))
     if isinstance(exc, ActivityError):
         cause = exc.cause
         if isinstance(cause, ApplicationError) and cause.type in ERROR_TYPES:
             return typed_message(cause.type, cause.message)  # an activity's failure of a named kind
-        detail = cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
-        return f"{exc.activity_type or 'activity'} failed: {detail}"
-    return f"internal error in Mint: {type(exc).__name__}: {exc}"
+        if isinstance(cause, ActivityTimeout):
+            return typed_message("StepTimeout", cause.message)  # worded by timed_out below
+        detail = (
+            f"{cause.type}: {cause.message}" if isinstance(cause, ApplicationError) else str(cause or exc)
+        )
+        return typed_message("InternalError", f"{exc.activity_type or 'activity'} failed: {detail}")
+    return typed_message("InternalError", f"internal error in Mint: {type(exc).__name__}: {exc}")
+
+
+def _known(error_type: str | None) -> str:
+    return error_type if error_type in ERROR_TYPES else "InternalError"
 
 
 def failure_type(message: str) -> str | None:
@@ -76,4 +99,39 @@ def tool_error_code(exc: Exception) -> str:
     cause = exc.cause if isinstance(exc, ActivityError) else None
     if isinstance(cause, ApplicationError) and cause.type:
         return cause.type
+    if isinstance(cause, ActivityTimeout):
+        return "StepTimeout"
     return "step_failed" if isinstance(exc, StepFailed) else "tool_failed"
+
+
+# What a task's `retry.non_retryable: [StepTimeout]` means to Temporal: its names for an attempt's timeouts.
+TIMEOUT_TYPES = ("TemporalTimeout:StartToClose", "TemporalTimeout:Heartbeat")
+
+
+def timed_out(exc: ActivityError, what: str, seconds: float, policy: RetryPolicy) -> ActivityError:
+    """A call's timeout in the user's words (`what: timed out after 2 s, attempt 3 of 3`), never Temporal's
+    (`activity StartToClose timeout`); other failures as they are."""
+    cause = exc.cause
+    if not isinstance(cause, ActivityTimeout):
+        return exc
+    if cause.type is not None and cause.type.name == "HEARTBEAT":
+        text = f"{what}: the worker running it stopped answering (no heartbeat)"
+    else:
+        text = f"{what}: timed out after {seconds:g} s"
+    state = exc.retry_state.name if exc.retry_state is not None else None
+    not_retried = set(TIMEOUT_TYPES) & set(policy.non_retryable_error_types or ())
+    if state == "NON_RETRYABLE_FAILURE" or (state != "MAXIMUM_ATTEMPTS_REACHED" and not_retried):
+        text += ", not retried (the step's retry.non_retryable lists StepTimeout)"
+    else:  # a call in the worker reports no retry state: it too ends a timeout's retries at the last attempt
+        text += f", attempt {policy.maximum_attempts} of {policy.maximum_attempts}"
+    error = ActivityError(
+        exc.message,
+        scheduled_event_id=exc.scheduled_event_id,
+        started_event_id=exc.started_event_id,
+        identity=exc.identity,
+        activity_type=exc.activity_type,
+        activity_id=exc.activity_id,
+        retry_state=exc.retry_state,
+    )
+    error.__cause__ = ActivityTimeout(text, type=cause.type, last_heartbeat_details=[])
+    return error

@@ -298,7 +298,7 @@ class Interpreter:
             case lang.ReturnStep():
                 raise Returned(self.values.value(step.return_, names))
             case lang.ErrorStep():
-                raise StepFailed(str(self.values.template(step.error, names)))
+                raise TypedFailure("TaskError", str(self.values.template(step.error, names)))
             case lang.IfElseStep():
                 return await self._if_else(step, value, names, frame, here, tail)
             case lang.SwitchStep():

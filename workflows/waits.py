@@ -10,7 +10,7 @@ from temporalio import workflow
 
 from contracts.transitions import Position
 from workflows import language as lang
-from workflows.failures import StepFailed
+from workflows.failures import StepFailed, TypedFailure
 from workflows.inbox import Inbox
 from workflows.transition_log import TransitionLog
 from workflows.values import ValueEvaluator
@@ -96,8 +96,8 @@ class Waits:
             received = self.inbox.answers.pop(wait_seq)
         except TimeoutError:
             if on_timeout is None or on_timeout.on_timeout == "fail":
-                raise StepFailed(
-                    f"{position.workflow}[{position.step}]: no input within {timeout} seconds"
+                raise TypedFailure(
+                    "WaitTimeout", f"{position.workflow}[{position.step}]: no input within {timeout} seconds"
                 ) from None
             received = on_timeout.default
             metadata = {**(metadata or {}), "timed_out": True}

@@ -15,6 +15,7 @@ from typing import Any
 
 import asyncpg
 
+from contracts.failures import error_type_of
 from contracts.transitions import TERMINAL_STATUSES, check_sequence
 
 
@@ -454,8 +455,8 @@ class Store:
                     row["last_seq"],
                 )
                 await conn.execute(
-                    "INSERT INTO transitions (id, execution_id, developer_id, seq, type, output, current) "
-                    "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                    "INSERT INTO transitions (id, execution_id, developer_id, seq, type, output, current, metadata) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
                     new_id(),
                     execution_id,
                     developer_id,
@@ -463,6 +464,7 @@ class Store:
                     kind,
                     {"error": error} if error else None,
                     current,
+                    {"error_type": error_type} if (error_type := error_type_of(error or "")) else None,
                 )
             await conn.execute(
                 "UPDATE executions SET status = $3, error = COALESCE($4, error), updated_at = now(), "

@@ -62,7 +62,7 @@ class Reconciler:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 raise
             if execution["status"] in ("queued", "starting"):
-                message = "the execution's workflow never started (its start request was lost)"
+                message = "ExecutionLost: the execution's workflow never started (its start request was lost)"
                 return await self._end(execution, "error", "failed", message)
             return 0
         status = description.status
@@ -71,14 +71,17 @@ class Reconciler:
             if pending.attempt < STUCK_TASK_ATTEMPTS:
                 return 0
             message = (
-                f"the workflow failed {pending.attempt} times in a row in Mint's own code and was stopped"
+                f"InternalError: the workflow failed {pending.attempt} times in a row in Mint's own code and was "
+                "stopped"
             )
             await handle.terminate(reason=message)
             return await self._end(execution, "error", "failed", message)
         if status == WorkflowExecutionStatus.CANCELED:
             return await self._end(execution, "cancelled", "cancelled", None)
         name = status.name.lower() if status else "closed"
-        return await self._end(execution, "error", "failed", f"the workflow ended outside Mint ({name})")
+        return await self._end(
+            execution, "error", "failed", f"ExecutionLost: the workflow ended outside Mint ({name})"
+        )
 
     async def _end(self, execution: dict[str, Any], kind: str, status: str, message: str | None) -> int:
         ended = await self.store.end_execution(

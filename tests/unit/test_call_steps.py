@@ -190,7 +190,7 @@ async def test_a_permanent_error_is_not_retried(mint):
 
     mint.fakes.api = refuse
     done = await mint.fail(task({"tool": "fetch", "arguments": {"id": 1, "q": "x"}}, tools=[FETCH]))
-    assert done.error == "call_api failed: refused"
+    assert done.error == "EgressRefused: refused"
     assert len(mint.fakes.requests(CALL_API)) == 1
 
 
@@ -451,4 +451,4 @@ async def test_search_includes_a_users_docs_when_given(mint):
 
 async def test_a_search_with_an_empty_query_fails_the_step(mint):
     done = await mint.fail(task({"search": {"query": "$ '  '"}}))
-    assert done.error == "search query must be non-empty text, got '  '"
+    assert done.error == "StepFailed: search query must be non-empty text, got '  '"

@@ -257,7 +257,7 @@ async def test_a_failing_item_in_a_child_fails_the_execution_with_its_reason(min
         }
     )
     done = await mint.fail(spec)
-    assert done.error == "item 277"
+    assert done.error == "TaskError: item 277"
 
 
 async def test_a_failing_call_fails_the_execution_naming_the_activity_and_its_error(mint):
@@ -270,7 +270,7 @@ async def test_a_failing_call_fails_the_execution_naming_the_activity_and_its_er
         tools=[PING],
     )
     done = await mint.fail(spec)
-    assert done.error == "call_api failed: https://example.com/7 answered 500"
+    assert done.error == "HttpUnavailable: https://example.com/7 answered 500"
     assert len(mint.fakes.requests(CALL_API)) == 2  # retried by the step's policy
     assert done.types == ["init", "error"]
 
@@ -303,4 +303,4 @@ async def test_parallel_runs_every_branch_on_the_same_input_and_outputs_their_re
 async def test_a_failing_branch_fails_the_parallel_step_and_the_execution(mint):
     spec = task({"parallel": [{"evaluate": {"a": "$ 1"}}, {"error": "branch two broke"}]})
     done = await mint.fail(spec)
-    assert done.error == "branch two broke"
+    assert done.error == "TaskError: branch two broke"

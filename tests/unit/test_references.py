@@ -413,7 +413,7 @@ async def test_a_prompt_step_that_fills_in_too_many_references_fails_and_calls_n
     page = {"set": {"page": "$ 'x' * 50000"}}
     done = await mint.fail(task(page, step, tools=[PAGES_TOOLS[kind]]))
     assert mint.fakes.requests(CALL_API) == [] and done.of_type("wait") == []  # the tool never ran
-    assert done.error.startswith(f"{at}: tool 'post': LimitExceeded: argument 'pages': "), done.error
+    assert done.error.startswith(f"LimitExceeded: {at}: tool 'post': argument 'pages': "), done.error
     assert f"over {MAX_ELEMENTS} elements" in done.error
 
 

@@ -248,14 +248,14 @@ async def test_return_in_a_yielded_workflow_ends_only_that_workflow(mint):
 )
 async def test_error_fails_the_execution_with_its_rendered_message(mint, spec):
     done = await mint.fail(spec, {"x": 7})
-    assert done.error == "bad value 7"
+    assert done.error == "TaskError: bad value 7"
     assert done.types == ["init", "step", "error"]
-    assert done.failure == "bad value 7"  # the workflow fails too (the Temporal UI shows it)
+    assert done.failure == "TaskError: bad value 7"  # the workflow fails too (the Temporal UI shows it)
 
 
 async def test_an_error_message_with_unstorable_text_is_recorded_escaped(mint):
     done = await mint.fail(task({"error": "$ 'bad \\x00 value'"}))
-    assert done.error == "bad \\x00 value"
+    assert done.error == "TaskError: bad \\x00 value"
 
 
 # a step's result is measured as it will be written ---------------------------------------------------------

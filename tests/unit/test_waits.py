@@ -57,12 +57,12 @@ async def test_sleep_zero_starts_no_timer(mint):
 
 async def test_a_negative_sleep_fails_the_step(mint):
     done = await mint.fail(task({"sleep": {"seconds": "$ -5"}}))
-    assert done.error == "sleep must not be negative (got -5.0 seconds)"
+    assert done.error == "StepFailed: sleep must not be negative (got -5.0 seconds)"
 
 
 async def test_a_sleep_of_something_not_a_number_fails_the_step(mint):
     done = await mint.fail(task({"sleep": "$ 'soon'"}))
-    assert done.error == "sleep needs a number of seconds, got 'soon'"
+    assert done.error == "StepFailed: sleep needs a number of seconds, got 'soon'"
 
 
 async def test_the_steps_before_a_sleep_are_written_before_it_starts(mint):
@@ -135,7 +135,7 @@ async def test_a_wait_that_times_out_continues_with_its_default(timed_mint):
 
 async def test_a_wait_that_times_out_fails_by_default(timed_mint):
     done = await timed_mint.fail(task({"wait_for_input": {"info": "$ 'ok?'", "timeout": 60}}))
-    assert done.error == "main[0]: no input within 60.0 seconds"
+    assert done.error == "WaitTimeout: main[0]: no input within 60.0 seconds"
 
 
 async def test_a_duplicate_resume_is_dropped_and_never_answers_a_later_question(mint):

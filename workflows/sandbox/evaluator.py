@@ -16,6 +16,7 @@ from workflows.sandbox.budget import (
     CHARS_PER_UNIT,
     MAX_STRING_LENGTH,
     Budget,
+    LimitExceeded,
     charge_length,
     charging,
 )
@@ -81,6 +82,8 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):  # type: ignore[misc]  # simp
             raise
         except simpleeval.NameNotDefined as exc:
             raise ExpressionError(f"unknown name {exc.name!r} in {source!r}") from None
+        except simpleeval.IterableTooLong as exc:  # simpleeval's own size limits
+            raise ExpressionError(f"LimitExceeded: {exc} (in {source!r})") from None
         except simpleeval.InvalidExpression as exc:
             raise ExpressionError(f"{exc} (in {source!r})") from None
         except RecursionError:
@@ -259,7 +262,10 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):  # type: ignore[misc]  # simp
         for item in items:
             self._max_count += 1
             if self._max_count > simpleeval.MAX_COMPREHENSION_LENGTH:
-                raise simpleeval.IterableTooLong("Comprehension generates too many elements")
+                raise LimitExceeded(
+                    f"a comprehension may generate at most {simpleeval.MAX_COMPREHENSION_LENGTH} elements "
+                    "(its loops, all together)"
+                )
             budget.left -= 1
             if budget.left < 0:
                 budget.charge(0)
