@@ -4,8 +4,10 @@ reach (the id routes are also in test_tenancy.py's list)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
+import json
 import os
 import re
 import uuid
@@ -363,3 +365,51 @@ async def test_the_migration_makes_projects_of_the_free_text_ones_agents_and_use
         await conn.close()
         await admin.execute(f"DROP DATABASE {name}")
         await admin.close()
+
+
+async def test_hostile_file_and_project_bodies_get_a_clear_4xx_and_store_nothing(api):
+    """An attacker's bodies: NUL, lone surrogates, huge or nested values, wrong types. Each is a 4xx naming
+    where, and nothing is stored."""
+    content = _b64(b"x")
+    for body, where in (
+        ({"name": "a\u0000b", "content": content}, "body.name"),
+        ({"name": "\ud800", "content": content}, "body.name"),
+        ({"name": "n" * 100_000, "content": content}, "body.name"),
+        ({"name": "n", "content": content, "mime_type": "text/\u0000plain"}, "body.mime_type"),
+        ({"name": "n", "content": content, "description": "d" * 1_000_000}, "body.description"),
+        ({"name": "n", "content": [content]}, "body.content"),
+        ({"name": "n", "content": content, "project": "../../etc"}, "Project '../../etc' not found"),
+    ):
+        raw = json.dumps(body)  # (a lone surrogate goes as the JSON escape \ud800, as an attacker sends it)
+        response = await api.post("/files", content=raw, headers={"Content-Type": "application/json"})
+        assert 400 <= response.status_code < 500, (where, response.status_code, response.text[:200])
+        assert where in response.text, (where, response.text[:300])
+    nested: dict[str, Any] = {}
+    for _ in range(500):
+        nested = {"n": nested}
+    for body, where in (
+        ({"name": "p", "metadata": nested}, "body.metadata"),
+        ({"name": "p", "canonical_name": "1-bad name"}, "body.canonical_name"),
+        ({"name": "p\u0000"}, "body.name"),
+    ):
+        response = await api.post("/projects", json=body)
+        assert 400 <= response.status_code < 500, (where, response.status_code, response.text[:200])
+        assert where in response.text, (where, response.text[:300])
+    assert (await api.get("/files")).json() == []
+    assert [p["canonical_name"] for p in (await api.get("/projects")).json()["items"]] == ["default"]
+
+
+async def test_many_files_at_once_are_each_stored_whole(api):
+    payloads = [os.urandom(64 * 1024) for _ in range(16)]
+    created = await asyncio.gather(
+        *(
+            _created(api.post("/files", json={"name": f"f{i}", "content": _b64(p)}))
+            for i, p in enumerate(payloads)
+        )
+    )
+    for made, payload in zip(created, payloads, strict=True):
+        read = (await api.get(f"/files/{made['id']}")).json()
+        assert (
+            base64.b64decode(read["content"]) == payload
+            and read["hash"] == hashlib.sha256(payload).hexdigest()
+        )
