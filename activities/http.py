@@ -69,6 +69,24 @@ class HttpActivities:
         come back as {status_code, headers, content, json}."""
         return await self._call(request, carries_secrets=True)
 
+    async def download(self, url: str, request: dict[str, Any], deadline: float) -> bytes:
+        """A file's bytes by GET, for the integration providers, with api_call's rules (egress check and pinned
+        address at every hop, size cap); redirects followed, each hop checked (a download carries no
+        credential, so it may go to any origin); an answer other than 2xx fails the call."""
+        for _ in range(MAX_REDIRECTS + 1):
+            status, headers, body = await self._send("GET", url, request, deadline, carries_secrets=True)
+            if not (300 <= status < 400 and "location" in headers):
+                break
+            url = str(httpx.URL(url).join(headers["location"]))
+        error = errors.for_http_status(f"the file at {url}", status)
+        if error:
+            raise error
+        if status >= 300:
+            raise errors.permanent(
+                f"the file at {url} could not be downloaded: it answered {status}", "IntegrationRefused"
+            )
+        return body
+
     async def _call(self, request: dict[str, Any], carries_secrets: bool) -> dict[str, Any]:
         try:
             deadline = bounded_timeout(request.get("timeout"), self.max_timeout)

@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-import httpx
 from temporalio import activity
 
 from activities.egress import EgressPolicy
 from activities.heartbeat import heartbeating
-from activities.http import MAX_REDIRECTS, HttpActivities
+from activities.http import HttpActivities
 from activities.integrations import (
     algolia,
     arxiv,
@@ -128,23 +127,8 @@ class IntegrationActivities:
             return CallAnswer(response=redactor.value(result), attempt=activity.info().attempt)
 
     async def _download(self, url: str, key: str, deadline: float) -> bytes:
-        """The file's bytes: HttpActivities._send, one request with api_call's rules (egress check, pinned
-        address, size cap) that answers bytes; redirects followed, each hop checked (a download carries no
-        credential)."""
-        spec = _with_key({}, key, deadline)
-        for _ in range(MAX_REDIRECTS + 1):
-            status, headers, body = await self.http._send("GET", url, spec, deadline, carries_secrets=True)
-            if not (300 <= status < 400 and "location" in headers):
-                break
-            url = str(httpx.URL(url).join(headers["location"]))
-        error = errors.for_http_status(f"the file at {url}", status)
-        if error:
-            raise error
-        if status >= 300:
-            raise errors.permanent(
-                f"the file at {url} could not be downloaded: it answered {status}", "IntegrationRefused"
-            )
-        return body
+        """The file's bytes, with api_call's rules (HttpActivities.download)."""
+        return await self.http.download(url, _with_key({}, key, deadline), deadline)
 
 
 def _with_key(spec: dict[str, Any], key: str, deadline: float) -> dict[str, Any]:
