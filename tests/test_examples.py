@@ -112,3 +112,16 @@ async def test_restart_example_goes_on_from_the_step_that_failed(api):
     assert done["restarted_from"] == execution["id"]
     kept = (await transitions(api, done["id"]))[1]  # main[0], as the original recorded it
     assert (kept["type"], kept["output"]) == ("step", rows[1]["output"])
+
+
+async def test_metadata_example_reads_by_precedence(api):
+    agent = await create_agent(api)
+    await api.patch(f"/agents/{agent['id']}", json={"metadata": {"tone": "dry", "sign_off": "Cheers"}})
+    task = await create_task(api, agent["id"], (EXAMPLES / "metadata.yaml").read_text())
+    plain = await wait_for_status(api, (await start(api, task["id"]))["id"])
+    assert plain["output"] == {"letter": "Regards, in a formal tone.", "tone": "formal"}, plain
+    started = await api.post(
+        f"/tasks/{task['id']}/executions", json={"input": {}, "metadata": {"tone": "cheerful"}}
+    )
+    overridden = await wait_for_status(api, started.json()["id"])
+    assert overridden["output"] == {"letter": "Regards, in a cheerful tone.", "tone": "cheerful"}, overridden
