@@ -1,8 +1,23 @@
-"""Compressing a session's context: older messages become part of its running summary."""
+"""Compressing a session's context (adaptive context overflow, seed 003): rounds of three techniques, each
+written to the history as summarizer entries that name the entries they replace (mint/store/session_history).
+
+A round reads the entries not yet replaced, in history order, keeps the newest KEEP_RECENT (from a user
+message on, so no tool exchange is split) and:
+  1. extracts the key entities of the older ones (and of the previous entities entry) into one `system`
+     entry, "Key entities: ...", first in the history, replacing the previous one;
+  2. summarises the older ones (earlier summaries among them, so they merge) into one `system` entry,
+     "Summary of earlier messages: ...", where the first of them was;
+  3. trims each kept user or assistant message over the trim size: the model shortens it (an image in it
+     becomes the model's description) and the shortened one takes its place.
+Images in messages being summarised go to the model as image parts, so the summary describes them. Rounds
+repeat until the history is under the target or a round gains nothing (at most MAX_ROUNDS). Each technique's
+write is one transaction, so a retry after a crash carries on from what was written.
+"""
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from temporalio import activity
 
@@ -10,70 +25,190 @@ from activities.heartbeat import heartbeating
 from contracts.background import Compressed, SessionRef
 from contracts.temporal import COMPRESS_SESSION
 from mint.models.client import ModelClient
+from mint.models.tokens import count_tokens
+from mint.store.session_history import SUMMARIZER, SessionHistory
 from mint.store.tables import AGENTS, SESSIONS, Store
 
-KEEP_RECENT = 4  # the newest messages always stay as they are
-COMPRESS_INSTRUCTIONS = (
-    "You compress conversations. Merge the previous summary and the messages below into one new summary. "
-    "First list the key entities and facts (names, numbers, preferences, decisions, open questions), then "
-    "summarise what was discussed. Drop small talk and repetition. Answer with the summary only."
+KEEP_RECENT = 4  # the newest messages stay as they are (trimmed at most)
+TRIM_TOKENS = 256  # a kept message longer than this (or than its share of the target) is trimmed
+MAX_ROUNDS = 4
+ENTITIES = "Key entities: "
+SUMMARY = "Summary of earlier messages: "
+ENTITIES_INSTRUCTIONS = (
+    "You extract the key entities of a conversation: the people, places, things, numbers, dates, preferences "
+    "and decisions it names, one per line with what is known of each, merged with the previous list. Answer "
+    "with the list only."
 )
+SUMMARY_INSTRUCTIONS = (
+    "You summarise conversations. Merge the earlier summaries and the messages below into one summary that "
+    "keeps every fact, decision and open question; merge what repeats and drop small talk. Describe what any "
+    "image shows. Answer with the summary only."
+)
+TRIM_INSTRUCTIONS = (
+    "You shorten one message of a conversation. Remove padding and repetition, keep every fact and the "
+    "writer's voice. Replace any image with a short description of what it shows. Answer with the shortened "
+    "message only."
+)
+Message = dict[str, Any]
 
 
 class SessionActivities:
     def __init__(self, store: Store, models: ModelClient):
         self.store = store
         self.models = models
+        self.history = SessionHistory(store.pool)
 
     @activity.defn(name=COMPRESS_SESSION)
     async def compress_session(self, request: SessionRef) -> Compressed:
-        """Fold every message but the newest few into the summary, in one transaction at the end (a retry
-        after a crash starts over from the same messages)."""
+        """Compression rounds until the session's history is under `request.target_tokens` (one round when
+        it names none), or a round gains nothing."""
         async with heartbeating():
             developer, session_id = request.developer_id, request.session_id
             session = await self.store.get(SESSIONS, developer, session_id)
             if session is None:
                 return Compressed(folded=0)
-            rows = await self.store.pool.fetch(
-                "SELECT id, role, name, content FROM entries WHERE developer_id = $1 AND session_id = $2 "
-                "AND NOT summarized ORDER BY seq",
-                developer,
-                session_id,
-            )
-            older = rows[:-KEEP_RECENT]
-            if not older:
-                return Compressed(folded=0)
             agent = await self.store.get(AGENTS, developer, session["agents"][0]) or {}
-            conversation = "\n".join(
-                f"{r['role']}{' (' + r['name'] + ')' if r['name'] else ''}: "
-                f"{r['content'] if isinstance(r['content'], str) else json.dumps(r['content'])}"
-                for r in older
-            )
-            answer = await self.models.complete(
-                {
-                    "model": agent.get("model"),
-                    "messages": [
-                        {"role": "system", "content": COMPRESS_INSTRUCTIONS},
-                        {
-                            "role": "user",
-                            "content": f"Previous summary:\n{session['summary'] or '(none)'}\n\nMessages:\n{conversation}",
-                        },
-                    ],
-                    "settings": {"max_tokens": max(128, (session["token_budget"] or 4000) // 4)},
-                    "at": f"session-summary:{session_id}",
-                }
-            )
-            summary = answer["response"]["choices"][0]["message"].get("content") or session["summary"]
-            async with self.store.pool.acquire() as conn, conn.transaction():
-                await conn.execute(
-                    "UPDATE sessions SET summary = $3, updated_at = now() WHERE developer_id = $1 AND id = $2",
-                    developer,
-                    session_id,
-                    summary,
-                )
-                await conn.execute(
-                    "UPDATE entries SET summarized = true WHERE developer_id = $1 AND id = ANY($2::uuid[])",
-                    developer,
-                    [r["id"] for r in older],
-                )
-            return Compressed(folded=len(older))
+            model = (agent.get("default_settings") or {}).get("model") or agent.get("model")
+            compression = Compression(self.history, self.models, developer, session_id, model)
+            return Compressed(folded=await compression.run(request.target_tokens))
+
+
+def is_entities(message: Message) -> bool:
+    return message.get("_source") == SUMMARIZER and str(message.get("content") or "").startswith(ENTITIES)
+
+
+def is_summary(message: Message) -> bool:
+    return message.get("_source") == SUMMARIZER and message["role"] == "system" and not is_entities(message)
+
+
+def split(history: list[Message]) -> tuple[list[Message], list[Message]]:
+    """(older, kept): the newest KEEP_RECENT (or more) are kept, from a user message on; older is empty when
+    there is nothing to summarise but earlier summaries."""
+    cut = len(history) - KEEP_RECENT
+    starts = [i for i, m in enumerate(history) if m["role"] == "user" and i > 0]
+    at = max((i for i in starts if i <= cut), default=None) or min(
+        (i for i in starts if i > cut), default=None
+    )
+    if at is None or all(is_summary(m) for m in history[:at]):
+        return [], history
+    return history[:at], history[at:]
+
+
+def transcript(header: str, messages: list[Message]) -> str | list[Message]:
+    """The messages as text for the model, after `header`; with images (OpenAI's image_url parts), a list of
+    parts with each image after its message's text."""
+    parts: list[Message] = [{"type": "text", "text": header}]
+    for m in messages:
+        label = (
+            "earlier summary" if is_summary(m) else m["role"] + (f" ({m['name']})" if m.get("name") else "")
+        )
+        content = m.get("content")
+        images = [p for p in content if p.get("type") == "image_url"] if isinstance(content, list) else []
+        if isinstance(content, list):
+            content = " ".join(p.get("text", "") for p in content if p.get("type") == "text")
+            content += " [image]" * len(images)
+        text = f"{label}: {content or ''}"
+        if m.get("tool_calls"):
+            text += f" (calls {json.dumps(m['tool_calls'])})"
+        if parts[-1]["type"] == "text":
+            parts[-1] = {"type": "text", "text": parts[-1]["text"] + "\n" + text}
+        else:
+            parts.append({"type": "text", "text": text})
+        parts += images
+    return parts[0]["text"] if len(parts) == 1 else parts
+
+
+def _tokens(messages: list[Message]) -> int:
+    return sum(int(m.get("_tokens") or count_tokens(m)) for m in messages)
+
+
+class Compression:
+    """One session's compression: its rounds, each technique a model call and a transaction."""
+
+    def __init__(
+        self, history: SessionHistory, models: ModelClient, developer: str, session_id: str, model: str | None
+    ):
+        self.history, self.models, self.model = history, models, model
+        self.developer, self.session_id = developer, session_id
+
+    async def run(self, target: int | None) -> int:
+        """Rounds until the history is under `target` (one round for None); how many entries were replaced."""
+        replaced = 0
+        for _ in range(MAX_ROUNDS):
+            _, history = await self.history.unsummarized(self.developer, self.session_id)
+            if target is not None and _tokens(history) <= target:
+                break
+            gained = await self.round(history, target)
+            _, after = await self.history.unsummarized(self.developer, self.session_id)
+            if not gained or _tokens(after) >= _tokens(history) or target is None:
+                replaced += gained
+                break
+            replaced += gained
+        return replaced
+
+    async def round(self, history: list[Message], target: int | None) -> int:
+        """The three techniques over the history as it is; how many entries they replaced."""
+        entities = [m for m in history if is_entities(m)]
+        older, kept = split([m for m in history if not is_entities(m)])
+        replaced = 0
+        if older:
+            replaced += await self.extract(history[0]["_order"], entities, older)
+            replaced += await self.summarise(older)
+        limit = TRIM_TOKENS if target is None else min(TRIM_TOKENS, max(32, target // (KEEP_RECENT + 2)))
+        for message in kept:
+            replaced += await self.trim(message, limit)
+        return replaced
+
+    async def extract(self, first: int, entities: list[Message], older: list[Message]) -> int:
+        """Key entities: one entry, first in the history, replacing the previous one."""
+        previous = "\n".join(str(m["content"])[len(ENTITIES) :] for m in entities) or "(none)"
+        header = f"Previous key entities:\n{previous}\n\nMessages:"
+        text = await self._ask(ENTITIES_INSTRUCTIONS, transcript(header, older), "session-entities")
+        if text is None:
+            return 0
+        entry = {"role": "system", "content": ENTITIES + text}
+        return await self._write([m["_id"] for m in entities], entry, first) and len(entities)
+
+    async def summarise(self, older: list[Message]) -> int:
+        """Summarise and merge: one entry replacing the older messages (earlier summaries included)."""
+        text = await self._ask(SUMMARY_INSTRUCTIONS, transcript("Messages:", older), "session-summary")
+        if text is None:
+            return 0
+        entry = {"role": "system", "content": SUMMARY + text}
+        return await self._write([m["_id"] for m in older], entry, older[0]["_order"]) and len(older)
+
+    async def trim(self, message: Message, limit: int) -> int:
+        """Trim: a user or assistant message over `limit` tokens, shortened in its place."""
+        if message["role"] not in ("user", "assistant") or message.get("tool_calls"):
+            return 0
+        if message.get("content") is None or int(message["_tokens"]) <= limit:
+            return 0
+        text = await self._ask(TRIM_INSTRUCTIONS, transcript("The message:", [message]), "session-trim")
+        entry = {
+            "role": message["role"],
+            "content": text,
+            **({"name": message["name"]} if "name" in message else {}),
+        }
+        if text is None or count_tokens(entry) >= int(message["_tokens"]):
+            return 0
+        return await self._write([message["_id"]], entry, message["_order"]) and 1
+
+    async def _write(self, replaced: list[str], entry: Message, at: int) -> bool:
+        return await self.history.replace(
+            self.developer, self.session_id, replaced, [(entry, count_tokens(entry), at)]
+        )
+
+    async def _ask(self, instructions: str, content: str | list[Message], at: str) -> str | None:
+        answer = await self.models.complete(
+            {
+                "model": self.model,
+                "messages": [
+                    {"role": "system", "content": instructions},
+                    {"role": "user", "content": content},
+                ],
+                "settings": {"max_tokens": 1024},
+                "at": f"{at}:{self.session_id}",
+            }
+        )
+        text = answer["response"]["choices"][0]["message"].get("content")
+        return text.strip() if isinstance(text, str) and text.strip() else None

@@ -83,6 +83,7 @@ def create_app(clients: AppClients, settings: Settings) -> FastAPI:
         settings.task_queue,
         ChatSlots(settings.max_chats_per_developer),
         settings.max_tool_timeout,
+        settings.adaptive_context_start,
     )
     install_error_handlers(app)
     app.add_middleware(ActingForNoTenant)

@@ -36,15 +36,19 @@ class DocFailure:
 
 @dataclass
 class SessionRef:
-    """CompressSessionWorkflow's input and compress_session's: the session to compress."""
+    """CompressSessionWorkflow's input and compress_session's: the session to compress, and the tokens its
+    history should come under (its share of the adaptive threshold: START x budget less the system message,
+    or less when a chat waits on it); None (runs recorded before) compresses one round."""
 
     developer_id: str
     session_id: str
+    target_tokens: int | None = None
 
 
 @dataclass
 class Compressed:
-    """compress_session's result (and CompressSessionWorkflow's): how many messages went into the summary."""
+    """compress_session's result (and CompressSessionWorkflow's): how many entries summarizer entries
+    replaced."""
 
     folded: int
 

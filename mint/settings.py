@@ -80,6 +80,10 @@ class Settings:
     max_executions_in_flight: int = 1000
     # Chats in flight per developer, per API process (0: no limit): services/chat/slots.py.
     max_chats_per_developer: int = 20
+    # Adaptive context (services/chat/chatter.py): the share of a session's token budget past which its
+    # context is compressed in the background. Half, as the Adaptive Context docs say (Julep's concepts page
+    # says 75%): it leaves the compression room to finish before the budget is reached.
+    adaptive_context_start: float = 0.5
     # Fairness between tenants (README: Fairness between tenants). `fairness`: each execution's workflow
     # starts with its developer as Temporal's fairness key, so a backlog is dispatched round-robin between
     # developers, not first come first served (the server must have it on: `mint up`'s does). The worker's
@@ -263,6 +267,19 @@ def _positive(raw: str) -> float:
         raise ValueError(f"{name} must be a number of seconds, not {raw!r}") from None
     if not 0 < value < float("inf"):
         raise ValueError(f"{name} must be more than 0 (and finite), not {raw!r}")
+    return value
+
+
+def _share(raw: str) -> float | None:
+    name = "MINT_ADAPTIVE_CONTEXT_START"
+    if not raw.strip():
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be a share of the token budget (0.5 is half), not {raw!r}") from None
+    if not 0 < value <= 1:
+        raise ValueError(f"{name} must be more than 0 and at most 1, not {raw!r}")
     return value
 
 
@@ -497,6 +514,9 @@ class Environment(BaseSettings):
     rate_limit_per_minute: int | None = _env("MINT_RATE_LIMIT_PER_MINUTE")
     max_executions_in_flight: int | None = _env("MINT_MAX_EXECUTIONS_IN_FLIGHT")
     max_chats_per_developer: int | None = _env("MINT_MAX_CHATS_PER_DEVELOPER")
+    adaptive_context_start: Annotated[float | None, BeforeValidator(_share)] = _env(
+        "MINT_ADAPTIVE_CONTEXT_START"
+    )
     fairness: bool | None = _env("MINT_FAIRNESS")
     max_calls_per_developer: int | None = _env("MINT_MAX_CALLS_PER_DEVELOPER")
     api_db_pool_size: int | None = _env("MINT_API_DB_POOL_SIZE")

@@ -1,4 +1,5 @@
-"""CompressSessionWorkflow: folds a session's older messages into its summary (adaptive context overflow)."""
+"""CompressSessionWorkflow: compresses a session's history into summarizer entries (adaptive context overflow,
+activities/sessions.py)."""
 
 from __future__ import annotations
 

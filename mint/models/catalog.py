@@ -23,10 +23,35 @@ PRICES: dict[str, tuple[float, float]] = {
     "claude-opus-4-5": (5.00, 25.00),
 }
 
+# Tokens a model's context window holds, as the providers document them (OpenAI's model pages; Anthropic's
+# models overview, without the 1M-token beta). A session with no token_budget and a context_overflow policy
+# keeps its context within this (services/chat/context.py); a model not listed has no budget.
+CONTEXT_WINDOWS: dict[str, int] = {
+    "gpt-4o-mini": 128_000,
+    "gpt-4o": 128_000,
+    "gpt-4.1": 1_047_576,
+    "gpt-4.1-mini": 1_047_576,
+    "gpt-4.1-nano": 1_047_576,
+    "o3-mini": 200_000,
+    "claude-haiku-4-5": 200_000,
+    "claude-sonnet-4-5": 200_000,
+    "claude-opus-4-5": 200_000,
+}
+
+
+def _bare(model: str) -> str:
+    """The model's name without the provider Mint may prefix it with (`openai/gpt-4o` is `gpt-4o`)."""
+    return model.partition("/")[2] if model.startswith(("openai/", "anthropic/")) else model
+
+
+def context_window(model: str | None) -> int | None:
+    """The tokens the model's context window holds, or None for a model Mint does not know."""
+    return CONTEXT_WINDOWS.get(_bare(model)) if model else None
+
 
 def cost(model: str, usage: dict[str, Any]) -> float | None:
     """The USD a call cost, or None for a model without a known price."""
-    prices = PRICES.get(model.partition("/")[2] if model.startswith(("openai/", "anthropic/")) else model)
+    prices = PRICES.get(_bare(model))
     if prices is None:
         return None
     prompt, completion = usage.get("prompt_tokens") or 0, usage.get("completion_tokens") or 0

@@ -9,7 +9,15 @@ from mint.models.embeddings import Embedders
 from mint.store.docs import DocStore, SearchQuery
 from mint.store.session_history import SessionHistory
 from services.chat.cast import Cast
-from services.chat.context import Context, ContextTooLarge, fit, metadata_layers, render_system
+from services.chat.context import (
+    Context,
+    ContextTooLarge,
+    NeedsCompression,
+    fit,
+    metadata_layers,
+    render_system,
+    token_budget,
+)
 from services.chat.request import Chat
 from services.errors import Invalid, TooLarge
 
@@ -17,8 +25,11 @@ DEFAULT_RECALL = {"mode": "hybrid", "limit": 3}
 
 
 class ContextAssembler:
-    def __init__(self, history: SessionHistory, docs: DocStore, embedders: Embedders):
+    def __init__(
+        self, history: SessionHistory, docs: DocStore, embedders: Embedders, default_model: str | None = None
+    ):
         self.history = history
+        self.default_model = default_model  # the model a chat uses when neither request nor agent names one
         self.docs = docs
         self.embedders = embedders
 
@@ -26,7 +37,7 @@ class ContextAssembler:
         self, developer: str, session: dict[str, Any], body: Chat, cast: Cast
     ) -> tuple[Context, list[dict[str, Any]]]:
         """The context to send (its messages, and how many history messages it left out) and the docs
-        recalled."""
+        recalled. An `adaptive` session's context over budget is NeedsCompression, for the caller to act on."""
         new = [m.model_dump(exclude_none=True) for m in body.messages]
         docs = await self._recall(developer, session, cast, new) if body.recall else []
         summary, history = await self.history.unsummarized(developer, session["id"])
@@ -34,8 +45,13 @@ class ContextAssembler:
             history = [without_tool_calls(m) for m in history if not is_tool_exchange(m)]
         system_text = self._system_text(session, cast, summary, docs)
         system = {"role": "system", "content": system_text} if system_text else None
+        agent = cast.agent
+        model = body.model or (agent.get("default_settings") or {}).get("model") or agent.get("model")
+        budget = token_budget(session, model or self.default_model)
         try:
-            context = fit(system, history, new, session["token_budget"], session["context_overflow"])
+            context = fit(system, history, new, budget, session["context_overflow"])
+        except NeedsCompression:
+            raise
         except ContextTooLarge as exc:
             raise TooLarge(str(exc)) from None
         return context, docs

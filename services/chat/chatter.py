@@ -18,12 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from temporalio.client import Client
-from temporalio.common import WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from contracts.background import SessionRef
-from contracts.liveness import WORKFLOW_TASK_TIMEOUT
-from contracts.temporal import COMPRESS_SESSION_WORKFLOW, tenant_priority
 from mint.models.client import ModelClient
 from mint.models.embeddings import Embedders
 from mint.store.budgets import Budgets
@@ -34,13 +29,14 @@ from mint.store.tables import AGENTS, Store
 from services.chat.assemble import ContextAssembler
 from services.chat.calls import ChatCalls
 from services.chat.cast import Cast, cast
-from services.chat.context import Context, count_tokens
+from services.chat.compressing import Compressor
+from services.chat.context import Context, NeedsCompression, count_tokens
 from services.chat.guardrails import ChatGuardrails, TextGate
 from services.chat.handover import Holder
 from services.chat.request import Chat, ChatMessage
 from services.chat.slots import ChatSlots
 from services.chat.spending import ChatSpending
-from services.errors import Busy, Invalid, ModelFailed, NotFound
+from services.errors import Busy, Invalid, ModelFailed, NotFound, TooLarge
 from services.handoffs import handoff_targets, reaches_output_guardrails
 from services.sessions import owned_row
 from workflows import prompts, references
@@ -49,7 +45,8 @@ from workflows.tool_loop import LoopEnd, MaxTurnsExceeded, ToolLoop
 
 # Chats in one session are serialised: a second waits up to this long for the first, then is refused (Busy).
 CHAT_TURN_WAIT_SECONDS = 30.0
-ADAPTIVE_START = 0.6  # adaptive sessions compress once the context passes this share of the budget
+# Adaptive sessions compress once the context passes this share of the budget (MINT_ADAPTIVE_CONTEXT_START).
+ADAPTIVE_START = 0.5
 
 OnChoiceText = Callable[[int, str], Awaitable[None]]
 
@@ -123,17 +120,18 @@ class Chatter:
         task_queue: str,
         slots: ChatSlots,
         max_tool_timeout: float | None = None,
+        adaptive_start: float = ADAPTIVE_START,
     ):
         self.store = store
         self.slots = slots
         self.turns = ChatTurns(store.pool)
         self.budgets = Budgets(store.pool)
         self.history = SessionHistory(store.pool)
-        self.assembler = ContextAssembler(self.history, docs, embedders)
+        default_model = models.config.default_model if models is not None else None
+        self.assembler = ContextAssembler(self.history, docs, embedders, default_model)
         self.calls = ChatCalls(models, temporal, task_queue, max_tool_timeout)
         self.guardrails = ChatGuardrails(models)
-        self.temporal = temporal
-        self.task_queue = task_queue
+        self.compressor = Compressor(temporal, task_queue, adaptive_start)
 
     async def cast(self, developer: str, session: dict[str, Any], agent: dict[str, Any], body: Chat) -> Cast:
         """Who takes part in one agent's turn and with which tools."""
@@ -142,8 +140,22 @@ class Chatter:
     async def prepare(
         self, developer: str, session: dict[str, Any], body: Chat, cast: Cast
     ) -> tuple[Context, list[dict[str, Any]]]:
-        """The context one agent's turn sends, and the docs recalled (also what `/render` shows)."""
-        return await self.assembler.assemble(developer, session, body, cast)
+        """The context one agent's turn sends, and the docs recalled (also what `/render` shows). An
+        `adaptive` session's context over budget waits for its history to be compressed (never sent with a
+        message left out that no summary covers); if it still does not fit, the chat is refused."""
+        try:
+            return await self.assembler.assemble(developer, session, body, cast)
+        except NeedsCompression as over:
+            await self.compressor.now(developer, session["id"], over)
+        try:
+            return await self.assembler.assemble(developer, session, body, cast)
+        except NeedsCompression as over:
+            raise TooLarge(
+                f"the context is {over.tokens} tokens, over its budget of {over.budget} (the session's "
+                f"token_budget, or its model's context window), even with its history compressed (the system "
+                f"message and the new messages are {over.fixed}); raise the budget, send less, or clear the "
+                "history"
+            ) from None
 
     async def chat(
         self,
@@ -194,7 +206,7 @@ class Chatter:
         )
         cast = await self.cast(developer, session, agent, body)
         context, docs = await self.prepare(developer, session, turn, cast)
-        await self._maybe_compress(developer, session, context)
+        await self.compressor.maybe_start(developer, session, context)
         reply.recall(docs)
         gate: TextGate | None = None
         if on_text is not None:  # streamed: live, unless an agent that may answer has output guardrails
@@ -322,27 +334,6 @@ class Chatter:
                     yield
             except SessionBusy:
                 raise Busy(f"session {session_id} is busy with another chat; try again") from None
-
-    async def _maybe_compress(self, developer: str, session: dict[str, Any], context: Context) -> None:
-        """`adaptive`: past ADAPTIVE_START of the budget, fold older messages into the summary in the
-        background (one compression per session at a time); until it lands, truncation keeps chat going."""
-        budget = session["token_budget"]
-        if (
-            session["context_overflow"] != "adaptive"
-            or not budget
-            or context.wanted < ADAPTIVE_START * budget
-        ):
-            return
-        with contextlib.suppress(WorkflowAlreadyStartedError):
-            await self.temporal.start_workflow(
-                COMPRESS_SESSION_WORKFLOW,
-                SessionRef(developer_id=developer, session_id=session["id"]),
-                id=f"compress-session-{developer}-{session['id']}",
-                task_queue=self.task_queue,
-                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
-                task_timeout=WORKFLOW_TASK_TIMEOUT,  # a lost worker costs seconds (contracts/liveness.py)
-                priority=tenant_priority(developer),
-            )
 
     async def _save(
         self, developer: str, session_id: str, asked: list[dict[str, Any]], answered: list[dict[str, Any]]

