@@ -95,7 +95,14 @@ def plain_problems(
     with a step kind's tag (a step parsed on its own); `root`: the model parsed (for unknown keys at its top);
     `suggest`: the document's budget for suggestions (a budget of its own by default)."""
     words = _Words(root, suggest or Suggestions())
-    return [Problem(format_loc(tuple(e["loc"]), base, tagged), words(e)) for e in _fitting_members(errors)]
+    found = _fitting_members([_below(e) for e in errors])
+    return [Problem(format_loc(tuple(e["loc"]), base, tagged), words(e)) for e in found]
+
+
+def _below(error: Any) -> Any:
+    """An error whose validator names where below its field it is (`ctx.below`), at that place."""
+    below = (error.get("ctx") or {}).get("below")
+    return {**error, "loc": (*error["loc"], *below)} if below else error
 
 
 def format_loc(loc: Loc, base: str = "", tagged: bool = False) -> str:

@@ -15,6 +15,7 @@ from workflows.dialect import Dialect, has_dollar, read_value
 from workflows.guardrails import guardrail_problems
 from workflows.input_schema import schema_problems
 from workflows.integrations import argument_problems
+from workflows.part_checks import metadata_problems, retry_problems, step_part_problems
 from workflows.partial_parse import TaskParts, parse_task
 from workflows.plain_errors import format_loc
 from workflows.problems import Problem, Suggestions, capped_warnings, in_path_order
@@ -82,10 +83,14 @@ def validate_task(
         problems += check_step(step, path)
         problems += _argument_timeout_problems(step, path, dialect, api_calls, limits.max_tool_timeout)
         problems += _integration_argument_problems(step, path, integrations)
+        problems += step_part_problems(step, path, suggest)
         refused, ignored = ignored_keys.step_keys(step, path, suggest)
         problems, warnings = problems + refused, warnings + ignored
+    problems += metadata_problems(raw.get("metadata"), "metadata")
     if parts.spec is not None:
         problems += guardrail_problems(parts.spec.guardrails, "guardrails", dialect)
+        defaults = parts.spec.defaults
+        problems += retry_problems(defaults.retry if defaults else None, "defaults.retry", suggest)
     if problems or parts.spec is None:
         raise TaskInvalid(problems)
     spec = parts.spec

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from api.schemas.common import Metadata, Name, ProblemOut, RequestBody
+from api.schemas.common import Metadata, Name, ProblemOut, RequestBody, ToolMetadata
 from services.chat.context import DEFAULT_SYSTEM_TEMPLATE
 from workflows.language import Guardrails
 
@@ -23,7 +23,7 @@ class AgentCreate(RequestBody):
     default_system_template: str | None = None
     canonical_name: str | None = None
     project: str | None = None
-    metadata: Metadata | None = None
+    metadata: ToolMetadata | None = None
     # The agents this one may hand a conversation to (ids of the developer's own agents).
     handoffs: Annotated[list[str], Field(max_length=MAX_HANDOFFS)] | None = None
     guardrails: Guardrails | None = None  # run on executions' input and output, and in chats

@@ -5,14 +5,30 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from api.warning_header import note_ignored
+from workflows.part_checks import tool_parameters_problem
 
 Name = Annotated[str, Field(min_length=1, max_length=255)]
 
 
 Metadata = dict[str, Any]
+
+
+def _tool_parameters_checked(metadata: Metadata) -> Metadata:
+    """Metadata whose `x-tool-parameters` would fix no argument is refused, where it is (part_checks.py)."""
+    found = tool_parameters_problem(metadata)
+    if found is not None:
+        below, message = found
+        raise PydanticCustomError("tool_parameters", "{message}", {"message": message, "below": below})
+    return metadata
+
+
+# The metadata a request gives an agent, a user, a session or an execution: tools read their arguments
+# from its `x-tool-parameters` (a task's is checked with the task).
+ToolMetadata = Annotated[Metadata, AfterValidator(_tool_parameters_checked)]
 
 
 class RequestBody(BaseModel):

@@ -8,12 +8,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from api.schemas.common import Metadata, RequestBody
+from api.schemas.common import Metadata, RequestBody, ToolMetadata
 
 
 class ExecutionCreate(RequestBody):
     input: Any = Field(default_factory=dict, json_schema_extra={"not": {"type": "null"}})
-    metadata: Metadata | None = None
+    metadata: ToolMetadata | None = None
     # The SDK's create params include these server-owned fields; they are accepted and ignored.
     output: Any = None
     error: str | None = None

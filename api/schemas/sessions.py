@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import Metadata, RequestBody
+from api.schemas.common import Metadata, RequestBody, ToolMetadata
 from contracts.budgets import Budget
 
 
@@ -32,7 +32,7 @@ class SessionCreate(RequestBody):
     auto_run_tools: bool = False
     forward_tool_calls: bool = False
     settings: SessionSettings | None = None
-    metadata: Metadata | None = None
+    metadata: ToolMetadata | None = None
     budget: Budget | None = None  # limits on the model calls of all its chats (contracts/budgets.py)
 
 

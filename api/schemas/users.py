@@ -7,14 +7,14 @@ from typing import Any
 
 from pydantic import BaseModel, field_validator
 
-from api.schemas.common import Metadata, RequestBody
+from api.schemas.common import Metadata, RequestBody, ToolMetadata
 
 
 class UserCreate(RequestBody):
     name: str | None = None
     about: str | None = None
     project: str | None = None
-    metadata: Metadata | None = None
+    metadata: ToolMetadata | None = None
 
 
 class User(BaseModel):
