@@ -315,7 +315,7 @@ class Interpreter:
                 wait = step.wait_for_input
                 info = self.values.value(wait.info, names)
                 return await self.waits.wait(
-                    {"info": info}, position, metadata, wait.timeout, wait, label=step.label
+                    {"info": info}, position, metadata, wait.timeout, wait, label=step.label, names=names
                 )
             case lang.YieldStep():
                 caller = self.log.caller(frame.scope_id, position, (metadata or {}).get("item"))

@@ -17,6 +17,9 @@ from workflows.values import ValueEvaluator
 from workflows.visibility import Visibility, quoted, where
 
 EARLY_RESUME_PATCH = "a-resume-before-its-wait-opens-answers-it"
+# Before this patch a timed-out wait's `default` was its output as written (`$ "x"` the text `$ "x"`); it is
+# now read as `info` is. Runs recorded before it keep the old output when replayed.
+DEFAULT_EVALUATED_PATCH = "wait-for-input-default-is-evaluated"
 
 
 class Waits:
@@ -71,11 +74,13 @@ class Waits:
         timeout: float | None = None,
         on_timeout: lang.WaitInfo | None = None,
         label: str | None = None,
+        names: dict[str, Any] | None = None,
     ) -> Any:
         """Park the execution in `awaiting_input` until PUT /executions/{id} resumes it (or `timeout` passes).
 
         The resume names this wait by the seq of its `wait` transition, so a duplicate or late resume can
-        never answer a different question; several waits may be open at once (map items, branches)."""
+        never answer a different question; several waits may be open at once (map items, branches). On a
+        timeout with `on_timeout: continue`, the output is `default`, evaluated with `names` as `info` is."""
         # Resumes reach the execution's own workflow, not the child running this item.
         if self.chunk_items is not None:
             raise StepFailed(
@@ -100,6 +105,8 @@ class Waits:
                     "WaitTimeout", f"{position.workflow}[{position.step}]: no input within {timeout} seconds"
                 ) from None
             received = on_timeout.default
+            if names is not None and workflow.patched(DEFAULT_EVALUATED_PATCH):
+                received = self.values.value(on_timeout.default, names)
             metadata = {**(metadata or {}), "timed_out": True}
         finally:
             self.log.open_waits -= 1

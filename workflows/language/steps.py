@@ -261,6 +261,8 @@ class WaitForInputStep(StepModel):
 
     def evaluable_fields(self, path: str) -> Iterator[EvaluableField]:
         yield f"{path}.wait_for_input.info", self.wait_for_input.info, "value"
+        if "default" in self.wait_for_input.model_fields_set:  # the output on a timeout, read as `info` is
+            yield f"{path}.wait_for_input.default", self.wait_for_input.default, "value"
 
 
 class YieldStep(StepModel):
