@@ -3,6 +3,7 @@ steps that call out, prompt messages, tool references, sleep durations, waits an
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -61,6 +62,12 @@ class WaitInfo(BaseModel):
     timeout: Seconds | None = None
     on_timeout: Literal["fail", "continue"] = "fail"
     default: Any = None
+
+    def evaluable_fields(self, path: str) -> Iterator[tuple[str, Any, Literal["value"]]]:
+        """`info`, and `default` (the output on a timeout), value fields both."""
+        yield f"{path}.info", self.info, "value"
+        if "default" in self.model_fields_set:
+            yield f"{path}.default", self.default, "value"
 
 
 class SearchSpec(BaseModel):

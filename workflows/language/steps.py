@@ -260,9 +260,7 @@ class WaitForInputStep(StepModel):
     wait_for_input: WaitInfo
 
     def evaluable_fields(self, path: str) -> Iterator[EvaluableField]:
-        yield f"{path}.wait_for_input.info", self.wait_for_input.info, "value"
-        if "default" in self.wait_for_input.model_fields_set:  # the output on a timeout, read as `info` is
-            yield f"{path}.wait_for_input.default", self.wait_for_input.default, "value"
+        yield from self.wait_for_input.evaluable_fields(f"{path}.wait_for_input")
 
 
 class YieldStep(StepModel):
