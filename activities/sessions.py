@@ -152,7 +152,8 @@ class Compression:
         older, kept = split([m for m in history if not is_entities(m)])
         replaced = 0
         if older:
-            replaced += await self.extract(history[0]["_order"], entities, older)
+            # Before every other entry (a chat may read the history before the summary lands).
+            replaced += await self.extract(history[0]["_order"] - 1, entities, older)
             replaced += await self.summarise(older)
         limit = TRIM_TOKENS if target is None else min(TRIM_TOKENS, max(32, target // (KEEP_RECENT + 2)))
         for message in kept:
