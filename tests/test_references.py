@@ -308,7 +308,7 @@ async def test_a_step_whose_references_would_pass_the_value_limit_fails_before_t
     assert execution["status"] == "failed"
     assert posted == []  # nothing was built or sent
     assert execution["error"].startswith(
-        "main[0]: tool 'post_pages': LimitExceeded: argument 'pages': once "
+        "LimitExceeded: main[0]: tool 'post_pages': argument 'pages': once "
     ), execution["error"]
     assert "over 1000000 elements" in execution["error"]
     assert rows[-1]["type"] == "error"
