@@ -17,7 +17,7 @@ from tests.helpers import run_task, transitions
 from tests.stack import TEST_ENCRYPTION_KEY
 from workflows.calls import CALLS_IN_WORKER_PATCH
 from workflows.interpreter import JULEP_LOOPS_PATCH
-from workflows.values import RESULTS_PATCH
+from workflows.values import NULL_RENDERS_EMPTY_PATCH, RESULTS_PATCH
 from workflows.visibility import MINT_STATUS_PATCH
 
 TWENTY_MB = 20 * 1024 * 1024
@@ -77,7 +77,7 @@ def _payloads(message: Message) -> list[Payload]:
 
 
 # The patches an execution started today records (their ids are in the clear, as Temporal needs them).
-PATCHES = {JULEP_LOOPS_PATCH, CALLS_IN_WORKER_PATCH, MINT_STATUS_PATCH, RESULTS_PATCH}
+PATCHES = {JULEP_LOOPS_PATCH, CALLS_IN_WORKER_PATCH, MINT_STATUS_PATCH, RESULTS_PATCH, NULL_RENDERS_EMPTY_PATCH}
 
 
 async def test_a_20_mb_output_round_trips_and_history_holds_only_references(api, temporal_env, big_server):
