@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 import uuid
 from typing import Any
 
@@ -53,8 +54,9 @@ class Model:
     """The scripted model: the compression techniques keep each message's tag (`T12`); the chat answers
     `noted T12`, or calls the `note` tool when asked to CALL; it records the images each technique saw."""
 
-    def __init__(self) -> None:
+    def __init__(self, slow: float = 0.0) -> None:
         self.images_seen: dict[str, int] = {ENTITIES: 0, SUMMARY: 0, TRIM: 0}
+        self.slow = slow  # seconds each compression call takes: chats outrun the background
 
     def __call__(self, call: Call) -> Reply | str:
         system = _system(call)
@@ -62,6 +64,7 @@ class Model:
             if system.startswith(technique):
                 content = call.messages[-1]["content"]
                 self.images_seen[technique] += len(_images(content))
+                time.sleep(self.slow)
                 return self.compress(technique, _text(content), bool(_images(content)))
         last = call.messages[-1]
         if last["role"] == "user" and "CALL" in _text(last["content"]):
@@ -180,8 +183,8 @@ def _filler(number: int) -> str:
 async def test_a_long_conversation_fits_covers_everything_and_stays_valid_at_every_turn(
     mapi, script, model_server, agent
 ):
-    script.reply = model = Model()
-    budget = 900
+    script.reply = model = Model(slow=0.3)
+    budget = 600  # tight: the background cannot always keep up, so chats must wait for compression
     session = await _session(
         mapi, agent=agent["id"], token_budget=budget, context_overflow="adaptive", system_template="Be short."
     )
