@@ -197,3 +197,9 @@ async def test_budget_exceeded_logs_one_line_without_a_traceback(mapi, caplog):
     assert len(lines) == 1 and lines[0].levelno == logging.INFO and not lines[0].exc_info
     noisy = [r for r in caplog.records if r.name.startswith("temporalio") and r.levelno >= logging.WARNING]
     assert not [r for r in noisy if r.exc_info], [r.getMessage() for r in noisy]
+
+
+def test_the_readme_lists_every_error_type_with_its_meaning() -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    for name, meaning in ERROR_KINDS.items():
+        assert f"| `{name}` | {meaning}" in readme, f"README's Errors table lacks {name}"
