@@ -77,7 +77,13 @@ def _payloads(message: Message) -> list[Payload]:
 
 
 # The patches an execution started today records (their ids are in the clear, as Temporal needs them).
-PATCHES = {JULEP_LOOPS_PATCH, CALLS_IN_WORKER_PATCH, MINT_STATUS_PATCH, RESULTS_PATCH, NULL_RENDERS_EMPTY_PATCH}
+PATCHES = {
+    JULEP_LOOPS_PATCH,
+    CALLS_IN_WORKER_PATCH,
+    MINT_STATUS_PATCH,
+    RESULTS_PATCH,
+    NULL_RENDERS_EMPTY_PATCH,
+}
 
 
 async def test_a_20_mb_output_round_trips_and_history_holds_only_references(api, temporal_env, big_server):
