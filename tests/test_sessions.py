@@ -50,7 +50,13 @@ async def test_chat_renders_the_default_template_recalls_a_doc_and_stores_histor
         json={"title": "Ada's notes", "content": "Ada prefers proofs by induction."},
     )
     await wait_indexed(mapi, doc.json()["id"])
-    session = await _session(mapi, agent=agent["id"], user=user["id"], situation="A tutoring session.")
+    session = await _session(
+        mapi,
+        agent=agent["id"],
+        user=user["id"],
+        situation="A tutoring session.",
+        recall_options={"mode": "hybrid", "confidence": 0},
+    )
     rendered = (
         await mapi.post(
             f"/sessions/{session['id']}/render",
@@ -440,3 +446,30 @@ async def test_a_model_answer_postgres_cannot_store_is_a_502_and_saves_nothing(m
     )
     history = (await mapi.get(f"/sessions/{session['id']}/history")).json()
     assert history["entries"] == []
+
+
+async def test_recall_is_julep_s_only_a_session_with_recall_options_recalls(mapi, pair):
+    """Julep recalls docs only in a session with recall_options (null: none), by its last
+    `num_search_messages` user and assistant messages, with Julep's defaults (vector, limit 10, confidence 0.5)."""
+    agent, user = pair
+    doc = await mapi.post(
+        f"/users/{user['id']}/docs",
+        json={"title": "Ada's notes", "content": "Ada prefers proofs by induction."},
+    )
+    await wait_indexed(mapi, doc.json()["id"])
+    ask = {"messages": [{"role": "user", "content": "Ada prefers proofs by induction, right?"}]}
+    plain = await _session(mapi, agent=agent["id"], user=user["id"])
+    assert plain["recall_options"] is None
+    rendered = (await mapi.post(f"/sessions/{plain['id']}/render", json=ask)).json()
+    assert rendered["docs"] == [] and "Relevant documents" not in rendered["messages"][0]["content"]
+    recalling = await _session(mapi, agent=agent["id"], user=user["id"], recall_options={})
+    found = (await mapi.post(f"/sessions/{recalling['id']}/render", json=ask)).json()
+    assert [d["title"] for d in found["docs"]] == ["Ada's notes"], found["docs"]
+    assert found["docs"][0]["distance"] <= 0.5  # Julep's default confidence cut
+    for bad, where in (
+        ({"limit": 0}, "limit"),
+        ({"mode": "fuzzy"}, "mode"),
+        ({"num_search_messages": "x"}, "num"),
+    ):
+        refused = await mapi.post("/sessions", json={"agent": agent["id"], "recall_options": bad})
+        assert refused.status_code == 422 and f"body.recall_options.{where}" in refused.text, refused.text

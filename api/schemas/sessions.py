@@ -18,6 +18,25 @@ class SessionSettings(RequestBody):
     reference_threshold: Annotated[int, Field(strict=True, ge=1)] | None = None  # characters
 
 
+class RecallOptions(RequestBody):
+    """How a chat recalls docs: Julep's DocSearch (vector, text or hybrid) with its defaults and bounds; a
+    session without recall_options recalls nothing, as on Julep. `lang`, `include_embeddings` and
+    `trigram_similarity_threshold` are taken as the search API takes them."""
+
+    mode: Literal["vector", "text", "hybrid"] = "vector"
+    limit: Annotated[int, Field(ge=1, le=50)] = 10
+    lang: Annotated[str, Field(max_length=35)] = "en-US"
+    metadata_filter: Metadata = {}
+    num_search_messages: Annotated[int, Field(ge=1, le=50)] = 4
+    max_query_length: Annotated[int, Field(ge=100, le=10_000)] = 1000
+    include_embeddings: bool = True
+    confidence: Annotated[float, Field(ge=-1, le=1)] = 0.5
+    alpha: Annotated[float, Field(ge=0, le=1)] = 0.5
+    mmr_strength: Annotated[float, Field(ge=0, lt=1)] = 0.5
+    trigram_similarity_threshold: Annotated[float, Field(ge=0, le=1)] | None = None
+    k_multiplier: Annotated[int, Field(ge=0, le=127)] = 7
+
+
 class SessionCreate(RequestBody):
     agent: str | None = None
     agents: Annotated[list[str], Field(max_length=20)] | None = None
@@ -28,7 +47,7 @@ class SessionCreate(RequestBody):
     token_budget: Annotated[int, Field(ge=1, le=10_000_000)] | None = None
     context_overflow: Literal["truncate", "adaptive"] | None = None
     render_templates: bool = True
-    recall_options: dict[str, Any] | None = None
+    recall_options: RecallOptions | None = None
     auto_run_tools: bool = False
     forward_tool_calls: bool = False
     settings: SessionSettings | None = None

@@ -21,7 +21,18 @@ from services.chat.context import (
 from services.chat.request import Chat
 from services.errors import Invalid, TooLarge
 
-DEFAULT_RECALL = {"mode": "hybrid", "limit": 3}
+# Julep's recall options, as its session model defaults them (a session whose recall_options is null recalls
+# nothing): a vector search, with the query the last few user and assistant messages.
+DEFAULT_RECALL: dict[str, Any] = {
+    "mode": "vector",
+    "limit": 10,
+    "confidence": 0.5,
+    "alpha": 0.5,
+    "mmr_strength": 0.5,
+    "num_search_messages": 4,
+    "max_query_length": 1000,
+}
+RECALL_INSTRUCTION = "Represent the query for retrieving supporting documents: "
 
 
 class ContextAssembler:
@@ -39,8 +50,8 @@ class ContextAssembler:
         """The context to send (its messages, and how many history messages it left out) and the docs
         recalled. An `adaptive` session's context over budget is NeedsCompression, for the caller to act on."""
         new = [m.model_dump(exclude_none=True) for m in body.messages]
-        docs = await self._recall(developer, session, cast, new) if body.recall else []
         summary, history = await self.history.unsummarized(developer, session["id"])
+        docs = await self._recall(developer, session, cast, [*history, *new]) if body.recall else []
         if not body.recall_tools:  # Julep's recall_tools: false sends the history without its tool exchanges
             history = [without_tool_calls(m) for m in history if not is_tool_exchange(m)]
         system_text = self._system_text(session, cast, summary, docs)
@@ -83,32 +94,36 @@ class ContextAssembler:
             raise Invalid(str(exc)) from None
 
     async def _recall(
-        self, developer: str, session: dict[str, Any], cast: Cast, new: list[dict[str, Any]]
+        self, developer: str, session: dict[str, Any], cast: Cast, messages: list[dict[str, Any]]
     ) -> list[dict[str, Any]]:
-        """The docs of the agent and the session's users that match the last user message, by the session's
-        recall options (none, and no embedding, when they have no docs)."""
-        owners = [cast.agent["id"], *(u["id"] for u in cast.users)]
-        text = next(
-            (
-                m["content"]
-                for m in reversed(new)
-                if m["role"] == "user" and isinstance(m.get("content"), str)
-            ),
-            "",
-        )
-        if not text or not await self.docs.any_owned_by(developer, owners):
+        """The docs of the agent and the session's users that match the conversation's last messages, as
+        Julep recalls them: only in a session with recall_options, searching by its last
+        `num_search_messages` user and assistant messages (the text search by the last of them). None, and
+        no embedding, when the owners have no docs."""
+        if session["recall_options"] is None:
             return []
-        options = {**DEFAULT_RECALL, **(session["recall_options"] or {})}
+        options = {**DEFAULT_RECALL, **session["recall_options"]}
+        longest = int(options["max_query_length"])
+        searched = [
+            m
+            for m in messages[-int(options["num_search_messages"]) :]
+            if m["role"] in ("user", "assistant") and isinstance(m.get("content"), str)
+        ]
+        owners = [cast.agent["id"], *(u["id"] for u in cast.users)]
+        if not searched or not await self.docs.any_owned_by(developer, owners):
+            return []
         query = SearchQuery(
-            text=text if options["mode"] != "vector" else None,
-            limit=int(options.get("limit", 3)),
+            text=searched[-1]["content"].strip()[:longest] if options["mode"] != "vector" else None,
+            limit=int(options["limit"]),
             metadata_filter=options.get("metadata_filter") or {},
-            confidence=float(options.get("confidence", 0.0)),
-            alpha=float(options.get("alpha", 0.5)),
-            mmr_strength=float(options.get("mmr_strength", 0.0)),
+            confidence=float(options["confidence"]),
+            alpha=float(options["alpha"]),
+            mmr_strength=float(options["mmr_strength"]),
         )
         if options["mode"] != "text":
-            (query.vector,) = await (await self.embedders.of(developer)).embed([text])
+            said = "\n\n".join(f"{m.get('name') or m['role']}: {m['content']}" for m in searched).strip()
+            embedder = await self.embedders.of(developer)
+            (query.vector,) = await embedder.embed([said[-longest:]], RECALL_INSTRUCTION)
         return await self.docs.search(developer, owners, query)
 
 
