@@ -125,3 +125,12 @@ async def test_metadata_example_reads_by_precedence(api):
     )
     overridden = await wait_for_status(api, started.json()["id"])
     assert overridden["output"] == {"letter": "Regards, in a cheerful tone.", "tone": "cheerful"}, overridden
+
+
+async def test_errors_example_fails_naming_its_type(api):
+    _, execution = await _run(api, "errors.yaml", {"count": 0})
+    done = await wait_for_status(api, execution["id"])
+    assert done["status"] == "failed" and done["error"].startswith("ExpressionError: "), done
+    assert "division by zero" in done["error"]
+    error = [t for t in await transitions(api, execution["id"]) if t["type"] == "error"][-1]
+    assert error["metadata"]["error_type"] == "ExpressionError", error
