@@ -208,7 +208,7 @@ class Compression:
                     {"role": "user", "content": content},
                 ],
                 "settings": {"max_tokens": 1024},
-                "at": f"{at}:{self.session_id}",
+                "at": at,  # (not the session's id: a recording then replays in any session)
             }
         )
         text = answer["response"]["choices"][0]["message"].get("content")

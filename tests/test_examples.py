@@ -1,5 +1,8 @@
 """The examples in examples/ run as documented."""
 
+import asyncio
+import subprocess
+import sys
 import uuid
 from pathlib import Path
 
@@ -134,3 +137,22 @@ async def test_errors_example_fails_naming_its_type(api):
     assert "division by zero" in done["error"]
     error = [t for t in await transitions(api, execution["id"]) if t["type"] == "error"][-1]
     assert error["metadata"]["error_type"] == "ExpressionError", error
+
+
+async def test_adaptive_context_example_compresses_offline_from_its_recording(
+    postgres_url, temporal_env, api_key, tmp_path
+):
+    """As the README runs it: `MINT_MODEL_REPLAY=examples/recordings.jsonl mint up`, then the script."""
+    (tmp_path / ".mint").mkdir()
+    (tmp_path / ".mint" / "api_key").write_text(api_key)
+    async with BackgroundStack(
+        postgres_url,
+        temporal_address(temporal_env),
+        task_queue=f"adaptive-{uuid.uuid4()}",
+        model_replay=str(EXAMPLES / "recordings.jsonl"),
+    ) as stack:
+        script = [sys.executable, str(EXAMPLES / "adaptive_context.py"), stack.url]
+        done = await asyncio.to_thread(subprocess.run, script, cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Key entities:" in done.stdout and "Summary of earlier messages:" in done.stdout, done.stdout
+    assert "(replaces " in done.stdout

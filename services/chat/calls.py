@@ -57,7 +57,7 @@ class ChatCalls:
             "response_format": body.response_format,
             "tools": tools,
             "tool_choice": body.tool_choice if tools else None,
-            "at": f"session:{session_id}",
+            "at": "chat",  # (not the session's id: a recording then replays in any session)
             "owner": {"developer_id": agent["developer_id"], "agent_id": agent["id"]},
         }
         if unsupported is not None:
