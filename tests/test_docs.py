@@ -153,7 +153,7 @@ async def test_mmr_trades_relevance_for_variety(api):
     plain = [
         d["title"]
         for d in await _search(
-            api, owner, text="cat on a warm windowsill", mode="vector", limit=2, confidence=0
+            api, owner, text="cat on a warm windowsill", mode="vector", limit=2, confidence=0, mmr_strength=0
         )
     ]
     varied = await _search(
@@ -161,6 +161,10 @@ async def test_mmr_trades_relevance_for_variety(api):
     )
     assert "d3" not in plain
     assert "d3" in [d["title"] for d in varied]  # the near-duplicates give way to something different
+    julep_default = await _search(
+        api, owner, text="cat on a warm windowsill", mode="vector", limit=2, confidence=0
+    )
+    assert "d3" in [d["title"] for d in julep_default]  # mmr_strength is 0.5 by default, as on Julep
 
 
 async def test_docs_are_deleted_one_by_one_by_metadata_and_with_their_owner(api, shop):

@@ -60,7 +60,7 @@ class DocSearch(RequestBody):
     confidence: Annotated[float, Field(ge=-1, le=1)] = 0.5  # vector hits need this cosine similarity
     alpha: Annotated[float, Field(ge=0, le=1)] = 0.5
     fusion: Literal["rrf", "dbsf"] = "rrf"
-    mmr_strength: Annotated[float, Field(ge=0, lt=1)] = 0.0
+    mmr_strength: Annotated[float, Field(ge=0, lt=1)] = 0.5  # as on Julep (vector and hybrid)
     k_multiplier: Annotated[int, Field(ge=1, le=10)] = 5
     include_embeddings: bool = True
     lang: Annotated[str, Field(max_length=35)] = "en-US"
