@@ -211,6 +211,7 @@ def _params(
             "metadata": document.get("metadata", {}),
         },
         execution_info={"id": execution["id"], "metadata": execution["metadata"]},
+        null_text="",
         max_history_events=settings.max_history_events,
         max_fan_out=settings.max_fan_out,
         max_tool_timeout=settings.max_tool_timeout,

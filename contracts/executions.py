@@ -53,6 +53,10 @@ class ExecutionParams:
     max_history_events: int = 10_000
     max_fan_out: int = 100_000  # items one foreach or map may run over (MINT_MAX_FAN_OUT)
     max_tool_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS  # MINT_MAX_TOOL_TIMEOUT_SECONDS
+    # What a template prints for a null: nothing, for executions started now; a run recorded before has no
+    # field and replays printing "None". (An input field, not a workflow.patched marker: each marker upserts
+    # a search attribute, which cost every execution's start measurably on the dev server.)
+    null_text: str = "None"
     resume: ResumePoint | None = None  # set when the execution continued as new
     # The agents a prompt step may be handed to (the agent's handoffs, theirs, ...), by id, each with its
     # `tools`: read when the execution starts, so a handoff inside the workflow is deterministic.

@@ -17,7 +17,7 @@ from tests.helpers import run_task, transitions
 from tests.stack import TEST_ENCRYPTION_KEY
 from workflows.calls import CALLS_IN_WORKER_PATCH
 from workflows.interpreter import JULEP_LOOPS_PATCH
-from workflows.values import NULL_RENDERS_EMPTY_PATCH, RESULTS_PATCH
+from workflows.values import RESULTS_PATCH
 from workflows.visibility import MINT_STATUS_PATCH
 
 TWENTY_MB = 20 * 1024 * 1024
@@ -82,7 +82,6 @@ PATCHES = {
     CALLS_IN_WORKER_PATCH,
     MINT_STATUS_PATCH,
     RESULTS_PATCH,
-    NULL_RENDERS_EMPTY_PATCH,
 }
 
 

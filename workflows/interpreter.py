@@ -57,7 +57,7 @@ class Interpreter:
     def __init__(self, params: ExecutionParams, inbox: Inbox, chunk: bool = False):
         self.params = params
         self.task = lang.TaskSpec.model_validate(params.task)
-        self.values = ValueEvaluator(params.dialect, workflow.random(), workflow.now)  # type: ignore[arg-type]
+        self.values = ValueEvaluator(params.dialect, workflow.random(), workflow.now, params.null_text)  # type: ignore[arg-type]
         self.view = Visibility(params.execution_id)  # what the Temporal UI shows of the run
         self.log = TransitionLog(params.execution_id, params.developer_id, chunk, self.view.status_changed)
         self.log.write_queue = params.queues.get(WRITE_TRANSITIONS)  # background writes' own queue, if any

@@ -44,22 +44,24 @@ from workflows.sandbox.templates import check_template, is_template, render_temp
 
 # A step result is measured as it will be written (see _Measured); a run recorded before it was replays unmeasured.
 RESULTS_PATCH = "bounded-step-results"
-# A template prints a null as nothing; a run recorded before printed "None", and replays so.
-NULL_RENDERS_EMPTY_PATCH = "null-renders-empty"
 
 
 class ValueEvaluator:
     """Evaluates expression fields and renders template fields for one execution (one per workflow run)."""
 
     def __init__(
-        self, dialect: Dialect, rng: _random.Random | None = None, now: Callable[[], datetime] | None = None
+        self,
+        dialect: Dialect,
+        rng: _random.Random | None = None,
+        now: Callable[[], datetime] | None = None,
+        null_text: str = "",  # what a template prints for a null (ExecutionParams.null_text)
     ):
         self.dialect = dialect
         self.budget = Budget()
         self.expressions = Evaluator(rng, now, self.budget)
         self._helpers = {**self.expressions.functions, **self.expressions.modules}
         self._measures: bool | None = None  # RESULTS_PATCH, asked once per run (at its first result)
-        self._null_text: str | None = None  # NULL_RENDERS_EMPTY_PATCH, asked at a run's first template
+        self._null_text = null_text
 
     def _result(self) -> _Measured | None:
         """A new result's measure, or None in a run recorded before results were measured."""
@@ -68,9 +70,6 @@ class ValueEvaluator:
         return _Measured(self.budget) if self._measures else None
 
     def _render(self, raw: str, names: dict[str, Any]) -> str:
-        if self._null_text is None:
-            patched = not workflow.in_workflow() or workflow.patched(NULL_RENDERS_EMPTY_PATCH)
-            self._null_text = "" if patched else "None"
         return render_template(raw, {**self._helpers, **names}, self.budget, self._null_text)
 
     def expression(self, source: str, names: dict[str, Any]) -> Any:

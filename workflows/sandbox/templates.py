@@ -106,7 +106,7 @@ def _slice_of(value: Any, start: Any, stop: Any, step: Any) -> Any:
 
 
 # What `{{ value }}` prints for a null: nothing (`{{ metadata.nickname }}` unset is no "None" in a prompt), or
-# "None" for a run recorded before (workflows/values.py NULL_RENDERS_EMPTY_PATCH).
+# "None" for a run recorded before (contracts/executions.py ExecutionParams.null_text).
 _NULL_TEXT: ContextVar[str] = ContextVar("null_text", default="")
 
 
