@@ -39,7 +39,7 @@ def test_no_function_is_over_60_lines() -> None:
 
 # `dict[str, Any]` in product code: the domain should be typed records, not dicts (issue 30 brings this under
 # 150). The ceiling only goes down: lower it to the count printed whenever a change types some away.
-MAX_UNTYPED_DICTS = 804
+MAX_UNTYPED_DICTS = 792
 
 
 def test_untyped_dicts_only_go_down() -> None:

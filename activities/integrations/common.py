@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from temporalio.exceptions import ApplicationError
 
@@ -38,3 +38,12 @@ def refused(service: str, status: int, response: dict[str, Any]) -> ApplicationE
                 break
     text = message or (response.get("content") or "").strip()[:300] or "no message"
     return errors.permanent(f"{service} refused the call ({status}): {text}", "IntegrationRefused")
+
+
+class BrowserAnswer(TypedDict):
+    """Julep's answer to remote_browser's perform_action."""
+
+    output: str | None
+    error: str | None
+    base64_image: str | None
+    system: str | None

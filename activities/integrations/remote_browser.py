@@ -24,6 +24,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from activities.egress import EgressPolicy, EgressRefused, brief_repr
+from activities.integrations.common import BrowserAnswer as Answer
 from mint.temporal import errors
 from workflows.integrations import REMOTE_BROWSER_ACTIONS
 
@@ -248,25 +249,25 @@ class Browser:
 class Page(Browser):
     """The actions, each answering as Julep does."""
 
-    async def perform(self, action: Action) -> dict[str, Any]:
+    async def perform(self, action: Action) -> Answer:
         name = action.name if action.name in Page.__dict__ else "click"  # (the four clicks are one)
-        act: Callable[[Action], Awaitable[dict[str, Any]]] = getattr(self, name)
+        act: Callable[[Action], Awaitable[Answer]] = getattr(self, name)
         return await act(action)
 
-    async def navigate(self, action: Action) -> dict[str, Any]:
+    async def navigate(self, action: Action) -> Answer:
         await self.load("Page.navigate", {"url": action.text})
         return _answer(action.text)
 
-    async def refresh(self, action: Action) -> dict[str, Any]:
+    async def refresh(self, action: Action) -> Answer:
         await self.load("Page.reload", {})
         return _answer("Refreshed page")
 
-    async def key(self, action: Action) -> dict[str, Any]:
+    async def key(self, action: Action) -> Answer:
         for keys in _combinations(action.text):
             await self.press(keys)
         return _answer(f"Pressed {action.text}")
 
-    async def type(self, action: Action) -> dict[str, Any]:
+    async def type(self, action: Action) -> Answer:
         for i, line in enumerate(action.text.replace("\r\n", "\n").split("\n")):
             if i:
                 await self.press(["Enter"])
@@ -274,16 +275,16 @@ class Page(Browser):
                 await self.send("Input.insertText", {"text": line})
         return _answer(f"Typed {action.text}")
 
-    async def cursor_position(self, action: Action) -> dict[str, Any]:
+    async def cursor_position(self, action: Action) -> Answer:
         x, y = await self.cursor()
         return _answer(f"X={x}, Y={y}")
 
-    async def mouse_move(self, action: Action) -> dict[str, Any]:
+    async def mouse_move(self, action: Action) -> Answer:
         assert action.coordinate is not None
         await self.move_to(*action.coordinate)
         return _answer(f"Moved mouse to {list(action.coordinate)}")
 
-    async def left_click_drag(self, action: Action) -> dict[str, Any]:
+    async def left_click_drag(self, action: Action) -> Answer:
         assert action.coordinate is not None
         x, y = await self.cursor()
         await self.mouse("mousePressed", x, y, "left", 1)
@@ -291,7 +292,7 @@ class Page(Browser):
         await self.mouse("mouseReleased", *action.coordinate, "left", 1)
         return _answer(f"Left clicked and dragged to {list(action.coordinate)}")
 
-    async def click(self, action: Action) -> dict[str, Any]:
+    async def click(self, action: Action) -> Answer:
         if action.coordinate:
             await self.move_to(*action.coordinate)
         x, y = action.coordinate or await self.cursor()
@@ -301,7 +302,7 @@ class Page(Browser):
             await self.mouse("mouseReleased", x, y, button, clicks)
         return _answer(f"{action.name.split('_')[0].capitalize()} clicked")
 
-    async def screenshot(self, action: Action) -> dict[str, Any]:
+    async def screenshot(self, action: Action) -> Answer:
         data = (await self.send("Page.captureScreenshot", {"format": "png"})).get("data")
         if not isinstance(data, str):
             raise errors.permanent("the browser answered no screenshot", "BadAnswer")
@@ -369,7 +370,7 @@ def _key(name: str) -> str:
     raise _bad(f"unknown key {brief_repr(name)} (xdotool's names: Return, Tab, ctrl+a, Page_Down, ...)")
 
 
-def _answer(output: str | None) -> dict[str, Any]:
+def _answer(output: str | None) -> Answer:
     return {"output": output, "error": None, "base64_image": None, "system": None}
 
 
