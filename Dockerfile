@@ -2,11 +2,13 @@
 FROM python:3.11-slim
 WORKDIR /app
 # Only what the package is built from: never a local data dir (`.mint` holds keys), a venv or an `.env`.
-COPY pyproject.toml README.md worker.py ./
+COPY pyproject.toml README.md ./
 COPY api ./api
 COPY activities ./activities
 COPY contracts ./contracts
-COPY mint ./mint
+COPY expressions ./expressions
+COPY infra ./infra
+COPY process ./process
 COPY services ./services
 COPY workflows ./workflows
 RUN pip install --no-cache-dir .

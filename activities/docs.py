@@ -8,9 +8,9 @@ from activities.heartbeat import heartbeating
 from contracts.background import DocFailure, DocRef, IndexedDoc
 from contracts.calls import CallAnswer, SearchRequest
 from contracts.temporal import INDEX_DOC, MARK_DOC_FAILED, SEARCH_DOCS
-from mint.models.embeddings import Embedders, WrongSize
-from mint.store.docs import DocStore, SearchQuery
-from mint.temporal import errors
+from infra.models.embeddings import Embedders, WrongSize
+from infra.store.docs import DocStore, SearchQuery
+from infra.temporal import errors
 
 
 class DocActivities:

@@ -21,8 +21,8 @@ from activities.secrets import reveal
 from contracts.calls import ApiCallRequest, CallAnswer
 from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
 from contracts.temporal import CALL_API
-from mint.store.secrets import SecretStore
-from mint.temporal import errors
+from infra.store.secrets import SecretStore
+from infra.temporal import errors
 from workflows.calls import bounded_timeout
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024

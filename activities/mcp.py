@@ -23,7 +23,7 @@ from activities.egress import Destination, EgressPolicy, EgressRefused
 from activities.heartbeat import heartbeating
 from contracts.calls import CallAnswer, McpCallRequest, McpIntegration, McpTool
 from contracts.temporal import CALL_MCP, LIST_MCP_TOOLS
-from mint.temporal import errors
+from infra.temporal import errors
 
 CALL_TIMEOUT_SECONDS = 120.0
 CONNECT_TIMEOUT_SECONDS = 30.0

@@ -1,5 +1,5 @@
 """The call_model activity: one model call from a workflow, through the shared model client
-(mint/models/client.py), heartbeating while it runs, within the execution's budget."""
+(infra/models/client.py), heartbeating while it runs, within the execution's budget."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from activities.heartbeat import heartbeating
 from contracts.calls import ModelAnswer, ModelRequest
 from contracts.temporal import CALL_MODEL
 from contracts.wire import plain
-from mint.models.client import ModelClient
-from mint.store.budgets import Budgets, OverBudget, UnknownExecution, tokens_of
-from mint.telemetry.logs import execution_of
-from mint.temporal import errors
+from infra.models.client import ModelClient
+from infra.store.budgets import Budgets, OverBudget, UnknownExecution, tokens_of
+from infra.telemetry.logs import execution_of
+from infra.temporal import errors
 
 
 class ModelActivities:

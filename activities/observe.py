@@ -1,13 +1,13 @@
 """What the worker says about each activity it runs (an interceptor, so no activity has to remember it).
 
-- A failure Mint expected (an ApplicationError raised on purpose through mint/temporal/errors.py, which marks
+- A failure Mint expected (an ApplicationError raised on purpose through infra/temporal/errors.py, which marks
   it BENIGN: a model not configured, a URL the egress policy refuses, a server that answered 503) is one log
   line naming the execution, the call and the reason. The SDK logs a BENIGN failure only at DEBUG, and
   leaves it out of its failure metrics. So is an attempt that timed out (a `StepTimeout`: Temporal has failed
   it already, and the cancelled call's traceback would say nothing). Any other exception is the SDK's to log,
   with its traceback, once.
 - Each call a step makes (model, api_call, system, MCP, search) is counted, by target and outcome, and
-  timed; a model call's tokens are counted too (mint/telemetry/metrics.py).
+  timed; a model call's tokens are counted too (infra/telemetry/metrics.py).
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from temporalio.worker import (
 
 from contracts.calls import WorkerCall
 from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_MODEL, CALL_SYSTEM, SEARCH_DOCS
-from mint.telemetry.logs import execution_of
-from mint.telemetry.metrics import Metrics
-from mint.temporal import errors
+from infra.telemetry.logs import execution_of
+from infra.telemetry.metrics import Metrics
+from infra.temporal import errors
 
 log = logging.getLogger("mint.activities")
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from mint.temporal import errors
+from infra.temporal import errors
 
 HTML_NAMES = {"&": "amp", "<": "lt", ">": "gt", '"': "quot", "'": "apos"}
 SHORT_ESCAPES = {"\n": "n", "\r": "r", "\t": "t", "\b": "b", "\f": "f"}

@@ -7,9 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from activities.redaction import Redactor
-from mint.store.crypto import DecryptionError
-from mint.store.secrets import SecretStore, SecretsUnavailable
-from mint.temporal import errors
+from infra.store.crypto import DecryptionError
+from infra.store.secrets import SecretStore, SecretsUnavailable
+from infra.temporal import errors
 from workflows.secret_refs import names_in, substitute
 
 

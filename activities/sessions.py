@@ -1,5 +1,5 @@
 """Compressing a session's context (adaptive context overflow, seed 003): rounds of three techniques, each
-written to the history as summarizer entries that name the entries they replace (mint/store/session_history).
+written to the history as summarizer entries that name the entries they replace (infra/store/session_history).
 
 A round reads the entries not yet replaced, in history order, keeps the newest KEEP_RECENT (from a user
 message on, so no tool exchange is split) and:
@@ -24,10 +24,10 @@ from temporalio import activity
 from activities.heartbeat import heartbeating
 from contracts.background import Compressed, SessionRef
 from contracts.temporal import COMPRESS_SESSION
-from mint.models.client import ModelClient
-from mint.models.tokens import count_tokens
-from mint.store.session_history import SUMMARIZER, SessionHistory
-from mint.store.tables import AGENTS, SESSIONS, Store
+from infra.models.client import ModelClient
+from infra.models.tokens import count_tokens
+from infra.store.session_history import SUMMARIZER, SessionHistory
+from infra.store.tables import AGENTS, SESSIONS, Store
 
 KEEP_RECENT = 4  # the newest messages stay as they are (trimmed at most)
 TRIM_TOKENS = 256  # a kept message longer than this (or than its share of the target) is trimmed

@@ -25,7 +25,7 @@ from temporalio import activity
 from activities.heartbeat import heartbeating
 from contracts.calls import CallAnswer, SystemCallRequest
 from contracts.temporal import CALL_SYSTEM
-from mint.temporal import errors
+from infra.temporal import errors
 from workflows.system_ops import OPERATIONS, Key, dotted, operation_key
 
 _caller: contextvars.ContextVar[str] = contextvars.ContextVar("system_tool_caller")

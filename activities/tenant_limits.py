@@ -68,7 +68,7 @@ class DeveloperLimiter:
     """At most `per_developer` calls of each developer at once (0: no cap), and at most `in_worker` calls run
     in the worker (local activities) at once, all developers together (0: no limit). A freed place goes to the
     waiting developer with the fewest calls in flight, not to the call that came first: Temporal's local
-    activity slots are first come first served, so Mint keeps them many (worker.py) and admits here instead.
+    activity slots are first come first served, so Mint keeps them many (process/worker.py) and admits here instead.
     A call that cannot have a place within `max_wait` seconds goes ahead anyway, over the cap (see the
     module's docstring)."""
 
@@ -227,7 +227,7 @@ class TenantLimits(Interceptor):
     """Gives each capped call activity a place of its developer's in `limiter` before it runs, and each call
     run in the worker (call_in_worker, by the call it carries) one of the worker's places too. `slots`, when
     given, is told which workflow runs are waiting on a call in the worker (their workflow task's slot is
-    held meanwhile, but idle: mint/temporal/workflow_slots.py)."""
+    held meanwhile, but idle: infra/temporal/workflow_slots.py)."""
 
     def __init__(self, limiter: DeveloperLimiter, slots: WaitingRuns | None = None):
         self.limiter = limiter

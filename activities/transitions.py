@@ -25,13 +25,13 @@ from contracts.transitions import (
     TransitionRow,
     check_sequence,
 )
-from mint.store.db_errors import PERMANENT, explain
-from mint.store.tables import Store
-from mint.telemetry.metrics import Metrics
-from mint.telemetry.traces import build_trace
-from mint.telemetry.tracing import Tracing
-from mint.temporal import errors
-from mint.temporal.payload_json import PayloadEncoder
+from infra.store.db_errors import PERMANENT, explain
+from infra.store.tables import Store
+from infra.telemetry.metrics import Metrics
+from infra.telemetry.traces import build_trace
+from infra.telemetry.tracing import Tracing
+from infra.temporal import errors
+from infra.temporal.payload_json import PayloadEncoder
 
 log = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ class TransitionWriter:
     def __init__(self, pool: asyncpg.Pool, metrics: Metrics | None = None, tracing: Tracing | None = None):
         self.pool = pool
         self.metrics = metrics
-        self.tracing = tracing  # exports an execution's spans when it ends (mint/telemetry/tracing.py)
+        self.tracing = tracing  # exports an execution's spans when it ends (infra/telemetry/tracing.py)
         self._exports: set[asyncio.Task[None]] = set()
 
     @activity.defn(name=WRITE_TRANSITIONS)

@@ -23,7 +23,7 @@ from temporalio.exceptions import ApplicationError
 from activities.transitions import TransitionWriter
 from contracts.calls import WorkerCall
 from contracts.temporal import ACTIVITIES, CALL_IN_WORKER, WORKER_CALLS
-from mint.temporal.payload_json import from_json
+from infra.temporal.payload_json import from_json
 
 Call = Callable[[Any], Awaitable[Any]]
 

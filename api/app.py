@@ -29,22 +29,22 @@ from api.routes import (
     users,
 )
 from api.warning_header import WarningHeader
-from mint.models.client import ModelClient
-from mint.models.embeddings import Embedders
-from mint.settings import Settings
-from mint.store.docs import DocStore
-from mint.store.execution_events import ExecutionEvents
-from mint.store.secrets import SecretStore
-from mint.store.tables import Store
-from mint.store.tenancy import ActingForNoTenant, acting_as
-from mint.telemetry.metrics import Metrics
+from infra.models.client import ModelClient
+from infra.models.embeddings import Embedders
+from infra.settings import Settings
+from infra.store.docs import DocStore
+from infra.store.execution_events import ExecutionEvents
+from infra.store.secrets import SecretStore
+from infra.store.tables import Store
+from infra.store.tenancy import ActingForNoTenant, acting_as
+from infra.telemetry.metrics import Metrics
 from services.chat.chatter import Chatter
 from services.chat.slots import ChatSlots
 
 
 @dataclass(frozen=True)
 class AppClients:
-    """What the routes share, built by the composition root (mint/process/stack.py) and passed in."""
+    """What the routes share, built by the composition root (process/stack.py) and passed in."""
 
     store: Store
     temporal: Client

@@ -11,8 +11,8 @@ from fastapi import Depends, Query, Request
 
 from api.errors import ApiError
 from api.request_check import reject_unstorable, too_deep_error
-from mint.store.tables import Page, Store
-from mint.store.tenancy import acting_as
+from infra.store.tables import Page, Store
+from infra.store.tenancy import acting_as
 
 
 def get_store(request: Request) -> Store:
@@ -21,14 +21,14 @@ def get_store(request: Request) -> Store:
 
 async def get_developer(request: Request) -> AsyncIterator[str]:
     """The developer id for `Authorization: Bearer KEY` (or `X-Auth-Key: KEY`); the rest of the request
-    acts for that developer, under row-level security (mint/store/tenancy.py)."""
+    acts for that developer, under row-level security (infra/store/tenancy.py)."""
     header = request.headers.get("authorization", "")
     key = (
         header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-auth-key", "")
     )
     if not key:
         raise ApiError(401, "missing API key: send `Authorization: Bearer YOUR_KEY`")
-    # Acting for no tenant yet (mint.store.tenancy.ActingForNoTenant): api_keys is not readable as a tenant.
+    # Acting for no tenant yet (infra.store.tenancy.ActingForNoTenant): api_keys is not readable as a tenant.
     developer_id = await request.app.state.store.developer_for_key(key)
     if developer_id is None:
         raise ApiError(401, "invalid or revoked API key")

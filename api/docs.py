@@ -15,8 +15,8 @@ from api.warning_header import note
 from contracts.background import DocRef, IndexedDoc
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.temporal import INDEX_DOC_WORKFLOW, tenant_priority
-from mint.models.embeddings import Embedders
-from mint.store.docs import SUPPORTED_DIMENSIONS, DocStore, SearchQuery
+from infra.models.embeddings import Embedders
+from infra.store.docs import SUPPORTED_DIMENSIONS, DocStore, SearchQuery
 from workflows.problems import Problem
 
 # A create waits this long for its embeddings, so a doc is usually searchable by meaning as soon as the

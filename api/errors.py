@@ -10,10 +10,10 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.schemas import ErrorOut
-from mint.store.db import DatabaseBusy
-from mint.store.db_errors import LOCKED, PERMANENT, UNREACHABLE, explain
-from mint.store.secrets import SecretsUnavailable
-from mint.store.tables import Conflict
+from infra.store.db import DatabaseBusy
+from infra.store.db_errors import LOCKED, PERMANENT, UNREACHABLE, explain
+from infra.store.secrets import SecretsUnavailable
+from infra.store.tables import Conflict
 from services import errors as service
 from workflows.plain_errors import plain_problems
 from workflows.problems import Problem

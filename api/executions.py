@@ -18,15 +18,15 @@ from contracts.executions import ExecutionParams, ResumeInput, ResumePoint
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.temporal import RESUME_SIGNAL, TASK_EXECUTION_WORKFLOW, tenant_priority
 from contracts.transitions import TERMINAL_STATUSES
-from mint.settings import Settings
-from mint.store.budgets import Budgets
-from mint.store.tables import AGENTS, EXECUTIONS, Conflict, Store
-from mint.telemetry.tracing import execution_context
+from infra.settings import Settings
+from infra.store.budgets import Budgets
+from infra.store.tables import AGENTS, EXECUTIONS, Conflict, Store
+from infra.telemetry.tracing import execution_context
 from services.handoffs import AGENT_VIEW_KEYS, reachable_agents
 from workflows.input_schema import input_problems
 from workflows.language import ToolDef
 
-# Large inputs cross Temporal by reference (mint/temporal/claim_check.py); this bounds what a request may carry.
+# Large inputs cross Temporal by reference (infra/temporal/claim_check.py); this bounds what a request may carry.
 MAX_INPUT_BYTES = 32 * 1024 * 1024
 # An input this small is checked against the task's input_schema on the event loop (a thread hop costs more).
 INLINE_CHECK_BYTES = 16 * 1024

@@ -17,8 +17,8 @@ from temporalio.service import RPCError, RPCStatusCode
 from api.docs import index_workflow_id
 from api.errors import ApiError
 from contracts.temporal import INDEX_DOC_WORKFLOW, TASK_EXECUTION_WORKFLOW
-from mint.store.docs import DocStore
-from mint.store.tables import EXECUTIONS, Store
+from infra.store.docs import DocStore
+from infra.store.tables import EXECUTIONS, Store
 
 # An execution's status as a job's state: `queued` is not started yet; from `starting` its workflow runs.
 EXECUTION_STATES = {

@@ -13,8 +13,8 @@ from typing import Any
 from fastapi import Request
 
 from api.errors import ApiError
+from expressions.data import MAX_DEPTH
 from workflows.problems import Problem
-from workflows.sandbox.data import MAX_DEPTH
 from workflows.storable import (
     Loc,
     Unstorable,

@@ -17,9 +17,9 @@ from api.executions import (
     launch,
 )
 from contracts.executions import ResumePoint
-from mint.settings import Settings
-from mint.store.restarts import create_restarted, transitions_through
-from mint.store.tables import Store
+from infra.settings import Settings
+from infra.store.restarts import create_restarted, transitions_through
+from infra.store.tables import Store
 from services.restart_plan import CannotRestart, plan_restart
 
 

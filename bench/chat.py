@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from api import schemas
-from mint.process import local_services
-from mint.store.db import connect_pool, migrate
-from mint.store.tables import AGENTS, SESSIONS, USERS, Store
+from infra.store.db import connect_pool, migrate
+from infra.store.tables import AGENTS, SESSIONS, USERS, Store
+from process import local_services
 from services.chat.chatter import Chatter
 from services.chat.context import count_tokens
 from services.chat.slots import ChatSlots

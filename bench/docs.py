@@ -18,19 +18,19 @@ import time
 import uuid
 from pathlib import Path
 
-from mint.process import local_services
-from mint.store.db import connect_pool, migrate
-from mint.store.docs import (
+from infra.store.db import connect_pool, migrate
+from infra.store.docs import (
     DEFAULT_DIMENSIONS as DIMENSIONS,
 )
-from mint.store.docs import (
+from infra.store.docs import (
     DocStore,
     SearchQuery,
     text_search_sql,
     vector_literal,
     vector_search_sql,
 )
-from mint.store.tables import Store
+from infra.store.tables import Store
+from process import local_services
 
 TOPICS, QUERIES, BATCH = 200, 200, 5_000
 INDEX_SQL = (  # as migration 0022 has it

@@ -206,7 +206,7 @@ def cpu_hog(processes: int) -> Iterator[None]:
 
 
 async def main() -> None:
-    from mint.store.tables import Store
+    from infra.store.tables import Store
 
     args = _arguments()
     local_mint = await LocalMint().start()

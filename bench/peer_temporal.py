@@ -57,7 +57,7 @@ class RawTemporal:
         self.failures: list[str] = []  # throughput executions that failed
 
     async def start(self) -> None:
-        # As many activity slots as Mint's worker has (worker.py), so neither side is capped below the other.
+        # As many activity slots as Mint's worker has (process/worker.py), so neither side is capped below the other.
         worker = Worker(
             self.client,
             task_queue=QUEUE,

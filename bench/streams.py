@@ -30,10 +30,10 @@ import uvicorn
 
 from activities.transitions import TransitionWriter
 from contracts.transitions import TransitionBatch, TransitionRow
-from mint.process.stack import api_app
-from mint.settings import Settings
-from mint.store.execution_events import ExecutionEvents
-from mint.store.tables import AGENTS, EXECUTIONS, Store
+from infra.settings import Settings
+from infra.store.execution_events import ExecutionEvents
+from infra.store.tables import AGENTS, EXECUTIONS, Store
+from process.stack import api_app
 from tests.stack import LocalMint, free_port
 
 WRITES = 100

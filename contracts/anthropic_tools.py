@@ -1,6 +1,6 @@
 """Anthropic's built-in tools, as Julep passes them to the model (`type: computer_20241022` and the like): each
 type, and the name Anthropic's models call it by. Shared by the task language (workflows/language/tools.py),
-which takes them as tools a client runs, and the model layer (mint/models/anthropic_format.py), which offers
+which takes them as tools a client runs, and the model layer (infra/models/anthropic_format.py), which offers
 them to Claude models."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from datetime import timedelta
 HEARTBEAT_EVERY = 1.0
 HEARTBEAT_TIMEOUT = timedelta(seconds=5)
 # The SDK holds back heartbeats to at most one per 0.8 x the heartbeat timeout (4 s here), which would leave
-# one second of margin; workers send them at most this far apart instead (worker.py), leaving three.
+# one second of margin; workers send them at most this far apart instead (process/worker.py), leaving three.
 HEARTBEAT_THROTTLE = timedelta(seconds=2)
 # A transition write (and the other internal writes) is one short transaction: an attempt lost with its
 # worker is retried after this long at most. Writes are idempotent (activities/transitions.py), so a retry

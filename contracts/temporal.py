@@ -40,8 +40,8 @@ RESUME_SIGNAL = "resume"
 
 # Search attributes (all Keyword), by which the Temporal UI's workflow list shows and filters executions
 # (`MintTask="daily motivation"`). They must be registered on the namespace first: `mint up` registers them on
-# its dev server (mint/process/local_services.py); on another cluster an operator does (README), and until
-# then Mint sets none (mint/temporal/search_attributes.py).
+# its dev server (process/local_services.py); on another cluster an operator does (README), and until
+# then Mint sets none (infra/temporal/search_attributes.py).
 MINT_TASK = SearchAttributeKey.for_keyword("MintTask")  # the task's name
 MINT_AGENT = SearchAttributeKey.for_keyword("MintAgent")  # the agent's name
 MINT_DEVELOPER = SearchAttributeKey.for_keyword("MintDeveloper")  # the developer's (tenant's) id

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from mint.store.tables import AGENTS, Store
+from infra.store.tables import AGENTS, Store
 from services.errors import Invalid, NotFound
 from services.sessions import owned_row
 

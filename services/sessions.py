@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from mint.store.tables import AGENTS, USERS, Store, Table
+from infra.store.tables import AGENTS, USERS, Store, Table
 from services.errors import Invalid, NotFound
 
 

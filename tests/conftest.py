@@ -19,9 +19,9 @@ import pytest
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-from mint.process import local_services
-from mint.store.db import connect_pool, migrate
-from mint.store.tables import Store
+from infra.store.db import connect_pool, migrate
+from infra.store.tables import Store
+from process import local_services
 from tests.model_server import Call, ModelServer, Reply
 
 if TYPE_CHECKING:  # imported where a stack starts: it brings the whole API and the model SDKs along, which

@@ -100,7 +100,7 @@ async def wait_indexed(api: httpx.AsyncClient, doc_id: str, timeout: float = 60)
 
 async def queued_execution(store: Any, developer_name: str) -> tuple[str, str]:
     """A new developer's `queued` execution of an empty task, written straight to the store: (developer, id)."""
-    from mint.store.tables import AGENTS, EXECUTIONS
+    from infra.store.tables import AGENTS, EXECUTIONS
 
     developer, _ = await store.create_developer(developer_name)
     agent = await store.insert(AGENTS, developer, {"name": "a"})

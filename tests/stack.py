@@ -14,8 +14,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from mint.process.stack import StackOptions, run_stack
-from mint.settings import Settings
+from infra.settings import Settings
+from process.stack import StackOptions, run_stack
 
 TEST_ENCRYPTION_KEY = "test-encryption-key-0123456789abcdef"
 
@@ -113,7 +113,7 @@ def spawn_worker(
     out = log.open("ab") if log is not None else subprocess.DEVNULL
     try:
         return subprocess.Popen(
-            [sys.executable, "-m", "mint.process.cli", "worker", *args],
+            [sys.executable, "-m", "process.cli", "worker", *args],
             env=env,
             stdout=out,
             stderr=subprocess.STDOUT if log is not None else subprocess.DEVNULL,
@@ -154,7 +154,7 @@ class MintUp:
     def command(self) -> list[str]:
         """The `mint up` command line, with this instance's data dir and ports."""
         return [
-            *(sys.executable, "-m", "mint.process.cli", "up", "--data-dir", str(self.data_dir)),
+            *(sys.executable, "-m", "process.cli", "up", "--data-dir", str(self.data_dir)),
             *("--api-port", str(self.api_port)),
             *("--temporal-port", str(self.temporal_port), "--ui-port", str(self.ui_port)),
         ]
@@ -229,9 +229,9 @@ class LocalMint:
     async def start(self) -> LocalMint:
         from temporalio.testing import WorkflowEnvironment
 
-        from mint.process import local_services
-        from mint.store.db import connect_pool, migrate
-        from mint.store.tables import Store
+        from infra.store.db import connect_pool, migrate
+        from infra.store.tables import Store
+        from process import local_services
 
         self._postgres = local_services.start_postgres(Path(tempfile.mkdtemp(prefix="mint-local-")))
         self.database_url = local_services.postgres_url(self._postgres)

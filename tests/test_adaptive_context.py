@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from mint.models.catalog import CONTEXT_WINDOWS
+from infra.models.catalog import CONTEXT_WINDOWS
 from services.chat.context import count_tokens, token_budget
 from tests.model_server import Call, Reply
 

@@ -10,8 +10,8 @@ from typing import Any
 import httpx
 import pytest
 
+from expressions.data import MAX_DEPTH
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
-from workflows.sandbox.data import MAX_DEPTH
 
 STUCK = {"queued", "starting"}
 JSON = {"Content-Type": "application/json"}

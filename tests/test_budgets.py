@@ -16,7 +16,7 @@ from temporalio.testing import ActivityEnvironment
 
 from activities.models import _charged_execution
 from contracts.temporal import MAP_CHUNK_WORKFLOW, RUN_TOOL_WORKFLOW, TASK_EXECUTION_WORKFLOW
-from mint.store.budgets import Budgets, UnknownExecution
+from infra.store.budgets import Budgets, UnknownExecution
 from tests.helpers import create_agent, create_task, run_task, start, wait_for_status
 from tests.model_server import Call, Reply
 from workflows.fan_out import CHUNK_ITEMS

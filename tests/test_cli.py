@@ -24,7 +24,7 @@ SLEEPS = "name: sleeps\nmain:\n- evaluate:\n    x: $ 1\n- sleep:\n    days: 1\n"
 
 def _mint(*args: str, env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "mint.process.cli", *args],
+        [sys.executable, "-m", "process.cli", *args],
         input=stdin,
         capture_output=True,
         text=True,
@@ -102,7 +102,7 @@ async def test_developer_create_prints_a_key_that_works(stack, postgres_url):
 async def test_keys_can_be_added_and_revoked(stack, store, postgres_url, monkeypatch):
     from click.testing import CliRunner
 
-    from mint.process.cli import cli
+    from process.cli import cli
 
     developer_id, first = await store.create_developer("keys")
     monkeypatch.setenv("MINT_DATABASE_URL", postgres_url)
@@ -274,7 +274,7 @@ async def test_commands_say_in_one_line_what_is_wrong(stack, api_key):
     assert "cannot reach the Mint API at http://127.0.0.1:9" in down.stderr
 
 
-MINT = (sys.executable, "-m", "mint.process.cli")
+MINT = (sys.executable, "-m", "process.cli")
 
 
 def _client(stack, api_key: str) -> httpx.AsyncClient:

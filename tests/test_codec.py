@@ -15,8 +15,8 @@ import pytest_asyncio
 from google.protobuf.json_format import MessageToDict
 
 from api.operator_auth import COOKIE, session_value
-from mint.settings import Settings
-from mint.temporal.payload_codec import ENCRYPTED
+from infra.settings import Settings
+from infra.temporal.payload_codec import ENCRYPTED
 from tests.conftest import temporal_address
 from tests.helpers import run_task
 from tests.stack import BackgroundStack

@@ -60,7 +60,7 @@ def test_the_api_and_worker_still_share_their_settings(services):
 # What the code reads, to check the file against: the variables Settings reads, the commands `mint` has, and
 # what `mint api` / `mint worker` refuse to start without.
 def _read_by_settings() -> set[str]:
-    from mint.settings import Environment
+    from infra.settings import Environment
 
     return {str(f.validation_alias) for f in Environment.model_fields.values()}
 
@@ -94,7 +94,7 @@ def test_the_required_variables_are_set_and_the_api_key_guards_the_api(services)
 def test_a_worker_gets_none_of_the_apis_secrets_and_the_api_none_of_the_workers(services):
     """Issue 27: the shared x-mint-env carried the default developer's API key and the codec token to every
     worker. A worker gets only what it uses: what `mint up` keeps out of its worker, compose keeps out too."""
-    from mint.process.worker_process import API_ONLY_VARIABLES
+    from process.worker_process import API_ONLY_VARIABLES
 
     assert {"MINT_API_KEY", "MINT_CODEC_TOKEN"} <= set(API_ONLY_VARIABLES)
     worker, api = services["worker"]["environment"], services["api"]["environment"]
@@ -106,7 +106,7 @@ def test_a_worker_gets_none_of_the_apis_secrets_and_the_api_none_of_the_workers(
 
 
 def test_the_commands_are_mint_commands(services):
-    from mint.process.cli import cli
+    from process.cli import cli
 
     for name in MINT_SERVICES:
         program, command = services[name]["command"].split()
@@ -114,7 +114,7 @@ def test_the_commands_are_mint_commands(services):
 
 
 def test_published_ports_are_the_authenticated_api_or_loopback(services):
-    from mint.settings import Settings
+    from infra.settings import Settings
 
     api = services["api"]
     port = int(api["environment"].get("MINT_API_PORT", Settings().api_port))
@@ -125,14 +125,14 @@ def test_published_ports_are_the_authenticated_api_or_loopback(services):
             assert set(_host_ips(service)) <= LOOPBACK, f"{name} is published beyond loopback"
     worker = services["worker"]
     assert "ports" not in worker and worker["environment"]["MINT_METRICS_PORT"]
-    # Its metrics port asks for a token (the metrics token: mint/settings.py metrics_port_token).
+    # Its metrics port asks for a token (the metrics token: infra/settings.py metrics_port_token).
     assert worker["environment"]["MINT_METRICS_TOKEN"]
 
 
 def test_stopping_waits_longer_than_mint_does(services):
     """Docker's SIGKILL comes after stop_grace_period: it must not cut short Mint's own bounded stop."""
-    from mint.process.cli import _stop_deadline
-    from mint.settings import Settings
+    from infra.settings import Settings
+    from process.cli import _stop_deadline
 
     for name in MINT_SERVICES:
         service = services[name]

@@ -25,7 +25,7 @@ from contracts.calls import CallAnswer, McpTool, ModelAnswer, ModelRequest, Owne
 from contracts.executions import ChunkOutcome, ExecutionParams, MapChunk, ResumeInput, ResumePoint
 from contracts.temporal import ACTIVITIES, SIGNALS, WORKFLOWS
 from contracts.transitions import Position, TransitionBatch, TransitionRow
-from mint.temporal.payload_codec import MintPayloadConverter
+from infra.temporal.payload_codec import MintPayloadConverter
 from workflows.docs import IndexDocWorkflow
 from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
 from workflows.sessions import CompressSessionWorkflow

@@ -12,7 +12,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.transitions import TransitionWriter
 from contracts.transitions import TransitionBatch
-from mint.store.db_errors import PERMANENT, explain
+from infra.store.db_errors import PERMANENT, explain
 from tests.helpers import create_agent, create_task, start, wait_for_status
 
 INTERNALS = ("DETAIL", "$1", "query argument", "invalid input", "SELECT", "jsonb")

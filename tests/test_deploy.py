@@ -12,9 +12,9 @@ import pytest
 import yaml
 from starlette.routing import Route
 
-from mint.process.cli import _stop_deadline, cli
-from mint.settings import Environment, Settings
-from mint.telemetry.metrics import Metrics, metrics_app
+from infra.settings import Environment, Settings
+from infra.telemetry.metrics import Metrics, metrics_app
+from process.cli import _stop_deadline, cli
 
 K8S = Path(__file__).parent.parent / "deploy" / "k8s"
 READ_BY_SETTINGS = {str(f.validation_alias) for f in Environment.model_fields.values()}
@@ -50,7 +50,7 @@ def _env(container: dict[str, Any], manifests: dict) -> dict[str, str]:
 def _api_routes() -> set[str]:
     """The API's GET routes, from the app itself (its clients are never called here)."""
     from api.app import AppClients, create_app
-    from mint.store.tables import Store
+    from infra.store.tables import Store
 
     clients = AppClients(Store(None), *([None] * 6))  # type: ignore[arg-type]
     return {r.path for r in create_app(clients, Settings()).routes if "GET" in getattr(r, "methods", ())}
@@ -94,7 +94,7 @@ def test_commands_and_variables_are_mints(manifests, name):
 def test_a_worker_gets_none_of_the_apis_secrets(manifests):
     """Issue 27: the one Secret every Deployment took with envFrom gave each worker the default developer's
     API key and the codec token. A worker gets only what it uses, as under `mint up` (API_ONLY_VARIABLES)."""
-    from mint.process.worker_process import API_ONLY_VARIABLES
+    from process.worker_process import API_ONLY_VARIABLES
 
     worker = _env(_container(manifests[("Deployment", "mint-worker")]), manifests)
     api = _env(_container(manifests[("Deployment", "mint-api")]), manifests)

@@ -11,11 +11,11 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from mint.models.embeddings import MAX_BATCH, EmbeddingChoice, embedder_for
-from mint.process.cli import cli
-from mint.store.db import HNSW_EF_SEARCH, connect_pool
-from mint.store.docs import DEFAULT_DIMENSIONS as DIMENSIONS
-from mint.store.docs import DocStore, SearchQuery
+from infra.models.embeddings import MAX_BATCH, EmbeddingChoice, embedder_for
+from infra.store.db import HNSW_EF_SEARCH, connect_pool
+from infra.store.docs import DEFAULT_DIMENSIONS as DIMENSIONS
+from infra.store.docs import DocStore, SearchQuery
+from process.cli import cli
 from tests.conftest import OPENAI_KEY, temporal_address
 from tests.helpers import create_agent, run_task, wait_indexed
 from tests.stack import BackgroundStack

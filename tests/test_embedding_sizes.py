@@ -11,9 +11,9 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from mint.process.cli import cli
-from mint.store.db import connect_pool
-from mint.store.docs import SUPPORTED_DIMENSIONS, DocStore, SearchQuery, vector_search_sql
+from infra.store.db import connect_pool
+from infra.store.docs import SUPPORTED_DIMENSIONS, DocStore, SearchQuery, vector_search_sql
+from process.cli import cli
 from tests.conftest import OPENAI_KEY
 from tests.helpers import create_agent, wait_indexed
 

@@ -6,7 +6,7 @@ import copy
 
 import pytest
 
-from workflows.sandbox.expressions import ExpressionError
+from expressions.parsing import ExpressionError
 from workflows.values import ValueEvaluator
 
 

@@ -4,8 +4,8 @@ the few Mint cannot offer safely are refused when the task is created, by name a
 
 import pytest
 
-from workflows.sandbox.expressions import ExpressionError, check_expression
-from workflows.sandbox.text_helpers import sentences
+from expressions.parsing import ExpressionError, check_expression
+from expressions.text_helpers import sentences
 from workflows.values import ValueEvaluator
 
 EMAIL = 'Sure!\n```json\n{"subject": "Re: agents", "body": "Use agents.create."}\n```\nAnything else?'

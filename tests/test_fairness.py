@@ -17,7 +17,7 @@ import pytest
 from temporalio.testing import WorkflowEnvironment
 
 from bench.fairness import answer, make_task, quick_run, quick_task, slow_task, start_flood, until_busy
-from mint.store.tables import Store
+from infra.store.tables import Store
 from tests.conftest import temporal_address
 from tests.helpers import api_client
 from tests.local_http import LocalServer

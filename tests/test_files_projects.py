@@ -17,8 +17,8 @@ import asyncpg
 import httpx
 import pytest_asyncio
 
-from mint.store.db import _migration_files
-from mint.store.docs import DocStore
+from infra.store.db import _migration_files
+from infra.store.docs import DocStore
 from tests.helpers import (
     api_client,
     create_agent,

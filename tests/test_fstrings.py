@@ -9,8 +9,8 @@ import ast
 
 import pytest
 
-from workflows.sandbox import fstrings
-from workflows.sandbox.expressions import ExpressionError, check_expression
+from expressions import fstrings
+from expressions.parsing import ExpressionError, check_expression
 from workflows.values import ValueEvaluator
 
 NAMES = {

@@ -13,11 +13,11 @@ import httpx
 import pytest
 from temporalio.worker import Replayer
 
-from mint.temporal.payload_codec import data_converter
+from infra.temporal.payload_codec import data_converter
+from process.worker import workflow_runner
 from tests.helpers import create_task, start, transitions, wait_for_status
 from tests.model_server import Call, Reply
 from tests.stack import TEST_ENCRYPTION_KEY
-from worker import workflow_runner
 from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
 from workflows.handoffs import Handoffs
 

@@ -11,8 +11,8 @@ from temporalio.api.enums.v1 import EventType
 from temporalio.api.history.v1 import HistoryEvent
 
 from contracts.temporal import SEARCH_ATTRIBUTES
-from mint.temporal.claim_check import THRESHOLD_BYTES, ClaimCheckCodec
-from mint.temporal.payload_codec import ENCRYPTED, WORKFLOW_ID, EncryptionCodec
+from infra.temporal.claim_check import THRESHOLD_BYTES, ClaimCheckCodec
+from infra.temporal.payload_codec import ENCRYPTED, WORKFLOW_ID, EncryptionCodec
 from tests.helpers import run_task, transitions
 from tests.stack import TEST_ENCRYPTION_KEY
 from workflows.calls import CALLS_IN_WORKER_PATCH

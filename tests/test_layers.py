@@ -9,34 +9,33 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).parent.parent
-PACKAGES = ("api", "services", "activities", "workflows", "mint", "contracts")
-# The process: the `mint` command and the composition root that assembles API and worker from the layers
-# below (the folder mint/process/), and worker.py, which says what the worker runs.
-PROCESS_FOLDER = "mint.process"
-PROCESS = frozenset({"worker", PROCESS_FOLDER})
-# What each layer may import, itself included. `workflows` is pure (no I/O, run by Temporal's sandbox);
-# `services` (business logic such as chat) sits between the API and the activities; the infrastructure
-# (the rest of `mint/`: the store, Temporal plumbing, model clients, settings) sits below the rest;
-# `contracts` (names and payloads at the Temporal boundary, transition rules) is pure data at the bottom,
-# shared by all.
+PACKAGES = ("process", "api", "services", "activities", "workflows", "expressions", "infra", "contracts")
+# What each layer may import, itself included, from the top down. `process` (the `mint` command, the
+# composition root that assembles API and worker from the layers below, and what the worker runs) may import
+# everything; `workflows` is pure (no I/O, run by Temporal's sandbox); `services` (the use cases: executions,
+# docs, chat) sits between the API and the activities; `expressions` (the sandbox a task's expressions and
+# templates run in) is self-contained; `infra` (the store, Temporal plumbing, model clients, settings) sits
+# below the rest; `contracts` (names and payloads at the Temporal boundary, transition rules) is pure data at
+# the bottom, shared by all.
 MAY_IMPORT = {
     "contracts": {"contracts"},
-    "workflows": {"workflows", "contracts"},
-    "infrastructure": {"infrastructure", "contracts"},
-    "activities": {"activities", "workflows", "infrastructure", "contracts"},
-    "services": {"services", "activities", "workflows", "infrastructure", "contracts"},
-    "api": {"api", "services", "activities", "workflows", "infrastructure", "contracts"},
-    "process": {"process", "api", "services", "activities", "workflows", "infrastructure", "contracts"},
+    "infra": {"infra", "contracts"},
+    "expressions": {"expressions"},
+    "workflows": {"workflows", "expressions", "contracts"},
+    "activities": {"activities", "workflows", "expressions", "infra", "contracts"},
+    "services": {"services", "activities", "workflows", "expressions", "infra", "contracts"},
+    "api": {"api", "services", "activities", "workflows", "expressions", "infra", "contracts"},
+    "process": set(PACKAGES),
 }
-# `mint/` is folders that say what they hold; only settings sit loose in it.
-LOOSE_IN_MINT = {"mint.settings"}
+# `infra/` is folders that say what they hold; only settings sit loose in it.
+LOOSE_IN_INFRA = {"infra.settings"}
 # Imports that break the rule, each to go: the test fails on any other, and on one of these once it is gone
 # (so the list only shrinks).
 KNOWN: set[tuple[str, str]] = set()
 
 
 def _modules() -> dict[str, Path]:
-    files = [ROOT / "worker.py", *(f for package in PACKAGES for f in (ROOT / package).rglob("*.py"))]
+    files = [f for package in PACKAGES for f in (ROOT / package).rglob("*.py")]
     modules = {}
     for path in files:
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
@@ -70,10 +69,7 @@ def _imports() -> dict[str, set[str]]:
 
 
 def _layer(module: str) -> str:
-    if module == "worker" or module == PROCESS_FOLDER or module.startswith(PROCESS_FOLDER + "."):
-        return "process"
-    top = module.split(".")[0]
-    return "infrastructure" if top == "mint" else top
+    return module.split(".")[0]
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -139,15 +135,14 @@ def test_no_import_runs_up_a_layer():
 
 def test_every_module_is_in_a_layer():
     assert {_layer(m) for m in _imports()} <= set(MAY_IMPORT)
-    assert PROCESS <= set(_imports()), "a PROCESS module was renamed"
 
 
-def test_mint_holds_folders():
-    loose = {m for m, path in _modules().items() if path.parent == ROOT / "mint" and path.stem != "__init__"}
-    assert loose <= LOOSE_IN_MINT, "put new modules of mint/ in the folder for what they do"
+def test_infra_holds_folders():
+    loose = {m for m, path in _modules().items() if path.parent == ROOT / "infra" and path.stem != "__init__"}
+    assert loose <= LOOSE_IN_INFRA, "put new modules of infra/ in the folder for what they do"
 
 
-# What a module under api/ may not hold: SQL is the persistence layer's (mint/), which the API calls.
+# What a module under api/ may not hold: SQL is the persistence layer's (infra/store/), which the API calls.
 SQL_TEXT = re.compile(r"\b(SELECT|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM)\b", re.IGNORECASE)
 DB_CALLS = frozenset(
     {"execute", "executemany", "fetch", "fetchrow", "fetchval", "acquire", "copy_records_to_table"}
@@ -177,7 +172,7 @@ def test_the_api_holds_no_sql():
         for path in (ROOT / "api").rglob("*.py")
         if (use := _database_use(path.read_text()))
     }
-    assert found == {}, "api/ calls the store (mint/), which holds the SQL"
+    assert found == {}, "api/ calls the store (infra/store/), which holds the SQL"
 
 
 def test_the_sql_finder_finds_some():
@@ -189,3 +184,24 @@ async def f(store):
 """
     assert len(_database_use(source)) == 5
     assert _database_use('ApiError(404, "agent not found"); router.delete("/sessions/{id}")') == []
+
+
+def _layout_table() -> dict[str, set[str]]:
+    """The README's Layout table: each layer's folder and what it says the layer may import."""
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("| layer | what it holds | may import |") :].split("\n\n")[0]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        folder, _, may = (cell.strip() for cell in line.strip("|").split(" | "))
+        name = folder.strip("`/")
+        below = set(PACKAGES[PACKAGES.index(name) + 1 :]) if may == "everything below" else set()
+        rows[name] = below if may in ("everything below", "nothing else") else set(may.split(", "))
+    return rows
+
+
+def test_the_readme_layout_is_the_folders():
+    rows = _layout_table()
+    assert list(rows) == list(PACKAGES), "the README's Layout table names the packages, top down"
+    assert {name: may | {name} for name, may in rows.items()} == MAY_IMPORT
+    folders = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()}
+    assert folders - {"tests", "bench"} == set(PACKAGES), "a package at the top that the Layout does not name"

@@ -169,7 +169,7 @@ async def test_a_used_up_pool_answers_503_and_a_lock_wait_ends_instead_of_hangin
             assert busy.status_code == 503, busy.text
             assert "no database connection became free within 0.5 s" in busy.json()["error"]["message"]
             assert busy.headers["Retry-After"] == "1"
-            locked_out = await stuck  # lock_timeout (mint/store/db.py) ends it; the lock is still held
+            locked_out = await stuck  # lock_timeout (infra/store/db.py) ends it; the lock is still held
         assert locked_out.status_code == 503 and "locked" in locked_out.json()["error"]["message"]
         assert (await api.get("/agents")).status_code == 200
 

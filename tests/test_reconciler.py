@@ -6,7 +6,7 @@ import uuid
 import httpx
 import pytest_asyncio
 
-from mint.store.tables import EXECUTIONS
+from infra.store.tables import EXECUTIONS
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
 from tests.stack import BackgroundStack

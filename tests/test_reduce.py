@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from expressions.parsing import ExpressionError
 from workflows.reduce import appended, fold, reduce_results
-from workflows.sandbox.expressions import ExpressionError
 from workflows.values import ValueEvaluator
 
 

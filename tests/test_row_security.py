@@ -1,5 +1,5 @@
 """Row-level security: while acting for a developer, a query without any tenant filter still sees, and may
-write, only that developer's rows (migration 0012, mint/store/tenancy.py)."""
+write, only that developer's rows (migration 0012, infra/store/tenancy.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import uuid
 import asyncpg
 import pytest
 
-from mint.store.tables import AGENTS, Store
-from mint.store.tenancy import acting_as
+from infra.store.tables import AGENTS, Store
+from infra.store.tenancy import acting_as
 from tests.helpers import run_task
 
 UNFILTERED_READS = [

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from workflows.sandbox.budget import step_clock
-from workflows.sandbox.expressions import ExpressionError
+from expressions.budget import step_clock
+from expressions.parsing import ExpressionError
 from workflows.values import ValueEvaluator
 
 ROOT = Path(__file__).parents[1]

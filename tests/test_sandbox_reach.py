@@ -16,16 +16,16 @@ import pytest
 import re2
 from markupsafe import Markup
 
-from workflows.sandbox import budget as budget_module
-from workflows.sandbox import csv_rows, regex
-from workflows.sandbox.budget import CLOCK_EVERY, Budget, LimitExceeded, charging
-from workflows.sandbox.data import OrderedSet
-from workflows.sandbox.evaluator import Evaluator
-from workflows.sandbox.expressions import ExpressionError
-from workflows.sandbox.functions import CONSTANT_COST, build_functions, is_charged
-from workflows.sandbox.methods import DATA_ATTRIBUTES, METHODS, Method, constant
-from workflows.sandbox.shims import SafeNamespace, build_modules
-from workflows.sandbox.template_filters import (
+from expressions import budget as budget_module
+from expressions import csv_rows, regex
+from expressions.budget import CLOCK_EVERY, Budget, LimitExceeded, charging
+from expressions.data import OrderedSet
+from expressions.evaluator import Evaluator
+from expressions.functions import CONSTANT_COST, build_functions, is_charged
+from expressions.methods import DATA_ATTRIBUTES, METHODS, Method, constant
+from expressions.parsing import ExpressionError
+from expressions.shims import SafeNamespace, build_modules
+from expressions.template_filters import (
     BOUNDED_FILTERS,
     CHECKED_FILTERS,
     COMPARING_FILTERS,
@@ -38,7 +38,7 @@ from workflows.sandbox.template_filters import (
     TEXT_FILTERS,
     TEXT_TESTS,
 )
-from workflows.sandbox.templates import ENVIRONMENT
+from expressions.templates import ENVIRONMENT
 from workflows.values import ValueEvaluator
 
 # Methods whose rule is `constant` (their work does not grow with the object): reviewed one by one. A method

@@ -15,8 +15,8 @@ from julep import AsyncJulep
 from temporalio.api.common.v1 import Payload
 
 from activities.secrets import Redactor
-from mint.store.secrets import MASK
-from mint.temporal.payload_codec import ENCRYPTED, EncryptionCodec
+from infra.store.secrets import MASK
+from infra.temporal.payload_codec import ENCRYPTED, EncryptionCodec
 from tests.helpers import create_agent, run_task
 from tests.local_http import Answer, LocalServer, Request
 from tests.stack import TEST_ENCRYPTION_KEY

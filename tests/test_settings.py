@@ -1,4 +1,4 @@
-"""Settings from the environment (mint/settings.py): defaults when unset, what an empty variable means, and
+"""Settings from the environment (infra/settings.py): defaults when unset, what an empty variable means, and
 errors that name the variable without quoting a secret."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from mint.settings import Settings
+from infra.settings import Settings
 
 
 def test_unset_variables_leave_the_defaults(monkeypatch):
@@ -158,7 +158,7 @@ def test_distinct_secrets_start_and_the_metrics_token_is_checked_like_the_codec_
 def test_mint_api_and_worker_refuse_a_placeholder_in_one_line(command):
     from click.testing import CliRunner
 
-    from mint.process.cli import cli
+    from process.cli import cli
 
     env = {
         "MINT_DATABASE_URL": "postgresql://mint:pw@127.0.0.1:1/mint",

@@ -12,8 +12,8 @@ import uuid
 import httpx
 import pytest
 
-from mint.process.cli import _stop_deadline
-from mint.settings import Settings
+from infra.settings import Settings
+from process.cli import _stop_deadline
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
 from tests.local_http import LocalServer, Request, ok

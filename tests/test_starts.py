@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from mint.store.tables import Store
-from mint.store.tenancy import acting_as
+from infra.store.tables import Store
+from infra.store.tenancy import acting_as
 from tests.helpers import queued_execution
 
 HANG_GUARD = 60.0  # guards against a hang (mark_started waiting on the lock); measures nothing

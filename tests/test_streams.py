@@ -1,4 +1,4 @@
-"""Execution streams are pushed: Postgres notifies the API of each write (mint/store/execution_events.py).
+"""Execution streams are pushed: Postgres notifies the API of each write (infra/store/execution_events.py).
 
 Every stack and hub here re-reads on a timer only every POLL_NEVER seconds, longer than any test waits: a
 stream that gets a write did so because it was notified. The waits below guard against hangs (a stream that
@@ -16,9 +16,9 @@ from typing import Any
 import httpx
 import pytest_asyncio
 
-from mint.store.execution_events import APPLICATION_NAME, CHANNEL, ExecutionEvents
-from mint.store.tables import Store
-from mint.store.tenancy import acting_as
+from infra.store.execution_events import APPLICATION_NAME, CHANNEL, ExecutionEvents
+from infra.store.tables import Store
+from infra.store.tenancy import acting_as
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, queued_execution, start, transitions, wait_for_status
 from tests.stack import BackgroundStack

@@ -19,9 +19,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from temporalio.api.workflowservice.v1 import GetSystemInfoRequest
 
-from mint.settings import Settings
-from mint.store.db import connect_pool
-from mint.temporal.client import connect_from_settings
+from infra.settings import Settings
+from infra.store.db import connect_pool
+from infra.temporal.client import connect_from_settings
 from tests.conftest import temporal_address
 
 

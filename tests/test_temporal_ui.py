@@ -20,11 +20,11 @@ from temporalio.converter import WorkflowSerializationContext
 from temporalio.testing import WorkflowEnvironment
 
 from contracts.temporal import MINT_AGENT, MINT_DEVELOPER, MINT_STATUS, MINT_TASK, SEARCH_ATTRIBUTES
-from mint.process.local_services import dev_server_args
-from mint.settings import Settings
-from mint.store.tables import Store
-from mint.temporal.client import connect_temporal
-from mint.temporal.search_attributes import missing_search_attributes, resolve_search_attributes
+from infra.settings import Settings
+from infra.store.tables import Store
+from infra.temporal.client import connect_temporal
+from infra.temporal.search_attributes import missing_search_attributes, resolve_search_attributes
+from process.local_services import dev_server_args
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, wait_for_status
 from tests.local_http import LocalServer
@@ -215,7 +215,7 @@ async def test_auto_turns_them_off_where_the_namespace_lacks_them(temporal_env, 
     client = temporal_env.client
     namespace = await bare_namespace(client)
     cluster = Settings(temporal_address=temporal_address(temporal_env), temporal_namespace=namespace)
-    with caplog.at_level(logging.WARNING, logger="mint.temporal.search_attributes"):
+    with caplog.at_level(logging.WARNING, logger="infra.temporal.search_attributes"):
         resolved = await resolve_search_attributes(cluster, client)
     assert resolved.search_attributes == "off"
     assert (

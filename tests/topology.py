@@ -57,7 +57,7 @@ class Cluster:
         env = {**self.env, **({"MINT_API_PORT": str(port)} if port else {})}
         with (self.logs / f"{kind}-{port or 'w'}.log").open("ab") as log:
             return subprocess.Popen(
-                [sys.executable, "-m", "mint.process.cli", kind],
+                [sys.executable, "-m", "process.cli", kind],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -25,6 +25,7 @@ from contracts.calls import (
 )
 from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
 from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_SYSTEM
+from expressions.parsing import ExpressionError
 from workflows import language as lang
 from workflows.failures import TIMEOUT_TYPES
 from workflows.integrations import (
@@ -34,7 +35,6 @@ from workflows.integrations import (
     integration_problems,
     provider_of,
 )
-from workflows.sandbox.expressions import ExpressionError
 from workflows.secret_refs import SecretRefs
 from workflows.values import ValueEvaluator
 
@@ -72,7 +72,7 @@ def call_options(
     """The start-to-close timeout of one attempt and the retry policy for `step`; `deadline` is the call's
     own bounded timeout, when it has one (api_call), which the attempt follows.
 
-    Which errors are permanent is decided where they happen (mint/temporal/errors.py); a permanent error is
+    Which errors are permanent is decided where they happen (infra/temporal/errors.py); a permanent error is
     never retried, whatever the policy says."""
     timeout = step.timeout or (defaults.timeout if defaults else None)
     if deadline is not None:

@@ -21,14 +21,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from workflows.sandbox.expressions import (
+from expressions.parsing import (
     CONSTANTS,
     KNOWN_NAMES,
     PARSE_CEILING,
     check_expression,
     parse_expression,
 )
-from workflows.sandbox.templates import is_template
+from expressions.templates import is_template
 
 Dialect = Literal["seed", "dollar"]
 How = Literal["python", "template", "text"]

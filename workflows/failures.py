@@ -13,7 +13,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 from contracts.failures import ERROR_TYPES, error_type_of, typed_message, with_type
-from workflows.sandbox.expressions import ExpressionError
+from expressions.parsing import ExpressionError
 from workflows.transition_log import UnrecordableValue
 
 

@@ -69,7 +69,7 @@ def fixed_arguments(tool: dict[str, Any], layers: list[dict[str, Any] | None]) -
 
 def offered_tool(tool: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
     """The tool as the model sees it (OpenAI function format), without the arguments Mint fills in; one of
-    Anthropic's built-in tools as its type and settings, under the tool's name (mint/models turns it into
+    Anthropic's built-in tools as its type and settings, under the tool's name (infra/models turns it into
     what Anthropic takes, and refuses it for other providers)."""
     if tool["type"] in ANTHROPIC_TOOLS:
         settings = tool.get(tool["type"]) or {}

@@ -14,10 +14,10 @@ import ast
 import functools
 from typing import Any
 
+from expressions.budget import LimitExceeded
+from expressions.data import check_length
+from expressions.parsing import ExpressionError, parse_expression
 from workflows.dialect import python_source
-from workflows.sandbox.budget import LimitExceeded
-from workflows.sandbox.data import check_length
-from workflows.sandbox.expressions import ExpressionError, parse_expression
 from workflows.values import ValueEvaluator, to_data
 
 DEFAULT_REDUCE = "results + [_]"  # Julep's, when a map_reduce has no `reduce`

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
 from typing import Any
 
-from workflows.sandbox.budget import (
+from expressions.budget import (
     CHARS_PER_UNIT,
     MAX_ELEMENTS,
     MAX_STRING_LENGTH,
@@ -26,7 +26,7 @@ from workflows.sandbox.budget import (
     Budget,
     LimitExceeded,
 )
-from workflows.sandbox.data import CONTAINER_WEIGHT, counted
+from expressions.data import CONTAINER_WEIGHT, counted
 from workflows.values import MAX_RESULT_DEPTH
 
 # A reference, as the model writes it (here, not in references.py, which imports this module).

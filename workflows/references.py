@@ -30,9 +30,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from expressions.budget import Budget
 from workflows.reference_size import NAME, REFERENCE, WHOLE_REFERENCE, ArgumentsSize, Weights
 from workflows.reference_size import ReferencesTooLarge as ReferencesTooLarge  # what callers catch
-from workflows.sandbox.budget import Budget
 
 ENABLED_KEY = "pass_by_reference"
 THRESHOLD_KEY = "reference_threshold"

@@ -1,5 +1,5 @@
-"""Every workflow Mint runs, in one list: worker.py registers them on the main queue, and the fast test layer
-(tests/unit/conftest.py) on its worker, without importing worker.py and every activity's clients with it."""
+"""Every workflow Mint runs, in one list: process/worker.py registers them on the main queue, and the fast test layer
+(tests/unit/conftest.py) on its worker, without importing process/worker.py and every activity's clients with it."""
 
 from __future__ import annotations
 

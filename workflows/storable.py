@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from workflows.sandbox.data import MAX_DEPTH
+from expressions.data import MAX_DEPTH
 
 Loc = tuple[Any, ...]
 

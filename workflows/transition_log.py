@@ -29,7 +29,7 @@ WRITE_RETRY = RetryPolicy(
 # event loop now and then (a workflow task busy for 2 s counts as deadlocked).
 MAX_BATCH_TRANSITIONS = 500
 MAX_BATCH_BYTES = 512 * 1024
-# Large values cross Temporal by reference (mint/temporal/claim_check.py); this bounds what one step may produce.
+# Large values cross Temporal by reference (infra/temporal/claim_check.py); this bounds what one step may produce.
 MAX_VALUE_BYTES = 64 * 1024 * 1024
 
 
@@ -117,7 +117,7 @@ class TransitionLog:
     def start_run(self, run_id: str, scope_id: str, path: str) -> None:
         """This log records a run of its own (a fan-out chunk's child workflow) in its parent's frame: its
         transitions in that frame (scope `scope_id`) carry `run_id`, and the first also says where the run
-        sits (the fan-out's body path) and when it started. Traces read them (mint/telemetry/traces.py)."""
+        sits (the fan-out's body path) and when it started. Traces read them (infra/telemetry/traces.py)."""
         self.run_id, self.run_scope = run_id, scope_id
         self.run_announcement = {"run_path": path, "run_started_at": workflow.now().isoformat()}
 

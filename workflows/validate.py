@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
+from expressions.parsing import CONTEXT_NAMES, KNOWN_NAMES, MAX_EXPRESSION_LENGTH
 from workflows import ignored_keys
 from workflows import language as lang
 from workflows.calls import bounded_timeout
@@ -20,7 +21,6 @@ from workflows.partial_parse import TaskParts, parse_task
 from workflows.plain_errors import format_loc
 from workflows.problems import Problem, Suggestions, capped_warnings, in_path_order
 from workflows.references import setting_problems
-from workflows.sandbox.expressions import CONTEXT_NAMES, KNOWN_NAMES, MAX_EXPRESSION_LENGTH
 from workflows.values import check_value, reading_warnings
 
 __all__ = ["TaskInvalid", "TaskLimits", "ValidTask", "format_loc", "task_warnings", "validate_task"]

@@ -17,6 +17,21 @@ from typing import Any
 
 from temporalio import workflow
 
+from expressions.budget import (
+    CHARS_PER_UNIT,
+    COPIES_PER_UNIT,
+    MAX_ELEMENTS,
+    SCANS_PER_UNIT,
+    Budget,
+    LimitExceeded,
+    charging,
+)
+from expressions.data import NESTING_SCANS_PER_UNIT, OrderedSet, counted, nests_deeper
+from expressions.evaluator import Evaluator
+from expressions.methods import MATCH
+from expressions.operators import safe_str
+from expressions.parsing import MAX_EXPRESSION_LENGTH, ExpressionError, check_expression, reads_data
+from expressions.templates import check_template, is_template, render_template
 from workflows import language as lang
 from workflows.dialect import (
     Dialect,
@@ -26,21 +41,6 @@ from workflows.dialect import (
     read_template,
     read_value,
 )
-from workflows.sandbox.budget import (
-    CHARS_PER_UNIT,
-    COPIES_PER_UNIT,
-    MAX_ELEMENTS,
-    SCANS_PER_UNIT,
-    Budget,
-    LimitExceeded,
-    charging,
-)
-from workflows.sandbox.data import NESTING_SCANS_PER_UNIT, OrderedSet, counted, nests_deeper
-from workflows.sandbox.evaluator import Evaluator
-from workflows.sandbox.expressions import MAX_EXPRESSION_LENGTH, ExpressionError, check_expression, reads_data
-from workflows.sandbox.methods import MATCH
-from workflows.sandbox.operators import safe_str
-from workflows.sandbox.templates import check_template, is_template, render_template
 
 # A step result is measured as it will be written (see _Measured); a run recorded before it was replays unmeasured.
 RESULTS_PATCH = "bounded-step-results"

@@ -42,7 +42,7 @@ from activities.integrations import (
 from activities.secrets import reveal
 from contracts.calls import CallAnswer, IntegrationCallRequest
 from contracts.temporal import CALL_INTEGRATION
-from mint.temporal import errors
+from infra.temporal import errors
 from workflows.calls import DEADLINE_SLACK_SECONDS
 from workflows.integrations import PROVIDERS
 from workflows.secret_refs import MARK

@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from activities.integrations.common import answer_json, join
-from mint.temporal import errors
+from infra.temporal import errors
 
 DEFAULT_BASE_URL = "https://{application_id}-dsn.algolia.net"
 APPLICATION_ID = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,50}[A-Za-z0-9])?", re.ASCII)

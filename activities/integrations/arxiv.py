@@ -13,7 +13,7 @@ from typing import Any
 from temporalio.exceptions import ApplicationError
 
 from activities.integrations.common import join, refused
-from mint.temporal import errors
+from infra.temporal import errors
 
 DEFAULT_BASE_URL = "https://export.arxiv.org"
 ATOM = "{http://www.w3.org/2005/Atom}"

@@ -34,7 +34,7 @@ import httpx
 from activities.egress import brief_repr
 from activities.integrations.cloudinary_transformation import Refused, escaped, transformation
 from activities.integrations.common import answer_json, join
-from mint.temporal import errors
+from infra.temporal import errors
 
 DEFAULT_BASE_URL = "https://api.cloudinary.com"
 DELIVERY_URL = "https://res.cloudinary.com"

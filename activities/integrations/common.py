@@ -6,7 +6,7 @@ from typing import Any, TypedDict
 
 from temporalio.exceptions import ApplicationError
 
-from mint.temporal import errors
+from infra.temporal import errors
 
 
 def join(base_url: str, path: str) -> str:

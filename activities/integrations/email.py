@@ -21,7 +21,7 @@ from typing import Any
 import aiosmtplib
 
 from activities.egress import EgressRefused, brief_repr, host_name_or_address, port_number
-from mint.temporal import errors
+from infra.temporal import errors
 
 DEFAULT_BASE_URL = ""  # (SMTP: host and port instead)
 SMTPS_PORT = 465

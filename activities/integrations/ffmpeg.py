@@ -22,7 +22,7 @@ from typing import Any, TypedDict
 
 from activities import confined
 from activities.integrations.ffmpeg_command import Refused, parse
-from mint.temporal import errors
+from infra.temporal import errors
 
 DEFAULT_BASE_URL = ""  # (a local binary)
 MAX_OUTPUT_BYTES = confined.Limits().file_bytes  # the kernel stops ffmpeg past it (RLIMIT_FSIZE)

@@ -29,7 +29,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
 from activities.integrations.common import answer_json, join, refused
-from mint.temporal import errors
+from infra.temporal import errors
 
 DEFAULT_BASE_URL = "https://sheets.googleapis.com"
 TOKEN_URI = "https://oauth2.googleapis.com/token"

@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from activities.integrations.common import answer_json, join
-from mint.temporal import errors
+from infra.temporal import errors
 
 DEFAULT_BASE_URL = "https://api.cloud.llamaindex.ai"
 MAX_FILES = 16

@@ -8,7 +8,7 @@ from typing import Any
 
 from activities.egress import brief_repr, host_name_or_address
 from activities.integrations.common import answer_json, join
-from mint.temporal import errors
+from infra.temporal import errors
 
 DEFAULT_BASE_URL = "https://api.mailgun.net"
 

@@ -25,7 +25,7 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from activities.egress import EgressPolicy, EgressRefused, brief_repr
 from activities.integrations.common import BrowserAnswer as Answer
-from mint.temporal import errors
+from infra.temporal import errors
 from workflows.integrations import REMOTE_BROWSER_ACTIONS
 
 DEFAULT_BASE_URL = ""  # no browser unless the operator sets MINT_REMOTE_BROWSER_BASE_URL

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from activities.integrations.common import answer_json, join
-from mint.temporal import errors
+from infra.temporal import errors
 
 DEFAULT_BASE_URL = "https://api.unstructuredapp.io"
 

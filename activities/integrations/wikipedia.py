@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from activities.integrations.common import answer_json, join
-from mint.temporal import errors
+from infra.temporal import errors
 
 DEFAULT_BASE_URL = "https://en.wikipedia.org"
 # Wikimedia asks every client to name itself (its User-Agent policy).

@@ -14,10 +14,10 @@ from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
 from api.routes.projects import project_or_404
 from api.warning_header import note_ignored
-from mint.models.catalog import available_models
-from mint.store.docs import DocStore
-from mint.store.projects import DEFAULT
-from mint.store.tables import AGENTS, TOOLS, Store
+from infra.models.catalog import available_models
+from infra.store.docs import DocStore
+from infra.store.projects import DEFAULT
+from infra.store.tables import AGENTS, TOOLS, Store
 from services.handoffs import checked_handoffs
 from workflows import ignored_keys
 from workflows.guardrails import guardrail_problems

@@ -19,7 +19,7 @@ from temporalio.api.common.v1 import Payload
 
 from api import operator_auth
 from api.errors import ApiError
-from mint.store.crypto import DecryptionError
+from infra.store.crypto import DecryptionError
 
 router = APIRouter(tags=["codec"], include_in_schema=False)
 

@@ -12,9 +12,9 @@ from api.deps import Developer, StoreDep
 from api.errors import ERROR_RESPONSES, ApiError
 from api.schemas.common import RequestBody
 from contracts.budgets import Budget
-from mint.models.embeddings import EmbeddingChoice
-from mint.store.budgets import Budgets
-from mint.store.developer_settings import DeveloperEmbedding
+from infra.models.embeddings import EmbeddingChoice
+from infra.store.budgets import Budgets
+from infra.store.developer_settings import DeveloperEmbedding
 from workflows.problems import Problem
 
 router = APIRouter(tags=["developer"], responses=ERROR_RESPONSES)

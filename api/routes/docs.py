@@ -11,8 +11,8 @@ from api import docs as service
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
-from mint.store.docs import DocStore
-from mint.store.tables import AGENTS, USERS
+from infra.store.docs import DocStore
+from infra.store.tables import AGENTS, USERS
 
 router = APIRouter(tags=["docs"], responses=ERROR_RESPONSES)
 Owner = Annotated[str, Path(description="`agents` or `users`")]

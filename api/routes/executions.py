@@ -18,13 +18,13 @@ from api.executions import cancel_execution, resume_execution, start_execution
 from api.restarts import restart_execution
 from api.timers import open_timers
 from contracts.transitions import TERMINAL_STATUSES, TERMINAL_TYPES
-from mint.store.execution_events import ExecutionEvents
-from mint.store.tables import EXECUTIONS, Store
-from mint.telemetry.traces import build_trace
+from infra.store.execution_events import ExecutionEvents
+from infra.store.tables import EXECUTIONS, Store
+from infra.telemetry.traces import build_trace
 
 router = APIRouter(tags=["executions"], responses=ERROR_RESPONSES)
 # A quiet stream sends a keep-alive this often. Streams wait for a change of their execution (pushed by
-# Postgres: mint/store/execution_events.py), not on a timer, and read at most this many transitions at once.
+# Postgres: infra/store/execution_events.py), not on a timer, and read at most this many transitions at once.
 KEEPALIVE_SECONDS = 15.0
 READ_BATCH = 500
 
@@ -146,7 +146,7 @@ async def list_transitions(
 @router.get("/executions/{execution_id}/trace", response_model=schemas.Trace)
 async def get_trace(execution_id: str, developer: Developer, store: StoreDep) -> Any:
     """The execution's trace: runs, steps, model and tool calls, handoffs and guardrails, in order, under one
-    trace id (built from its transitions: mint/telemetry/traces.py)."""
+    trace id (built from its transitions: infra/telemetry/traces.py)."""
     execution = await execution_or_404(store, developer, execution_id)
     return build_trace(execution, await store.all_transitions(developer, execution["id"]))
 

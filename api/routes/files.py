@@ -1,4 +1,4 @@
-"""Files: Julep v1's /files. The bytes are kept in Postgres (mint/store/files.py); every answer carries them
+"""Files: Julep v1's /files. The bytes are kept in Postgres (infra/store/files.py); every answer carries them
 base64 encoded, as Julep's File does, and a list is written one file at a time."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
 from api.routes.projects import project_or_404
-from mint.store.files import FileStore
-from mint.store.projects import DEFAULT
+from infra.store.files import FileStore
+from infra.store.projects import DEFAULT
 from workflows.problems import Problem
 
 router = APIRouter(tags=["files"], responses=ERROR_RESPONSES)

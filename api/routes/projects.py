@@ -11,8 +11,8 @@ from api import schemas
 from api.canonical import canonical_name
 from api.deps import Developer, PageDep, StoreDep
 from api.errors import ERROR_RESPONSES, ApiError
-from mint.store.projects import ProjectStore
-from mint.store.tables import Conflict, Store
+from infra.store.projects import ProjectStore
+from infra.store.tables import Conflict, Store
 
 router = APIRouter(tags=["projects"], responses=ERROR_RESPONSES)
 NAME_TRIES = 5  # a made canonical name that is taken (one chance in 65,536 a try) is made again

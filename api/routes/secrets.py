@@ -15,8 +15,8 @@ from fastapi import APIRouter, Depends, Request
 from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, not_found
-from mint.store.secrets import SecretStore
-from mint.store.tables import AGENTS
+from infra.store.secrets import SecretStore
+from infra.store.tables import AGENTS
 
 router = APIRouter(tags=["secrets"], responses=ERROR_RESPONSES)
 

@@ -16,8 +16,8 @@ from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, ApiError, not_found
 from api.warning_header import note
-from mint.store.session_history import SessionHistory
-from mint.store.tables import AGENTS, SESSIONS, Store
+from infra.store.session_history import SessionHistory
+from infra.store.tables import AGENTS, SESSIONS, Store
 from services.chat.chatter import Chatter, Reply
 from services.errors import ServiceError
 from services.sessions import participants

@@ -15,9 +15,9 @@ from api.errors import ERROR_RESPONSES, ApiError, not_found
 from api.request_check import reject, reject_unstorable, too_deep_error
 from api.routes.agents import agent_or_404
 from api.warning_header import note
+from expressions.data import bounded_size
 from workflows.language import IGNORED_TASK_FIELDS, TASK_FIELDS
 from workflows.language.nesting import with_kinds
-from workflows.sandbox.data import bounded_size
 from workflows.storable import too_deep, yaml_depth_loc
 from workflows.validate import TaskInvalid, TaskLimits, validate_task
 

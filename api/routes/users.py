@@ -11,9 +11,9 @@ from api import schemas
 from api.deps import Developer, PageDep, StoreDep, checked_id
 from api.errors import ERROR_RESPONSES, not_found
 from api.routes.projects import project_or_404
-from mint.store.docs import DocStore
-from mint.store.projects import DEFAULT
-from mint.store.tables import USERS
+from infra.store.docs import DocStore
+from infra.store.projects import DEFAULT
+from infra.store.tables import USERS
 
 router = APIRouter(tags=["users"], responses=ERROR_RESPONSES)
 

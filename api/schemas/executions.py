@@ -112,7 +112,7 @@ class Transition(BaseModel):
 
 
 class TraceItem(BaseModel):
-    """One event of an execution's trace (mint/telemetry/traces.py lists the types and their data)."""
+    """One event of an execution's trace (infra/telemetry/traces.py lists the types and their data)."""
 
     type: Literal[
         "run_start",

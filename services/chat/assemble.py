@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mint.models.embeddings import Embedders
-from mint.store.docs import DocStore, SearchQuery
-from mint.store.session_history import SessionHistory
+from infra.models.embeddings import Embedders
+from infra.store.docs import DocStore, SearchQuery
+from infra.store.session_history import SessionHistory
 from services.chat.cast import Cast
 from services.chat.context import (
     Context,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mint.store.tables import USERS, Store
+from infra.store.tables import USERS, Store
 from services.chat.request import Chat
 from services.sessions import owned_row
 from workflows import prompts

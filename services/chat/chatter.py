@@ -19,13 +19,13 @@ from typing import Any
 
 from temporalio.client import Client
 
-from mint.models.client import ModelClient
-from mint.models.embeddings import Embedders
-from mint.store.budgets import Budgets
-from mint.store.chat_turns import ChatTurns, SessionBusy
-from mint.store.docs import DocStore
-from mint.store.session_history import SessionHistory
-from mint.store.tables import AGENTS, Store
+from infra.models.client import ModelClient
+from infra.models.embeddings import Embedders
+from infra.store.budgets import Budgets
+from infra.store.chat_turns import ChatTurns, SessionBusy
+from infra.store.docs import DocStore
+from infra.store.session_history import SessionHistory
+from infra.store.tables import AGENTS, Store
 from services.chat.assemble import ContextAssembler
 from services.chat.calls import ChatCalls
 from services.chat.cast import Cast, cast
@@ -96,7 +96,7 @@ class Reply:
     def response(self) -> dict[str, Any]:
         return {
             "id": str(self.id),
-            # The chat's trace id (as an execution's is its id's hex digits: mint/telemetry/traces.py).
+            # The chat's trace id (as an execution's is its id's hex digits: infra/telemetry/traces.py).
             "trace_id": self.id.hex,
             "created_at": self.created_at,
             "choices": self.choices,

@@ -1,6 +1,6 @@
 """A session's context: the system message from its template, the history, and the token budget.
 
-Tokens are counted as mint/models/tokens.py does (cl100k_base, offline).
+Tokens are counted as infra/models/tokens.py does (cl100k_base, offline).
 """
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mint.models.catalog import context_window
-from mint.models.tokens import count_tokens
-from workflows.sandbox.budget import Budget
-from workflows.sandbox.expressions import ExpressionError
-from workflows.sandbox.templates import render_template
+from expressions.budget import Budget
+from expressions.parsing import ExpressionError
+from expressions.templates import render_template
+from infra.models.catalog import context_window
+from infra.models.tokens import count_tokens
 
 # The seed's default system template, with its slips fixed: "About you" shows the agent's `about` (the seed
 # repeats its name), no double space before "and their name", and tools of every type are listed (the seed

@@ -16,7 +16,8 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from mint.models.client import ModelClient
+from expressions.parsing import ExpressionError
+from infra.models.client import ModelClient
 from services.chat.spending import ChatSpending
 from services.errors import Invalid, ModelFailed, ModelRefused, Refused
 from workflows.guardrails import (
@@ -31,7 +32,6 @@ from workflows.guardrails import (
     verdict_of,
 )
 from workflows.language import Guardrail
-from workflows.sandbox.expressions import ExpressionError
 from workflows.values import ValueEvaluator
 
 AGENT_KEYS = ("id", "name", "about", "model", "instructions", "metadata", "default_settings")

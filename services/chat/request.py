@@ -121,7 +121,7 @@ class Chat(BaseModel):
     frequency_penalty: float | None = None
     presence_penalty: float | None = None
     # Julep's other sampling settings: logit_bias for OpenAI's models, the rest for OpenAI-compatible servers
-    # that take them (vLLM and the like: mint/models/client.py); a provider that cannot is told nothing, and
+    # that take them (vLLM and the like: infra/models/client.py); a provider that cannot is told nothing, and
     # the answer's Warning header says so.
     logit_bias: dict[str, float] | None = None
     min_p: Annotated[float, Field(ge=0, le=1)] | None = None

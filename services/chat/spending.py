@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mint.store.budgets import Budgets, OverBudget, tokens_of
+from infra.store.budgets import Budgets, OverBudget, tokens_of
 from services.errors import OutOfBudget
 
 

@@ -16,25 +16,25 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
-from mint.process import local_services
+from process import local_services
 from tests.unit.fakes import Fakes
 from tests.unit.harness import Harness
 from workflows.registered import WORKFLOWS
 
 # The SDK gives a server 5 s to start; on a loaded 2-core machine it can take longer.
 SERVER_STARTUP = timedelta(seconds=60)
-WORKER_PY = Path(__file__).parents[2] / "worker.py"
+WORKER_PY = Path(__file__).parents[2] / "process/worker.py"
 
 
 def passthrough_modules() -> tuple[str, ...]:
-    """worker.py's PASSTHROUGH_MODULES, read from its source: importing worker.py would bring every
+    """process/worker.py's PASSTHROUGH_MODULES, read from its source: importing process/worker.py would bring every
     activity's clients along (the model SDKs, FastAPI, MCP: seconds of imports this layer never uses)."""
     for node in ast.parse(WORKER_PY.read_text()).body:
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id == "PASSTHROUGH_MODULES" for t in node.targets
         ):
             return tuple(ast.literal_eval(node.value))
-    raise AssertionError("worker.py no longer defines PASSTHROUGH_MODULES")
+    raise AssertionError("process/worker.py no longer defines PASSTHROUGH_MODULES")
 
 
 def workflow_runner() -> SandboxedWorkflowRunner:
@@ -78,7 +78,7 @@ def session_fakes() -> Fakes:
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def unit_worker(unit_env: WorkflowEnvironment, session_fakes: Fakes) -> AsyncIterator[str]:
-    """A worker with the workflows worker.py registers and the fake activities; yields its task queue.
+    """A worker with the workflows process/worker.py registers and the fake activities; yields its task queue.
 
     Workflows run outside the sandbox: the sandbox re-imports the interpreter for every run (about 0.15 s
     each here, against 0.03 s), and test_worker_sandbox.py runs every step kind inside it once."""

@@ -16,7 +16,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from api.executions import launch, resume_execution
 from contracts.transitions import TERMINAL_STATUSES
-from mint.settings import Settings
+from infra.settings import Settings
 from tests.unit.fakes import ExecutionRow, Fakes, FakeStore
 from workflows.validate import validate_task
 

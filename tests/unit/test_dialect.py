@@ -7,8 +7,8 @@ import random
 
 import pytest
 
+from expressions.parsing import ExpressionError
 from workflows.dialect import read_template, read_value
-from workflows.sandbox.expressions import ExpressionError
 from workflows.validate import validate_task
 from workflows.values import ValueEvaluator, detect_dialect
 

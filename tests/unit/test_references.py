@@ -10,6 +10,15 @@ from typing import Any
 import pytest
 
 from contracts.temporal import CALL_API, CALL_MODEL
+from expressions.budget import (
+    CHARS_PER_UNIT,
+    MAX_ELEMENTS,
+    MAX_STRING_LENGTH,
+    SCANS_PER_UNIT,
+    STEP_BUDGET,
+    Budget,
+)
+from expressions.data import counted
 from tests.unit.fakes import completion, http_response
 from tests.unit.harness import task
 from workflows.references import (
@@ -22,15 +31,6 @@ from workflows.references import (
     setting_problems,
     split_settings,
 )
-from workflows.sandbox.budget import (
-    CHARS_PER_UNIT,
-    MAX_ELEMENTS,
-    MAX_STRING_LENGTH,
-    SCANS_PER_UNIT,
-    STEP_BUDGET,
-    Budget,
-)
-from workflows.sandbox.data import counted
 from workflows.values import MAX_RESULT_DEPTH
 
 PAGE = "x" * 5000

@@ -1,4 +1,4 @@
-"""TLS to a Temporal that Mint does not run (mint/temporal/tls.py): the variables Temporal's CLI reads, what
+"""TLS to a Temporal that Mint does not run (infra/temporal/tls.py): the variables Temporal's CLI reads, what
 they build, and the error a bad one gives when `mint worker` starts."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 from temporalio.service import TLSConfig
 
-from mint.process.cli import cli
-from mint.settings import Settings
-from mint.temporal.tls import TemporalTls, tls_config
+from infra.settings import Settings
+from infra.temporal.tls import TemporalTls, tls_config
+from process.cli import cli
 
 CERT = "-----BEGIN CERTIFICATE-----\nMIIB...\n-----END CERTIFICATE-----\n"
 KEY = "-----BEGIN PRIVATE KEY-----\nMIIE...\n-----END PRIVATE KEY-----\n"
@@ -42,7 +42,7 @@ def _files(tmp_path: Path) -> tuple[Path, Path, Path]:
 
 
 def test_no_tls_settings_mean_plain_grpc_and_an_api_key_means_tls():
-    assert tls_config(Settings.from_env().temporal_tls_options()) is False
+    assert tls_config(TemporalTls.of(Settings.from_env())) is False
     assert tls_config(TemporalTls(), api_key="cloud-key") is True
     assert tls_config(TemporalTls(enabled=True)) is True
     assert tls_config(TemporalTls(enabled=False), api_key="key-over-a-tls-proxy") is False
@@ -54,7 +54,7 @@ def test_the_cli_variables_build_an_mtls_config(monkeypatch, tmp_path):
     monkeypatch.setenv("TEMPORAL_TLS_CLIENT_KEY_PATH", str(key))
     monkeypatch.setenv("TEMPORAL_TLS_SERVER_CA_CERT_PATH", str(ca))
     monkeypatch.setenv("TEMPORAL_TLS_SERVER_NAME", "temporal.internal")
-    built = tls_config(Settings.from_env().temporal_tls_options())
+    built = tls_config(TemporalTls.of(Settings.from_env()))
     assert isinstance(built, TLSConfig)
     assert built.client_cert == cert.read_bytes() and built.client_private_key == key.read_bytes()
     assert built.server_root_ca_cert == ca.read_bytes() and built.domain == "temporal.internal"
@@ -63,7 +63,7 @@ def test_the_cli_variables_build_an_mtls_config(monkeypatch, tmp_path):
 def test_inline_pem_works_as_well_as_a_path(monkeypatch):
     monkeypatch.setenv("TEMPORAL_TLS_CLIENT_CERT_DATA", CERT)
     monkeypatch.setenv("TEMPORAL_TLS_CLIENT_KEY_DATA", KEY)
-    built = tls_config(Settings.from_env().temporal_tls_options())
+    built = tls_config(TemporalTls.of(Settings.from_env()))
     assert isinstance(built, TLSConfig)
     assert (built.client_cert, built.client_private_key, built.server_root_ca_cert) == (
         CERT.encode(),

@@ -7,7 +7,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from mint.telemetry.traces import build_trace
+from infra.telemetry.traces import build_trace
 
 RUN = str(uuid.uuid4())
 

@@ -1,4 +1,4 @@
-"""Sizing workers (mint/settings.py, mint/process/worker_options.py): the queues a deployment gives kinds of
+"""Sizing workers (infra/settings.py, process/worker_options.py): the queues a deployment gives kinds of
 activity, what each worker polls, its MINT_WORKER_* limits and their flags."""
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from contracts.temporal import (
     LIST_MCP_TOOLS,
     WRITE_TRANSITIONS,
 )
-from mint.process.cli import cli
-from mint.settings import Settings
+from infra.settings import Settings
+from process.cli import cli
 
 WORKER_VARIABLES = (
     "MINT_MODEL_QUEUE",
@@ -116,7 +116,7 @@ def test_absurd_sizes_and_an_unreachable_postgres_are_one_line_errors():
     result = CliRunner().invoke(cli, ["worker"], env={**env, "MINT_WORKER_MAX_ACTIVITIES": str(10**23)})
     assert result.exit_code == 1 and "must be at most 1,000,000" in result.output
     # In a process of its own: getting that far sets up the process's logging.
-    command = [sys.executable, "-m", "mint.process.cli", "worker"]
+    command = [sys.executable, "-m", "process.cli", "worker"]
     ran = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
     assert ran.returncode == 1, ran.stderr
     (line,) = ran.stderr.strip().splitlines()  # one line, no traceback

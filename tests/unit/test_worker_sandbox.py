@@ -1,5 +1,5 @@
 """The rest of this layer runs workflows outside Temporal's sandbox, for speed (the sandbox re-imports the
-interpreter for every run). This runs one task that uses every step kind on worker.py's own sandbox, so
+interpreter for every run). This runs one task that uses every step kind on process/worker.py's own sandbox, so
 nothing the interpreter does is refused there."""
 
 from __future__ import annotations

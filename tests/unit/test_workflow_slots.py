@@ -1,4 +1,4 @@
-"""Workflow task slots (mint/temporal/workflow_slots.py): a task waiting on a call in the worker takes none of
+"""Workflow task slots (infra/temporal/workflow_slots.py): a task waiting on a call in the worker takes none of
 the limit, and the number of tasks computed at once shrinks while the event loop lags and grows back."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import asyncio
 import time
 from typing import Any
 
-from mint.temporal.workflow_slots import FLOOR, WorkflowTaskSlots, next_target
+from infra.temporal.workflow_slots import FLOOR, WorkflowTaskSlots, next_target
 
 CONTEXT: Any = None  # the slot supplier reads nothing from Temporal's contexts
 

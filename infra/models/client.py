@@ -1,0 +1,271 @@
+"""The model client: calls any configured model through the official SDKs.
+
+Requests and responses are provider-neutral: messages, tools and the answer use the OpenAI chat format, and
+Anthropic's Messages API is translated to and from it (infra/models/anthropic_format.py), so the interpreter
+never sees a provider. SDK retries are off: Temporal retries the call_model activity (on rate limits, 5xx
+and timeouts only: the errors raised here say which), so every attempt shows in the history. API keys come
+from the process's environment or the owner's secrets and never enter a request, a transition or an error
+message.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import anthropic
+import jsonschema
+import openai
+
+from contracts.anthropic_tools import ANTHROPIC_TOOLS
+from infra.models.anthropic_format import anthropic_arguments, from_anthropic, named_back
+from infra.models.catalog import cost
+from infra.models.openai_stream import OnText, joined
+from infra.models.recordings import Recordings
+from infra.settings import ModelConfig, Settings
+from infra.store.secrets import SecretStore, SecretsUnavailable
+from infra.temporal import errors
+
+# SDK clients kept at once (one per provider, plus one per developer key in use).
+MAX_CLIENTS = 64
+# Settings passed through to the providers as they are (the OpenAI names; translated for Anthropic).
+SETTINGS = (
+    "temperature",
+    "max_tokens",
+    "top_p",
+    "stop",
+    "seed",
+    "frequency_penalty",
+    "presence_penalty",
+    "logit_bias",
+)
+# Julep's settings that only OpenAI-compatible servers take (vLLM and the like: a named endpoint), in the
+# request's body; OpenAI's own API refuses them, and Anthropic takes none of these nor logit_bias.
+EXTRA_SETTINGS = ("min_p", "repetition_penalty", "length_penalty")
+
+
+class ModelClient:
+    """Calls any configured model; the worker's call_model activity (activities/models.py) and the API's
+    session chat share it."""
+
+    def __init__(
+        self, config: ModelConfig, recordings: Recordings | None = None, secrets: SecretStore | None = None
+    ):
+        self.config = config
+        self.recordings = recordings
+        self.secrets = secrets
+        self._clients: dict[tuple[str, str | None], Any] = {}
+
+    async def complete(self, request: dict[str, Any], on_text: OnText | None = None) -> dict[str, Any]:
+        """One chat completion: {response (OpenAI chat completion shape), usage, cost}.
+
+        `request` has model, messages, settings, tools, tool_choice, response_format, `at` (the step, for
+        recordings) and `owner` ({developer_id, agent_id}: whose secrets may hold the provider's key). A
+        JSON answer that does not match the requested schema fails like a 5xx (Temporal retries it). With
+        `on_text`, the model streams, and each piece of the answer's text goes to `on_text` as it arrives."""
+        request = {**request, "model": request.get("model") or self.config.default_model}
+        if self.recordings is not None and self.recordings.replaying:
+            response = self.recordings.replay(request)
+            text = response["choices"][0]["message"].get("content")
+            if on_text and text:
+                await on_text(text)
+        else:
+            response = await self._complete(request, on_text)
+            if self.recordings is not None:
+                self.recordings.record(request, response)
+        _check_format(response, request.get("response_format"))
+        usage = response.get("usage") or {}
+        return {
+            "response": response,
+            "usage": usage,
+            "cost": cost(response.get("model") or request["model"], usage),
+        }
+
+    def unsupported(self, model: str | None, settings: dict[str, Any]) -> list[str]:
+        """The settings given that `model`'s provider does not take (they are left out of its request)."""
+        provider, _ = self.config.route(model or self.config.default_model)
+        given = [k for k in ("logit_bias", *EXTRA_SETTINGS) if settings.get(k) is not None]
+        if provider == "anthropic":
+            return given
+        return [k for k in given if k in EXTRA_SETTINGS] if provider == "openai" else []
+
+    async def _complete(self, request: dict[str, Any], on_text: OnText | None) -> dict[str, Any]:
+        provider, model = self.config.route(request["model"])
+        key = await self._owner_key(provider, request.get("owner"))
+        try:
+            if provider == "anthropic":
+                return await self._anthropic(model, request, key, on_text)
+            return await self._openai(provider, model, request, key, on_text)
+        except (openai.APIStatusError, anthropic.APIStatusError) as exc:
+            raise _status_error(provider, exc.status_code, self._redact(_error_message(exc), key)) from None
+        except (openai.APIConnectionError, anthropic.APIConnectionError) as exc:
+            raise errors.transient(
+                f"{provider} could not be reached: {type(exc).__name__}", "ModelUnavailable"
+            ) from None
+
+    async def _owner_key(self, provider: str, owner: dict[str, Any] | None) -> str | None:
+        """The provider's key from the owner's secrets (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
+        `<ENDPOINT>_API_KEY`; an agent's own first), which wins over the operator's; None if there is none."""
+        if self.secrets is None or not owner:
+            return None
+        name = f"{provider.upper().replace('-', '_')}_API_KEY"
+        try:
+            found = await self.secrets.reveal(owner["developer_id"], owner.get("agent_id"), {name})
+        except SecretsUnavailable:
+            return None
+        return found.get(name)
+
+    def _redact(self, text: str, owner_key: str | None = None) -> str:
+        """Providers sometimes quote the key they were given; it never goes further than this worker."""
+        config = self.config
+        keys = (config.openai_api_key, config.anthropic_api_key, *config.endpoint_keys.values(), owner_key)
+        for key in keys:
+            if key and len(key) >= 8:
+                text = text.replace(key, "[redacted]").replace(key[-8:], "[redacted]")
+        return text
+
+    def _client(self, provider: str, owner_key: str | None) -> Any:
+        """SDK clients, made on first use (a missing key is an error only for a task that needs it)."""
+        if (provider, owner_key) in self._clients:
+            return self._clients[(provider, owner_key)]
+        if len(self._clients) >= MAX_CLIENTS:  # owners' keys come and go; a plain reset bounds the cache
+            self._clients.clear()
+        config, timeout = self.config, self.config.request_timeout
+        if provider == "anthropic":
+            if not (owner_key or config.anthropic_api_key):
+                raise errors.permanent(
+                    "no Anthropic model is configured: set ANTHROPIC_API_KEY (or a secret of that name)",
+                    "ModelNotConfigured",
+                )
+            client: Any = anthropic.AsyncAnthropic(
+                api_key=owner_key or config.anthropic_api_key,
+                base_url=config.anthropic_base_url,
+                max_retries=0,
+                timeout=timeout,
+            )
+        elif provider == "openai":
+            if not (owner_key or config.openai_api_key):
+                raise errors.permanent(
+                    "no OpenAI model is configured: set OPENAI_API_KEY (or a secret of that name)",
+                    "ModelNotConfigured",
+                )
+            client = openai.AsyncOpenAI(
+                api_key=owner_key or config.openai_api_key,
+                base_url=config.openai_base_url,
+                max_retries=0,
+                timeout=timeout,
+            )
+        else:
+            client = openai.AsyncOpenAI(
+                api_key=owner_key or config.endpoint_keys.get(provider) or "unused",
+                base_url=config.endpoints[provider],
+                max_retries=0,
+                timeout=timeout,
+            )
+        self._clients[(provider, owner_key)] = client
+        return client
+
+    async def _openai(
+        self, provider: str, model: str, request: dict[str, Any], key: str | None, on_text: OnText | None
+    ) -> dict[str, Any]:
+        arguments: dict[str, Any] = {"model": model, "messages": request["messages"]}
+        settings = request.get("settings") or {}
+        arguments.update({k: v for k, v in settings.items() if k in SETTINGS and v is not None})
+        extra = {k: settings[k] for k in EXTRA_SETTINGS if settings.get(k) is not None}
+        if extra and provider != "openai":  # a named OpenAI-compatible endpoint
+            arguments["extra_body"] = extra
+        if request.get("tools"):
+            built_in = [t for t in request["tools"] if t.get("type") in ANTHROPIC_TOOLS]
+            if built_in:
+                name, kind = built_in[0]["function"]["name"], built_in[0]["type"]
+                raise errors.permanent(
+                    f"tool {name!r} is Anthropic's {kind}: only a Claude model takes it, not {model!r}",
+                    "UnsupportedTool",
+                )
+            arguments["tools"] = request["tools"]
+            if request.get("tool_choice") is not None:
+                arguments["tool_choice"] = request["tool_choice"]
+        if request.get("response_format"):
+            arguments["response_format"] = request["response_format"]
+        client = self._client(provider, key)
+        if on_text is None:
+            completion = await client.chat.completions.create(**arguments)
+            return completion.model_dump(mode="json", exclude_unset=True)
+        stream = await client.chat.completions.create(
+            **arguments, stream=True, stream_options={"include_usage": True}
+        )
+        return await joined(stream, on_text)
+
+    async def _anthropic(
+        self, model: str, request: dict[str, Any], key: str | None, on_text: OnText | None
+    ) -> dict[str, Any]:
+        arguments = anthropic_arguments(model, request)
+        client = self._client("anthropic", key)
+        if on_text is None:
+            message = await client.messages.create(**arguments)
+        else:
+            async with client.messages.stream(**arguments) as stream:
+                async for text in stream.text_stream:
+                    await on_text(text)
+                message = await stream.get_final_message()
+        return named_back(from_anthropic(message.model_dump(mode="json")), request.get("tools") or [])
+
+
+def _check_format(response: dict[str, Any], response_format: dict[str, Any] | None) -> None:
+    """A JSON answer must parse, and match the schema when one was given; if not, the call is retried."""
+    if not response_format or response_format.get("type") not in ("json_object", "json_schema"):
+        return
+    content = (response["choices"][0]["message"].get("content") or "").strip()
+    try:
+        value = json.loads(_strip_fence(content))
+    except ValueError:
+        raise errors.transient(
+            f"the model's answer is not JSON: {content[:200]!r}", "InvalidModelOutput"
+        ) from None
+    schema = (response_format.get("json_schema") or {}).get("schema")
+    if schema:
+        problem = next(iter(jsonschema.Draft202012Validator(schema).iter_errors(value)), None)
+        if problem is not None:
+            where = "/".join(str(p) for p in problem.absolute_path) or "the top level"
+            raise errors.transient(
+                f"the model's answer does not match the schema at {where}: {problem.message}",
+                "InvalidModelOutput",
+            )
+
+
+def _strip_fence(text: str) -> str:
+    """Models asked for JSON sometimes wrap it in a ```json fence. (The twin of workflows.prompts.strip_fence,
+    which reads the same answers inside the workflow: workflows/ may import nothing outside itself, and
+    mint/ nothing above it.)"""
+    if text.startswith("```"):
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+        text = text.rsplit("```", 1)[0]
+    return text.strip()
+
+
+def _error_message(exc: Exception) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error") if isinstance(body.get("error"), dict) else body
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])[:500]
+    return str(getattr(exc, "message", "") or type(exc).__name__)[:500]
+
+
+def _status_error(provider: str, status: int, message: str) -> Exception:
+    """Rate limits, timeouts and 5xx are retried; any other 4xx is the request's fault and is not."""
+    text = f"{provider} answered {status}: {message}"
+    if status in (408, 409, 429) or status >= 500:
+        return errors.transient(text, "ModelUnavailable")
+    return errors.permanent(text, "ModelRequestRefused")
+
+
+def model_client(settings: Settings, secrets: SecretStore | None = None) -> ModelClient:
+    """The model layer as the settings configure it (with recordings, when asked for); with `secrets`,
+    developers' own provider keys are used for their calls."""
+    recordings = None
+    if settings.model_replay or settings.model_record:
+        recordings = Recordings(
+            settings.model_replay or settings.model_record or "", bool(settings.model_replay)
+        )
+    return ModelClient(settings.model_config(), recordings, secrets)

@@ -1,0 +1,197 @@
+"""`mint ls`, `status`, `watch`, `logs`, `resume` and `cancel`: executions from the command line, through the
+API of the stack `mint up` recorded (or MINT_API_URL / MINT_API_KEY)."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+import httpx
+
+from process.api_calls import call, parse_value
+from process.follow import (
+    TERMINAL,
+    Detached,
+    follow,
+    position,
+    say_detached,
+    show_wait,
+    wait_info,
+    when,
+)
+from process.stack_file import DATA_DIR_OPTION, URL_OPTION, api_client, find_stack
+
+STATUSES = ("queued", "starting", "running", "awaiting_input", "succeeded", "failed", "cancelled")
+PAGE = 1000  # transitions read per request
+CANCEL_WAIT_SECONDS = 10.0  # how long `mint cancel` waits to see the execution end
+
+
+def _stack_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    return URL_OPTION(DATA_DIR_OPTION(command))
+
+
+def _api(data_dir: Path | None, url: str | None) -> httpx.Client:
+    return api_client(find_stack(data_dir, url))
+
+
+@click.command("ls")
+@click.option("--status", type=click.Choice(STATUSES), default=None, help="Only executions with this status.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True)
+@_stack_options
+def list_executions(status: str | None, limit: int, data_dir: Path, url: str | None) -> None:
+    """List recent executions across tasks, newest first."""
+    params: dict[str, Any] = {"limit": limit, **({"status": status} if status else {})}
+    with _api(data_dir, url) as api:
+        executions = call(api, "GET", "/executions", params=params)["items"]
+    if not executions:
+        click.echo("no executions" + (f" with status {status}" if status else ""))
+        return
+    click.echo(f"{'ID':<36}  {'TASK':<24}  {'STATUS':<14}  CREATED")
+    for e in executions:
+        click.echo(
+            f"{e['id']:<36}  {_cut(e['task_name'], 24):<24}  {e['status']:<14}  {_local(e['created_at'])}"
+        )
+
+
+@click.command("status")
+@click.argument("execution_id")
+@_stack_options
+def show_status(execution_id: str, data_dir: Path, url: str | None) -> None:
+    """Show an execution: its status, task, current step, and its output, error or open wait."""
+    with _api(data_dir, url) as api:
+        execution = call(api, "GET", f"/executions/{execution_id}")
+        task = call(api, "GET", f"/tasks/{execution['task_id']}")
+        transitions = list(_transitions(api, execution_id))
+        status = execution["status"]
+        timers = (
+            call(api, "GET", f"/executions/{execution_id}/timers")["items"] if status == "running" else []
+        )
+    click.echo(f"execution  {execution['id']}")
+    click.echo(f"task       {task['name']} ({execution['task_id']}, version {execution['task_version']})")
+    click.echo(f"status     {status}")
+    click.echo(f"created    {_local(execution['created_at'])}   updated {_local(execution['updated_at'])}")
+    if transitions:
+        last = transitions[-1]
+        label = f" ({last['step_label']})" if last.get("step_label") else ""
+        if last.get("next") and status not in TERMINAL:
+            click.echo(f"step       {position(last['next'])}")
+        click.echo(f"last       {last['type']} at {position(last['current'])}{label}")
+    if timers:
+        click.echo(f"sleeping   until {when(timers[0]['fires_at'])}")
+    for where, info in _open_waits(transitions) if status == "awaiting_input" else []:
+        show_wait(where, info)
+        click.echo(f"answer it with: mint resume {execution['id']} --input JSON")
+    if status == "succeeded":
+        output = json.dumps(execution["output"], indent=2, ensure_ascii=False)
+        click.echo("output     " + output.replace("\n", "\n           "))
+    elif execution.get("error"):
+        click.echo(f"error      {execution['error']}")
+
+
+@click.command("watch")
+@click.argument("execution_id")
+@_stack_options
+def watch(execution_id: str, data_dir: Path, url: str | None) -> None:
+    """Follow an execution's transitions live until it ends; exit 0 only if it succeeded."""
+    with _api(data_dir, url) as api:
+        execution = call(api, "GET", f"/executions/{execution_id}")  # a wrong id fails here, in one line
+        try:
+            code = follow(api, execution["id"], answer_waits=False)
+        except Detached as detached:
+            say_detached(api, execution["id"], detached.reason)
+            code = detached.code
+    raise SystemExit(code)
+
+
+@click.command("logs")
+@click.argument("execution_id")
+@_stack_options
+def logs(execution_id: str, data_dir: Path, url: str | None) -> None:
+    """Print all of an execution's transitions, oldest first, with their whole outputs."""
+    with _api(data_dir, url) as api:
+        call(api, "GET", f"/executions/{execution_id}")
+        for seq, transition in enumerate(_transitions(api, execution_id), start=1):
+            label = f" ({transition['step_label']})" if transition.get("step_label") else ""
+            where = position(transition["current"])
+            click.echo(
+                f"#{seq:<4} {transition['type']:<13} {where}{label}  {_local(transition['created_at'])}"
+            )
+            output = json.dumps(transition.get("output"), indent=2, ensure_ascii=False)
+            click.echo("\n".join(f"      {line}" for line in output.splitlines()))
+            note = (transition.get("metadata") or {}).get("log")
+            if note is not None:
+                click.echo(f"      log: {note}")
+
+
+@click.command("resume")
+@click.argument("execution_id")
+@click.option("--input", "input_text", required=True, help="The answer to the open wait, as JSON (or YAML).")
+@_stack_options
+def resume(execution_id: str, input_text: str, data_dir: Path, url: str | None) -> None:
+    """Answer an execution's open wait (the oldest, if several are open)."""
+    try:
+        value = parse_value(input_text)
+    except ValueError as exc:
+        raise click.ClickException(f"cannot read --input: {exc}") from None
+    with _api(data_dir, url) as api:
+        execution = call(
+            api, "PUT", f"/executions/{execution_id}", json={"status": "running", "input": value}
+        )
+    click.echo(f"resumed execution {execution['id']}; follow it with: mint watch {execution['id']}")
+
+
+@click.command("cancel")
+@click.argument("execution_id")
+@click.option("--reason", default=None, help="Why, kept as the execution's error.")
+@_stack_options
+def cancel(execution_id: str, reason: str | None, data_dir: Path, url: str | None) -> None:
+    """Cancel an execution and wait (briefly) to see it end."""
+    body = {"status": "cancelled", **({"reason": reason} if reason else {})}
+    with _api(data_dir, url) as api:
+        execution = call(api, "PUT", f"/executions/{execution_id}", json=body)
+        deadline = time.monotonic() + CANCEL_WAIT_SECONDS
+        while execution["status"] not in TERMINAL and time.monotonic() < deadline:
+            time.sleep(0.2)
+            execution = call(api, "GET", f"/executions/{execution['id']}")
+    if execution["status"] in TERMINAL:
+        click.echo(f"execution {execution['id']} {execution['status']}")
+    else:
+        click.echo(f"cancel requested; execution {execution['id']} is still {execution['status']}")
+
+
+COMMANDS = (list_executions, show_status, watch, logs, resume, cancel)
+
+
+def _transitions(api: httpx.Client, execution_id: str) -> Iterator[dict[str, Any]]:
+    offset = 0
+    while True:
+        params = {"direction": "asc", "limit": PAGE, "offset": offset}
+        page = call(api, "GET", f"/executions/{execution_id}/transitions", params=params)["items"]
+        yield from page
+        if len(page) < PAGE:
+            return
+        offset += PAGE
+
+
+def _open_waits(transitions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+    """Each wait no resume answered, oldest first. A transition's seq is its place in the execution's list
+    (from 1): a resume names the wait it answers by that number."""
+    answered = {(t.get("metadata") or {}).get("wait_seq") for t in transitions if t["type"] == "resume"}
+    return [
+        (position(t["current"]), wait_info(t))
+        for seq, t in enumerate(transitions, start=1)
+        if t["type"] == "wait" and seq not in answered
+    ]
+
+
+def _local(iso: str) -> str:
+    return f"{datetime.fromisoformat(iso.replace('Z', '+00:00')).astimezone():%Y-%m-%d %H:%M:%S}"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

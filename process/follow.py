@@ -1,0 +1,296 @@
+"""Following an execution live (`mint run`, `mint watch`): one line per transition from the API's SSE stream,
+what a wait asks for, when a sleep wakes, and the outcome; Ctrl-C leaves the execution running.
+
+The stream is read in a thread of its own and handed over through a queue, so the terminal stays live (a
+spinner, the prompt for a wait) while nothing arrives. Each transition comes with its sequence number, and a
+stream that ends early is reopened after the last one seen, so none is shown twice.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import click
+import httpx
+
+from process.api_calls import call, error_text, parse_value
+
+TERMINAL = {"succeeded": 0, "failed": 1, "cancelled": 2}
+INTERRUPTED = 130  # the shell's code for a command stopped by Ctrl-C
+# How long after the last transition the follower asks what a quiet execution is doing (then every 10 s).
+QUIET_CHECKS = (0.5, 2.0, 10.0)
+TICK = 0.2  # the spinner's pace
+SPINNER = "|/-\\"
+STREAM_TIMEOUT = httpx.Timeout(30.0, read=60.0)  # the stream sends a keep-alive every 15 s
+
+
+class Detached(Exception):
+    """Following stopped while the execution goes on (Ctrl-C, or no terminal to answer a wait on)."""
+
+    def __init__(self, reason: str, code: int):
+        super().__init__(reason)
+        self.reason = reason
+        self.code = code
+
+
+@dataclass
+class _Wait:
+    seq: int
+    where: str
+    info: Any
+    asked: bool = False
+
+
+@dataclass
+class _State:
+    seq: int = 0  # the last transition seen
+    waits: dict[int, _Wait] = field(default_factory=dict)  # open waits by the seq of their `wait`
+    timer_shown: str | None = None
+    quiet_since: float = 0.0
+    checks: int = 0
+
+
+def follow(api: httpx.Client, execution_id: str, answer_waits: bool) -> int:
+    """Print the execution's transitions as they happen until it ends; return the exit code for its status.
+    With `answer_waits`, a wait prompts on the terminal for its input. Raises Detached on Ctrl-C."""
+    try:
+        return _Follower(api, execution_id, answer_waits).run()
+    except KeyboardInterrupt:
+        raise Detached("stopped following", INTERRUPTED) from None
+
+
+def say_detached(api: httpx.Client, execution_id: str, reason: str) -> None:
+    """Tell the person that the execution goes on without them, and how to get back to it."""
+    status = _status_quietly(api, execution_id)
+    if sys.stdout.isatty():
+        click.echo(_clear())  # off the line of the spinner, the prompt or the ^C
+    going = f" ({status})" if status else ""
+    lines = [
+        f"{reason}: execution {execution_id} goes on{going}.",
+        f"  follow it:  mint watch {execution_id}",
+    ]
+    if status in (None, "awaiting_input"):
+        lines.append(f"  answer it:  mint resume {execution_id} --input JSON")
+    lines.append(f"  cancel it:  mint cancel {execution_id}")
+    click.echo("\n".join(lines), err=True)
+
+
+class _Follower:
+    def __init__(self, api: httpx.Client, execution_id: str, answer_waits: bool):
+        self.api = api
+        self.execution_id = execution_id
+        self.answer_waits = answer_waits
+        self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.state = _State(quiet_since=time.monotonic())
+        self.tick = 0
+
+    def run(self) -> int:
+        self._open_stream()
+        while True:
+            try:
+                kind, item = self.events.get(timeout=TICK)
+            except queue.Empty:  # caught up with the stream: waits seen now are still open
+                self._ask_open_waits()
+                self._quiet()
+                continue
+            if kind == "transition":
+                self._show(*item)
+            elif kind == "error":
+                raise item
+            else:  # the stream ended: the execution ended, or the connection did
+                execution = call(self.api, "GET", f"/executions/{self.execution_id}")
+                if execution["status"] in TERMINAL:
+                    return _outcome(execution)
+                time.sleep(1)
+                self._open_stream()
+
+    def _open_stream(self) -> None:
+        reader = threading.Thread(target=self._read_stream, args=(self.state.seq,), daemon=True)
+        reader.start()
+
+    def _read_stream(self, after: int) -> None:
+        path = f"/executions/{self.execution_id}/transitions.stream"
+        try:
+            with self.api.stream(
+                "GET", path, headers={"Last-Event-ID": str(after)}, timeout=STREAM_TIMEOUT
+            ) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise click.ClickException(error_text(response))
+                for seq, transition in _sse_transitions(response.iter_lines()):
+                    self.events.put(("transition", (seq, transition)))
+        except httpx.TransportError:
+            pass  # cut off (the API restarted): reopened after the last transition seen
+        except Exception as exc:  # noqa: BLE001 - handed to the main thread, which raises it
+            self.events.put(("error", exc))
+            return
+        self.events.put(("end", None))
+
+    def _show(self, seq: int, transition: dict[str, Any]) -> None:
+        if seq <= self.state.seq:
+            return  # already shown (a reopened stream starts after it; this is the guard)
+        self.state.seq = seq
+        self.state.quiet_since, self.state.checks = time.monotonic(), 0
+        click.echo(_clear() + transition_line(transition))
+        if transition["type"] == "wait":
+            self.state.waits[seq] = _Wait(seq, position(transition["current"]), wait_info(transition))
+        elif transition["type"] == "resume":
+            answered = (transition.get("metadata") or {}).get("wait_seq")
+            if isinstance(answered, int):
+                self.state.waits.pop(answered, None)
+
+    def _ask_open_waits(self) -> None:
+        """Show each open wait once, oldest first (the order resumes answer them), and ask for its input."""
+        for wait in sorted(self.state.waits.values(), key=lambda w: w.seq):
+            if wait.asked:
+                continue
+            wait.asked = True
+            show_wait(wait.where, wait.info)
+            if not self.answer_waits:
+                click.echo(f"answer it with: mint resume {self.execution_id} --input JSON")
+                continue
+            self._answer()
+
+    def _answer(self) -> None:
+        while True:
+            text = _read_line("input (JSON or YAML; empty for {}): ")
+            if text is None:
+                raise Detached("no input on stdin", 1)
+            try:
+                value = parse_value(text) if text.strip() else {}
+            except ValueError as exc:
+                click.echo(f"cannot read that: {exc}; try again", err=True)
+                continue
+            break
+        try:
+            call(
+                self.api,
+                "PUT",
+                f"/executions/{self.execution_id}",
+                json={"status": "running", "input": value},
+            )
+        except click.ClickException as exc:  # answered meanwhile (another client, a timeout): go on
+            click.echo(f"could not resume: {exc.message}", err=True)
+
+    def _quiet(self) -> None:
+        """Nothing arrived for a while: say what the execution is waiting on (a sleep's end), spin."""
+        state = self.state
+        delay = QUIET_CHECKS[min(state.checks, len(QUIET_CHECKS) - 1)]
+        if time.monotonic() - state.quiet_since >= delay:
+            state.quiet_since, state.checks = time.monotonic(), state.checks + 1
+            self._show_timer()
+        if sys.stdout.isatty():
+            self.tick += 1
+            click.echo(f"\r{SPINNER[self.tick % len(SPINNER)]} ", nl=False)
+
+    def _show_timer(self) -> None:
+        try:
+            execution = call(self.api, "GET", f"/executions/{self.execution_id}")
+            if execution["status"] not in ("running", "awaiting_input"):
+                return
+            timers = call(self.api, "GET", f"/executions/{self.execution_id}/timers")["items"]
+        except click.ClickException:
+            return  # a nicety: the stream, read meanwhile, reports an API that is gone
+        if not timers or timers[0]["fires_at"] == self.state.timer_shown:
+            return
+        self.state.timer_shown = timers[0]["fires_at"]
+        until = when(timers[0]["fires_at"])
+        what = "sleeping until" if execution["status"] == "running" else "waiting for input until"
+        click.echo(f"{_clear()}{what} {until}")
+
+
+def transition_line(transition: dict[str, Any]) -> str:
+    label = f" ({transition['step_label']})" if transition.get("step_label") else ""
+    output = json.dumps(transition.get("output"))
+    return f"{transition['type']:<13} {position(transition['current'])}{label} {output[:200]}"
+
+
+def position(current: dict[str, Any]) -> str:
+    return f"{current['workflow']}[{current['step']}]"
+
+
+def wait_info(transition: dict[str, Any]) -> Any:
+    """What a `wait` transition asks for: a wait_for_input step's `info`, else (a prompt's function tool
+    call, answered by the client) its whole output."""
+    output = transition.get("output")
+    return output["info"] if isinstance(output, dict) and "info" in output else output
+
+
+def show_wait(where: str, info: Any) -> None:
+    """What a wait asks for: its `info`, as the task wrote it."""
+    text = info if isinstance(info, str) else json.dumps(info, indent=2, ensure_ascii=False)
+    click.echo(f"waiting for input at {where}:")
+    click.echo("\n".join(f"  {line}" for line in text.splitlines()))
+
+
+def when(iso: str) -> str:
+    """A time from the API as local time, with how far off it is."""
+    moment = datetime.fromisoformat(iso.replace("Z", "+00:00")).astimezone()
+    left = (moment - datetime.now(moment.tzinfo)).total_seconds()
+    return f"{moment:%Y-%m-%d %H:%M:%S %Z} ({_duration(left)})"
+
+
+def _duration(seconds: float) -> str:
+    if seconds <= 0:
+        return "now"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    days, hours = divmod(hours, 24)
+    parts = [f"{n}{unit}" for n, unit in ((days, "d"), (hours, "h"), (minutes, "m"), (secs, "s")) if n]
+    return "in " + " ".join(parts[:2])
+
+
+def _outcome(execution: dict[str, Any]) -> int:
+    click.echo(f"{_clear()}{execution['status']}")
+    if execution["status"] == "succeeded":
+        click.echo(json.dumps(execution["output"], indent=2, ensure_ascii=False))
+    elif execution.get("error"):
+        click.echo(f"error: {execution['error']}", err=True)
+    return TERMINAL[execution["status"]]
+
+
+def _sse_transitions(lines: Iterator[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(seq, transition) for each `transition` event of an SSE stream."""
+    event_id, kind, data = 0, None, list[str]()
+    for line in lines:
+        if line == "":
+            if kind == "transition" and data:
+                yield event_id, json.loads("\n".join(data))
+            kind, data = None, []
+        elif line.startswith("id:"):
+            event_id = int(line[3:].strip())
+        elif line.startswith("event:"):
+            kind = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+
+
+def _read_line(prompt: str) -> str | None:
+    """A line from stdin (None at its end); Ctrl-C raises KeyboardInterrupt, which click.prompt would
+    turn into an "Aborted!" that says nothing of the execution."""
+    click.echo(prompt, nl=False)
+    line = sys.stdin.readline()
+    if line and not sys.stdin.isatty():
+        click.echo(line.rstrip("\n"))  # piped input is not echoed: show what was read
+    return None if line == "" else line.rstrip("\n")
+
+
+def _status_quietly(api: httpx.Client, execution_id: str) -> str | None:
+    try:
+        response = api.get(f"/executions/{execution_id}", timeout=5)
+        return response.json()["status"] if response.status_code == 200 else None
+    except (httpx.HTTPError, click.ClickException, KeyboardInterrupt, ValueError, KeyError):
+        return None
+
+
+def _clear() -> str:
+    """On a terminal, erase the spinner before a line is printed."""
+    return "\r\x1b[2K" if sys.stdout.isatty() else ""

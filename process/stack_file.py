@@ -1,0 +1,195 @@
+"""Where client commands (`mint run`, `mint ls`, ...) find the stack, and how they talk to it.
+
+`mint up` records where it serves in its data dir (stack.json, beside the API key it keeps there) and, for
+commands run from another directory, in a per-user pointer ($XDG_STATE_HOME/mint/current.json, by default
+~/.local/state/mint/current.json) naming its data dir. find_stack() is the one place a client command gets
+the API URL and key; api_client() makes its HTTP client, which turns "cannot connect" into one line saying
+what to do.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+import httpx
+
+STACK_FILE = "stack.json"
+POINTER_FILE = "current.json"
+DEFAULT_DATA_DIR = Path(".mint")
+
+# The options every client command takes (the data dir defaults to ./.mint, then the running `mint up`).
+DATA_DIR_OPTION = click.option(
+    "--data-dir",
+    default=None,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="The data dir of the `mint up` to use (default: ./.mint, else the `mint up` you started last).",
+)
+URL_OPTION = click.option(
+    "--url", default=None, help="The Mint API (default: MINT_API_URL, or what `mint up` recorded)."
+)
+
+
+@dataclass(frozen=True)
+class StackAddress:
+    url: str
+    key: str
+
+
+def record_stack(data_dir: Path, api_url: str) -> None:
+    """Say where this process (`mint up`) serves data_dir: in data_dir/stack.json and in the per-user
+    pointer. Both are written owner-only and name no secret."""
+    record = {"api_url": api_url, "pid": os.getpid(), "data_dir": str(data_dir)}
+    _write_owner_only(data_dir / STACK_FILE, record)
+    pointer = pointer_path()
+    pointer.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _write_owner_only(pointer, record)
+
+
+def forget_stack() -> None:
+    """Remove the per-user pointer if it names this process (a later `mint up` elsewhere may own it now).
+    data_dir/stack.json stays: it still says where that data dir's API was last served."""
+    pointer = pointer_path()
+    if (_read_json(pointer) or {}).get("pid") == os.getpid():
+        pointer.unlink(missing_ok=True)
+
+
+def running_stack(data_dir: Path) -> dict[str, Any] | None:
+    """What the `mint up` serving data_dir recorded (api_url, pid), if it is still running."""
+    return _live(_read_json(data_dir / STACK_FILE))
+
+
+def pointer_path() -> Path:
+    """The per-user pointer to the `mint up` started last, in the XDG state dir (relative values are
+    ignored, as the XDG spec says)."""
+    state = os.environ.get("XDG_STATE_HOME", "")
+    base = Path(state) if os.path.isabs(state) else Path.home() / ".local" / "state"
+    return base / "mint" / POINTER_FILE
+
+
+def find_stack(data_dir: Path | None = None, url: str | None = None) -> StackAddress:
+    """The API URL and key for a client command.
+
+    URL: `url` (a flag), else MINT_API_URL, else the running `mint up` of data_dir; when no data dir is
+    given, the one of ./.mint, else the `mint up` this user started last (wherever its data dir is); else
+    where data_dir's `mint up` served last (so that the error names it), else http://127.0.0.1:8080 (or
+    MINT_API_PORT). Records of processes that are gone are ignored.
+    Key: MINT_API_KEY, else the key `mint up` keeps in the data dir the URL came from."""
+    local = (data_dir or DEFAULT_DATA_DIR).resolve()
+    key_dir = local
+    base = url or os.environ.get("MINT_API_URL")
+    if not base:
+        record = running_stack(local)
+        if record is None and data_dir is None:
+            record = _live(_read_json(pointer_path()))
+            if record is not None:
+                key_dir = Path(record["data_dir"])
+        record = record or _read_json(local / STACK_FILE) or {}
+        port = os.environ.get("MINT_API_PORT") or "8080"
+        base = record.get("api_url") or f"http://127.0.0.1:{port}"
+    key = os.environ.get("MINT_API_KEY") or _read(key_dir / "api_key")
+    if not key:
+        raise click.ClickException(
+            f"no API key: `mint up` keeps one in {key_dir} (use --data-dir) or set MINT_API_KEY"
+        )
+    return StackAddress(base.rstrip("/"), key)
+
+
+def api_client(stack: StackAddress, timeout: float = 30) -> httpx.Client:
+    """An HTTP client for the Mint API at `stack`, authenticated with its key. When the API cannot be
+    reached (or drops the connection), a request raises a one-line click.ClickException saying what to do,
+    instead of httpx's traceback."""
+    return httpx.Client(
+        base_url=stack.url,
+        headers={"Authorization": f"Bearer {stack.key}"},
+        timeout=timeout,
+        transport=_ExplainingTransport(stack.url),
+    )
+
+
+def unreachable_message(url: str) -> str:
+    return f"cannot reach the Mint API at {url}: start it with `mint up` (or set MINT_API_URL)"
+
+
+class _ExplainingTransport(httpx.BaseTransport):
+    """httpx's transport, with its connection errors (also while a response streams) said in one line."""
+
+    def __init__(self, url: str):
+        self.url = url
+        self.inner = httpx.HTTPTransport()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        with _explained_errors(self.url):
+            response = self.inner.handle_request(request)
+        return httpx.Response(
+            response.status_code,
+            headers=response.headers,
+            stream=_ExplainedStream(response.stream, self.url),
+            extensions=response.extensions,
+        )
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _ExplainedStream(httpx.SyncByteStream):
+    def __init__(self, inner: Any, url: str):
+        self.inner = inner
+        self.url = url
+
+    def __iter__(self) -> Iterator[bytes]:
+        with _explained_errors(self.url):
+            yield from self.inner
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+@contextlib.contextmanager
+def _explained_errors(url: str) -> Iterator[None]:
+    """httpx's transport errors, as a click.ClickException naming the URL and what to do."""
+    try:
+        yield
+    except (httpx.ConnectError, httpx.ConnectTimeout):
+        raise click.ClickException(unreachable_message(url)) from None
+    except httpx.TimeoutException:
+        raise click.ClickException(f"the Mint API at {url} did not answer in time") from None
+    except httpx.TransportError as error:
+        raise click.ClickException(
+            f"lost the connection to the Mint API at {url} ({error or type(error).__name__}): "
+            "is `mint up` still running?"
+        ) from None
+
+
+def _live(record: dict[str, Any] | None) -> dict[str, Any] | None:
+    from process.leftovers import is_alive
+
+    if not record or not isinstance(record.get("pid"), int) or not record.get("api_url"):
+        return None
+    return record if is_alive(record["pid"]) else None
+
+
+def _write_owner_only(path: Path, record: dict[str, Any]) -> None:
+    """Write JSON to `path` whole (a reader never sees half of it), readable by its owner only."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}")
+    with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
+        file.write(json.dumps(record) + "\n")
+    os.replace(temporary, path)
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text().strip() if path.exists() else None
