@@ -4,6 +4,7 @@ over 60 lines anywhere in the product (ruff's C90 bounds each function's complex
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).parent.parent
@@ -37,14 +38,36 @@ def test_no_function_is_over_60_lines() -> None:
     assert long == {}, f"split these functions: {long}"
 
 
-# `dict[str, Any]` in product code: the domain should be typed records, not dicts (issue 30 brings this under
-# 150). The ceiling only goes down: lower it to the count printed whenever a change types some away.
-MAX_UNTYPED_DICTS = 792
+# `dict[str, Any]` in product code: the domain should be typed records, and JSON the user shapes
+# contracts/json.py's JsonObject, not dicts of anything. The ceiling only goes down: lower it to the count printed
+# whenever a change types some away. `Mapping[str, Any]` counts too, and no alias may hide one.
+MAX_UNTYPED_DICTS = 794
+UNTYPED = re.compile(r"\b(?:dict|Dict|Mapping|MutableMapping)\[str, Any\]")
+ALIAS = re.compile(
+    r"^\s*\w+(?:\s*:\s*TypeAlias)?\s*=\s*\"?(?:dict|Dict|Mapping|MutableMapping)\[str, Any\]", re.M
+)
 
 
 def test_untyped_dicts_only_go_down() -> None:
-    found = sum(f.read_text().count("dict[str, Any]") for f in _files(PRODUCT))
+    found = sum(len(UNTYPED.findall(f.read_text())) for f in _files(PRODUCT))
     print(f"dict[str, Any] in product code: {found} (ceiling {MAX_UNTYPED_DICTS})")
     assert found <= MAX_UNTYPED_DICTS, (
         f"{found} dict[str, Any] in product code, over {MAX_UNTYPED_DICTS}: type them"
     )
+
+
+# Aliases of dict[str, Any] there are, each to go (the list only shrinks).
+KNOWN_ALIASES = {
+    "api/schemas/common.py": 1,
+    "services/chat/handover.py": 1,
+    "activities/sessions.py": 1,
+    "workflows/tool_loop.py": 1,
+    "workflows/handoffs.py": 1,
+    "workflows/handoff_steps.py": 1,
+    "contracts/executions.py": 2,
+}
+
+
+def test_no_alias_hides_an_untyped_dict() -> None:
+    found = {str(f.relative_to(ROOT)): len(ALIAS.findall(f.read_text())) for f in _files(PRODUCT)}
+    assert {f: n for f, n in found.items() if n} == KNOWN_ALIASES, "type what the alias holds instead"
