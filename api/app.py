@@ -1,13 +1,11 @@
-"""The FastAPI application: routes, error handlers, and the clients they share."""
+"""The FastAPI application: routes, error handlers, and the clients their services share."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import Depends, FastAPI
-from temporalio.client import Client
 
 from api.deps import get_developer
 from api.errors import install_error_handlers
@@ -29,34 +27,14 @@ from api.routes import (
     users,
 )
 from api.warning_header import WarningHeader
-from infra.models.client import ModelClient
-from infra.models.embeddings import Embedders
 from infra.settings import Settings
-from infra.store.docs import DocStore
-from infra.store.execution_events import ExecutionEvents
-from infra.store.secrets import SecretStore
-from infra.store.tables import Store
 from infra.store.tenancy import ActingForNoTenant, acting_as
-from infra.telemetry.metrics import Metrics
 from services.chat.chatter import Chatter
 from services.chat.slots import ChatSlots
+from services.clients import Clients
 
 
-@dataclass(frozen=True)
-class AppClients:
-    """What the routes share, built by the composition root (process/stack.py) and passed in."""
-
-    store: Store
-    temporal: Client
-    docs: DocStore
-    secrets: SecretStore
-    embedders: Embedders  # each developer's embedding model
-    models: ModelClient
-    events: ExecutionEvents  # wakes the execution streams (started, if at all, by the composition root)
-    metrics: Metrics | None = None  # what GET /metrics answers the operator (absent: 404)
-
-
-def create_app(clients: AppClients, settings: Settings) -> FastAPI:
+def create_app(clients: Clients, settings: Settings) -> FastAPI:
     app = FastAPI(
         title="Mint",
         version="0.1.0",
@@ -65,6 +43,7 @@ def create_app(clients: AppClients, settings: Settings) -> FastAPI:
         dependencies=[Depends(check_request)],  # every request's values, checked in one place
     )
     store = clients.store
+    app.state.clients = clients
     app.state.store = store
     app.state.temporal = clients.temporal
     app.state.settings = settings
@@ -100,7 +79,7 @@ def create_app(clients: AppClients, settings: Settings) -> FastAPI:
     return app
 
 
-def create_internal_app(clients: AppClients, settings: Settings, caller: Callable[[], str]) -> FastAPI:
+def create_internal_app(clients: Clients, settings: Settings, caller: Callable[[], str]) -> FastAPI:
     """The app system tools call in process (activities/system.py): never served on a port, and every
     request acts for `caller()`, the developer of the execution making the call, as a request with that
     developer's key would (row-level security included)."""

@@ -13,10 +13,16 @@ from api.errors import ApiError
 from api.request_check import reject_unstorable, too_deep_error
 from infra.store.tables import Page, Store
 from infra.store.tenancy import acting_as
+from services.clients import Clients
 
 
 def get_store(request: Request) -> Store:
     return request.app.state.store
+
+
+def get_clients(request: Request) -> Clients:
+    """The infrastructure a route hands to the service it calls."""
+    return request.app.state.clients
 
 
 async def get_developer(request: Request) -> AsyncIterator[str]:
@@ -117,5 +123,6 @@ def checked_id(value: str, kind: str) -> str:
 
 Developer = Annotated[str, Depends(get_developer)]
 StoreDep = Annotated[Store, Depends(get_store)]
+ClientsDep = Annotated[Clients, Depends(get_clients)]
 PageDep = Annotated[Page, Depends(get_page)]
 TransitionPageDep = Annotated[Page, Depends(get_transition_page)]

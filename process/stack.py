@@ -28,7 +28,7 @@ from activities.observe import ActivityObserver
 from activities.sessions import SessionActivities
 from activities.system import SystemActivities, system_caller
 from activities.transitions import TransitionWriter
-from api.app import AppClients, create_app, create_internal_app
+from api.app import create_app, create_internal_app
 from infra.models.client import model_client
 from infra.models.embeddings import Embedders, EmbeddingChoice, embedder_for
 from infra.settings import Settings
@@ -46,6 +46,7 @@ from infra.temporal.client import connect_from_settings
 from infra.temporal.reconciler import Reconciler, ReconcilerSettings
 from infra.temporal.search_attributes import resolve_search_attributes
 from process.worker import WorkerActivities, build_workers
+from services.clients import Clients
 
 
 class _Server(uvicorn.Server):
@@ -131,12 +132,12 @@ def app_clients(
     settings: Settings,
     events: ExecutionEvents,
     metrics: Metrics | None = None,
-) -> AppClients:
+) -> Clients:
     """The clients an API app uses, on `pool`: the served API's, or the worker's in-process one."""
     secrets = SecretStore(pool, settings.encryption_keys)
     models = model_client(settings, secrets)  # with secrets: developers' own provider keys are used
     embedders = embedders_for(pool, settings)
-    return AppClients(Store(pool), temporal, DocStore(pool), secrets, embedders, models, events, metrics)
+    return Clients(Store(pool), temporal, DocStore(pool), secrets, embedders, models, events, metrics)
 
 
 def embedders_for(pool: asyncpg.Pool, settings: Settings) -> Embedders:

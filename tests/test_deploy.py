@@ -49,10 +49,11 @@ def _env(container: dict[str, Any], manifests: dict) -> dict[str, str]:
 
 def _api_routes() -> set[str]:
     """The API's GET routes, from the app itself (its clients are never called here)."""
-    from api.app import AppClients, create_app
+    from api.app import create_app
     from infra.store.tables import Store
+    from services.clients import Clients
 
-    clients = AppClients(Store(None), *([None] * 6))  # type: ignore[arg-type]
+    clients = Clients(Store(None), *([None] * 6))  # type: ignore[arg-type]
     return {r.path for r in create_app(clients, Settings()).routes if "GET" in getattr(r, "methods", ())}
 
 
@@ -200,7 +201,7 @@ def test_the_image_copies_the_packages_and_nothing_else():
     packages = {name.rstrip("*") for name in project["packages"]["find"]["include"]}
     assert packages <= copied, sorted(packages - copied)
     copy_lines = " ".join(args for op, args in _instructions() if op == "COPY")
-    assert all(f"{module}.py" in copy_lines for module in project["py-modules"])
+    assert all(f"{module}.py" in copy_lines for module in project.get("py-modules", []))
 
 
 @pytest.mark.parametrize("name", ["mint-api", "mint-worker"])
