@@ -52,6 +52,8 @@ SERVICE_STATUS: dict[type[service.ServiceError], int] = {
     service.Refused: 400,
     service.TooLarge: 413,
     service.Busy: 409,
+    service.WrongState: 409,
+    service.Unavailable: 503,
     service.TooMany: 429,
     service.ModelRefused: 400,
     service.ModelFailed: 502,
@@ -95,7 +97,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(service.ServiceError)
     async def service_error(_: Request, exc: service.ServiceError) -> JSONResponse:
         status = next(code for kind, code in SERVICE_STATUS.items() if isinstance(exc, kind))
-        response = _response(status, exc.message, error_type=exc.error_type)
+        response = _response(status, exc.message, exc.problems, exc.error_type)
         if exc.retry_after is not None:
             response.headers["Retry-After"] = str(exc.retry_after)
         return response
