@@ -1,5 +1,5 @@
 """`mint worker`'s sizing flags: which task queues it polls and how much it runs at once. Each flag overrides
-its MINT_WORKER_* variable (infra/settings.py); the README's "Sizing workers" says how to choose them."""
+its MINT_WORKER_* variable (infra/settings/); the README's "Sizing workers" says how to choose them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 
 import click
 
-from infra.settings import MAX_WORKER_SLOTS, Settings, parse_queue_kinds
+from infra.settings import Settings
+from infra.settings.parsers import MAX_WORKER_SLOTS, parse_queue_kinds
 
 
 def _count(flag: str, setting: str, minimum: int, what: str) -> Callable[..., Any]:

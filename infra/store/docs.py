@@ -10,38 +10,20 @@ filtered by developer and owner in SQL, so one tenant's docs never reach another
 from __future__ import annotations
 
 import asyncio
-import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import asyncpg
 
+from infra.store.chunking import chunk
 from infra.store.db import HNSW_EF_SEARCH
-from infra.store.tables import Page, new_id, record
+from infra.store.ranking import Hit, best_per_doc, fuse, mmr
+from infra.store.rows import Page, new_id, record
 
 DEFAULT_DIMENSIONS = 384  # the offline all-MiniLM-L6-v2's
 # The embedding sizes a chunk may have: each has its partial HNSW index (migration 0022). 1024 is Julep's.
 SUPPORTED_DIMENSIONS = (384, 768, 1024, 1536)
-CHUNK_WORDS = 120  # all-MiniLM-L6-v2 reads 256 word pieces; 120 words stay inside that
-CHUNK_OVERLAP = 20
-RRF_K = 60
-
-
-def chunk(content: str | list[str]) -> list[str]:
-    """Split a doc into passages: each given string on its own, long ones into overlapping word windows."""
-    passages = [content] if isinstance(content, str) else list(content)
-    chunks: list[str] = []
-    for passage in passages:
-        words = passage.split()
-        if len(words) <= CHUNK_WORDS:
-            if passage.strip():
-                chunks.append(passage.strip())
-            continue
-        step = CHUNK_WORDS - CHUNK_OVERLAP
-        for start in range(0, len(words) - CHUNK_OVERLAP, step):
-            chunks.append(" ".join(words[start : start + CHUNK_WORDS]))
-    return chunks or [""]
 
 
 def vector_literal(vector: list[float]) -> str:
@@ -64,17 +46,6 @@ class SearchQuery:
     mmr_strength: float = 0.0  # 0: by relevance only; towards 1: more variety
     k_multiplier: int = 4  # candidates fetched per mode: limit * k_multiplier
     include_embeddings: bool = False
-
-
-@dataclass
-class Hit:
-    doc_id: str
-    index: int
-    content: str
-    score: float
-    distance: float | None = None
-    embedding: list[float] | None = None
-    doc: dict[str, Any] = field(default_factory=dict)  # title, owner_type, owner_id, metadata
 
 
 # A developer's ($1) docs not embedded by model $2 in $3 numbers.
@@ -422,58 +393,3 @@ def _ranked_sql(columns: str, source: str, match: str, order: str, outer_order: 
         f"SELECT c.*, {DOC_FIELDS} FROM (SELECT {columns} FROM {source} WHERE {where} ORDER BY {order} LIMIT $4) c "
         f"JOIN docs d ON d.id = c.doc_id ORDER BY c.{outer_order}"
     )
-
-
-def best_per_doc(hits: list[Hit]) -> list[Hit]:
-    seen: dict[str, Hit] = {}
-    for hit in hits:  # hits arrive best first
-        seen.setdefault(hit.doc_id, hit)
-    return list(seen.values())
-
-
-def fuse(vector_hits: list[Hit], text_hits: list[Hit], alpha: float, method: str) -> list[Hit]:
-    """One ranking from two: reciprocal-rank fusion, or distribution-based score fusion (each list's scores
-    scaled by its mean +- 3 standard deviations), `alpha` weighting the vector side."""
-    key = lambda h: (h.doc_id, h.index)  # noqa: E731
-    merged: dict[tuple[str, int], Hit] = {}
-    scores: dict[tuple[str, int], float] = {}
-    for weight, hits in ((alpha, vector_hits), (1 - alpha, text_hits)):
-        if method == "dbsf":
-            values = [h.score for h in hits]
-            mean = sum(values) / len(values) if values else 0.0
-            spread = 3 * math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) if values else 0.0
-            low, high = mean - spread, mean + spread
-            contribution = [((h.score - low) / (high - low)) if high > low else 1.0 for h in hits]
-        else:
-            contribution = [1 / (RRF_K + rank + 1) for rank in range(len(hits))]
-        for hit, value in zip(hits, contribution, strict=True):
-            merged.setdefault(key(hit), hit)
-            if hit.distance is not None:
-                merged[key(hit)] = hit  # keep the vector hit: it knows its distance and embedding
-            scores[key(hit)] = scores.get(key(hit), 0.0) + weight * value
-    ranked = sorted(merged, key=lambda k: -scores[k])
-    return [replace(merged[k], score=scores[k]) for k in ranked]
-
-
-def mmr(hits: list[Hit], query: list[float], strength: float, limit: int) -> list[Hit]:
-    """Maximal marginal relevance: each pick balances similarity to the query against similarity to what
-    was already picked (`strength` 0 keeps the ranking, towards 1 favours variety)."""
-    pool = [h for h in hits if h.embedding]
-    chosen: list[Hit] = []
-    while pool and len(chosen) < limit:
-        best = max(
-            pool,
-            key=lambda h: (
-                (1 - strength) * _cosine(query, h.embedding or [])
-                - strength * max((_cosine(h.embedding or [], c.embedding or []) for c in chosen), default=0.0)
-            ),
-        )
-        chosen.append(best)
-        pool.remove(best)
-    return chosen + [h for h in hits if not h.embedding]
-
-
-def _cosine(a: list[float], b: list[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b, strict=False))
-    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return dot / norm if norm else 0.0

@@ -11,7 +11,7 @@ from typing import Any
 
 import asyncpg
 
-from infra.store.tables import Page, new_id, record
+from infra.store.rows import Page, new_id, record
 
 COLUMNS = "id, name, description, mime_type, project, size, hash, created_at, updated_at"
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import asyncpg
 
-from infra.store.tables import Conflict, Page, new_id, record
+from infra.store.rows import Conflict, Page, new_id, record
 
 DEFAULT = "default"
 COLUMNS = "id, canonical_name, name, metadata, created_at, updated_at"

@@ -8,7 +8,7 @@ from typing import Any
 
 import asyncpg
 
-from infra.store.tables import record
+from infra.store.rows import record
 
 
 async def transitions_through(

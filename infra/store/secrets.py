@@ -13,7 +13,7 @@ from typing import Any
 import asyncpg
 
 from infra.store.crypto import Cipher
-from infra.store.tables import Conflict, Page, new_id, record
+from infra.store.rows import Conflict, Page, new_id, record
 
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 MASK = "********"
