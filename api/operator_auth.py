@@ -1,4 +1,4 @@
-"""Who may use the codec server: the operator, holding MINT_CODEC_TOKEN (infra/settings.py).
+"""Who may use the codec server: the operator, holding MINT_CODEC_TOKEN (infra/settings/).
 
 Payloads of every tenant pass through Temporal, so decoding them is an operator's power, and nothing the
 Temporal UI shows (its settings name the codec endpoint to anyone who can load the UI) may carry it. The

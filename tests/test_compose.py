@@ -125,7 +125,7 @@ def test_published_ports_are_the_authenticated_api_or_loopback(services):
             assert set(_host_ips(service)) <= LOOPBACK, f"{name} is published beyond loopback"
     worker = services["worker"]
     assert "ports" not in worker and worker["environment"]["MINT_METRICS_PORT"]
-    # Its metrics port asks for a token (the metrics token: infra/settings.py metrics_port_token).
+    # Its metrics port asks for a token (the metrics token: infra/settings/ metrics_port_token).
     assert worker["environment"]["MINT_METRICS_TOKEN"]
 
 

@@ -1,4 +1,4 @@
-"""Sizing workers (infra/settings.py, process/worker_options.py): the queues a deployment gives kinds of
+"""Sizing workers (infra/settings/, process/worker_options.py): the queues a deployment gives kinds of
 activity, what each worker polls, its MINT_WORKER_* limits and their flags."""
 
 from __future__ import annotations
