@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 from fastapi import Depends, FastAPI
 
@@ -28,10 +27,10 @@ from api.routes import (
 )
 from api.warning_header import WarningHeader
 from infra.settings import Settings
-from infra.store.tenancy import ActingForNoTenant, acting_as
 from services.chat.chatter import Chatter
 from services.chat.slots import ChatSlots
 from services.clients import Clients
+from services.tenancy import ActingForNoTenant, acting_as
 
 
 def create_app(clients: Clients, settings: Settings) -> FastAPI:
@@ -72,8 +71,8 @@ def create_app(clients: Clients, settings: Settings) -> FastAPI:
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict[str, Any]:
-        await store.ping()
+    async def healthz() -> dict[str, str]:
+        await clients.ping()
         return {"status": "ok"}
 
     return app

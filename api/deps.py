@@ -5,37 +5,40 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import Depends, Query, Request
 
 from api.errors import ApiError
 from api.request_check import reject_unstorable, too_deep_error
-from infra.store.tables import Page, Store
-from infra.store.tenancy import acting_as
+from contracts.json import JsonObject
+from infra.store.tables import Store
 from services.clients import Clients
+from services.pages import Page
+from services.tenancy import acting_as, developer_for_key
 
 
 def get_store(request: Request) -> Store:
-    return request.app.state.store
+    store: Store = request.app.state.store
+    return store
 
 
 def get_clients(request: Request) -> Clients:
     """The infrastructure a route hands to the service it calls."""
-    return request.app.state.clients
+    clients: Clients = request.app.state.clients
+    return clients
 
 
 async def get_developer(request: Request) -> AsyncIterator[str]:
     """The developer id for `Authorization: Bearer KEY` (or `X-Auth-Key: KEY`); the rest of the request
-    acts for that developer, under row-level security (infra/store/tenancy.py)."""
+    acts for that developer, under row-level security (services/tenancy.py)."""
     header = request.headers.get("authorization", "")
     key = (
         header[7:].strip() if header.lower().startswith("bearer ") else request.headers.get("x-auth-key", "")
     )
     if not key:
         raise ApiError(401, "missing API key: send `Authorization: Bearer YOUR_KEY`")
-    # Acting for no tenant yet (infra.store.tenancy.ActingForNoTenant): api_keys is not readable as a tenant.
-    developer_id = await request.app.state.store.developer_for_key(key)
+    developer_id = await developer_for_key(get_clients(request), key)
     if developer_id is None:
         raise ApiError(401, "invalid or revoked API key")
     limiter = request.app.state.rate_limiter
@@ -77,9 +80,9 @@ def get_transition_page(
     return get_page(request, limit, offset, sort_by, direction)
 
 
-def metadata_filter(request: Request) -> dict[str, Any] | None:
+def metadata_filter(request: Request) -> JsonObject | None:
     """`?metadata_filter.k=v` (the SDK's form) or `?metadata_filter={"k": "v"}` (JSON)."""
-    result: dict[str, Any] = {}
+    result: JsonObject = {}
     for key, value in request.query_params.multi_items():
         if key == "metadata_filter":
             result.update(_json_filter(value))
@@ -87,9 +90,10 @@ def metadata_filter(request: Request) -> dict[str, Any] | None:
             target = result
             *parents, leaf = key.removeprefix("metadata_filter.").split(".")
             for part in parents:
-                target = target.setdefault(part, {})
-                if not isinstance(target, dict):
+                inner = target.setdefault(part, {})
+                if not isinstance(inner, dict):
                     raise ApiError(422, f"metadata_filter key {key!r} conflicts with another filter key")
+                target = inner
             if isinstance(target.get(leaf), dict):
                 raise ApiError(422, f"metadata_filter key {key!r} conflicts with another filter key")
             target[leaf] = value
@@ -99,7 +103,7 @@ def metadata_filter(request: Request) -> dict[str, Any] | None:
     return result or None
 
 
-def _json_filter(value: str) -> dict[str, Any]:
+def _json_filter(value: str) -> JsonObject:
     if not value.strip():  # a bare `?metadata_filter=`: no filter, as on Julep
         return {}
     try:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -10,18 +10,15 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from api.schemas import ErrorOut
-from infra.store.db import DatabaseBusy
-from infra.store.db_errors import LOCKED, PERMANENT, UNREACHABLE, explain
-from infra.store.secrets import SecretsUnavailable
-from infra.store.tables import Conflict
 from services import errors as service
+from services.store_errors import STORE_FAILURES, Conflict, as_service_error
 from workflows.plain_errors import plain_problems
 from workflows.problems import Problem
 from workflows.storable import format_path, json_depth_loc, too_deep
 
 # Declared on every router: the JSON every 4xx carries (the handlers below), instead of FastAPI's default
 # 422 `HTTPValidationError`, which this app never sends.
-ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     "4XX": {"model": ErrorOut, "description": "Bad input, unknown id, conflict or limit: see `error`"}
 }
 
@@ -58,14 +55,33 @@ SERVICE_STATUS: dict[type[service.ServiceError], int] = {
     service.ModelRefused: 400,
     service.ModelFailed: 502,
     service.OutOfBudget: 402,  # spent: trying again will not help, a bigger budget will
+    Conflict: 409,  # the store's (services/store_errors.py)
     service.ServiceError: 500,  # a kind not listed above: listed kinds come first, so this is the last resort
 }
 
 
-def _body(status: int, message: str, problems: list[Problem], error_type: str | None) -> dict[str, Any]:
+class _Detail(TypedDict):
+    loc: str
+    msg: str
+    type: str
+
+
+class _Error(TypedDict, total=False):
+    message: str
+    code: str
+    type: str
+    details: list[_Detail]
+
+
+class _Body(TypedDict):
+    error: _Error
+    detail: str
+
+
+def _body(status: int, message: str, problems: list[Problem], error_type: str | None) -> _Body:
     """Julep's error shape (`{"error": {"message", "code", "type", "details"}}`), so that clients written
     for Julep read Mint's errors; the problems, each with its path, are the details."""
-    error: dict[str, Any] = {
+    error: _Error = {
         "message": message,
         "code": "validation_error" if status == 422 else f"http_{status}",
         # A failure of a named kind (contracts/failures.py), else what Julep calls an HTTP error.
@@ -96,27 +112,19 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(service.ServiceError)
     async def service_error(_: Request, exc: service.ServiceError) -> JSONResponse:
-        status = next(code for kind, code in SERVICE_STATUS.items() if isinstance(exc, kind))
-        response = _response(status, exc.message, exc.problems, exc.error_type)
-        if exc.retry_after is not None:
-            response.headers["Retry-After"] = str(exc.retry_after)
-        return response
+        return _service_response(exc)
+
+    async def store_failure(_: Request, exc: Exception) -> JSONResponse:
+        return _service_response(as_service_error(exc))
+
+    for kind in STORE_FAILURES:  # the store's failures and the driver's, translated by the services
+        app.add_exception_handler(kind, store_failure)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
         problems = plain_problems(exc.errors())
         summary = "; ".join(f"{p.path}: {p.message}" for p in problems[:5])
         return _response(422, f"invalid request: {summary}", problems)
-
-    _install_database_handlers(app)
-
-    @app.exception_handler(Conflict)
-    async def conflict(_: Request, exc: Conflict) -> JSONResponse:
-        return _response(409, str(exc))
-
-    @app.exception_handler(SecretsUnavailable)
-    async def secrets_unavailable(_: Request, exc: SecretsUnavailable) -> JSONResponse:
-        return _response(503, str(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -125,42 +133,18 @@ def install_error_handlers(app: FastAPI) -> None:
         return _response(exc.status_code, str(exc.detail))
 
 
+def _service_response(exc: service.ServiceError) -> JSONResponse:
+    status = next(code for kind, code in SERVICE_STATUS.items() if isinstance(exc, kind))
+    response = _response(status, exc.message, exc.problems, exc.error_type)
+    if exc.retry_after is not None:
+        response.headers["Retry-After"] = str(exc.retry_after)
+        if isinstance(exc, service.Unavailable):  # it will be back: the client should retry after all
+            del response.headers["x-should-retry"]
+    return response
+
+
 async def _too_deep(request: Request) -> JSONResponse:
     """A 422 naming where a JSON body nests past the limit (the body is cached on the request FastAPI read)."""
     found = too_deep(("body", *(json_depth_loc(await request.body()) or ())))
     path = format_path(found.loc)
     return _response(422, f"invalid request: {path}: {found.message}", [Problem(path, found.message)])
-
-
-def _install_database_handlers(app: FastAPI) -> None:
-    """Postgres refused a value, is busy, or is out of reach: each said in words, never in its own."""
-
-    async def invalid_value(_: Request, exc: Exception) -> JSONResponse:
-        # Postgres refused a value the request checks let through (a number out of range, say): the
-        # caller's input. Said in words: the database's own message quotes SQL and its arguments.
-        return _response(422, f"invalid value: a value in this request {explain(exc)}")
-
-    @app.exception_handler(DatabaseBusy)
-    async def database_busy(_: Request, exc: Exception) -> JSONResponse:
-        # Every connection is in use, or a row stayed locked: nothing is lost, the client should retry.
-        message = str(exc) if isinstance(exc, DatabaseBusy) else "a row stayed locked by other work"
-        response = _response(503, f"the database is busy right now, retry shortly: {message}")
-        response.headers["Retry-After"] = "1"
-        del response.headers["x-should-retry"]
-        return response
-
-    @app.exception_handler(OSError)  # the socket is gone
-    async def database_down(_: Request, exc: Exception) -> JSONResponse:
-        # Postgres is restarting or unreachable: nothing is lost, the client should retry.
-        response = _response(
-            503, f"the database is unavailable right now, retry shortly ({type(exc).__name__})"
-        )
-        response.headers["Retry-After"] = "2"
-        del response.headers["x-should-retry"]
-        return response
-
-    # The driver's errors, named in mint/db_errors.py: a value refused (a number out of range, too large to
-    # index), a row locked too long, the database out of reach.
-    for types, handler in ((PERMANENT, invalid_value), (LOCKED, database_busy), (UNREACHABLE, database_down)):
-        for exc_type in types:
-            app.add_exception_handler(exc_type, handler)

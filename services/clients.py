@@ -26,3 +26,7 @@ class Clients:
     models: ModelClient
     events: ExecutionEvents  # wakes the execution streams (started, if at all, by the composition root)
     metrics: Metrics | None = None  # what GET /metrics answers the operator (absent: 404)
+
+    async def ping(self) -> None:
+        """One round trip to the database (the health check)."""
+        await self.store.ping()
