@@ -13,7 +13,7 @@ import click
 
 OWNER_ONLY_DIR = 0o700
 # The files Mint keeps directly in a data dir (Temporal's SQLite database with its journals, the keys and
-# tokens process/cli.py keeps, stack_file.py's record, data_dir_lock.py's lock). Only these are tightened:
+# tokens process/local_stack.py keeps, stack_file.py's record, data_dir_lock.py's lock). Only these are tightened:
 # a data dir given by hand may hold files of its owner's, which are not Mint's to change.
 MINT_FILES = ("temporal.log", "api_key", "encryption_key", "codec_token", "stack.json", "up.lock")
 TEMPORAL_DB = "temporal.db"  # and temporal.db-wal, -shm, -journal
