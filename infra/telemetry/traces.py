@@ -131,9 +131,19 @@ def build_trace(execution: dict[str, Any], transitions: list[dict[str, Any]]) ->
     return {"trace_id": trace_id(str(execution["id"])), "items": builder.items}
 
 
-def _add(builder: _Builder, transition: dict[str, Any]) -> None:  # noqa: C901 (one case per transition type)
-    kind, metadata, at = transition["type"], transition["metadata"], _at(transition)
-    current = transition["current"]
+def _add(builder: _Builder, transition: dict[str, Any]) -> None:
+    metadata, at = transition["metadata"], _at(transition)
+    run_id = _enter_run(builder, transition, at)
+    previous = builder.last_at.get(run_id, at)
+    builder.last_at[run_id] = at
+    _record(builder, run_id, transition, at, previous)
+    if isinstance(metadata.get("run_ended"), str):  # a fan-out child's last transition
+        builder.end_run(metadata["run_ended"], at, "succeeded")
+
+
+def _enter_run(builder: _Builder, transition: dict[str, Any], at: str) -> str:
+    """The run the transition belongs to, started if this transition starts it."""
+    kind, current = transition["type"], transition["current"]
     if kind == "init":
         builder.start_run(_Run(current["scope_id"]), at, current["workflow"])
     elif kind == "init_branch":
@@ -141,8 +151,12 @@ def _add(builder: _Builder, transition: dict[str, Any]) -> None:  # noqa: C901 (
     run_id = builder.run_of(transition)
     if run_id not in builder.runs and kind not in _OUTCOMES:  # a history from before traces
         builder.start_run(_Run(run_id), at, current["workflow"])
-    previous = builder.last_at.get(run_id, at)
-    builder.last_at[run_id] = at
+    return run_id
+
+
+def _record(builder: _Builder, run_id: str, transition: dict[str, Any], at: str, previous: str) -> None:
+    """The items of one transition, by its type."""
+    kind, metadata = transition["type"], transition["metadata"]
     if kind == "step" and metadata.get("stage") in ("input", "output") and "guardrail" in metadata:
         _verdict(builder, run_id, transition, at, previous)
     elif kind in ("step", "wait", "resume"):
@@ -160,8 +174,6 @@ def _add(builder: _Builder, transition: dict[str, Any]) -> None:  # noqa: C901 (
         _notes(builder, run_id, transition, at)
         if kind == "finish_branch":
             builder.end_run(run_id, at, "succeeded")
-    if isinstance(metadata.get("run_ended"), str):  # a fan-out child's last transition
-        builder.end_run(metadata["run_ended"], at, "succeeded")
 
 
 def _start_branch(builder: _Builder, transition: dict[str, Any], at: str) -> None:
