@@ -5,7 +5,7 @@ The details are the workflow's own state, which the UI reads with the SDK's meta
 issues no command and adds nothing to the history. They change where the workflow blocks (a call, a wait, a
 sleep, child workflows), which is the only time anyone can read them. MintStatus costs a command (an event)
 each time it changes, so it changes only with the execution's status (awaiting_input, running again, the
-final status), never per step, and only in workflows started with it (api/workflow_labels.py), that is in a
+final status), never per step, and only in workflows started with it (services/workflow_labels.py), that is in a
 namespace that has it registered: an unregistered one would fail the workflow task.
 """
 

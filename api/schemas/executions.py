@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator
 
 from api.schemas.common import Metadata, RequestBody, ToolMetadata
 
@@ -58,24 +57,10 @@ class Execution(BaseModel):
     error: str | None = None
     metadata: Metadata = {}
     transition_count: int = 0
-    usage: Usage | None = None
+    usage: Usage | None = None  # the model usage its calls summed
     restarted_from: str | None = None  # the execution this one restarted (POST /executions/{id}/restart)
     created_at: datetime
     updated_at: datetime
-
-    @model_validator(mode="before")
-    @classmethod
-    def _collect_usage(cls, row: Any) -> Any:
-        """The execution row's summed model usage, as one object."""
-        if isinstance(row, Mapping) and "prompt_tokens" in row:
-            prompt, completion = row["prompt_tokens"], row["completion_tokens"]
-            usage = {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
-            }
-            return {**row, "usage": {**usage, "cost": row["cost"]}}
-        return row
 
 
 class ExecutionListed(Execution):
@@ -128,7 +113,7 @@ class TraceItem(BaseModel):
     ]
     run_id: str  # the workflow run it happened in: `main`, a yielded workflow, a fan-out chunk
     at: datetime
-    data: dict[str, Any] = {}
+    data: dict[str, object] = {}
 
 
 class Trace(BaseModel):

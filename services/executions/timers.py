@@ -8,14 +8,18 @@ time limit of a `wait_for_input` is a timer too.
 from __future__ import annotations
 
 from datetime import UTC
-from typing import Any
 
 from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.api.workflowservice.v1 import GetWorkflowExecutionHistoryReverseRequest
 from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
-from api.errors import ApiError
+from contracts.transitions import TERMINAL_STATUSES
+from infra.store.tables import Store
+from services.errors import Unavailable
+from services.executions.reads import execution_of
+from services.executions.records import Timer
 
 # Newest events first, read this far back at most: a timer still open that long ago in a busy history is
 # left unreported rather than the whole history read.
@@ -25,10 +29,18 @@ PAGE_SIZE = 200
 SHORTEST = 0.01
 
 
-async def open_timers(temporal: Client, execution_id: str) -> list[dict[str, Any]]:
+async def execution_timers(store: Store, temporal: Client, developer: str, execution_id: str) -> list[Timer]:
+    """The execution's open timers, soonest first: none once it ended."""
+    execution = await execution_of(store, developer, execution_id)
+    if execution.status in TERMINAL_STATUSES:
+        return []
+    return await open_timers(temporal, execution.id)
+
+
+async def open_timers(temporal: Client, execution_id: str) -> list[Timer]:
     """The workflow's timers that have neither fired nor been cancelled, soonest first."""
     closed: set[int] = set()
-    found: list[dict[str, Any]] = []
+    found: list[Timer] = []
     token, read = b"", 0
     while read < MAX_EVENTS:
         request = GetWorkflowExecutionHistoryReverseRequest(
@@ -42,8 +54,8 @@ async def open_timers(temporal: Client, execution_id: str) -> list[dict[str, Any
         except RPCError as exc:
             if exc.status == RPCStatusCode.NOT_FOUND:
                 return []  # no workflow (its start failed, or it is past retention): no timers
-            raise ApiError(
-                503, f"could not read the timers of execution {execution_id}: {exc.message}"
+            raise Unavailable(
+                f"could not read the timers of execution {execution_id}: {exc.message}"
             ) from None
         for event in response.history.events:
             read += 1
@@ -56,12 +68,12 @@ async def open_timers(temporal: Client, execution_id: str) -> list[dict[str, Any
         token = response.next_page_token
         if not token:
             break
-    return sorted(found, key=lambda timer: timer["fires_at"])
+    return sorted(found, key=lambda timer: timer.fires_at)
 
 
-def _timer(event: Any) -> list[dict[str, Any]]:
+def _timer(event: HistoryEvent) -> list[Timer]:
     duration = event.timer_started_event_attributes.start_to_fire_timeout.ToTimedelta()
     if duration.total_seconds() < SHORTEST:
         return []
     started = event.event_time.ToDatetime(tzinfo=UTC)
-    return [{"started_at": started, "fires_at": started + duration, "seconds": duration.total_seconds()}]
+    return [Timer(started, started + duration, duration.total_seconds())]

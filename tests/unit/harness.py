@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
@@ -14,9 +15,11 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from api.executions import launch, resume_execution
 from contracts.transitions import TERMINAL_STATUSES
 from infra.settings import Settings
+from services.executions.control import resume_execution
+from services.executions.launch import launch
+from services.executions.records import Execution, TaskVersion
 from tests.unit.fakes import ExecutionRow, Fakes, FakeStore
 from workflows.validate import validate_task
 
@@ -117,23 +120,17 @@ class Harness:
         metadata: dict[str, Any] | None = None,
         **settings: Any,
     ) -> str:
-        """Validate the task and start an execution of it through api/executions.py; its id."""
+        """Validate the task and start an execution of it through services/executions/launch.py; its id."""
         agent_tools = agent_tools or []
         valid = validate_task(spec, frozenset(t["name"] for t in agent_tools))
         agent_row = {**AGENT, **(agent or {})}
-        task_row = {
-            "id": str(uuid.uuid4()),
-            "version": 1,
-            "agent_id": agent_row["id"],
-            "document": valid.document,
-            "dialect": valid.dialect,
-        }
-        execution = {"id": str(uuid.uuid4()), "input": input_, "metadata": metadata or {}}
-        self.fakes.execution(execution["id"])  # the `queued` row the API inserts first
+        task = TaskVersion(str(uuid.uuid4()), 1, agent_row["id"], valid.dialect, valid.document)
+        execution = _execution(str(uuid.uuid4()), "queued", input_, metadata or {})
+        self.fakes.execution(execution.id)  # the `queued` row the API inserts first
         store = FakeStore(self.fakes, agent_row, agent_tools)
         run_settings = Settings(**{**self.settings.__dict__, **settings})
-        await launch(store, self.temporal, run_settings, DEVELOPER, task_row, execution)  # type: ignore[arg-type]
-        return execution["id"]
+        await launch(store, self.temporal, run_settings, DEVELOPER, task, execution)  # type: ignore[arg-type]
+        return execution.id
 
     async def finish(self, execution_id: str) -> Outcome:
         """Wait (in skipped time) for the execution's workflow to end."""
@@ -191,7 +188,7 @@ class Harness:
         """`PUT /executions/{id}` with `{"status": "running", "input": value}`: answers the oldest open wait."""
         row = self.fakes.execution(execution_id)
         store = FakeStore(self.fakes, AGENT, [])
-        execution = {"id": execution_id, "status": row.status}
+        execution = _execution(execution_id, row.status)
         await resume_execution(store, self.env.client, DEVELOPER, execution, value)  # type: ignore[arg-type]
 
     async def cancel(self, execution_id: str) -> Outcome:
@@ -211,3 +208,11 @@ class Harness:
                     await self.env.client.get_workflow_handle(execution_id).terminate("test ended")
                 except RPCError:
                     pass
+
+
+def _execution(
+    id_: str, status: str, input_: Any = None, metadata: dict[str, Any] | None = None
+) -> Execution:
+    """The execution record the service reads from its row (the fields a start and a resume use)."""
+    now = datetime.now(UTC)
+    return Execution(id_, "", 1, status, input_, metadata or {}, now, now)

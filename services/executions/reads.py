@@ -1,0 +1,60 @@
+"""Reading executions, their transitions and their trace, each the caller's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.store.tables import EXECUTIONS, Page, Store
+from infra.telemetry.traces import build_trace
+from services.errors import NotFound
+from services.executions.records import Execution, TaskVersion, Transition
+from services.ids import checked_id
+
+
+async def execution_of(store: Store, developer: str, execution_id: str) -> Execution:
+    """The developer's execution `execution_id`; NotFound (naming the id as given) if there is none."""
+    row = await store.get(EXECUTIONS, developer, checked_id(execution_id, "execution"))
+    if row is None:
+        raise NotFound("execution", execution_id)
+    return Execution.of(row)
+
+
+async def task_of(store: Store, developer: str, task_id: str) -> TaskVersion:
+    """The developer's task `task_id`, at its latest version."""
+    row = await store.get_task(developer, checked_id(task_id, "task"))
+    if row is None:
+        raise NotFound("task", task_id)
+    return TaskVersion.of(row)
+
+
+async def task_executions(store: Store, developer: str, task_id: str, page: Page) -> list[Execution]:
+    task = await task_of(store, developer, task_id)
+    return [Execution.of(row) for row in await store.find(EXECUTIONS, developer, page, parent_id=task.id)]
+
+
+async def all_executions(store: Store, developer: str, page: Page, status: str | None) -> list[Execution]:
+    """The developer's executions across tasks, each with its task's name."""
+    return [Execution.of(row) for row in await store.list_executions(developer, page, status)]
+
+
+async def transitions(
+    store: Store, developer: str, execution_id: str, page: Page, scope_id: str | None
+) -> list[Transition]:
+    execution = await execution_of(store, developer, execution_id)
+    rows = await store.list_transitions(developer, execution.id, page, scope_id=scope_id)
+    return [Transition.of(row) for row in rows]
+
+
+async def transition(store: Store, developer: str, execution_id: str, transition_id: str) -> Transition:
+    execution = await execution_of(store, developer, execution_id)
+    row = await store.get_transition(developer, execution.id, checked_id(transition_id, "transition"))
+    if row is None:
+        raise NotFound("transition", transition_id)
+    return Transition.of(row)
+
+
+async def trace(store: Store, developer: str, execution_id: str) -> dict[str, Any]:
+    """The execution's trace: runs, steps, model and tool calls, handoffs and guardrails, in order, under one
+    trace id (built from its transitions: infra/telemetry/traces.py)."""
+    execution = await execution_of(store, developer, execution_id)
+    return build_trace({"id": execution.id}, await store.all_transitions(developer, execution.id))

@@ -1,0 +1,132 @@
+"""Starting an execution: its input checked, its row inserted (`queued`), its workflow started
+(services/executions/launch.py); with an idempotency key, a repeated request answers the first one's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from contracts.budgets import Budget
+from contracts.executions import TaskDocument
+from contracts.json import JsonObject, JsonValue
+from infra.settings import Settings
+from infra.store.budgets import Budgets
+from infra.store.tables import EXECUTIONS, Conflict, Store
+from services.clients import Clients
+from services.errors import Invalid, TooLarge, TooMany, WrongState
+from services.executions.launch import launch
+from services.executions.reads import task_of
+from services.executions.records import Execution, TaskVersion
+from workflows.input_schema import input_problems
+
+# Large inputs cross Temporal by reference (infra/temporal/claim_check.py); this bounds what a request may carry.
+MAX_INPUT_BYTES = 32 * 1024 * 1024
+# An input this small is checked against the task's input_schema on the event loop (a thread hop costs more).
+INLINE_CHECK_BYTES = 16 * 1024
+
+
+async def start_execution(
+    clients: Clients,
+    settings: Settings,
+    developer: str,
+    task_id: str,
+    body_input: JsonValue,
+    metadata: JsonObject,
+    idempotency_key: str | None = None,
+) -> Execution:
+    """Validate the input, insert the execution (`queued`), start its workflow; a failed start is recorded.
+
+    With an idempotency key, a repeated request returns the execution the first one created."""
+    store = clients.store
+    task = await task_of(store, developer, task_id)
+    await check_input(task.document, body_input)
+    if idempotency_key:
+        existing = await store.execution_by_key(developer, task.id, idempotency_key)
+        if existing is not None:
+            return await _replayed(clients, settings, developer, task, Execution.of(existing), body_input)
+    await check_in_flight(store, settings, developer)
+    values = {
+        "task_id": task.id,
+        "task_version": task.version,
+        "status": "queued",
+        "input": body_input,
+        "metadata": metadata,
+        "idempotency_key": idempotency_key,
+        "budget": await execution_budget(store, developer, task.document),
+    }
+    try:
+        execution = Execution.of(await store.insert(EXECUTIONS, developer, values))
+    except Conflict:  # a concurrent request with the same key won the insert
+        existing = await store.execution_by_key(developer, task.id, idempotency_key or "")
+        if existing is None:
+            raise
+        return await _replayed(clients, settings, developer, task, Execution.of(existing), body_input)
+    await launch(clients.store, clients.temporal, settings, developer, task, execution)
+    # Its workflow is started; the worker may already have moved the row on (that is what GET answers).
+    return execution.moved_to("starting")
+
+
+async def check_in_flight(store: Store, settings: Settings, developer: str) -> None:
+    """Refused (TooMany) when the developer has as many executions in flight as allowed."""
+    in_flight = await store.executions_in_flight(developer)
+    if in_flight >= settings.max_executions_in_flight:
+        raise TooMany(
+            f"{in_flight} executions are already in flight for this developer; the limit is "
+            f"{settings.max_executions_in_flight} (MINT_MAX_EXECUTIONS_IN_FLIGHT): wait for some to end",
+            retry_after=5,
+        )
+
+
+async def execution_budget(store: Store, developer: str, document: TaskDocument) -> JsonObject | None:
+    """The limits an execution runs within, fixed when it starts: the task's `budget`, else the developer's
+    default (GET/PUT /developer/settings); None when neither sets one."""
+    if document.get("budget") is not None:
+        return Budget.model_validate(document["budget"]).limits()
+    return await Budgets(store.pool).default_budget(developer)
+
+
+def check_storable(value: JsonValue, what: str) -> int:
+    """The JSON size of `value`; NaN and Infinity are refused (JSON and Postgres cannot hold them)."""
+    try:
+        return len(json.dumps(value, allow_nan=False))
+    except ValueError:
+        raise Invalid(f"{what} contains NaN or Infinity, which JSON cannot hold") from None
+
+
+async def check_input(document: TaskDocument, body_input: JsonValue) -> None:
+    size = check_storable(body_input, "input")
+    if size > MAX_INPUT_BYTES:
+        raise TooLarge(f"execution input is {size} bytes; the limit is {MAX_INPUT_BYTES}")
+    schema = document.get("input_schema")
+    if not isinstance(schema, dict):
+        return
+    # A big input against a schema takes a while, and the event loop serves everyone: a thread then.
+    if size > INLINE_CHECK_BYTES:
+        problems = await asyncio.to_thread(input_problems, schema, body_input)
+    else:
+        problems = input_problems(schema, body_input)
+    if problems:
+        summary = "; ".join(f"{p.path}: {p.message}" for p in problems[:5])
+        raise Invalid(f"input does not match the task's input_schema: {summary}", problems=problems)
+
+
+async def _replayed(
+    clients: Clients,
+    settings: Settings,
+    developer: str,
+    task: TaskVersion,
+    existing: Execution,
+    body_input: JsonValue,
+) -> Execution:
+    if existing.input != body_input:
+        raise WrongState("this Idempotency-Key was already used with a different input")
+    if existing.status == "queued":
+        # The first request stopped between its insert and its start: finish the job (starts are idempotent),
+        # with the task version that execution recorded.
+        store = clients.store
+        recorded = await store.get_task(developer, task.id, existing.task_version)
+        version = TaskVersion.of(recorded) if recorded else task
+        await launch(store, clients.temporal, settings, developer, version, existing)
+        row = await store.get(EXECUTIONS, developer, existing.id)
+        existing = Execution.of(row) if row else existing
+    return existing
