@@ -4,10 +4,9 @@ activities come built, their clients injected, from the composition root (proces
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from datetime import timedelta
-from typing import Any
 
 from temporalio.client import Client
 from temporalio.worker import FixedSizeSlotSupplier, Interceptor, Worker, WorkerTuner
@@ -18,29 +17,14 @@ from activities.http import HttpActivities
 from activities.integrations import IntegrationActivities
 from activities.mcp import McpActivities
 from activities.models import ModelActivities
+from activities.registered import Activity, activities_by_name
 from activities.sessions import SessionActivities
 from activities.system import SystemActivities
 from activities.tenant_limits import DeveloperLimiter, TenantLimits
 from activities.transitions import TransitionWriter
 from activities.worker_calls import WorkerCalls
 from contracts.liveness import HEARTBEAT_THROTTLE, STICKY_TIMEOUT
-from contracts.temporal import (
-    CALL_API,
-    CALL_IN_WORKER,
-    CALL_INTEGRATION,
-    CALL_MCP,
-    CALL_MODEL,
-    CALL_SYSTEM,
-    COMPRESS_SESSION,
-    INDEX_DOC,
-    LIST_MCP_TOOLS,
-    MARK_DOC_FAILED,
-    MARK_FAILED,
-    QUEUE_KINDS,
-    SEARCH_DOCS,
-    WORKFLOWS_KIND,
-    WRITE_TRANSITIONS,
-)
+from contracts.temporal import QUEUE_KINDS, WORKER_CALLS, WORKFLOWS_KIND
 from infra.settings import Settings
 from infra.temporal.workflow_slots import WorkflowTaskSlots
 from workflows.registered import WORKFLOWS
@@ -96,6 +80,15 @@ class WorkerActivities:
     sessions: SessionActivities
 
 
+def activity_table(activities: WorkerActivities) -> dict[str, Activity]:
+    """Every activity contracts/temporal.py declares, by name, from the worker's activity objects
+    (activities/registered.py); the calls a step runs in the worker (WORKER_CALLS) run through
+    call_in_worker too."""
+    held = [getattr(activities, f.name) for f in fields(activities)]
+    in_worker = WorkerCalls(activities.writer, activities_by_name(*held, names=WORKER_CALLS))
+    return activities_by_name(*held, in_worker)
+
+
 def build_workers(
     client: Client,
     activities: WorkerActivities,
@@ -105,33 +98,7 @@ def build_workers(
     """One worker per task queue this process polls (Settings.polled_queues): the main queue's runs every
     workflow and activity (executions started before a kind had a queue of its own still schedule it here);
     a kind's own queue runs only that kind's activities (contracts/temporal.py QUEUE_KINDS)."""
-    a = activities
-    in_worker = WorkerCalls(
-        a.writer,
-        {
-            CALL_MODEL: a.models.call_model,
-            CALL_API: a.tools.call_api,
-            CALL_SYSTEM: a.system.call_system,
-            CALL_MCP: a.mcp.call_mcp,
-            CALL_INTEGRATION: a.integrations.call_integration,
-            SEARCH_DOCS: a.docs.search_docs,
-        },
-    )
-    every: dict[str, Callable[..., Any]] = {
-        INDEX_DOC: a.docs.index_doc,
-        COMPRESS_SESSION: a.sessions.compress_session,
-        MARK_DOC_FAILED: a.docs.mark_doc_failed,
-        SEARCH_DOCS: a.docs.search_docs,
-        WRITE_TRANSITIONS: a.writer.write_transitions,
-        MARK_FAILED: a.writer.mark_failed,
-        CALL_API: a.tools.call_api,
-        CALL_MODEL: a.models.call_model,
-        CALL_SYSTEM: a.system.call_system,
-        CALL_MCP: a.mcp.call_mcp,
-        LIST_MCP_TOOLS: a.mcp.list_mcp_tools,
-        CALL_INTEGRATION: a.integrations.call_integration,
-        CALL_IN_WORKER: in_worker.call_in_worker,
-    }
+    every = activity_table(activities)
     # One developer's calls hold at most max_calls_per_developer places in this process, whichever queue
     # they came on, and the calls run in the worker at most worker_max_local_activities, a freed place going
     # to the developer with the fewest in flight (activities/tenant_limits.py). The slots are many more than
@@ -159,7 +126,7 @@ def build_workers(
 def _worker(
     client: Client,
     queue: str,
-    activities: Sequence[Callable[..., Any]],
+    activities: Sequence[Activity],
     workflows: Sequence[type],
     settings: Settings,
     interceptors: Sequence[Interceptor],

@@ -16,10 +16,12 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.registered import activities_by_name
 from contracts.calls import WorkerCall
 from contracts.temporal import (
     CALL_API,
     CALL_IN_WORKER,
+    CALL_INTEGRATION,
     CALL_MCP,
     CALL_MODEL,
     CALL_SYSTEM,
@@ -29,6 +31,7 @@ from contracts.temporal import (
     MARK_DOC_FAILED,
     MARK_FAILED,
     SEARCH_DOCS,
+    WORKER_CALLS,
     WRITE_TRANSITIONS,
 )
 from contracts.transitions import TERMINAL_STATUSES, InvalidTransition, TransitionBatch, check_sequence
@@ -117,6 +120,11 @@ class Fakes:
         self.api: Handler = echo_api  # request -> an http_response
         self.system: Handler = lambda request: {"called": request["system"], "with": request["arguments"]}
         self.mcp: Handler = lambda request: {"tool": request["tool"], "arguments": request["arguments"]}
+        self.integration: Handler = lambda request: {
+            "provider": request["provider"],
+            "method": request["method"],
+            "arguments": request["arguments"],
+        }
         self.mcp_tools: list[dict[str, Any]] = []
         self.docs: Handler = lambda request: []  # request -> the docs found
         self.answers: dict[tuple[str, str], Any] = {}  # (execution, call id) -> a call in the worker's answer
@@ -130,20 +138,8 @@ class Fakes:
         return [request for called, request in self.calls if called == name]
 
     def activities(self) -> list[Callable[..., Any]]:
-        return [
-            self.write_transitions,
-            self.mark_failed,
-            self.call_model,
-            self.call_api,
-            self.call_system,
-            self.call_mcp,
-            self.list_mcp_tools,
-            self.search_docs,
-            self.index_doc,
-            self.mark_doc_failed,
-            self.compress_session,
-            self.call_in_worker,
-        ]
+        """Every activity contracts/temporal.py declares, each faked here under its name."""
+        return list(activities_by_name(self).values())
 
     # The transition writer (activities/transitions.py) ----------------------------------------------------
 
@@ -184,7 +180,7 @@ class Fakes:
         if row.status not in TERMINAL_STATUSES:
             row.status, row.error = "failed", batch.error
 
-    # Calls (activities/models.py, http.py, system.py, mcp.py, docs.py) ------------------------------------
+    # Calls (activities/models.py, http.py, system.py, mcp.py, integrations/, docs.py) ------------------------------------
 
     def _answer(self, name: str, handler: Handler, request: dict[str, Any]) -> dict[str, Any]:
         self.calls.append((name, request))
@@ -220,15 +216,13 @@ class Fakes:
             self.answers.setdefault((call.execution_id, recorded.call_id), recorded.answer)
         if (call.execution_id, call.call_id) in self.answers:
             return self.answers[(call.execution_id, call.call_id)]
-        calls = {
-            CALL_MODEL: self.call_model,
-            CALL_API: self.call_api,
-            CALL_SYSTEM: self.call_system,
-            CALL_MCP: self.call_mcp,
-            SEARCH_DOCS: self.search_docs,
-        }
+        calls = activities_by_name(self, names=WORKER_CALLS)
         answer: dict[str, Any] = await calls[call.activity](call.request)
         return answer
+
+    @activity.defn(name=CALL_INTEGRATION)
+    async def call_integration(self, request: dict[str, Any]) -> dict[str, Any]:
+        return self._answer(CALL_INTEGRATION, self.integration, request)
 
     @activity.defn(name=LIST_MCP_TOOLS)
     async def list_mcp_tools(self, integration: dict[str, Any]) -> list[dict[str, Any]]:
