@@ -9,7 +9,7 @@ origin, and its errors never quote its URL.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -20,6 +20,7 @@ from activities.heartbeat import heartbeating
 from activities.secrets import reveal
 from contracts.calls import ApiCallRequest, CallAnswer
 from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
+from contracts.json import JsonValue
 from contracts.temporal import CALL_API
 from infra.store.secrets import SecretStore
 from infra.temporal import errors
@@ -34,6 +35,16 @@ CREDENTIAL_HEADERS = frozenset(
 )
 CREDENTIAL_WORDS = ("auth", "token", "key", "secret", "password", "passwd", "session", "cookie", "signature")
 NOT_CREDENTIALS = frozenset({"idempotency-key"})
+
+
+class HttpResponse(TypedDict):
+    """What api_call answers, and what a provider's fetch gets back: the body as text, and parsed when it
+    is JSON (None otherwise)."""
+
+    status_code: int
+    headers: dict[str, str]
+    content: str
+    json: JsonValue
 
 
 class HttpActivities:
@@ -56,20 +67,22 @@ class HttpActivities:
         in errors (a server may echo them)."""
         async with heartbeating():
             # From here on the request is plain data for httpx (its keys checked when the tool was made).
-            filled, redactor = await reveal(self.secrets, dict(request))
+            plain = request.copy()
+            plain.pop("secrets", None)
+            filled, redactor = await reveal(self.secrets, plain, request.get("secrets"))
             try:
                 response = await self._call(filled, carries_secrets=bool(redactor))
             except Exception as exc:
                 raise redactor.error(exc) from None
             return CallAnswer(response=redactor.value(response), attempt=activity.info().attempt)
 
-    async def fetch(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def fetch(self, request: ApiCallRequest) -> HttpResponse:
         """One request with api_call's rules, for the integration providers (activities/integrations/): its
         secrets already filled in, so its URL is never quoted; 5xx and 429 raise (to retry), other answers
         come back as {status_code, headers, content, json}."""
         return await self._call(request, carries_secrets=True)
 
-    async def download(self, url: str, request: dict[str, Any], deadline: float) -> bytes:
+    async def download(self, url: str, request: ApiCallRequest, deadline: float) -> bytes:
         """A file's bytes by GET, for the integration providers, with api_call's rules (egress check and pinned
         address at every hop, size cap); redirects followed, each hop checked (a download carries no
         credential, so it may go to any origin); an answer other than 2xx fails the call."""
@@ -87,7 +100,7 @@ class HttpActivities:
             )
         return body
 
-    async def _call(self, request: dict[str, Any], carries_secrets: bool) -> dict[str, Any]:
+    async def _call(self, request: ApiCallRequest, carries_secrets: bool) -> HttpResponse:
         try:
             deadline = bounded_timeout(request.get("timeout"), self.max_timeout)
         except ValueError as exc:
@@ -105,9 +118,7 @@ class HttpActivities:
                 "HttpTimeout",
             ) from None
 
-    async def _follow(
-        self, request: dict[str, Any], deadline: float, carries_secrets: bool
-    ) -> dict[str, Any]:
+    async def _follow(self, request: ApiCallRequest, deadline: float, carries_secrets: bool) -> HttpResponse:
         """The request, and the redirects it follows (by hand, so that every hop passes the egress check)."""
         url = first = str(request.get("url", ""))
         method = str(request.get("method", "GET")).upper()
@@ -131,7 +142,7 @@ class HttpActivities:
         return _result(status, headers, body)
 
     async def _send(
-        self, method: str, url: str, request: dict[str, Any], deadline: float, carries_secrets: bool
+        self, method: str, url: str, request: ApiCallRequest, deadline: float, carries_secrets: bool
     ) -> tuple[int, dict[str, str], bytes]:
         try:
             destination = await self.egress.resolve(url, quote=not carries_secrets)
@@ -160,7 +171,7 @@ class HttpActivities:
 
 def _pinned(
     url: str, destination: Destination, headers: dict[str, str]
-) -> tuple[str, dict[str, str], dict[str, Any]]:
+) -> tuple[str, dict[str, str], dict[str, str]]:
     """`url` aimed at the checked address, with the original host in Host (and in TLS, for https)."""
     parts = urlsplit(url)
     address = f"[{destination.address}]" if ":" in destination.address else destination.address
@@ -181,14 +192,14 @@ def _redirect_target(url: str, location: str) -> str:
         raise errors.permanent("the response redirects to an invalid URL", "BadRedirect") from None
 
 
-def _for_redirect(request: dict[str, Any], old: str, new: str, status: int, method: str) -> dict[str, Any]:
+def _for_redirect(request: ApiCallRequest, old: str, new: str, status: int, method: str) -> ApiCallRequest:
     """The request for the next hop: no credentials across origins; a GET carries no body."""
-    following = {**request, "params": None}
+    following: ApiCallRequest = {**request, "params": None}
     if _origin(old) != _origin(new):
         headers = request.get("headers") or {}
         following["headers"] = {k: v for k, v in headers.items() if not is_credential(k)}
     if status == 303 or (status in (301, 302) and method == "POST"):
-        following.update(json=None, content=None, data=None)
+        following.update({"json": None, "content": None, "data": None})
     return following
 
 
@@ -226,7 +237,7 @@ async def _read_capped(response: httpx.Response) -> bytes:
     return b"".join(chunks)
 
 
-def _result(status: int, headers: dict[str, str], body: bytes) -> dict[str, Any]:
+def _result(status: int, headers: dict[str, str], body: bytes) -> HttpResponse:
     # `body` is already decompressed: keep the charset, drop what describes the wire encoding.
     plain = {k: v for k, v in headers.items() if k.lower() not in ("content-encoding", "content-length")}
     response = httpx.Response(status, headers=plain, content=body)

@@ -4,26 +4,26 @@ activities/redaction.py)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeVar
 
 from activities.redaction import Redactor
+from contracts.calls import SecretScope
 from infra.store.crypto import DecryptionError
 from infra.store.secrets import SecretStore, SecretsUnavailable
 from infra.temporal import errors
 from workflows.secret_refs import names_in, substitute
 
+T = TypeVar("T")
+
 
 async def reveal(
-    store: SecretStore, request: dict[str, Any], also: dict[str, str] | None = None
-) -> tuple[dict[str, Any], Redactor]:
-    """`request` with its secret references filled in (and its `secrets` entry removed), and the Redactor
-    for what comes back, which masks `also` ({name: value}) too. A request without references comes back as
-    it is."""
-    scope = request.get("secrets")
+    store: SecretStore, value: T, scope: SecretScope | None, also: dict[str, str] | None = None
+) -> tuple[T, Redactor]:
+    """`value` with the secret references of `scope` filled in, and the Redactor for what comes back, which
+    masks `also` ({name: value}) too. A value without references comes back as it is."""
     if not scope:
-        return {k: v for k, v in request.items() if k != "secrets"}, Redactor(also or {})
-    request = {k: v for k, v in request.items() if k != "secrets"}
-    names = names_in(request, scope["nonce"])
+        return value, Redactor(also or {})
+    names = names_in(value, scope["nonce"])
     try:
         values = await store.reveal(scope["developer_id"], scope.get("agent_id"), names)
     except (SecretsUnavailable, DecryptionError) as exc:
@@ -34,4 +34,4 @@ async def reveal(
             f"no secret named {', '.join(missing)}: create it with POST /secrets (or /agents/{{id}}/secrets)",
             "SecretNotFound",
         )
-    return substitute(request, scope["nonce"], values), Redactor({**(also or {}), **values})
+    return substitute(value, scope["nonce"], values), Redactor({**(also or {}), **values})

@@ -1,8 +1,9 @@
 """Integration tools (Julep's `type: integration`): one activity, call_integration, runs a provider's method.
 
-Each provider is a module here with `DEFAULT_BASE_URL` and `call(service, method, setup, arguments)`; what a
-task may write for it (methods, arguments, setup fields) is declared in workflows/integrations.py, checked
-when the task is created. A provider's HTTP requests go through api_call's client (activities/http.py): the
+The providers are declared in workflows/integrations.py (what a task may write for each: methods, arguments,
+setup fields, checked when the task is created), and each is implemented by the module of its name here,
+which keeps the Provider contract (activities/integrations/common.py); tests/test_declarations.py holds the
+two to each other. A provider's HTTP requests go through api_call's client (activities/http.py): the
 same egress check, pinned address, redirect rules, size cap and deadline; `remote_browser`'s websocket
 keeps to the same egress check and pinned address. Secrets in `setup` are filled in here and masked, with
 every credential field written in the task, in all the call returns or raises.
@@ -11,80 +12,40 @@ every credential field written in the task, in all the call returns or raises.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from types import ModuleType
-from typing import Any
+import importlib
+from collections.abc import Awaitable, Mapping
+from typing import TypeVar
 
 from temporalio import activity
 
-from activities.egress import EgressPolicy
 from activities.heartbeat import heartbeating
 from activities.http import HttpActivities
-from activities.integrations import (
-    algolia,
-    arxiv,
-    brave,
-    browserbase,
-    cloudinary,
-    dummy,
-    email,
-    ffmpeg,
-    google_sheets,
-    llama_parse,
-    mailgun,
-    remote_browser,
-    spider,
-    unstructured,
-    weather,
-    wikipedia,
-)
+from activities.integrations.common import Provider, Service
 from activities.secrets import reveal
-from contracts.calls import CallAnswer, IntegrationCallRequest
+from contracts.calls import ApiCallRequest, CallAnswer, IntegrationCallRequest
 from contracts.temporal import CALL_INTEGRATION
 from infra.temporal import errors
 from workflows.calls import DEADLINE_SLACK_SECONDS
 from workflows.integrations import PROVIDERS
 from workflows.secret_refs import MARK
 
-# provider name -> its module (DEFAULT_BASE_URL, call)
-MODULES: dict[str, ModuleType] = {
-    m.__name__.rsplit(".", 1)[-1]: m
-    for m in (
-        weather,
-        brave,
-        wikipedia,
-        spider,
-        email,
-        arxiv,
-        mailgun,
-        algolia,
-        unstructured,
-        ffmpeg,
-        dummy,
-        llama_parse,
-        cloudinary,
-        google_sheets,
-        browserbase,
-        remote_browser,
-    )
-}
+__all__ = ["MODULES", "IntegrationActivities", "Service"]
+
+T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class Service:
-    """What a provider's `call` may use: where its service is, an HTTP client that keeps to api_call's
-    rules, the egress policy (for what is not HTTP) and the call's deadline and idempotency key."""
+def _module(provider: str) -> Provider:
+    """The module of this name here, which must keep the Provider contract (activities/integrations/common.py)."""
+    module = importlib.import_module(f"{__name__}.{provider}")
+    if not isinstance(module, Provider):
+        raise TypeError(
+            f"{module.__name__} is not an integration provider: it needs DEFAULT_BASE_URL, METHODS, call"
+        )
+    return module
 
-    base_url: str
-    fetch: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
-    egress: EgressPolicy
-    deadline: float
-    key: str
-    smtp: tuple[str | None, int | None] = (None, None)  # MINT_SMTP_HOST, MINT_SMTP_PORT
-    # A file's bytes (GET, as fetch: egress check, pinned address, size cap; no redirect followed): fetch
-    # answers text, and a downloaded image or video is bytes.
-    download: Callable[[str], Awaitable[bytes]] | None = None
+
+# provider name -> its module: one for each provider workflows/integrations.py declares.
+MODULES: Mapping[str, Provider] = {name: _module(name) for name in PROVIDERS}
 
 
 class IntegrationActivities:
@@ -105,9 +66,14 @@ class IntegrationActivities:
         module = MODULES.get(request.provider)
         if module is None:
             raise errors.permanent(f"provider {request.provider!r} is not available", "BadToolCall")
+        if request.method not in module.METHODS and not PROVIDERS[request.provider].open:
+            raise errors.permanent(
+                f"provider {request.provider!r} has no method {request.method!r}", "BadToolCall"
+            )
         async with heartbeating():
-            raw = {"setup": request.setup, "arguments": request.arguments, "secrets": request.secrets}
-            filled, redactor = await reveal(self.http.secrets, raw, also=_written_credentials(request))
+            written = _written_credentials(request)
+            given = [request.setup, request.arguments]
+            (setup, arguments), redactor = await reveal(self.http.secrets, given, request.secrets, written)
             deadline = _deadline(request.timeout)
             service = Service(
                 base_url=self.base_urls.get(request.provider) or module.DEFAULT_BASE_URL,
@@ -119,9 +85,7 @@ class IntegrationActivities:
                 download=lambda url: self._download(url, request.key, deadline),
             )
             try:
-                result = await _within(
-                    deadline, module.call(service, request.method, filled["setup"], filled["arguments"])
-                )
+                result = await _within(deadline, module.call(service, request.method, setup, arguments))
             except Exception as exc:
                 raise redactor.error(exc) from None
             return CallAnswer(response=redactor.value(result), attempt=activity.info().attempt)
@@ -131,7 +95,7 @@ class IntegrationActivities:
         return await self.http.download(url, _with_key({}, key, deadline), deadline)
 
 
-def _with_key(spec: dict[str, Any], key: str, deadline: float) -> dict[str, Any]:
+def _with_key(spec: ApiCallRequest, key: str, deadline: float) -> ApiCallRequest:
     """The request with the call's deadline and, as api_call sends, an Idempotency-Key that is the same on
     every attempt (a service that honours it drops the repeats)."""
     return {**spec, "timeout": deadline, "headers": {"Idempotency-Key": key, **(spec.get("headers") or {})}}
@@ -165,7 +129,7 @@ def _deadline(timeout: float) -> float:
     return min(timeout, seconds - min(DEADLINE_SLACK_SECONDS, seconds / 5))
 
 
-async def _within(deadline: float, call: Awaitable[Any]) -> Any:
+async def _within(deadline: float, call: Awaitable[T]) -> T:
     timer = asyncio.timeout(deadline)
     try:
         async with timer:

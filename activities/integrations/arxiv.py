@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from typing import Any
+from typing import TypedDict
 
 from temporalio.exceptions import ApplicationError
 
-from activities.integrations.common import join, refused
+from activities.integrations.common import Service, join, refused_with, whole_number
+from contracts.json import JsonObject
 from infra.temporal import errors
 
 DEFAULT_BASE_URL = "https://export.arxiv.org"
+METHODS = ("search",)
 ATOM = "{http://www.w3.org/2005/Atom}"
 ARXIV = "{http://arxiv.org/schemas/atom}"
 SORT_BY = {"relevance", "lastUpdatedDate", "submittedDate"}
@@ -23,16 +25,36 @@ SORT_ORDER = {"ascending", "descending"}
 DOCTYPE = re.compile(r"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 
 
-async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
+class Entry(TypedDict):
+    entry_id: str | None
+    title: str | None
+    updated: str | None
+    published: str | None
+    authors: list[str]
+    summary: str | None
+    comment: str | None
+    journal_ref: str | None
+    doi: str | None
+    primary_category: str | None
+    categories: list[str]
+    links: list[str]
+    pdf_url: str | None
+
+
+class Answer(TypedDict):
+    result: list[Entry]
+
+
+async def call(service: Service, method: str, setup: JsonObject, arguments: JsonObject) -> Answer:
     response = await service.fetch(
         {"method": "GET", "url": join(service.base_url, "/api/query"), "params": _params(arguments)}
     )
     if response["status_code"] >= 400:
-        raise refused("arXiv", response["status_code"], {"content": _summary_of(response["content"])})
+        raise refused_with("arXiv", response["status_code"], None, _summary_of(response["content"]))
     return {"result": [_entry(e) for e in _feed(response["content"]).iter(f"{ATOM}entry")]}
 
 
-def _params(arguments: dict[str, Any]) -> dict[str, str]:
+def _params(arguments: JsonObject) -> dict[str, str]:
     if arguments.get("download_pdf"):
         raise errors.permanent(
             "download_pdf is not supported: each result's pdf_url is the PDF's address", "BadToolCall"
@@ -45,7 +67,7 @@ def _params(arguments: dict[str, Any]) -> dict[str, str]:
             "BadToolCall",
         )
     try:
-        limit = int(arguments.get("max_results") or 5)
+        limit = whole_number(arguments.get("max_results") or 5)
     except (TypeError, ValueError):
         raise errors.permanent("max_results must be a whole number", "BadToolCall") from None
     params = {
@@ -84,7 +106,7 @@ def _text(entry: ET.Element, tag: str) -> str | None:
     return " ".join(found.text.split()) if found is not None and found.text else None
 
 
-def _entry(entry: ET.Element) -> dict[str, Any]:
+def _entry(entry: ET.Element) -> Entry:
     links = [link.get("href", "") for link in entry.findall(f"{ATOM}link")]
     pdf = next(
         (link.get("href") for link in entry.findall(f"{ATOM}link") if link.get("title") == "pdf"), None

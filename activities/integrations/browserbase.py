@@ -21,11 +21,13 @@ address is the operator's MINT_BROWSERBASE_BASE_URL.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Awaitable, Callable
 
 import httpx
 
-from activities.integrations.common import answer_json, join
+from activities.integrations.common import Service, answer_json, join
+from contracts.calls import ApiCallRequest
+from contracts.json import JsonObject, JsonValue
 from infra.temporal import errors
 
 DEFAULT_BASE_URL = "https://api.browserbase.com"
@@ -49,40 +51,58 @@ SESSION_FIELDS = (
 )
 
 
-async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
-    headers = {"X-BB-API-Key": str(setup["api_key"])}
-    sessions = join(service.base_url, "/v1/sessions")
-    if method == "list_sessions":
-        status = arguments.get("status")
-        if status is not None and status not in STATUSES:
-            raise errors.permanent(
-                f"browserbase's `status` must be one of {', '.join(STATUSES)}", "BadToolCall"
-            )
-        request = {"method": "GET", "url": sessions, "params": {"status": status} if status else None}
-        found = answer_json("Browserbase", await service.fetch({**request, "headers": headers}))
-        return {"sessions": found if isinstance(found, list) else []}
-    if method == "create_session":
-        body = _new_session(setup, arguments)
-        request = {"method": "POST", "url": sessions, "json": body, "headers": headers}
-        session = _session(answer_json("Browserbase", await service.fetch(request)))
-        return {"id": session.get("id"), "connect_url": session.get("connectUrl"), **_fields(session)}
-    if method == "install_extension_from_github":
-        return await _install_extension(service, headers, arguments)
-    url = f"{sessions}/{_session_id(arguments)}"
-    if method == "get_session":
-        session = _session(
-            answer_json("Browserbase", await service.fetch({"method": "GET", "url": url, "headers": headers}))
-        )
-        return {"id": session.get("id"), **_fields(session)}
-    if method == "get_live_urls":
-        request = {"method": "GET", "url": f"{url}/debug", "headers": headers}
-        return {"urls": answer_json("Browserbase", await service.fetch(request))}
-    body = {"projectId": setup.get("project_id"), "status": "REQUEST_RELEASE"}
-    response = await service.fetch({"method": "POST", "url": url, "json": body, "headers": headers})
-    return {"success": response["status_code"] < 400}  # complete_session
+class Api:
+    """Browserbase's API as one call sees it: its address, the key's header, the setup and the arguments."""
+
+    def __init__(self, service: Service, setup: JsonObject, arguments: JsonObject):
+        self.service = service
+        self.setup = setup
+        self.arguments = arguments
+        self.headers = {"X-BB-API-Key": str(setup["api_key"])}
+        self.sessions = join(service.base_url, "/v1/sessions")
+
+    async def send(self, request: ApiCallRequest) -> JsonValue:
+        return answer_json("Browserbase", await self.service.fetch({**request, "headers": self.headers}))
 
 
-def _new_session(setup: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+async def call(service: Service, method: str, setup: JsonObject, arguments: JsonObject) -> JsonObject:
+    return await METHODS[method](Api(service, setup, arguments))
+
+
+async def _list_sessions(api: Api) -> JsonObject:
+    status = api.arguments.get("status")
+    if status is not None and status not in STATUSES:
+        raise errors.permanent(f"browserbase's `status` must be one of {', '.join(STATUSES)}", "BadToolCall")
+    params = {"status": str(status)} if status else None
+    found = await api.send({"method": "GET", "url": api.sessions, "params": params})
+    return {"sessions": found if isinstance(found, list) else []}
+
+
+async def _create_session(api: Api) -> JsonObject:
+    body = _new_session(api.setup, api.arguments)
+    session = _session(await api.send({"method": "POST", "url": api.sessions, "json": body}))
+    return {"id": session.get("id"), "connect_url": session.get("connectUrl"), **_fields(session)}
+
+
+async def _get_session(api: Api) -> JsonObject:
+    url = f"{api.sessions}/{_session_id(api.arguments)}"
+    session = _session(await api.send({"method": "GET", "url": url}))
+    return {"id": session.get("id"), **_fields(session)}
+
+
+async def _get_live_urls(api: Api) -> JsonObject:
+    url = f"{api.sessions}/{_session_id(api.arguments)}/debug"
+    return {"urls": await api.send({"method": "GET", "url": url})}
+
+
+async def _complete_session(api: Api) -> JsonObject:
+    url = f"{api.sessions}/{_session_id(api.arguments)}"
+    body = {"projectId": api.setup.get("project_id"), "status": "REQUEST_RELEASE"}
+    response = await api.service.fetch({"method": "POST", "url": url, "json": body, "headers": api.headers})
+    return {"success": response["status_code"] < 400}  # false when Browserbase refuses, as in Julep
+
+
+def _new_session(setup: JsonObject, arguments: JsonObject) -> JsonObject:
     project = arguments.get("project_id") or setup.get("project_id")
     if not isinstance(project, str) or not project:
         raise errors.permanent(
@@ -91,7 +111,7 @@ def _new_session(setup: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
     settings = arguments.get("browser_settings") or {}
     if not isinstance(settings, dict):
         raise errors.permanent("browserbase's `browser_settings` must be a mapping", "BadToolCall")
-    body: dict[str, Any] = {"projectId": project, "browserSettings": settings}
+    body: JsonObject = {"projectId": project, "browserSettings": settings}
     if arguments.get("extension_id"):
         body["extensionId"] = str(arguments["extension_id"])
     for name, key in (("timeout", "timeout"), ("keep_alive", "keepAlive"), ("proxies", "proxies")):
@@ -100,43 +120,52 @@ def _new_session(setup: dict[str, Any], arguments: dict[str, Any]) -> dict[str, 
     return body
 
 
-def _session_id(arguments: dict[str, Any]) -> str:
+def _session_id(arguments: JsonObject) -> str:
     session = arguments.get("id")
     if not isinstance(session, str) or not SESSION_ID.fullmatch(session):
         raise errors.permanent("browserbase's `id` must be a session id", "BadToolCall")
     return session
 
 
-def _session(value: Any) -> dict[str, Any]:
+def _session(value: JsonValue) -> JsonObject:
     if not isinstance(value, dict) or not isinstance(value.get("id"), str):
         raise errors.permanent("Browserbase answered no session", "BadAnswer")
     return value
 
 
-def _fields(session: dict[str, Any]) -> dict[str, Any]:
+def _fields(session: JsonObject) -> JsonObject:
     return {name: session.get(name) for name in SESSION_FIELDS}
 
 
-async def _install_extension(
-    service: Any, headers: dict[str, str], arguments: dict[str, Any]
-) -> dict[str, Any]:
-    repository, ref = arguments.get("repository_name"), arguments.get("ref")
+async def _install_extension_from_github(api: Api) -> JsonObject:
+    repository, ref = api.arguments.get("repository_name"), api.arguments.get("ref")
     if not isinstance(repository, str) or not REPOSITORY.fullmatch(repository) or ".." in repository:
         raise errors.permanent(
             "browserbase's `repository_name` must be a GitHub repository, owner/name", "BadToolCall"
         )
     if not isinstance(ref, str) or not REF.fullmatch(ref) or ".." in ref:
         raise errors.permanent("browserbase's `ref` must be a tag of that repository", "BadToolCall")
-    archive = await service.download(f"{GITHUB}/{repository}/archive/refs/tags/{ref}.zip")
+    archive = await api.service.download(f"{GITHUB}/{repository}/archive/refs/tags/{ref}.zip")
     # httpx writes the multipart body; api_call's client then sends it as it is.
     form = httpx.Request("POST", "http://multipart.invalid/", files={"file": (f"{ref}.zip", archive)})
-    request = {
+    request: ApiCallRequest = {
         "method": "POST",
-        "url": join(service.base_url, "/v1/extensions"),
+        "url": join(api.service.base_url, "/v1/extensions"),
         "content": form.read(),
-        "headers": {**headers, "Content-Type": form.headers["Content-Type"]},
+        "headers": {**api.headers, "Content-Type": form.headers["Content-Type"]},
     }
-    extension = answer_json("Browserbase", await service.fetch(request))
+    extension = answer_json("Browserbase", await api.service.fetch(request))
     if not isinstance(extension, dict) or not isinstance(extension.get("id"), str):
         raise errors.permanent("Browserbase answered no extension id", "BadAnswer")
     return {"id": extension["id"]}
+
+
+# Each method Julep declares, and what answers it.
+METHODS: dict[str, Callable[[Api], Awaitable[JsonObject]]] = {
+    "list_sessions": _list_sessions,
+    "create_session": _create_session,
+    "get_session": _get_session,
+    "complete_session": _complete_session,
+    "get_live_urls": _get_live_urls,
+    "install_extension_from_github": _install_extension_from_github,
+}

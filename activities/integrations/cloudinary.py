@@ -27,13 +27,15 @@ import json
 import re
 import time
 import uuid
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import TypedDict
 
 import httpx
 
 from activities.egress import brief_repr
 from activities.integrations.cloudinary_transformation import Refused, escaped, transformation
-from activities.integrations.common import answer_json, join
+from activities.integrations.common import Service, answer_json, join
+from contracts.json import JsonObject, JsonValue
 from infra.temporal import errors
 
 DEFAULT_BASE_URL = "https://api.cloudinary.com"
@@ -59,7 +61,36 @@ CONTEXTS = frozenset({"context", "metadata"})  # k=v|k=v
 AS_JSON = frozenset({"access_control", "regions", "auto_transcription", "responsive_breakpoints"})
 
 
-async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
+class Uploaded(TypedDict):
+    url: str
+    public_id: JsonValue
+    meta_data: JsonObject  # the rest of Cloudinary's answer
+    base64: str | None
+
+
+class Edited(TypedDict):
+    transformed_url: str
+    base64: str | None
+
+
+class Call:
+    """One call's service, cloud name, setup (and its `params`), arguments and `return_base64`."""
+
+    def __init__(
+        self, service: Service, cloud: str, setup: JsonObject, options: JsonObject, arguments: JsonObject
+    ):
+        self.service = service
+        self.cloud = cloud
+        self.setup = setup
+        self.options = options
+        self.arguments = arguments
+        return_base64 = arguments.get("return_base64", False)
+        if not isinstance(return_base64, bool):
+            raise errors.permanent("cloudinary's `return_base64` must be true or false", "BadToolCall")
+        self.return_base64 = return_base64
+
+
+async def call(service: Service, method: str, setup: JsonObject, arguments: JsonObject) -> Uploaded | Edited:
     cloud = setup.get("cloudinary_cloud_name")
     if not isinstance(cloud, str) or not CLOUD_NAME.fullmatch(cloud):
         raise errors.permanent(
@@ -74,25 +105,20 @@ async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict
             "operator's MINT_CLOUDINARY_BASE_URL)",
             "BadToolCall",
         )
-    return_base64 = arguments.get("return_base64", False)
-    if not isinstance(return_base64, bool):
-        raise errors.permanent("cloudinary's `return_base64` must be true or false", "BadToolCall")
     try:
-        if method == "media_edit":
-            return await _edit(service, cloud, arguments, return_base64)
-        return await _upload(service, cloud, setup, options, arguments, return_base64)
+        return await METHODS[method](Call(service, cloud, setup, options, arguments))
     except Refused as exc:
         raise errors.permanent(f"cloudinary: {exc}", "BadToolCall") from None
 
 
-async def _upload(
-    service: Any,
-    cloud: str,
-    setup: dict[str, Any],
-    options: dict[str, Any],
-    arguments: dict[str, Any],
-    return_base64: bool,
-) -> dict[str, Any]:
+async def _upload(call: Call) -> Uploaded:
+    service, cloud, setup, options, arguments = (
+        call.service,
+        call.cloud,
+        call.setup,
+        call.options,
+        call.arguments,
+    )
     file = arguments["file"]
     if not isinstance(file, str) or not REMOTE_FILE.match(file):
         raise errors.permanent(
@@ -124,22 +150,23 @@ async def _upload(
         }
     )
     result = answer_json("Cloudinary", response)
-    if not isinstance(result, dict) or not isinstance(result.get("secure_url"), str):
+    secure_url = result.get("secure_url") if isinstance(result, dict) else None
+    if not isinstance(result, dict) or not isinstance(secure_url, str):
         raise errors.permanent("Cloudinary's answer to the upload has no secure_url", "BadAnswer")
     meta = {k: v for k, v in result.items() if k not in ("secure_url", "public_id")}
-    encoded = await _base64_of(service, result["secure_url"]) if return_base64 else None
+    encoded = await _base64_of(service, secure_url) if call.return_base64 else None
     return {
-        "url": result["secure_url"],
+        "url": secure_url,
         "public_id": result.get("public_id"),
         "meta_data": meta,
         "base64": encoded,
     }
 
 
-def upload_params(given: dict[str, Any], preset: Any) -> dict[str, Any]:
+def upload_params(given: JsonObject, preset: JsonValue) -> dict[str, str]:
     """The upload API's parameters for `upload_params` (less resource_type), as the SDK writes them."""
-    params: dict[str, Any] = {"timestamp": str(int(time.time())), "upload_preset": preset}
-    transformation_options = {}
+    params: JsonObject = {"timestamp": str(int(time.time())), "upload_preset": preset}
+    transformation_options: JsonObject = {}
     for name, value in given.items():
         if name == "resource_type":
             continue
@@ -156,14 +183,14 @@ def upload_params(given: dict[str, Any], preset: Any) -> dict[str, Any]:
         elif name == "headers" and isinstance(value, dict):
             params[name] = "\n".join(f"{k}: {v}" for k, v in value.items())
         elif name in ("face_coordinates", "custom_coordinates") and isinstance(value, list):
-            params[name] = "|".join(",".join(map(str, row)) for row in value)
+            params[name] = "|".join(_cleaned(row) for row in value)
         else:  # the transformation's options (top-level ones, as the SDK takes them too)
             transformation_options[name] = value
     params["transformation"] = transformation(transformation_options) if transformation_options else None
     return {k: _cleaned(v) for k, v in params.items() if v is not None and v != ""}
 
 
-def _cleaned(value: Any) -> str:
+def _cleaned(value: JsonValue) -> str:
     """A parameter's text, as the SDK's cleanup writes it (booleans as 1 and 0)."""
     if isinstance(value, bool):
         return "1" if value else "0"
@@ -174,18 +201,18 @@ def _cleaned(value: Any) -> str:
     return str(value)
 
 
-def _context(value: Any) -> Any:
+def _context(value: JsonValue) -> JsonValue:
     if not isinstance(value, dict):
         return value
 
-    def text(v: Any) -> str:
+    def text(v: JsonValue) -> str:
         plain = json.dumps(v, separators=(",", ":")) if isinstance(v, list | dict) else str(v)
         return plain.replace("=", "\\=").replace("|", "\\|")
 
     return "|".join(f"{k}={text(v)}" for k, v in value.items())
 
 
-def _eager(item: Any) -> str:
+def _eager(item: JsonValue) -> str:
     if isinstance(item, str):
         return item
     if not isinstance(item, dict):
@@ -195,17 +222,18 @@ def _eager(item: Any) -> str:
     return written + (f"/{item['format']}" if written and item.get("format") is not None else "")
 
 
-def signed(params: dict[str, str], key: str, secret: str, options: dict[str, Any]) -> dict[str, str]:
+def signed(params: dict[str, str], key: str, secret: str, options: JsonObject) -> dict[str, str]:
     """The parameters with Cloudinary's signature and the API key (the secret only goes into the hash)."""
     algorithm = options.get("signature_algorithm", "sha1")
     if algorithm not in ("sha1", "sha256"):
         raise errors.permanent("cloudinary's signature_algorithm must be sha1 or sha256", "BadToolCall")
     to_sign = "&".join(sorted(f"{k}={v}".replace("&", "%26") for k, v in params.items() if v))
-    signature = hashlib.new(algorithm, (to_sign + secret).encode()).hexdigest()
+    signature = hashlib.new(str(algorithm), (to_sign + secret).encode()).hexdigest()
     return {**params, "signature": signature, "api_key": key}
 
 
-async def _edit(service: Any, cloud: str, arguments: dict[str, Any], return_base64: bool) -> dict[str, Any]:
+async def _edit(call: Call) -> Edited:
+    arguments = call.arguments
     public_id = arguments["public_id"]
     if not isinstance(public_id, str) or not public_id or re.match(r"^https?:", public_id):
         raise errors.permanent(
@@ -217,11 +245,18 @@ async def _edit(service: Any, cloud: str, arguments: dict[str, Any], return_base
         raise errors.permanent("cloudinary's `transformation` must be a list of mappings", "BadToolCall")
     source = escaped(public_id)
     version = "v1" if "/" in source and not re.match(r"^v[0-9]+", source) else None
-    parts = [DELIVERY_URL, cloud, "image", "upload", transformation(steps), version, source]
+    parts = [DELIVERY_URL, call.cloud, "image", "upload", transformation(steps), version, source]
     url = "/".join(part for part in parts if part)
-    encoded = await _base64_of(service, url) if return_base64 else None
+    encoded = await _base64_of(call.service, url) if call.return_base64 else None
     return {"transformed_url": url, "base64": encoded}
 
 
-async def _base64_of(service: Any, url: str) -> str:
+async def _base64_of(service: Service, url: str) -> str:
     return base64.b64encode(await service.download(url)).decode()
+
+
+# Each method Julep declares, and what answers it.
+METHODS: dict[str, Callable[[Call], Awaitable[Uploaded | Edited]]] = {
+    "media_edit": _edit,
+    "media_upload": _upload,
+}

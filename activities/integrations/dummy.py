@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from activities.integrations.common import Service
+from contracts.json import JsonObject
 
 DEFAULT_BASE_URL = ""  # (no service)
+METHODS = ("echo",)
 
 
-async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
+async def call(service: Service, method: str, setup: JsonObject, arguments: JsonObject) -> JsonObject:
     return arguments

@@ -16,28 +16,35 @@ import contextlib
 import ipaddress
 import socket
 from email.message import EmailMessage
-from typing import Any
+from typing import TypedDict
 
 import aiosmtplib
 
 from activities.egress import EgressRefused, brief_repr, host_name_or_address, port_number
+from activities.integrations.common import Service
+from contracts.json import JsonObject, JsonValue
 from infra.temporal import errors
 
 DEFAULT_BASE_URL = ""  # (SMTP: host and port instead)
+METHODS = ("send",)
 SMTPS_PORT = 465
 DEFAULT_PORT = 587  # submission
 
 
-async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
+class Answer(TypedDict):
+    success: bool
+
+
+async def call(service: Service, method: str, setup: JsonObject, arguments: JsonObject) -> Answer:
     host, port = _server(setup, service.smtp)
     message = _message(arguments, service.key)
     sock, public = await _connected(service, host, port)
-    user = setup.get("user") or None
+    user = _text(setup.get("user"))
     client = aiosmtplib.SMTP(
         hostname=host,
         sock=sock,
         username=user,
-        password=setup.get("password") or None,
+        password=_text(setup.get("password")),
         use_tls=port == SMTPS_PORT,
         # A login to a server on the internet must not travel in the clear: STARTTLS is then required (a
         # server the operator allowed on a private address may do without); otherwise it is used if offered.
@@ -65,7 +72,12 @@ async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict
     return {"success": True}
 
 
-def _message(arguments: dict[str, Any], key: str) -> EmailMessage:
+def _text(value: JsonValue) -> str | None:
+    """A login field as text; None when not given."""
+    return str(value) if value else None
+
+
+def _message(arguments: JsonObject, key: str) -> EmailMessage:
     message = EmailMessage()
     try:
         message["From"], message["To"] = str(arguments["from"]), str(arguments["to"])
@@ -77,7 +89,7 @@ def _message(arguments: dict[str, Any], key: str) -> EmailMessage:
     return message
 
 
-def _server(setup: dict[str, Any], smtp: tuple[str | None, int | None]) -> tuple[str, int]:
+def _server(setup: JsonObject, smtp: tuple[str | None, int | None]) -> tuple[str, int]:
     """The SMTP server's host (a DNS host name or an IP address, lowercase) and port, from `setup` or else
     MINT_SMTP_HOST/MINT_SMTP_PORT; anything else is a BadToolCall, never coerced into one."""
     raw_host = setup.get("host") or smtp[0]
@@ -101,7 +113,7 @@ def _server(setup: dict[str, Any], smtp: tuple[str | None, int | None]) -> tuple
     return host, port
 
 
-async def _connected(service: Any, host: str, port: int) -> tuple[socket.socket, bool]:
+async def _connected(service: Service, host: str, port: int) -> tuple[socket.socket, bool]:
     """A socket connected to the checked address and port of the SMTP server (its name is resolved once,
     here), and whether that address is a public one."""
     try:

@@ -18,13 +18,16 @@ import shutil
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from activities import confined
+from activities.integrations.common import Service
 from activities.integrations.ffmpeg_command import Refused, parse
+from contracts.json import JsonObject, JsonValue
 from infra.temporal import errors
 
 DEFAULT_BASE_URL = ""  # (a local binary)
+METHODS = ("bash_cmd",)
 MAX_OUTPUT_BYTES = confined.Limits().file_bytes  # the kernel stops ffmpeg past it (RLIMIT_FSIZE)
 MAX_INPUTS = 16
 # ffmpeg processes one worker runs at once: each may take a core and gigabytes, and a tenant may start many
@@ -41,7 +44,7 @@ class Answer(TypedDict):
     mime_type: str | None
 
 
-async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Answer:
+async def call(service: Service, method: str, setup: JsonObject, arguments: JsonObject) -> Answer:
     binary = shutil.which("ffmpeg")
     if binary is None:
         raise errors.permanent(
@@ -88,7 +91,7 @@ def _how(returncode: int) -> str:
     return f"stopped by {stopped_by[returncode]}" if returncode in stopped_by else str(returncode)
 
 
-def _write_inputs(folder: Path, raw: Any) -> set[str]:
+def _write_inputs(folder: Path, raw: JsonValue) -> set[str]:
     files = raw if isinstance(raw, list) else [raw] if raw else []
     if len(files) > MAX_INPUTS:
         raise errors.permanent(f"`file` may list at most {MAX_INPUTS} files", "BadToolCall")

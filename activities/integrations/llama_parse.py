@@ -23,15 +23,18 @@ import json
 import mimetypes
 import re
 import uuid
-from typing import Any
+from typing import TypedDict
 from urllib.parse import urlsplit
 
 import httpx
 
-from activities.integrations.common import answer_json, join
+from activities.integrations.common import Service, answer_object, join
+from contracts.calls import ApiCallRequest
+from contracts.json import JsonObject, JsonValue
 from infra.temporal import errors
 
 DEFAULT_BASE_URL = "https://api.cloud.llamaindex.ai"
+METHODS = ("parse",)
 MAX_FILES = 16
 SEPARATOR = "\n---\n"  # LlamaParse's default page separator
 RESULT_TYPES = ("text", "markdown")
@@ -59,7 +62,21 @@ FIRST_WAIT, LONGEST_WAIT = 1.0, 5.0
 JOB_ID = re.compile(r"[A-Za-z0-9_-]{1,100}")
 
 
-async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
+class FileName(TypedDict, total=False):
+    file_name: str
+
+
+class Document(TypedDict):
+    id_: str
+    text: str
+    metadata: FileName
+
+
+class Answer(TypedDict):
+    documents: list[Document]
+
+
+async def call(service: Service, method: str, setup: JsonObject, arguments: JsonObject) -> Answer:
     ends = asyncio.get_running_loop().time() + service.deadline
     options = _options(setup.get("params"), arguments.get("params"))
     files = _files(arguments)
@@ -75,13 +92,15 @@ async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict
     return {"documents": [document for job in jobs for document in job.result()]}
 
 
-def _options(from_setup: Any, from_step: Any) -> dict[str, Any]:
+def _options(from_setup: JsonValue, from_step: JsonValue) -> JsonObject:
+    options: JsonObject = {}
     for where, given in (("setup.params", from_setup), ("params", from_step)):
-        if given is not None and not isinstance(given, dict):
+        if isinstance(given, dict):
+            options.update(given)
+        elif given is not None:
             raise errors.permanent(
                 f"llama_parse's `{where}` must be a mapping of LlamaParse's options", "BadToolCall"
             )
-    options = {**(from_setup or {}), **(from_step or {})}
     for name, why in REFUSED.items():
         if name in options:
             raise errors.permanent(f"llama_parse's params may not set {name!r}: {why}", "BadToolCall")
@@ -93,14 +112,15 @@ def _options(from_setup: Any, from_step: Any) -> dict[str, Any]:
     return options
 
 
-def _files(arguments: dict[str, Any]) -> list[str | bytes]:
+def _files(arguments: JsonObject) -> list[str | bytes]:
     """Each file as the URL LlamaParse downloads (str) or the bytes to upload."""
     raw = arguments["file"]
-    items = raw if isinstance(raw, list) else [raw]
+    given = raw if isinstance(raw, list) else [raw]
+    items = [item for item in given if isinstance(item, str)]
     encoded = arguments.get("base64", False)
     if not isinstance(encoded, bool):
         raise errors.permanent("llama_parse's `base64` must be true or false", "BadToolCall")
-    if not items or len(items) > MAX_FILES or not all(isinstance(i, str) for i in items):
+    if not items or len(items) > MAX_FILES or len(items) != len(given):
         raise errors.permanent(
             f"llama_parse's `file` must be text, or a list of 1 to {MAX_FILES} texts", "BadToolCall"
         )
@@ -123,13 +143,14 @@ def _files(arguments: dict[str, Any]) -> list[str | bytes]:
 
 
 async def _parse(
-    service: Any, key: str, file: str | bytes, filename: str | None, options: dict[str, Any], ends: float
-) -> list[dict[str, Any]]:
+    service: Service, key: str, file: str | bytes, filename: str | None, options: JsonObject, ends: float
+) -> list[Document]:
     headers = {"Authorization": f"Bearer {key}"}
+    metadata: FileName = {}
     if isinstance(file, bytes):  # (an upload needs a name: Julep's client makes one up)
-        metadata = {"file_name": filename or str(uuid.uuid4())}
-    else:
-        metadata = {"file_name": filename} if filename else {}
+        metadata["file_name"] = filename or str(uuid.uuid4())
+    elif filename:
+        metadata["file_name"] = filename
     job = await _upload(service, headers, file, metadata.get("file_name"), options)
     await _wait(service, headers, job, ends)
     result_type = options.get("result_type", "text")
@@ -140,10 +161,10 @@ async def _parse(
             "headers": headers,
         }
     )
-    text = (answer_json("LlamaParse", response) or {}).get(result_type)
+    text = answer_object("LlamaParse", response).get(str(result_type))
     if not isinstance(text, str):
         raise errors.permanent(f"LlamaParse's result of job {job} has no {result_type}", "BadAnswer")
-    separator = options.get("page_separator") or SEPARATOR
+    separator = str(options.get("page_separator") or SEPARATOR)
     pages = text.split(separator) if options.get("split_by_page", True) else [text]
     return [
         {
@@ -156,14 +177,14 @@ async def _parse(
 
 
 async def _upload(
-    service: Any, headers: dict[str, str], file: str | bytes, filename: str | None, options: dict[str, Any]
+    service: Service, headers: dict[str, str], file: str | bytes, filename: str | None, options: JsonObject
 ) -> str:
     fields = {"from_python_package": "true", "language": "en"}
     for name, value in options.items():
         if name not in CLIENT_ONLY and name not in USED_HERE and value is not None:
             fields[name] = _field(value)
     query = {k: str(options[k]) for k in ("organization_id", "project_id") if options.get(k)}
-    request: dict[str, Any] = {
+    request: ApiCallRequest = {
         "method": "POST",
         "url": join(service.base_url, "/api/parsing/upload"),
         "params": query or None,
@@ -182,13 +203,13 @@ async def _upload(
         )
         request["content"] = form.read()
         request["headers"] = {**headers, "Content-Type": form.headers["Content-Type"]}
-    job = (answer_json("LlamaParse", await service.fetch(request)) or {}).get("id")
+    job = answer_object("LlamaParse", await service.fetch(request)).get("id")
     if not isinstance(job, str) or not JOB_ID.fullmatch(job):  # (it goes into the next requests' paths)
         raise errors.permanent("LlamaParse's answer to the upload has no job id", "BadAnswer")
     return job
 
 
-def _field(value: Any) -> str:
+def _field(value: JsonValue) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str | int | float):
@@ -196,7 +217,7 @@ def _field(value: Any) -> str:
     return json.dumps(value)
 
 
-async def _wait(service: Any, headers: dict[str, str], job: str, ends: float) -> None:
+async def _wait(service: Service, headers: dict[str, str], job: str, ends: float) -> None:
     """Polls the job until it is done; an error when it failed, or when the deadline would pass first."""
     loop, interval = asyncio.get_running_loop(), FIRST_WAIT
     while True:
@@ -208,15 +229,14 @@ async def _wait(service: Any, headers: dict[str, str], job: str, ends: float) ->
             )
         await asyncio.sleep(interval)
         url = join(service.base_url, f"/api/parsing/job/{job}")
-        status = answer_json(
+        status = answer_object(
             "LlamaParse", await service.fetch({"method": "GET", "url": url, "headers": headers})
         )
-        state = status.get("status") if isinstance(status, dict) else None
+        state = status.get("status")
         if state == "SUCCESS":
             return
         if state != "PENDING":
-            code = status.get("error_code") if isinstance(status, dict) else None
-            message = status.get("error_message") if isinstance(status, dict) else None
+            code, message = status.get("error_code"), status.get("error_message")
             raise errors.permanent(
                 f"LlamaParse's job {job} ended {state}: {message or 'no message'} ({code or 'no error code'})",
                 "IntegrationRefused",

@@ -4,16 +4,23 @@
 from __future__ import annotations
 
 import base64
-from typing import Any
+from typing import TypedDict
 
 from activities.egress import brief_repr, host_name_or_address
-from activities.integrations.common import answer_json, join
+from activities.integrations.common import Service, answer_json, join
+from contracts.json import JsonObject
 from infra.temporal import errors
 
 DEFAULT_BASE_URL = "https://api.mailgun.net"
+METHODS = ("send_email",)
 
 
-async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
+class Answer(TypedDict):
+    success: bool
+    error: str | None
+
+
+async def call(service: Service, method: str, setup: JsonObject, arguments: JsonObject) -> Answer:
     sender = str(arguments["from"])
     # The domain goes into the request's path: a host name and nothing else (`/`, `..`, `?` or `#` in it
     # would send the request, with the key, to another of Mailgun's endpoints).

@@ -16,7 +16,7 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypedDict, TypeGuard, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from temporalio.exceptions import ApplicationError
@@ -25,10 +25,14 @@ from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidSta
 
 from activities.egress import EgressPolicy, EgressRefused, brief_repr
 from activities.integrations.common import BrowserAnswer as Answer
+from activities.integrations.common import Service
+from activities.integrations.remote_browser_keys import MODIFIERS, combinations, key_event
+from contracts.json import JsonObject, JsonValue
 from infra.temporal import errors
 from workflows.integrations import REMOTE_BROWSER_ACTIONS
 
 DEFAULT_BASE_URL = ""  # no browser unless the operator sets MINT_REMOTE_BROWSER_BASE_URL
+METHODS = ("perform_action",)
 MAX_SIDE = 8192  # setup.width and height
 MAX_COORDINATE = 65535  # Julep's uint16, when setup gives no width and height
 MAX_TEXT_CHARS = 20_000
@@ -37,29 +41,6 @@ TOO_LARGE = f"the browser's answer is over {MAX_SCREENSHOT_BYTES} bytes: set a s
 CURSOR = "window.__mintCursor"
 READ_CURSOR = f"(c => Array.isArray(c) && c.length === 2 ? c : [innerWidth >> 1, innerHeight >> 1])({CURSOR})"
 BUTTONS = {"none": 0, "left": 1, "right": 2, "middle": 4}
-ALT, CONTROL, META, SHIFT = 1, 2, 4, 8
-MODIFIERS = {"Alt": ALT, "Control": CONTROL, "Meta": META, "Shift": SHIFT}
-# A DOM key, its code and windowsVirtualKeyCode on Chrome's US keyboard, and xdotool's other names for it.
-KEY_TABLE = """
-Enter       Enter        13  return kp_enter
-Escape      Escape       27  esc
-PageUp      PageUp       33  page_up prior
-PageDown    PageDown     34  page_down next
-ArrowLeft   ArrowLeft    37  left
-ArrowUp     ArrowUp      38  up
-ArrowRight  ArrowRight   39  right
-ArrowDown   ArrowDown    40  down
-Shift       ShiftLeft    16  shift_l shift_r
-Control     ControlLeft  17  ctrl control_l control_r
-Alt         AltLeft      18  alt_l alt_r option
-Meta        MetaLeft     91  super super_l super_r cmd command win
-"""
-ROWS = [line.split() for line in KEY_TABLE.strip().splitlines()]
-KEYS = {r[0]: (r[1], int(r[2])) for r in ROWS} | {f"F{n}": (f"F{n}", 111 + n) for n in range(1, 13)}
-KEYS |= {k: (k, n) for k, n in (("Tab", 9), ("Backspace", 8), ("Delete", 46), ("Home", 36), ("End", 35))}
-KEYS |= {"Insert": ("Insert", 45), " ": ("Space", 32)}
-NAMES = {n: r[0] for r in ROWS for n in r[3:]} | {k.lower(): k for k in KEYS}
-NAMES |= {"space": " ", "minus": "-", "plus": "+"}
 T = TypeVar("T")
 
 
@@ -71,7 +52,7 @@ class Action:
     viewport: tuple[int, int] | None  # setup.width, setup.height
 
 
-async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
+async def call(service: Service, method: str, setup: JsonObject, arguments: JsonObject) -> Answer:
     """perform_action (the only method): the action done in the browser, answered as Julep answers it."""
     action = _action(setup, arguments)
     url, trusted = _browser_url(setup, arguments, service.base_url)
@@ -91,7 +72,7 @@ async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict
         page.close()
 
 
-def _action(setup: dict[str, Any], arguments: dict[str, Any]) -> Action:
+def _action(setup: JsonObject, arguments: JsonObject) -> Action:
     """The call's action, checked: a BadToolCall names what is wrong before any connection is made."""
     name, text = arguments.get("action"), arguments.get("text")
     if name not in REMOTE_BROWSER_ACTIONS:
@@ -105,31 +86,34 @@ def _action(setup: dict[str, Any], arguments: dict[str, Any]) -> Action:
     if name == "navigate" and (urlsplit(text).scheme not in ("http", "https") or not urlsplit(text).hostname):
         raise _bad(f"navigate takes an http or https URL (in `text`), not {brief_repr(text)}")
     if name == "key":
-        _combinations(text)  # (every key name known before the first goes down)
+        combinations(text)  # (every key name known before the first goes down)
     if (raw := arguments.get("coordinate")) is None and name in ("mouse_move", "left_click_drag"):
         raise _bad(f"the {name} action needs `coordinate`: [x, y]")
     viewport = _viewport(setup)
     return Action(name, text, None if raw is None else _coordinate(raw, viewport), viewport)
 
 
-def _viewport(setup: dict[str, Any]) -> tuple[int, int] | None:
-    width, height = setup.get("width"), setup.get("height")
-    for field, value in (("width", width), ("height", height)):
-        if value is not None and not (_whole(value) and 0 < value <= MAX_SIDE):
-            raise _bad(f"setup.{field} must be a whole number from 1 to {MAX_SIDE}, not {brief_repr(value)}")
+def _viewport(setup: JsonObject) -> tuple[int, int] | None:
+    width, height = (_side(setup, field) for field in ("width", "height"))
     return (width, height) if width and height else None
 
 
-def _coordinate(raw: Any, viewport: tuple[int, int] | None) -> tuple[int, int]:
+def _side(setup: JsonObject, field: str) -> int:
+    if (value := setup.get(field)) is not None and not (_whole(value) and 0 < value <= MAX_SIDE):
+        raise _bad(f"setup.{field} must be a whole number from 1 to {MAX_SIDE}, not {brief_repr(value)}")
+    return value if _whole(value) else 0
+
+
+def _coordinate(raw: JsonValue, viewport: tuple[int, int] | None) -> tuple[int, int]:
     width, height = viewport or (MAX_COORDINATE + 1, MAX_COORDINATE + 1)
-    if not (isinstance(raw, list | tuple) and len(raw) == 2 and all(_whole(v) and v >= 0 for v in raw)):
+    if (point := _point(raw, MAX_COORDINATE + 1)) is None:
         raise _bad(f"`coordinate` must be [x, y], two whole numbers of at least 0, not {brief_repr(raw)}")
-    if raw[0] >= width or raw[1] >= height:
-        raise _bad(f"`coordinate` {list(raw)} is outside the {width}x{height} browser")
-    return raw[0], raw[1]
+    if point[0] >= width or point[1] >= height:
+        raise _bad(f"`coordinate` {list(point)} is outside the {width}x{height} browser")
+    return point
 
 
-def _browser_url(setup: dict[str, Any], arguments: dict[str, Any], operator: str) -> tuple[str, bool]:
+def _browser_url(setup: JsonObject, arguments: JsonObject, operator: str) -> tuple[str, bool]:
     """The browser's address, and whether it is the operator's (trusted) rather than the task's."""
     given = setup.get("connect_url") or arguments.get("connect_url")
     if not given and not operator:
@@ -143,6 +127,11 @@ def _browser_url(setup: dict[str, Any], arguments: dict[str, Any], operator: str
         where = "`connect_url`" if given else "MINT_REMOTE_BROWSER_BASE_URL"
         raise _bad(f"{where} must be a ws:// or wss:// DevTools URL, such as a browserbase session's")
     return url, not given
+
+
+class Pinned(TypedDict, total=False):
+    host: str  # the address the egress check approved
+    port: int
 
 
 class Browser:
@@ -165,7 +154,7 @@ class Browser:
     async def open(self, url: str, egress: EgressPolicy | None) -> None:
         """Connects, directly (no proxy); for a task's URL (`egress` given), to the address the egress check
         approved, the URL's host still in Host and TLS (and a redirect to another origin refused)."""
-        pinned: dict[str, Any] = {}
+        pinned: Pinned = {}
         if egress is not None:
             parts = urlsplit(url)
             as_http = urlunsplit(parts._replace(scheme="https" if parts.scheme == "wss" else "http"))
@@ -187,24 +176,33 @@ class Browser:
 
     async def attach(self, viewport: tuple[int, int] | None) -> None:
         """The session of the first web page (a new one when there is none), its page events on."""
-        targets = (await self.send("Target.getTargets")).get("targetInfos") or []
-        pages = [t.get("targetId") for t in targets if isinstance(t, dict) and _web_page(t)]
-        blank = {"url": "about:blank"}
+        targets = (await self.send("Target.getTargets")).get("targetInfos")
+        pages = (
+            [t.get("targetId") for t in targets or [] if isinstance(t, dict) and _web_page(t)]
+            if isinstance(targets, list)
+            else []
+        )
+        blank: JsonObject = {"url": "about:blank"}
         target = pages[0] if pages else (await self.send("Target.createTarget", blank)).get("targetId")
         attached = await self.send("Target.attachToTarget", {"targetId": target, "flatten": True})
-        self.session = attached.get("sessionId")
-        if not isinstance(self.session, str):
+        if not isinstance(session := attached.get("sessionId"), str):
             raise errors.permanent("the browser attached no session to its page", "BadAnswer")
+        self.session = session
         await self.send("Page.enable")
         if viewport:
-            metrics = {"width": viewport[0], "height": viewport[1], "deviceScaleFactor": 1, "mobile": False}
+            metrics: JsonObject = {
+                "width": viewport[0],
+                "height": viewport[1],
+                "deviceScaleFactor": 1,
+                "mobile": False,
+            }
             await self.send("Emulation.setDeviceMetricsOverride", metrics)
 
-    async def send(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def send(self, method: str, params: JsonObject | None = None) -> JsonObject:
         """The command's result; the browser's error answer is a permanent error naming the command."""
         assert self.socket is not None
         self.last_id += 1
-        message: dict[str, Any] = {"id": self.last_id, "method": method, "params": params or {}}
+        message: JsonObject = {"id": self.last_id, "method": method, "params": params or {}}
         if self.session and not method.startswith("Target."):
             message["sessionId"] = self.session
         await self.bounded(self.socket.send(json.dumps(message)), method)
@@ -217,7 +215,7 @@ class Browser:
         result = answer.get("result")
         return result if isinstance(result, dict) else {}
 
-    async def _receive(self, waiting_for: str) -> dict[str, Any]:
+    async def _receive(self, waiting_for: str) -> JsonObject:
         assert self.socket is not None
         raw = await self.bounded(self.socket.recv(), waiting_for)
         try:
@@ -230,7 +228,7 @@ class Browser:
             self.loads += 1
         return message
 
-    async def load(self, method: str, params: dict[str, Any]) -> None:
+    async def load(self, method: str, params: JsonObject) -> None:
         """Navigates (Page.navigate, Page.reload), then waits for the load event (which may come first)."""
         before = self.loads
         result = await self.send(method, params)
@@ -241,9 +239,11 @@ class Browser:
             while self.loads == before:
                 await self._receive("the page's load event")
 
-    async def evaluate(self, expression: str) -> Any:
-        result = await self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True})
-        return (result.get("result") or {}).get("value")
+    async def evaluate(self, expression: str) -> JsonValue:
+        result = (await self.send("Runtime.evaluate", {"expression": expression, "returnByValue": True})).get(
+            "result"
+        )
+        return result.get("value") if isinstance(result, dict) else None
 
 
 class Page(Browser):
@@ -263,7 +263,7 @@ class Page(Browser):
         return _answer("Refreshed page")
 
     async def key(self, action: Action) -> Answer:
-        for keys in _combinations(action.text):
+        for keys in combinations(action.text):
             await self.press(keys)
         return _answer(f"Pressed {action.text}")
 
@@ -311,10 +311,7 @@ class Page(Browser):
         return {**_answer(None), "base64_image": f"data:image/png;base64,{data}", "system": "take_screenshot"}
 
     async def cursor(self) -> tuple[int, int]:
-        value = await self.evaluate(READ_CURSOR)
-        if isinstance(value, list) and len(value) == 2 and all(_whole(v) and 0 <= v < 10**9 for v in value):
-            return value[0], value[1]
-        return 0, 0
+        return _point(await self.evaluate(READ_CURSOR), 10**9) or (0, 0)
 
     async def move_to(self, x: int, y: int, button: str = "none") -> None:
         await self.mouse("mouseMoved", x, y, button)
@@ -322,7 +319,14 @@ class Page(Browser):
 
     async def mouse(self, kind: str, x: int, y: int, button: str = "none", clicks: int = 0) -> None:
         held = BUTTONS[button] if kind != "mouseReleased" else 0
-        params = {"type": kind, "x": x, "y": y, "button": button, "buttons": held, "clickCount": clicks}
+        params: JsonObject = {
+            "type": kind,
+            "x": x,
+            "y": y,
+            "button": button,
+            "buttons": held,
+            "clickCount": clicks,
+        }
         await self.send("Input.dispatchMouseEvent", params)
 
     async def press(self, keys: list[str]) -> None:
@@ -338,36 +342,12 @@ class Page(Browser):
             await self.key_event("keyUp", key, modifiers)
 
     async def key_event(self, kind: str, key: str, mods: int) -> None:
-        if key in KEYS:
-            (code, number), text = KEYS[key], "\r" if key == "Enter" else key if len(key) == 1 else ""
-        else:  # one character
-            upper = key.upper()
-            code = f"Key{upper}" if "A" <= upper <= "Z" else f"Digit{key}" if "0" <= key <= "9" else ""
-            key = upper if mods & SHIFT and code.startswith("Key") else key
-            number, text = (ord(upper) if code else 0), key
-        text = "" if mods & (ALT | CONTROL | META) else text  # a shortcut types nothing
-        kind = kind if kind == "keyUp" or text else "rawKeyDown"
-        params = {"type": kind, "key": key, "code": code, "windowsVirtualKeyCode": number, "modifiers": mods}
-        if kind == "keyDown":
-            params.update(text=text, unmodifiedText=text)
-        await self.send("Input.dispatchKeyEvent", params)
+        await self.send("Input.dispatchKeyEvent", key_event(kind, key, mods))
 
 
-def _web_page(target: dict[str, Any]) -> bool:
+def _web_page(target: JsonObject) -> bool:
     """Web pages only: a file: or chrome: page open in the browser is not the task's to see."""
     return target.get("type") == "page" and str(target.get("url")).split(":")[0] in ("http", "https", "about")
-
-
-def _combinations(text: str) -> list[list[str]]:
-    """`ctrl+a Delete` as [["Control", "a"], ["Delete"]]."""
-    return [[_key(n) for n in c.split("+")] if c != "+" else ["+"] for c in text.split() or [text]]
-
-
-def _key(name: str) -> str:
-    key = NAMES.get(name.lower(), name)
-    if key in KEYS or len(key) == 1:
-        return key
-    raise _bad(f"unknown key {brief_repr(name)} (xdotool's names: Return, Tab, ctrl+a, Page_Down, ...)")
 
 
 def _answer(output: str | None) -> Answer:
@@ -390,8 +370,16 @@ def _connection_error(exc: Exception) -> ApplicationError:
     return errors.transient(f"cannot reach the browser: {detail}", "BrowserUnavailable")
 
 
-def _whole(value: Any) -> bool:
+def _whole(value: JsonValue) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _point(value: JsonValue, bound: int) -> tuple[int, int] | None:
+    """[x, y] as two whole numbers from 0 to under `bound`; None when it is not that."""
+    if not isinstance(value, list) or len(value) != 2:
+        return None
+    x, y = value
+    return (x, y) if _whole(x) and _whole(y) and 0 <= x < bound and 0 <= y < bound else None
 
 
 def _bad(message: str) -> ApplicationError:

@@ -4,15 +4,21 @@ pages as Spider returns them ({content, url, status, error, costs})."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
-from activities.integrations.common import answer_json, join
+from activities.integrations.common import Service, answer_json, join
+from contracts.json import JsonObject, JsonValue
 from infra.temporal import errors
 
 DEFAULT_BASE_URL = "https://api.spider.cloud"
+METHODS = ("crawl", "links", "screenshot", "search")
 
 
-async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
+class Answer(TypedDict):
+    result: list[JsonValue]  # the pages, as Spider answers them
+
+
+async def call(service: Service, method: str, setup: JsonObject, arguments: JsonObject) -> Answer:
     params = arguments.get("params") or {}
     if not isinstance(params, dict):
         raise errors.permanent("spider's `params` must be a mapping of Spider API options", "BadToolCall")

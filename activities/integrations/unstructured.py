@@ -7,17 +7,26 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any
+from typing import TypedDict
 
 import httpx
 
-from activities.integrations.common import answer_json, join
+from activities.integrations.common import Service, answer_json, join
+from contracts.json import JsonObject, JsonValue
 from infra.temporal import errors
 
 DEFAULT_BASE_URL = "https://api.unstructuredapp.io"
+METHODS = ("partition",)
 
 
-async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict[str, Any]) -> Any:
+class Answer(TypedDict):
+    content_type: str
+    status_code: int
+    csv_elements: None
+    content: list[JsonValue]  # the elements, as Unstructured answers them
+
+
+async def call(service: Service, method: str, setup: JsonObject, arguments: JsonObject) -> Answer:
     try:
         document = base64.b64decode(str(arguments["file"]), validate=True)
     except (binascii.Error, ValueError):
@@ -41,7 +50,7 @@ async def call(service: Any, method: str, setup: dict[str, Any], arguments: dict
             "headers": {
                 "Content-Type": form.headers["Content-Type"],
                 "Accept": "application/json",
-                "unstructured-api-key": setup["unstructured_api_key"],
+                "unstructured-api-key": str(setup["unstructured_api_key"]),
             },
         }
     )
