@@ -1,6 +1,6 @@
 """A cap on the calls one developer (tenant) has in flight in this worker process: the floor of fairness.
 
-Temporal's fairness keys (api/executions.py) order the dispatch of a backlog between developers, but they do
+Temporal's fairness keys (services/executions/launch.py) order the dispatch of a backlog between developers, but they do
 not preempt: once a tenant's slow calls hold the worker's activity slots, another tenant's quick call waits
 for one of them to end. And calls that run in the worker (local activities, activities/worker_calls.py) never
 pass through a task queue at all. So each call activity (model, api_call, integration, MCP) first takes one of

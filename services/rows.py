@@ -45,7 +45,7 @@ def moment(row: Row, key: str) -> datetime:
 
 
 def json_value(row: Row, key: str) -> JsonValue:
-    """A JSON column (absent: null): checked at its top level, as JSON the store wrote is JSON throughout."""
+    """A JSON value (absent: null): checked at its top level, as JSON parsed or stored is JSON throughout."""
     value = row.get(key)
     if value is None or isinstance(value, bool | int | float | str | list | dict):
         return value
@@ -68,3 +68,8 @@ def optional_object(row: Row, key: str) -> JsonObject | None:
 
 def _wrong(key: str, expected: str, value: object) -> TypeError:
     return TypeError(f"stored {key} is {type(value).__name__}, not {expected}")
+
+
+def json_fields(value: Mapping[str, object]) -> JsonObject:
+    """A JSON object as the API parsed it (its values typed `object`), as JSON: checked at its top level."""
+    return {key: json_value(value, key) for key in value}

@@ -1,36 +1,34 @@
-"""Docs of agents and users, their search, and /embed."""
+"""Docs of agents and users, their search, and /embed (services/docs.py)."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Query, Request
 
-from api import docs as service
 from api import schemas
-from api.deps import Developer, PageDep, StoreDep, checked_id
-from api.errors import ERROR_RESPONSES, ApiError, not_found
-from infra.store.docs import DocStore
-from infra.store.tables import AGENTS, USERS
+from api.deps import ClientsDep, Developer, PageDep
+from api.errors import ERROR_RESPONSES, ApiError
+from api.warning_header import note
+from services import docs as service
+from services.docs import Doc, OwnerKind
 
 router = APIRouter(tags=["docs"], responses=ERROR_RESPONSES)
 Owner = Annotated[str, Path(description="`agents` or `users`")]
 
 
-async def _owner(store: StoreDep, developer: str, owners: str, owner_id: str) -> tuple[str, str]:
-    """(owner type, id) for /agents/{id} or /users/{id}; 404 unless it is the caller's."""
-    if owners not in ("agents", "users"):
-        raise ApiError(404, f"no such route: /{owners}/{owner_id}/...")
-    kind = "agent" if owners == "agents" else "user"
-    row = await store.get(AGENTS if kind == "agent" else USERS, developer, checked_id(owner_id, kind))
-    if row is None:
-        raise not_found(kind, owner_id)
-    return kind, row["id"]
+def _owner(owners: str, owner_id: str) -> tuple[OwnerKind, str]:
+    """(owner kind, id) for /agents/{id} or /users/{id}."""
+    if owners == "agents":
+        return "agent", owner_id
+    if owners == "users":
+        return "user", owner_id
+    raise ApiError(404, f"no such route: /{owners}/{owner_id}/...")
 
 
-def _docs(request: Request) -> DocStore:
-    return request.app.state.docs
+def _new(body: schemas.DocCreate) -> service.NewDoc:
+    return service.NewDoc(body.title, body.content, body.metadata or {}, body.embed_instruction)
 
 
 @router.post("/{owners}/{owner_id}/docs", status_code=201, response_model=schemas.Doc)
@@ -39,13 +37,13 @@ async def create_doc(
     owner_id: str,
     body: schemas.DocCreate,
     developer: Developer,
-    store: StoreDep,
+    clients: ClientsDep,
     request: Request,
-) -> Any:
-    owner = await _owner(store, developer, owners, owner_id)
-    state = request.app.state
+) -> Doc:
+    owner = _owner(owners, owner_id)
+    queue = request.app.state.settings.task_queue
     return await service.create_doc(
-        state.docs, state.temporal, state.settings.task_queue, developer, owner, body
+        clients.store, clients.docs, clients.temporal, queue, developer, owner, _new(body)
     )
 
 
@@ -57,14 +55,14 @@ async def import_docs(
     owner_id: str,
     body: schemas.DocsImport,
     developer: Developer,
-    store: StoreDep,
+    clients: ClientsDep,
     request: Request,
-) -> Any:
+) -> dict[str, list[Doc]]:
     """Many docs in one request (up to 1,000); each is embedded in the background, none is waited for."""
-    owner = await _owner(store, developer, owners, owner_id)
-    state = request.app.state
+    owner, news = _owner(owners, owner_id), [_new(doc) for doc in body.docs]
+    queue = request.app.state.settings.task_queue
     created = await service.import_docs(
-        state.docs, state.temporal, state.settings.task_queue, developer, owner, body.docs
+        clients.store, clients.docs, clients.temporal, queue, developer, owner, news
     )
     return {"items": created}
 
@@ -74,23 +72,24 @@ async def list_docs(
     owners: Owner,
     owner_id: str,
     developer: Developer,
-    store: StoreDep,
+    clients: ClientsDep,
     page: PageDep,
-    request: Request,
     include_embeddings: Annotated[bool, Query()] = True,  # as on Julep
-) -> Any:
-    kind, owner = await _owner(store, developer, owners, owner_id)
-    return {"items": await _docs(request).find(developer, kind, owner, page, include_embeddings)}
+) -> dict[str, list[Doc]]:
+    owner = _owner(owners, owner_id)
+    return {
+        "items": await service.list_docs(
+            clients.store, clients.docs, developer, owner, page, include_embeddings
+        )
+    }
 
 
 @router.delete("/{owners}/{owner_id}/docs/{doc_id}", status_code=202, response_model=schemas.ResourceDeleted)
 async def delete_doc(
-    owners: Owner, owner_id: str, doc_id: str, developer: Developer, store: StoreDep, request: Request
-) -> Any:
-    kind, owner = await _owner(store, developer, owners, owner_id)
-    if not await _docs(request).delete(developer, kind, owner, checked_id(doc_id, "doc")):
-        raise not_found("doc", doc_id)
-    return {"id": doc_id, "deleted_at": datetime.now(UTC)}
+    owners: Owner, owner_id: str, doc_id: str, developer: Developer, clients: ClientsDep
+) -> schemas.ResourceDeleted:
+    await service.delete_doc(clients.store, clients.docs, developer, _owner(owners, owner_id), doc_id)
+    return schemas.ResourceDeleted(id=doc_id, deleted_at=datetime.now(UTC))
 
 
 @router.delete(
@@ -100,46 +99,53 @@ async def delete_docs(
     owners: Owner,
     owner_id: str,
     developer: Developer,
-    store: StoreDep,
-    request: Request,
+    clients: ClientsDep,
     body: Annotated[schemas.DocsDelete | None, Body()] = None,
-) -> Any:
+) -> dict[str, list[schemas.ResourceDeleted]]:
     """Delete the docs whose metadata matches `metadata_filter`, or all of them with `delete_all`. Neither
     given (or an empty filter) deletes nothing, as on Julep: `{"items": []}`."""
-    kind, owner = await _owner(store, developer, owners, owner_id)
     body = body or schemas.DocsDelete()
-    if not body.delete_all and not body.metadata_filter:
-        return {"items": []}
-    ids = await _docs(request).delete_matching(
-        developer, kind, owner, None if body.delete_all else body.metadata_filter
+    owner = _owner(owners, owner_id)
+    ids = await service.delete_docs(
+        clients.store, clients.docs, developer, owner, body.metadata_filter, body.delete_all
     )
     now = datetime.now(UTC)
-    return {"items": [{"id": i, "deleted_at": now} for i in ids]}
+    return {"items": [schemas.ResourceDeleted(id=i, deleted_at=now) for i in ids]}
 
 
 @router.get("/docs/{doc_id}", response_model=schemas.Doc)
-async def get_doc(doc_id: str, developer: Developer, request: Request) -> Any:
-    doc = await _docs(request).get(developer, checked_id(doc_id, "doc"))
-    if doc is None:
-        raise not_found("doc", doc_id)
-    return doc
+async def get_doc(doc_id: str, developer: Developer, clients: ClientsDep) -> Doc:
+    return await service.get_doc(clients.docs, developer, doc_id)
 
 
-@router.post("/{owners}/{owner_id}/search")
+@router.post("/{owners}/{owner_id}/search", response_model=None)  # no model: the answer as it was
 async def search_docs(
-    owners: Owner,
-    owner_id: str,
-    body: schemas.DocSearch,
-    developer: Developer,
-    store: StoreDep,
-    request: Request,
-) -> Any:
-    _, owner = await _owner(store, developer, owners, owner_id)
-    return await service.search(_docs(request), request.app.state.embedders, developer, [owner], body)
+    owners: Owner, owner_id: str, body: schemas.DocSearch, developer: Developer, clients: ClientsDep
+) -> dict[str, object]:
+    search = service.DocSearch(
+        text=body.text,
+        vector=body.vector,
+        mode=body.mode,
+        limit=body.limit,
+        metadata_filter=body.metadata_filter,
+        confidence=body.confidence,
+        alpha=body.alpha,
+        fusion=body.fusion,
+        mmr_strength=body.mmr_strength,
+        k_multiplier=body.k_multiplier,
+        include_embeddings=body.include_embeddings,
+        lang=body.lang,
+    )
+    owner = _owner(owners, owner_id)
+    found = await service.search(clients.store, clients.docs, clients.embedders, developer, owner, search)
+    for warning in found.warnings:
+        note(warning)
+    return {"docs": found.docs, "time": found.time}
 
 
-@router.post("/embed")
-async def embed(body: schemas.Embed, developer: Developer, request: Request) -> Any:
+@router.post("/embed", response_model=None)
+async def embed(
+    body: schemas.Embed, developer: Developer, clients: ClientsDep
+) -> dict[str, list[list[float]]]:
     texts = [body.text] if isinstance(body.text, str) else body.text
-    embedder = await request.app.state.embedders.of(developer)
-    return {"vectors": await embedder.embed(texts, body.embed_instruction)}
+    return {"vectors": await service.embed(clients.embedders, developer, texts, body.embed_instruction)}

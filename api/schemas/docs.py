@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import Metadata, RequestBody
+from api.schemas.common import RequestBody
 
 # A number of a query vector: finite and within float4 (pgvector's element), so Postgres never refuses it.
 VectorNumber = Annotated[float, Field(allow_inf_nan=False, ge=-3.4e38, le=3.4e38)]
@@ -19,7 +19,7 @@ class DocCreate(RequestBody):  # Julep's SDK may send fields Mint has no use for
         Annotated[str, Field(max_length=1_000_000)]
         | Annotated[list[str], Field(min_length=1, max_length=10_000)]
     )
-    metadata: Metadata | None = None
+    metadata: dict[str, object] | None = None
     embed_instruction: str | None = None
 
 
@@ -31,7 +31,7 @@ class Doc(BaseModel):
     id: str
     title: str
     content: str | list[str]
-    metadata: Metadata = {}
+    metadata: dict[str, object] = {}
     embed_instruction: str | None = None
     embedding_model: str | None = None
     embedding_dimensions: int | None = None
@@ -43,7 +43,7 @@ class Doc(BaseModel):
 
 
 class DocsDelete(RequestBody):
-    metadata_filter: Metadata | None = None
+    metadata_filter: dict[str, object] | None = None
     delete_all: bool = False
 
 
@@ -53,10 +53,10 @@ class DocSearch(RequestBody):
     `trigram_similarity_threshold` is taken and not used, as on Julep unless its operator enabled trigrams."""
 
     text: Annotated[str, Field(max_length=10_000)] | None = None
-    vector: Annotated[list[VectorNumber], Field(max_length=4096)] | None = None  # (sizes: api/docs.py)
+    vector: Annotated[list[VectorNumber], Field(max_length=4096)] | None = None  # (sizes: services/docs.py)
     mode: Literal["text", "vector", "hybrid"] | None = None
     limit: Annotated[int, Field(ge=1, le=100)] = 10
-    metadata_filter: Metadata | None = None
+    metadata_filter: dict[str, object] | None = None
     confidence: Annotated[float, Field(ge=-1, le=1)] = 0.5  # vector hits need this cosine similarity
     alpha: Annotated[float, Field(ge=0, le=1)] = 0.5
     fusion: Literal["rrf", "dbsf"] = "rrf"

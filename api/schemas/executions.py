@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from api.schemas.common import Metadata, RequestBody, ToolMetadata
+from api.schemas.common import RequestBody, ToolMetadata
 
 
 class ExecutionCreate(RequestBody):
@@ -55,7 +55,7 @@ class Execution(BaseModel):
     input: Any
     output: Any = None
     error: str | None = None
-    metadata: Metadata = {}
+    metadata: dict[str, object] = {}
     transition_count: int = 0
     usage: Usage | None = None  # the model usage its calls summed
     restarted_from: str | None = None  # the execution this one restarted (POST /executions/{id}/restart)
@@ -91,7 +91,7 @@ class Transition(BaseModel):
     current: Position
     next: Position | None = None
     step_label: str | None = None
-    metadata: Metadata = {}
+    metadata: dict[str, object] = {}
     created_at: datetime
     updated_at: datetime
 

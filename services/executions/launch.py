@@ -10,7 +10,8 @@ from temporalio.client import Client
 from temporalio.common import Priority, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from contracts.executions import ExecutionParams, ResumePoint, ToolSpec
+from contracts.executions import ExecutionParams, ResumePoint
+from contracts.json import JsonObject
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.temporal import TASK_EXECUTION_WORKFLOW, tenant_priority
 from infra.settings import Settings
@@ -19,6 +20,7 @@ from infra.telemetry.tracing import execution_context
 from services.errors import Unavailable
 from services.executions.records import Execution, TaskVersion
 from services.handoffs import AGENT_VIEW_KEYS, reachable_agents
+from services.rows import json_value
 from services.workflow_labels import workflow_labels
 from workflows.language import ToolDef
 
@@ -77,9 +79,9 @@ def _params(
     task: TaskVersion,
     execution: Execution,
     agent: Mapping[str, object],
-    tools: list[ToolSpec],
+    tools: list[JsonObject],
     resume: ResumePoint | None,
-    handoff_agents: dict[str, dict[str, object]],
+    handoff_agents: dict[str, JsonObject],
 ) -> ExecutionParams:
     """What the execution's workflow runs with (from `resume` on, for a restart)."""
     return ExecutionParams(
@@ -107,18 +109,18 @@ def _params(
     )
 
 
-def _agent_view(agent: Mapping[str, object]) -> dict[str, object]:
+def _agent_view(agent: Mapping[str, object]) -> JsonObject:
     """What the execution knows of its agent, as stored."""
-    view = {key: agent.get(key) for key in AGENT_VIEW_KEYS}
+    view = {key: json_value(agent, key) for key in AGENT_VIEW_KEYS}
     # Only when set: an execution's input is as before for an agent without handoffs or guardrails.
     if not view["handoffs"]:
         del view["handoffs"]
     if agent.get("guardrails"):
-        view["guardrails"] = agent["guardrails"]
+        view["guardrails"] = json_value(agent, "guardrails")
     return view
 
 
-async def _task_tools(store: Store, developer: str, task: TaskVersion) -> list[ToolSpec]:
+async def _task_tools(store: Store, developer: str, task: TaskVersion) -> list[JsonObject]:
     """The task's own tools, then (with inherit_tools) the agent's tools it does not override."""
     own = task.document.get("tools")
     tools = [

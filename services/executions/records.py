@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from contracts.executions import TaskDocument
 from contracts.json import JsonObject, JsonValue
 from services.rows import (
     Row,
@@ -29,7 +28,7 @@ class TaskVersion:
     version: int
     agent_id: str
     dialect: str
-    document: TaskDocument
+    document: JsonObject
 
     @classmethod
     def of(cls, row: Row, version: int | None = None) -> TaskVersion:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 
 from contracts.budgets import Budget
-from contracts.executions import TaskDocument
 from contracts.json import JsonObject, JsonValue
 from infra.settings import Settings
 from infra.store.budgets import Budgets
@@ -17,6 +17,7 @@ from services.errors import Invalid, TooLarge, TooMany, WrongState
 from services.executions.launch import launch
 from services.executions.reads import task_of
 from services.executions.records import Execution, TaskVersion
+from services.rows import json_fields
 from workflows.input_schema import input_problems
 
 # Large inputs cross Temporal by reference (infra/temporal/claim_check.py); this bounds what a request may carry.
@@ -31,7 +32,7 @@ async def start_execution(
     developer: str,
     task_id: str,
     body_input: JsonValue,
-    metadata: JsonObject,
+    metadata: Mapping[str, object],
     idempotency_key: str | None = None,
 ) -> Execution:
     """Validate the input, insert the execution (`queued`), start its workflow; a failed start is recorded.
@@ -50,7 +51,7 @@ async def start_execution(
         "task_version": task.version,
         "status": "queued",
         "input": body_input,
-        "metadata": metadata,
+        "metadata": json_fields(metadata),
         "idempotency_key": idempotency_key,
         "budget": await execution_budget(store, developer, task.document),
     }
@@ -77,7 +78,7 @@ async def check_in_flight(store: Store, settings: Settings, developer: str) -> N
         )
 
 
-async def execution_budget(store: Store, developer: str, document: TaskDocument) -> JsonObject | None:
+async def execution_budget(store: Store, developer: str, document: JsonObject) -> JsonObject | None:
     """The limits an execution runs within, fixed when it starts: the task's `budget`, else the developer's
     default (GET/PUT /developer/settings); None when neither sets one."""
     if document.get("budget") is not None:
@@ -93,7 +94,7 @@ def check_storable(value: JsonValue, what: str) -> int:
         raise Invalid(f"{what} contains NaN or Infinity, which JSON cannot hold") from None
 
 
-async def check_input(document: TaskDocument, body_input: JsonValue) -> None:
+async def check_input(document: JsonObject, body_input: JsonValue) -> None:
     size = check_storable(body_input, "input")
     if size > MAX_INPUT_BYTES:
         raise TooLarge(f"execution input is {size} bytes; the limit is {MAX_INPUT_BYTES}")

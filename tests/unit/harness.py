@@ -1,5 +1,5 @@
 """Run a task as the API runs it, on the unit layer's Temporal: validated as `POST /agents/{id}/tasks`
-validates it, started by the API's own start path (api/executions.py) and resumed by its resume path, with
+validates it, started by the API's own start path (services/executions/launch.py) and resumed by its resume path, with
 the transitions the fake writer kept in memory."""
 
 from __future__ import annotations
