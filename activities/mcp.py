@@ -10,7 +10,7 @@ session, calls one tool and closes it: nothing outlives the activity, so a retri
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -30,8 +30,8 @@ CONNECT_TIMEOUT_SECONDS = 30.0
 
 
 class McpActivities:
-    def __init__(self, servers: dict[str, dict[str, Any]], egress: EgressPolicy):
-        self.servers = servers  # name -> {"command": ..., "args": [...], "env": {...}}
+    def __init__(self, servers: Mapping[str, Mapping[str, object]], egress: EgressPolicy):
+        self.servers = servers  # name -> {"command": ..., "args": [...], "env": {...}} (MINT_MCP_SERVERS)
         self.egress = egress
 
     @activity.defn(name=LIST_MCP_TOOLS)
@@ -86,8 +86,11 @@ class McpActivities:
             raise errors.permanent(
                 f"unknown MCP server {name!r} (configured in MINT_MCP_SERVERS: {known})", "McpRefused"
             )
+        args, env = server.get("args"), server.get("env")
         return mcp.StdioServerParameters(
-            command=server["command"], args=server.get("args", []), env=server.get("env")
+            command=str(server["command"]),
+            args=[str(arg) for arg in args] if isinstance(args, list) else [],
+            env={str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else None,
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import uuid
 
 from temporalio import activity
@@ -13,7 +14,6 @@ from temporalio.exceptions import ApplicationError
 from activities.heartbeat import heartbeating
 from contracts.calls import ModelAnswer, ModelRequest
 from contracts.temporal import CALL_MODEL
-from contracts.wire import plain
 from infra.models.client import ModelClient
 from infra.store.budgets import Budgets, OverBudget, UnknownExecution, tokens_of
 from infra.telemetry.logs import execution_of
@@ -37,11 +37,11 @@ class ModelActivities:
         execution = _charged_execution()
         budgeted = await self._reserve(execution)
         async with heartbeating(), self.slots:
-            answer = await self.client.complete(plain(request))
+            answer = await self.client.complete(request)
         if budgeted and self.budgets is not None:
-            cost = float(answer.get("cost") or 0)
-            await self.budgets.settle_call(execution, _call_key(), tokens_of(answer["usage"]), cost)
-        return ModelAnswer(**answer, attempt=activity.info().attempt)
+            cost = float(answer.cost or 0)
+            await self.budgets.settle_call(execution, _call_key(), tokens_of(answer.usage), cost)
+        return dataclasses.replace(answer, attempt=activity.info().attempt)
 
     async def _reserve(self, execution: str) -> bool:
         """Reserve this call in the execution's budget (the same call across its retries)."""

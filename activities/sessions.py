@@ -23,6 +23,8 @@ from temporalio import activity
 
 from activities.heartbeat import heartbeating
 from contracts.background import Compressed, SessionRef
+from contracts.calls import ModelRequest, Owner
+from contracts.messages import ContentPart, Message
 from contracts.temporal import COMPRESS_SESSION
 from infra.models.client import ModelClient
 from infra.models.tokens import count_tokens
@@ -49,7 +51,30 @@ TRIM_INSTRUCTIONS = (
     "writer's voice. Replace any image with a short description of what it shows. Answer with the shortened "
     "message only."
 )
-Message = dict[str, Any]
+
+
+class Entry(Message, total=False):
+    """A history entry as infra/store/session_history.py reads it: the message, and Mint's own keys."""
+
+    _id: str
+    _order: int  # where it sits in the history
+    _tokens: int
+    _source: str | None  # SUMMARIZER for compression's entries
+
+
+def _entry(row: dict[str, Any]) -> Entry:
+    """A history row (the store answers untyped dicts) as an Entry, with the keys it has."""
+    entry: Entry = {"role": row["role"], "content": row["content"]}
+    if "name" in row:
+        entry["name"] = row["name"]
+    if "tool_calls" in row:
+        entry["tool_calls"] = row["tool_calls"]
+    if "tool_call_id" in row:
+        entry["tool_call_id"] = row["tool_call_id"]
+    entry.update(
+        {"_tokens": row["_tokens"], "_id": row["_id"], "_order": row["_order"], "_source": row["_source"]}
+    )
+    return entry
 
 
 class SessionActivities:
@@ -73,15 +98,15 @@ class SessionActivities:
             return Compressed(folded=await compression.run(request.target_tokens))
 
 
-def is_entities(message: Message) -> bool:
+def is_entities(message: Entry) -> bool:
     return message.get("_source") == SUMMARIZER and str(message.get("content") or "").startswith(ENTITIES)
 
 
-def is_summary(message: Message) -> bool:
+def is_summary(message: Entry) -> bool:
     return message.get("_source") == SUMMARIZER and message["role"] == "system" and not is_entities(message)
 
 
-def split(history: list[Message]) -> tuple[list[Message], list[Message]]:
+def split(history: list[Entry]) -> tuple[list[Entry], list[Entry]]:
     """(older, kept): the newest KEEP_RECENT (or more) are kept, from a user message on; older is empty when
     there is nothing to summarise but earlier summaries."""
     cut = len(history) - KEEP_RECENT
@@ -94,10 +119,10 @@ def split(history: list[Message]) -> tuple[list[Message], list[Message]]:
     return history[:at], history[at:]
 
 
-def transcript(header: str, messages: list[Message]) -> str | list[Message]:
+def transcript(header: str, messages: list[Entry]) -> str | list[ContentPart]:
     """The messages as text for the model, after `header`; with images (OpenAI's image_url parts), a list of
     parts with each image after its message's text."""
-    parts: list[Message] = [{"type": "text", "text": header}]
+    parts: list[ContentPart] = [{"type": "text", "text": header}]
     for m in messages:
         label = (
             "earlier summary" if is_summary(m) else m["role"] + (f" ({m['name']})" if m.get("name") else "")
@@ -118,7 +143,7 @@ def transcript(header: str, messages: list[Message]) -> str | list[Message]:
     return parts[0]["text"] if len(parts) == 1 else parts
 
 
-def _tokens(messages: list[Message]) -> int:
+def _tokens(messages: list[Entry]) -> int:
     return sum(int(m.get("_tokens") or count_tokens(m)) for m in messages)
 
 
@@ -135,18 +160,22 @@ class Compression:
         """Rounds until the history is under `target` (one round for None); how many entries were replaced."""
         replaced = 0
         for _ in range(MAX_ROUNDS):
-            _, history = await self.history.unsummarized(self.developer, self.session_id)
+            history = await self._history()
             if target is not None and _tokens(history) <= target:
                 break
             gained = await self.round(history, target)
-            _, after = await self.history.unsummarized(self.developer, self.session_id)
+            after = await self._history()
             if not gained or _tokens(after) >= _tokens(history) or target is None:
                 replaced += gained
                 break
             replaced += gained
         return replaced
 
-    async def round(self, history: list[Message], target: int | None) -> int:
+    async def _history(self) -> list[Entry]:
+        _, rows = await self.history.unsummarized(self.developer, self.session_id)
+        return [_entry(row) for row in rows]
+
+    async def round(self, history: list[Entry], target: int | None) -> int:
         """The three techniques over the history as it is; how many entries they replaced."""
         entities = [m for m in history if is_entities(m)]
         older, kept = split([m for m in history if not is_entities(m)])
@@ -160,56 +189,52 @@ class Compression:
             replaced += await self.trim(message, limit)
         return replaced
 
-    async def extract(self, first: int, entities: list[Message], older: list[Message]) -> int:
+    async def extract(self, first: int, entities: list[Entry], older: list[Entry]) -> int:
         """Key entities: one entry, first in the history, replacing the previous one."""
         previous = "\n".join(str(m["content"])[len(ENTITIES) :] for m in entities) or "(none)"
         header = f"Previous key entities:\n{previous}\n\nMessages:"
         text = await self._ask(ENTITIES_INSTRUCTIONS, transcript(header, older), "session-entities")
         if text is None:
             return 0
-        entry = {"role": "system", "content": ENTITIES + text}
+        entry: Message = {"role": "system", "content": ENTITIES + text}
         return await self._write([m["_id"] for m in entities], entry, first) and len(entities)
 
-    async def summarise(self, older: list[Message]) -> int:
+    async def summarise(self, older: list[Entry]) -> int:
         """Summarise and merge: one entry replacing the older messages (earlier summaries included)."""
         text = await self._ask(SUMMARY_INSTRUCTIONS, transcript("Messages:", older), "session-summary")
         if text is None:
             return 0
-        entry = {"role": "system", "content": SUMMARY + text}
+        entry: Message = {"role": "system", "content": SUMMARY + text}
         return await self._write([m["_id"] for m in older], entry, older[0]["_order"]) and len(older)
 
-    async def trim(self, message: Message, limit: int) -> int:
+    async def trim(self, message: Entry, limit: int) -> int:
         """Trim: a user or assistant message over `limit` tokens, shortened in its place."""
         if message["role"] not in ("user", "assistant") or message.get("tool_calls"):
             return 0
         if message.get("content") is None or int(message["_tokens"]) <= limit:
             return 0
         text = await self._ask(TRIM_INSTRUCTIONS, transcript("The message:", [message]), "session-trim")
-        entry = {
-            "role": message["role"],
-            "content": text,
-            **({"name": message["name"]} if "name" in message else {}),
-        }
+        entry: Message = {"role": message["role"], "content": text}
+        if "name" in message:
+            entry["name"] = message["name"]
         if text is None or count_tokens(entry) >= int(message["_tokens"]):
             return 0
         return await self._write([message["_id"]], entry, message["_order"]) and 1
 
     async def _write(self, replaced: list[str], entry: Message, at: int) -> bool:
         return await self.history.replace(
-            self.developer, self.session_id, replaced, [(entry, count_tokens(entry), at)]
+            self.developer, self.session_id, replaced, [(dict(entry), count_tokens(entry), at)]
         )
 
-    async def _ask(self, instructions: str, content: str | list[Message], at: str) -> str | None:
-        answer = await self.models.complete(
-            {
-                "model": self.model,
-                "messages": [
-                    {"role": "system", "content": instructions},
-                    {"role": "user", "content": content},
-                ],
-                "settings": {"max_tokens": 1024},
-                "at": at,  # (not the session's id: a recording then replays in any session)
-            }
+    async def _ask(self, instructions: str, content: str | list[ContentPart], at: str) -> str | None:
+        messages: list[Message] = [
+            {"role": "system", "content": instructions},
+            {"role": "user", "content": content},
+        ]
+        # `at` is not the session's id: a recording then replays in any session.
+        request = ModelRequest(
+            self.model, messages, {"max_tokens": 1024}, [], None, None, at, Owner(self.developer)
         )
-        text = answer["response"]["choices"][0]["message"].get("content")
+        answer = await self.models.complete(request)
+        text = answer.response["choices"][0]["message"].get("content")
         return text.strip() if isinstance(text, str) and text.strip() else None

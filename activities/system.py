@@ -15,7 +15,6 @@ import json
 import re
 import uuid
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -24,6 +23,7 @@ from temporalio import activity
 
 from activities.heartbeat import heartbeating
 from contracts.calls import CallAnswer, SystemCallRequest
+from contracts.json import JsonObject, JsonValue
 from contracts.temporal import CALL_SYSTEM
 from infra.temporal import errors
 from workflows.system_ops import OPERATIONS, Key, dotted, operation_key
@@ -47,11 +47,11 @@ class ApiRequest:
 
     method: str
     path: str
-    params: dict[str, Any] | None
-    body: dict[str, Any] | None
+    params: dict[str, str | int | float | bool] | None
+    body: JsonObject | None
 
 
-def plan(key: Key, spec: dict[str, Any], arguments: dict[str, Any]) -> ApiRequest:
+def plan(key: Key, spec: JsonObject, arguments: JsonObject) -> ApiRequest:
     """The request for a call: ids from the arguments into the path, the rest into the query (reads) or the
     body (writes, with Julep's `data` unwrapped)."""
     op, arguments = OPERATIONS[key], dict(arguments)
@@ -68,12 +68,12 @@ def plan(key: Key, spec: dict[str, Any], arguments: dict[str, Any]) -> ApiReques
         return ApiRequest(op.method, path, _query(arguments), None)
     body = {k: v for k, v in arguments.items() if k not in BODY_WRAPPERS}
     for wrapper in BODY_WRAPPERS:
-        if isinstance(arguments.get(wrapper), dict):
-            body |= arguments[wrapper]
+        if isinstance(wrapped := arguments.get(wrapper), dict):
+            body |= wrapped
     return ApiRequest(op.method, path, None, body)
 
 
-def _path_id(key: Key, name: str, given: Any) -> str:
+def _path_id(key: Key, name: str, given: JsonValue) -> str:
     """An id as a path segment: a UUID (every Mint id is one), so that `../secrets`, an encoded slash or any
     other text can never reach another route."""
     if not given:
@@ -88,9 +88,9 @@ def _path_id(key: Key, name: str, given: Any) -> str:
     return quote(str(checked), safe="")
 
 
-def _query(arguments: dict[str, Any]) -> dict[str, Any]:
+def _query(arguments: JsonObject) -> dict[str, str | int | float | bool]:
     """Query parameters: scalars as they are, a mapping (`metadata_filter`) as JSON, which the API reads."""
-    params: dict[str, Any] = {}
+    params: dict[str, str | int | float | bool] = {}
     for name, value in arguments.items():
         if isinstance(value, str | int | float | bool):
             params[name] = value
@@ -99,34 +99,35 @@ def _query(arguments: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def shaped(key: Key, answer: Any) -> Any:
+def shaped(key: Key, answer: JsonValue) -> JsonValue:
     """The API's answer as Julep's system tools return it (workflows/system_ops.py, `shape`)."""
     shape = OPERATIONS[key].shape
     if shape in ("items", "docs") and isinstance(answer, dict):
-        answer = answer.get("items", [])
-        return [_doc(d) for d in answer] if shape == "docs" else answer
+        items = answer.get("items", [])
+        return [_doc(d) for d in items] if shape == "docs" and isinstance(items, list) else items
     if shape == "doc":
         return _doc(answer)
     if shape == "history" and isinstance(answer, dict):
-        return {**answer, "entries": [_entry(e) for e in answer.get("entries", [])]}
+        entries = answer.get("entries", [])
+        return {**answer, "entries": [_entry(e) for e in entries] if isinstance(entries, list) else entries}
     return answer
 
 
-def _doc(doc: Any) -> Any:
+def _doc(doc: JsonValue) -> JsonValue:
     """Julep stores a doc as chunks and answers `content` as their list, even for one."""
-    if isinstance(doc, dict) and isinstance(doc.get("content"), str):
-        return {**doc, "content": [doc["content"]]}
+    if isinstance(doc, dict) and isinstance(content := doc.get("content"), str):
+        return {**doc, "content": [content]}
     return doc
 
 
-def _entry(entry: Any) -> Any:
+def _entry(entry: JsonValue) -> JsonValue:
     """Julep's history entries carry `content` as a list of parts (`[{"type": "text", "text": ...}]`); Mint
     keeps a plain message's text as a string, which its HTTP API answers unchanged."""
     if not isinstance(entry, dict):
         return entry
     content = entry.get("content")
     if content is None:
-        parts: Any = []
+        parts: JsonValue = []
     elif isinstance(content, str):
         parts = [{"type": "text", "text": content}]
     elif isinstance(content, list):
@@ -160,7 +161,7 @@ class SystemActivities:
             response = await self.client.request(call.method, call.path, params=call.params, json=call.body)
         finally:
             _caller.reset(token)
-        body = response.json() if response.content else None
+        body: JsonValue = response.json() if response.content else None
         if response.status_code >= 500:
             raise errors.transient(f"system operation failed ({response.status_code})", "SystemUnavailable")
         if response.status_code >= 400:

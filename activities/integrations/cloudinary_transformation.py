@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import base64
 import re
-from typing import Any
 from urllib.parse import unquote
+
+from contracts.json import JsonObject, JsonValue
 
 # option -> its key in the URL
 PARAMS = {
@@ -65,27 +66,28 @@ class Refused(ValueError):
     """An option or value Mint does not write; the message names it."""
 
 
-def transformation(value: Any) -> str:
+def transformation(value: JsonValue) -> str:
     """The transformation string of `value`: a mapping, a list of mappings (or names), or a name."""
     if value is None or value == "":
         return ""
     if isinstance(value, dict):
         return component(value)
-    items = value if isinstance(value, list) else [value]
+    items: list[JsonValue] = value if isinstance(value, list) else [value]
     if not any(isinstance(item, dict) for item in items):
         return component({"transformation": items})
     return "/".join(part for part in (transformation(item) for item in items) if part)
 
 
-def component(options: dict[str, Any]) -> str:
+def component(options: JsonObject) -> str:
     """One mapping's string: its nested `transformation` (chained before it) and its own options."""
     base, named = [], None
     nested = options.get("transformation")
     if isinstance(nested, dict) or (isinstance(nested, list) and any(isinstance(i, dict) for i in nested)):
         base = [transformation(item) for item in (nested if isinstance(nested, list) else [nested])]
     elif nested not in (None, "", []):
-        names = nested if isinstance(nested, list) else [nested]
-        if not all(isinstance(name, str) for name in names):
+        given = nested if isinstance(nested, list) else [nested]
+        names = [name for name in given if isinstance(name, str)]
+        if len(names) != len(given):
             raise Refused("a transformation's `transformation` must be mappings or transformation names")
         named = ".".join(names)
     params = {"t": named}
@@ -105,7 +107,7 @@ def component(options: dict[str, Any]) -> str:
     return "/".join(part for part in [*base, ",".join(parts)] if part)
 
 
-def _value(key: str, value: Any) -> str | None:
+def _value(key: str, value: JsonValue) -> str | None:
     if value is None or value == "":
         return None
     if key in ("overlay", "underlay"):
@@ -125,17 +127,17 @@ def _value(key: str, value: Any) -> str | None:
     return _expression(text) if PARAMS[key] in EXPRESSIONS else text
 
 
-def _scalar(key: str, value: Any) -> str:
+def _scalar(key: str, value: JsonValue) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise Refused(f"the transformation option {key!r} must be text or a number, not {value!r:.100}")
     return str(value)
 
 
-def _expression(value: Any) -> str:
+def _expression(value: JsonValue) -> str:
     return re.sub(r"[ _]+", "_", str(value))
 
 
-def _layer(key: str, value: Any) -> str:
+def _layer(key: str, value: JsonValue) -> str:
     """An overlay or underlay: `{url: ...}` (or `fetch:URL`) fetches a remote image; `{public_id: ...}` (or a
     public id as text) is one of the account's."""
     if isinstance(value, str):
