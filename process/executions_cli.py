@@ -13,7 +13,7 @@ from typing import Any
 import click
 import httpx
 
-from process.api_calls import call, parse_value
+from process.api_calls import call, items, parse_value
 from process.follow import (
     TERMINAL,
     Detached,
@@ -47,14 +47,14 @@ def list_executions(status: str | None, limit: int, data_dir: Path, url: str | N
     """List recent executions across tasks, newest first."""
     params: dict[str, Any] = {"limit": limit, **({"status": status} if status else {})}
     with _api(data_dir, url) as api:
-        executions = call(api, "GET", "/executions", params=params)["items"]
+        executions = items(call(api, "GET", "/executions", params=params))
     if not executions:
         click.echo("no executions" + (f" with status {status}" if status else ""))
         return
     click.echo(f"{'ID':<36}  {'TASK':<24}  {'STATUS':<14}  CREATED")
     for e in executions:
         click.echo(
-            f"{e['id']:<36}  {_cut(e['task_name'], 24):<24}  {e['status']:<14}  {_local(e['created_at'])}"
+            f"{e['id']!s:<36}  {_cut(str(e['task_name']), 24):<24}  {e['status']!s:<14}  {_local(str(e['created_at']))}"
         )
 
 
@@ -68,13 +68,13 @@ def show_status(execution_id: str, data_dir: Path, url: str | None) -> None:
         task = call(api, "GET", f"/tasks/{execution['task_id']}")
         transitions = list(_transitions(api, execution_id))
         status = execution["status"]
-        timers = (
-            call(api, "GET", f"/executions/{execution_id}/timers")["items"] if status == "running" else []
-        )
+        timers = items(call(api, "GET", f"/executions/{execution_id}/timers")) if status == "running" else []
     click.echo(f"execution  {execution['id']}")
     click.echo(f"task       {task['name']} ({execution['task_id']}, version {execution['task_version']})")
     click.echo(f"status     {status}")
-    click.echo(f"created    {_local(execution['created_at'])}   updated {_local(execution['updated_at'])}")
+    click.echo(
+        f"created    {_local(str(execution['created_at']))}   updated {_local(str(execution['updated_at']))}"
+    )
     if transitions:
         last = transitions[-1]
         label = f" ({last['step_label']})" if last.get("step_label") else ""
@@ -82,7 +82,7 @@ def show_status(execution_id: str, data_dir: Path, url: str | None) -> None:
             click.echo(f"step       {position(last['next'])}")
         click.echo(f"last       {last['type']} at {position(last['current'])}{label}")
     if timers:
-        click.echo(f"sleeping   until {when(timers[0]['fires_at'])}")
+        click.echo(f"sleeping   until {when(str(timers[0]['fires_at']))}")
     for where, info in _open_waits(transitions) if status == "awaiting_input" else []:
         show_wait(where, info)
         click.echo(f"answer it with: mint resume {execution['id']} --input JSON")
@@ -101,9 +101,9 @@ def watch(execution_id: str, data_dir: Path, url: str | None) -> None:
     with _api(data_dir, url) as api:
         execution = call(api, "GET", f"/executions/{execution_id}")  # a wrong id fails here, in one line
         try:
-            code = follow(api, execution["id"], answer_waits=False)
+            code = follow(api, str(execution["id"]), answer_waits=False)
         except Detached as detached:
-            say_detached(api, execution["id"], detached.reason)
+            say_detached(api, str(execution["id"]), detached.reason)
             code = detached.code
     raise SystemExit(code)
 
@@ -171,7 +171,7 @@ def _transitions(api: httpx.Client, execution_id: str) -> Iterator[dict[str, Any
     offset = 0
     while True:
         params = {"direction": "asc", "limit": PAGE, "offset": offset}
-        page = call(api, "GET", f"/executions/{execution_id}/transitions", params=params)["items"]
+        page = items(call(api, "GET", f"/executions/{execution_id}/transitions", params=params))
         yield from page
         if len(page) < PAGE:
             return

@@ -21,7 +21,7 @@ from typing import Any
 import click
 import httpx
 
-from process.api_calls import call, error_text, parse_value
+from process.api_calls import call, error_text, items, parse_value
 
 TERMINAL = {"succeeded": 0, "failed": 1, "cancelled": 2}
 INTERRUPTED = 130  # the shell's code for a command stopped by Ctrl-C
@@ -196,13 +196,14 @@ class _Follower:
             execution = call(self.api, "GET", f"/executions/{self.execution_id}")
             if execution["status"] not in ("running", "awaiting_input"):
                 return
-            timers = call(self.api, "GET", f"/executions/{self.execution_id}/timers")["items"]
+            timers = items(call(self.api, "GET", f"/executions/{self.execution_id}/timers"))
         except click.ClickException:
             return  # a nicety: the stream, read meanwhile, reports an API that is gone
-        if not timers or timers[0]["fires_at"] == self.state.timer_shown:
+        fires_at = timers[0].get("fires_at") if timers else None
+        if not isinstance(fires_at, str) or fires_at == self.state.timer_shown:
             return
-        self.state.timer_shown = timers[0]["fires_at"]
-        until = when(timers[0]["fires_at"])
+        self.state.timer_shown = fires_at
+        until = when(fires_at)
         what = "sleeping until" if execution["status"] == "running" else "waiting for input until"
         click.echo(f"{_clear()}{what} {until}")
 

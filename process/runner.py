@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +10,8 @@ import click
 import httpx
 import yaml
 
-from process.api_calls import call, parse_value
+from contracts.json import JsonValue
+from process.api_calls import call, items, parse_value
 from process.follow import INTERRUPTED, Detached, follow, say_detached
 from process.stack_file import StackAddress, api_client
 
@@ -37,36 +39,52 @@ def run_task_file(stack: StackAddress, file: Path, input_text: str | None, agent
             return detached.code
 
 
-def _start(api: httpx.Client, document: Any, task_input: Any, agent_name: str) -> str:
-    agent = _find_or_create_agent(api, agent_name)
-    task = _save_task(api, agent["id"], document)
-    _print_warnings(task)
-    execution = call(api, "POST", f"/tasks/{task['id']}/executions", json={"input": task_input})
-    click.echo(f"execution {execution['id']} of task {task['name']!r} (version {task['version']})")
-    return execution["id"]
+@dataclass(frozen=True)
+class _SavedTask:
+    """What `mint run` shows of the task it saved."""
+
+    id: str
+    name: str
+    version: str
+    warnings: list[str]  # how its ambiguous strings were read, and the keys ignored
 
 
-def _find_or_create_agent(api: httpx.Client, name: str) -> dict[str, Any]:
-    for agent in call(api, "GET", "/agents", params={"limit": 1000})["items"]:
-        if agent["name"] == name:
-            return agent
-    return call(api, "POST", "/agents", json={"name": name})
+def _start(api: httpx.Client, document: Any, task_input: JsonValue, agent_name: str) -> str:
+    task = _save_task(api, _agent_id(api, agent_name), document)
+    for warning in task.warnings:  # said before it runs
+        click.echo(f"warning: {warning}", err=True)
+    execution = call(api, "POST", f"/tasks/{task.id}/executions", json={"input": task_input})
+    click.echo(f"execution {execution['id']} of task {task.name!r} (version {task.version})")
+    return str(execution["id"])
 
 
-def _save_task(api: httpx.Client, agent_id: str, document: Any) -> dict[str, Any]:
+def _agent_id(api: httpx.Client, name: str) -> str:
+    """The agent called `name`, created if there is none."""
+    for agent in items(call(api, "GET", "/agents", params={"limit": 1000})):
+        if agent.get("name") == name:
+            return str(agent["id"])
+    return str(call(api, "POST", "/agents", json={"name": name})["id"])
+
+
+def _save_task(api: httpx.Client, agent_id: str, document: Any) -> _SavedTask:
     """Create the task, or update the agent's task of the same name (the API keeps its version when the
     document did not change)."""
     name = document.get("name") if isinstance(document, dict) else None
     existing = [
         t
-        for t in call(api, "GET", f"/agents/{agent_id}/tasks", params={"limit": 1000})["items"]
-        if t["name"] == name
+        for t in items(call(api, "GET", f"/agents/{agent_id}/tasks", params={"limit": 1000}))
+        if t.get("name") == name
     ]
     path = f"/agents/{agent_id}/tasks" + (f"/{existing[0]['id']}" if existing else "")
-    return call(api, "POST", path, json=document, params={"warnings": "true"})  # said before it runs
-
-
-def _print_warnings(task: dict[str, Any]) -> None:
-    """How the task's ambiguous strings were read, and the keys ignored: said before it runs."""
-    for warning in task.get("warnings") or []:
-        click.echo(f"warning: {warning['path']}: {warning['message']}", err=True)
+    task = call(api, "POST", path, json=document, params={"warnings": "true"})
+    warnings = task.get("warnings")
+    return _SavedTask(
+        str(task["id"]),
+        str(task["name"]),
+        str(task["version"]),
+        [
+            f"{w.get('path')}: {w.get('message')}"
+            for w in (warnings if isinstance(warnings, list) else [])
+            if isinstance(w, dict)
+        ],
+    )

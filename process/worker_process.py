@@ -47,7 +47,7 @@ class WorkerProcess:
         self.command = [sys.executable, "-m", "process.cli", "worker", "--data-dir", str(data_dir)]
         self.env = worker_environment(env)
         self.stop_within = stop_within
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.stopping = False
 
     def start(self) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import asyncpg
 
 from contracts.budgets import over_budget
+from contracts.messages import Usage
 
 
 class OverBudget(Exception):
@@ -115,9 +116,10 @@ class Budgets:
 
     async def default_budget(self, developer_id: str) -> dict[str, Any] | None:
         """The developer's default budget (for executions and sessions that set none)."""
-        return await self.pool.fetchval(
+        found: dict[str, Any] | None = await self.pool.fetchval(
             "SELECT default_budget FROM developer_settings WHERE developer_id = $1", developer_id
         )
+        return found
 
     async def set_default_budget(self, developer_id: str, budget: dict[str, Any] | None) -> None:
         await self.pool.execute(
@@ -128,7 +130,7 @@ class Budgets:
         )
 
 
-def tokens_of(usage: dict[str, Any] | None) -> int:
+def tokens_of(usage: Usage | None) -> int:
     """A call's tokens: prompt plus completion."""
     usage = usage or {}
     return int(usage.get("prompt_tokens") or 0) + int(usage.get("completion_tokens") or 0)

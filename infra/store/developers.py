@@ -37,7 +37,7 @@ class Developers(PoolUser):
 
     async def revoke_key(self, key: str) -> bool:
         """Revoke a key (given whole): it stops working at once. False if no live key matches."""
-        result = await self.pool.execute(
+        result: str = await self.pool.execute(
             "UPDATE api_keys SET revoked_at = now() WHERE key_hash = $1 AND revoked_at IS NULL", hash_key(key)
         )
         return result != "UPDATE 0"

@@ -136,7 +136,7 @@ class DocStore:
         return [parse_vector(r["e"]) for r in rows if r["e"]]
 
     async def delete(self, developer_id: str, owner_type: str, owner_id: str, doc_id: str) -> bool:
-        result = await self.pool.execute(
+        result: str = await self.pool.execute(
             "DELETE FROM docs WHERE developer_id = $1 AND owner_type = $2 AND owner_id = $3 AND id = $4",
             developer_id,
             owner_type,
@@ -223,9 +223,10 @@ class DocStore:
         return [str(r["id"]) for r in rows]
 
     async def count_stale(self, developer_id: str, model: str, dimensions: int) -> int:
-        return await self.pool.fetchval(
+        found: int = await self.pool.fetchval(
             f"SELECT count(*) FROM docs WHERE {STALE}", developer_id, model, dimensions
         )
+        return found
 
     async def all_chunks(self, developer_id: str, doc_id: str) -> tuple[str | None, list[tuple[int, str]]]:
         """The doc's embed instruction and every chunk (a re-embed overwrites them in place)."""
@@ -241,11 +242,12 @@ class DocStore:
 
     async def any_owned_by(self, developer_id: str, owner_ids: list[str]) -> bool:
         """Whether any of these owners has a doc (chat skips recall, and its embedding, when none has)."""
-        return await self.pool.fetchval(
+        found: bool = await self.pool.fetchval(
             "SELECT EXISTS (SELECT 1 FROM docs WHERE developer_id = $1 AND owner_id = ANY($2::uuid[]))",
             developer_id,
             owner_ids,
         )
+        return found
 
     async def search(
         self, developer_id: str, owner_ids: list[str], query: SearchQuery

@@ -20,7 +20,7 @@ class Executions(PoolUser):
         error: str | None = None,
     ) -> bool:
         """Move an execution to `status` if it is in one of `only_from` (used around workflow starts)."""
-        result = await self.pool.execute(
+        result: str = await self.pool.execute(
             "UPDATE executions SET status = $3, error = COALESCE($4, error), updated_at = now() "
             "WHERE developer_id = $1 AND id = $2 AND status = ANY($5::text[])",
             developer_id,
@@ -45,11 +45,12 @@ class Executions(PoolUser):
 
     async def executions_in_flight(self, developer_id: str) -> int:
         """How many of the developer's executions have not ended (the API caps them per developer)."""
-        return await self.pool.fetchval(
+        found: int = await self.pool.fetchval(
             "SELECT count(*) FROM executions WHERE developer_id = $1 "
             "AND status IN ('queued', 'starting', 'running', 'awaiting_input')",
             developer_id,
         )
+        return found
 
     async def list_executions(
         self, developer_id: str, page: Page, status: str | None = None
@@ -71,7 +72,7 @@ class Executions(PoolUser):
 
     async def open_wait(self, developer_id: str, execution_id: str) -> int | None:
         """The seq of the oldest `wait` transition that no `resume` answered yet."""
-        return await self.pool.fetchval(
+        found: int | None = await self.pool.fetchval(
             """
             SELECT w.seq FROM transitions w
             WHERE w.developer_id = $1 AND w.execution_id = $2 AND w.type = 'wait'
@@ -82,6 +83,7 @@ class Executions(PoolUser):
             developer_id,
             execution_id,
         )
+        return found
 
     # The reconciler, across developers: it ends executions, it never reads their data -----------------
 

@@ -56,12 +56,13 @@ class FileStore:
 
     async def content(self, developer_id: str, file_id: str) -> bytes | None:
         """The file's bytes; None if the developer has no such file (any more)."""
-        return await self.pool.fetchval(
+        found: bytes | None = await self.pool.fetchval(
             "SELECT content FROM files WHERE developer_id = $1 AND id = $2", developer_id, file_id
         )
+        return found
 
     async def delete(self, developer_id: str, file_id: str) -> bool:
-        result = await self.pool.execute(
+        result: str = await self.pool.execute(
             "DELETE FROM files WHERE developer_id = $1 AND id = $2", developer_id, file_id
         )
         return result != "DELETE 0"

