@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+from contracts.json import JsonObject
+from contracts.messages import Completion, Message, Usage
 from contracts.transitions import TransitionBatch
 
 
@@ -35,26 +37,29 @@ class CallAnswer:
 
 @dataclass
 class ModelRequest:
-    """call_model's input, provider-neutral (OpenAI's chat format; activities/models.py translates)."""
+    """A model call, provider-neutral (OpenAI's chat format; infra/models/client.py translates): call_model's
+    input, and what a chat asks its models (services/chat/calls.py). `settings`, the tools' schemas and
+    `response_format` are as the agent, task or request gives them."""
 
     model: str | None
-    messages: list[dict[str, Any]]
-    settings: dict[str, Any]
-    tools: list[dict[str, Any]]
-    tool_choice: Any
-    response_format: dict[str, Any] | None
+    messages: list[Message]
+    settings: JsonObject
+    tools: list[JsonObject]
+    tool_choice: str | JsonObject | None
+    response_format: JsonObject | None
     at: str  # the step (`task name:main[2]`), where recordings file the call
     owner: Owner  # whose secrets may hold the provider's key
 
 
 @dataclass
 class ModelAnswer:
-    """call_model's result: an OpenAI chat completion, its token usage and cost (None for an unpriced model)."""
+    """A model call's result: an OpenAI chat completion, its token usage and cost (None for an unpriced model),
+    and (call_model's) the activity's attempt that gave it."""
 
-    response: dict[str, Any]
-    usage: dict[str, Any]
+    response: Completion
+    usage: Usage
     cost: float | None
-    attempt: int
+    attempt: int = 1
 
 
 class SecretScope(TypedDict):

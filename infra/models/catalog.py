@@ -3,10 +3,9 @@ the list GET /agents/models answers with."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import openai
 
+from contracts.messages import Usage
 from infra.settings import ModelConfig
 
 # USD per million (input, output) tokens, for the cost shown on transitions and executions. Models not
@@ -49,7 +48,7 @@ def context_window(model: str | None) -> int | None:
     return CONTEXT_WINDOWS.get(_bare(model)) if model else None
 
 
-def cost(model: str, usage: dict[str, Any]) -> float | None:
+def cost(model: str, usage: Usage) -> float | None:
     """The USD a call cost, or None for a model without a known price."""
     prices = PRICES.get(_bare(model))
     if prices is None:

@@ -10,16 +10,26 @@ message.
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Required, TypedDict
 
 import anthropic
 import jsonschema
 import openai
+from anthropic.lib.streaming import AsyncMessageStreamManager
+from anthropic.types import Message as AnthropicAnswer
+from openai import AsyncStream
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from contracts.anthropic_tools import ANTHROPIC_TOOLS
-from infra.models.anthropic_format import anthropic_arguments, from_anthropic, named_back
+from contracts.calls import ModelAnswer, ModelRequest, Owner
+from contracts.json import JsonObject
+from contracts.messages import Completion, Message, Usage
+from infra.models.anthropic_format import anthropic_arguments, from_anthropic, named_back, tool_name
 from infra.models.catalog import cost
+from infra.models.completion import is_completion
 from infra.models.openai_stream import OnText, joined
 from infra.models.recordings import Recordings
 from infra.settings import ModelConfig, Settings
@@ -54,34 +64,29 @@ class ModelClient:
         self.config = config
         self.recordings = recordings
         self.secrets = secrets
-        self._clients: dict[tuple[str, str | None], Any] = {}
+        self._openai_clients: dict[tuple[str, str | None], openai.AsyncOpenAI] = {}
+        self._anthropic_clients: dict[str | None, anthropic.AsyncAnthropic] = {}
 
-    async def complete(self, request: dict[str, Any], on_text: OnText | None = None) -> dict[str, Any]:
-        """One chat completion: {response (OpenAI chat completion shape), usage, cost}.
-
-        `request` has model, messages, settings, tools, tool_choice, response_format, `at` (the step, for
-        recordings) and `owner` ({developer_id, agent_id}: whose secrets may hold the provider's key). A
-        JSON answer that does not match the requested schema fails like a 5xx (Temporal retries it). With
-        `on_text`, the model streams, and each piece of the answer's text goes to `on_text` as it arrives."""
-        request = {**request, "model": request.get("model") or self.config.default_model}
+    async def complete(self, request: ModelRequest, on_text: OnText | None = None) -> ModelAnswer:
+        """One chat completion (OpenAI's chat completion shape), its usage and cost. `at` (the step) is where
+        recordings file the call, and the owner's secrets may hold the provider's key. A JSON answer that
+        does not match the requested schema fails like a 5xx (Temporal retries it). With `on_text`, the
+        model streams, and each piece of the answer's text goes to `on_text` as it arrives."""
+        request = dataclasses.replace(request, model=request.model or self.config.default_model)
         if self.recordings is not None and self.recordings.replaying:
             response = self.recordings.replay(request)
             text = response["choices"][0]["message"].get("content")
-            if on_text and text:
+            if on_text and isinstance(text, str) and text:
                 await on_text(text)
         else:
             response = await self._complete(request, on_text)
             if self.recordings is not None:
                 self.recordings.record(request, response)
-        _check_format(response, request.get("response_format"))
-        usage = response.get("usage") or {}
-        return {
-            "response": response,
-            "usage": usage,
-            "cost": cost(response.get("model") or request["model"], usage),
-        }
+        _check_format(response, request.response_format)
+        usage = response.get("usage") or Usage()
+        return ModelAnswer(response, usage, cost(response.get("model") or request.model or "", usage))
 
-    def unsupported(self, model: str | None, settings: dict[str, Any]) -> list[str]:
+    def unsupported(self, model: str | None, settings: JsonObject) -> list[str]:
         """The settings given that `model`'s provider does not take (they are left out of its request)."""
         provider, _ = self.config.route(model or self.config.default_model)
         given = [k for k in ("logit_bias", *EXTRA_SETTINGS) if settings.get(k) is not None]
@@ -89,9 +94,9 @@ class ModelClient:
             return given
         return [k for k in given if k in EXTRA_SETTINGS] if provider == "openai" else []
 
-    async def _complete(self, request: dict[str, Any], on_text: OnText | None) -> dict[str, Any]:
-        provider, model = self.config.route(request["model"])
-        key = await self._owner_key(provider, request.get("owner"))
+    async def _complete(self, request: ModelRequest, on_text: OnText | None) -> Completion:
+        provider, model = self.config.route(request.model or self.config.default_model)
+        key = await self._owner_key(provider, request.owner)
         try:
             if provider == "anthropic":
                 return await self._anthropic(model, request, key, on_text)
@@ -103,14 +108,14 @@ class ModelClient:
                 f"{provider} could not be reached: {type(exc).__name__}", "ModelUnavailable"
             ) from None
 
-    async def _owner_key(self, provider: str, owner: dict[str, Any] | None) -> str | None:
+    async def _owner_key(self, provider: str, owner: Owner) -> str | None:
         """The provider's key from the owner's secrets (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
         `<ENDPOINT>_API_KEY`; an agent's own first), which wins over the operator's; None if there is none."""
-        if self.secrets is None or not owner:
+        if self.secrets is None:
             return None
         name = f"{provider.upper().replace('-', '_')}_API_KEY"
         try:
-            found = await self.secrets.reveal(owner["developer_id"], owner.get("agent_id"), {name})
+            found = await self.secrets.reveal(owner.developer_id, owner.agent_id, {name})
         except SecretsUnavailable:
             return None
         return found.get(name)
@@ -124,105 +129,137 @@ class ModelClient:
                 text = text.replace(key, "[redacted]").replace(key[-8:], "[redacted]")
         return text
 
-    def _client(self, provider: str, owner_key: str | None) -> Any:
-        """SDK clients, made on first use (a missing key is an error only for a task that needs it)."""
-        if (provider, owner_key) in self._clients:
-            return self._clients[(provider, owner_key)]
-        if len(self._clients) >= MAX_CLIENTS:  # owners' keys come and go; a plain reset bounds the cache
-            self._clients.clear()
-        config, timeout = self.config, self.config.request_timeout
-        if provider == "anthropic":
-            if not (owner_key or config.anthropic_api_key):
-                raise errors.permanent(
-                    "no Anthropic model is configured: set ANTHROPIC_API_KEY (or a secret of that name)",
-                    "ModelNotConfigured",
-                )
-            client: Any = anthropic.AsyncAnthropic(
-                api_key=owner_key or config.anthropic_api_key,
-                base_url=config.anthropic_base_url,
-                max_retries=0,
-                timeout=timeout,
+    def _room(self) -> None:
+        """Owners' keys come and go; a plain reset bounds the cache of SDK clients."""
+        if len(self._openai_clients) + len(self._anthropic_clients) >= MAX_CLIENTS:
+            self._openai_clients.clear()
+            self._anthropic_clients.clear()
+
+    def _anthropic_client(self, owner_key: str | None) -> anthropic.AsyncAnthropic:
+        """Anthropic's SDK client, made on first use (a missing key is an error only for a task that needs
+        it)."""
+        if owner_key in self._anthropic_clients:
+            return self._anthropic_clients[owner_key]
+        config = self.config
+        if not (owner_key or config.anthropic_api_key):
+            raise errors.permanent(
+                "no Anthropic model is configured: set ANTHROPIC_API_KEY (or a secret of that name)",
+                "ModelNotConfigured",
             )
-        elif provider == "openai":
+        self._room()
+        client = anthropic.AsyncAnthropic(
+            api_key=owner_key or config.anthropic_api_key,
+            base_url=config.anthropic_base_url,
+            max_retries=0,
+            timeout=config.request_timeout,
+        )
+        self._anthropic_clients[owner_key] = client
+        return client
+
+    def _openai_client(self, provider: str, owner_key: str | None) -> openai.AsyncOpenAI:
+        """OpenAI's SDK client, or one for a named OpenAI-compatible endpoint, made on first use."""
+        if (provider, owner_key) in self._openai_clients:
+            return self._openai_clients[(provider, owner_key)]
+        config = self.config
+        if provider == "openai":
             if not (owner_key or config.openai_api_key):
                 raise errors.permanent(
                     "no OpenAI model is configured: set OPENAI_API_KEY (or a secret of that name)",
                     "ModelNotConfigured",
                 )
-            client = openai.AsyncOpenAI(
-                api_key=owner_key or config.openai_api_key,
-                base_url=config.openai_base_url,
-                max_retries=0,
-                timeout=timeout,
-            )
+            api_key, base_url = owner_key or config.openai_api_key, config.openai_base_url
         else:
-            client = openai.AsyncOpenAI(
-                api_key=owner_key or config.endpoint_keys.get(provider) or "unused",
-                base_url=config.endpoints[provider],
-                max_retries=0,
-                timeout=timeout,
-            )
-        self._clients[(provider, owner_key)] = client
+            api_key = owner_key or config.endpoint_keys.get(provider) or "unused"
+            base_url = config.endpoints[provider]
+        self._room()
+        client = openai.AsyncOpenAI(
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=config.request_timeout
+        )
+        self._openai_clients[(provider, owner_key)] = client
         return client
 
     async def _openai(
-        self, provider: str, model: str, request: dict[str, Any], key: str | None, on_text: OnText | None
-    ) -> dict[str, Any]:
-        arguments: dict[str, Any] = {"model": model, "messages": request["messages"]}
-        settings = request.get("settings") or {}
-        arguments.update({k: v for k, v in settings.items() if k in SETTINGS and v is not None})
-        extra = {k: settings[k] for k in EXTRA_SETTINGS if settings.get(k) is not None}
-        if extra and provider != "openai":  # a named OpenAI-compatible endpoint
-            arguments["extra_body"] = extra
-        if request.get("tools"):
-            built_in = [t for t in request["tools"] if t.get("type") in ANTHROPIC_TOOLS]
-            if built_in:
-                name, kind = built_in[0]["function"]["name"], built_in[0]["type"]
-                raise errors.permanent(
-                    f"tool {name!r} is Anthropic's {kind}: only a Claude model takes it, not {model!r}",
-                    "UnsupportedTool",
-                )
-            arguments["tools"] = request["tools"]
-            if request.get("tool_choice") is not None:
-                arguments["tool_choice"] = request["tool_choice"]
-        if request.get("response_format"):
-            arguments["response_format"] = request["response_format"]
-        client = self._client(provider, key)
+        self, provider: str, model: str, request: ModelRequest, key: str | None, on_text: OnText | None
+    ) -> Completion:
+        arguments, settings = openai_arguments(provider, model, request)
+        client = self._openai_client(provider, key)
         if on_text is None:
-            completion = await client.chat.completions.create(**arguments)
-            return completion.model_dump(mode="json", exclude_unset=True)
-        stream = await client.chat.completions.create(
-            **arguments, stream=True, stream_options={"include_usage": True}
-        )
+            # The SDK's own parameter types (TypedDicts per role) are not Mint's: the arguments are the
+            # same JSON, so the call is typed by what it returns.
+            create: Callable[..., Awaitable[ChatCompletion]] = client.chat.completions.create
+            answer = (await create(**arguments, **settings)).model_dump(mode="json", exclude_unset=True)
+            if not is_completion(answer):
+                raise errors.transient(f"{provider} answered no chat completion", "InvalidModelOutput")
+            return answer
+        start: Callable[..., Awaitable[AsyncStream[ChatCompletionChunk]]] = client.chat.completions.create
+        stream = await start(**arguments, **settings, stream=True, stream_options={"include_usage": True})
         return await joined(stream, on_text)
 
     async def _anthropic(
-        self, model: str, request: dict[str, Any], key: str | None, on_text: OnText | None
-    ) -> dict[str, Any]:
+        self, model: str, request: ModelRequest, key: str | None, on_text: OnText | None
+    ) -> Completion:
         arguments = anthropic_arguments(model, request)
-        client = self._client("anthropic", key)
+        client = self._anthropic_client(key)
+        # As for OpenAI: the arguments are the SDK's JSON, not its parameter types.
         if on_text is None:
-            message = await client.messages.create(**arguments)
+            create: Callable[..., Awaitable[AnthropicAnswer]] = client.messages.create
+            message = await create(**arguments)
         else:
-            async with client.messages.stream(**arguments) as stream:
+            start: Callable[..., AsyncMessageStreamManager] = client.messages.stream
+            async with start(**arguments) as stream:
                 async for text in stream.text_stream:
                     await on_text(text)
                 message = await stream.get_final_message()
-        return named_back(from_anthropic(message.model_dump(mode="json")), request.get("tools") or [])
+        return named_back(from_anthropic(message), request.tools)
 
 
-def _check_format(response: dict[str, Any], response_format: dict[str, Any] | None) -> None:
+class OpenAIArguments(TypedDict, total=False):
+    """What Mint sets of `chat.completions.create`'s arguments (the settings go beside them)."""
+
+    model: Required[str]
+    messages: Required[list[Message]]
+    tools: list[JsonObject]
+    tool_choice: str | JsonObject
+    response_format: JsonObject
+    extra_body: JsonObject
+
+
+def openai_arguments(provider: str, model: str, request: ModelRequest) -> tuple[OpenAIArguments, JsonObject]:
+    """The arguments of `chat.completions.create` for a request, and the settings OpenAI's API takes (a named
+    endpoint's extra ones go in the body)."""
+    settings = request.settings
+    arguments = OpenAIArguments(model=model, messages=request.messages)
+    extra: JsonObject = {k: settings[k] for k in EXTRA_SETTINGS if settings.get(k) is not None}
+    if extra and provider != "openai":  # a named OpenAI-compatible endpoint
+        arguments["extra_body"] = extra
+    if request.tools:
+        built_in = [t for t in request.tools if t.get("type") in ANTHROPIC_TOOLS]
+        if built_in:
+            raise errors.permanent(
+                f"tool {tool_name(built_in[0])!r} is Anthropic's {built_in[0].get('type')}: only a Claude "
+                f"model takes it, not {model!r}",
+                "UnsupportedTool",
+            )
+        arguments["tools"] = request.tools
+        if request.tool_choice is not None:
+            arguments["tool_choice"] = request.tool_choice
+    if request.response_format:
+        arguments["response_format"] = request.response_format
+    return arguments, {k: v for k, v in settings.items() if k in SETTINGS and v is not None}
+
+
+def _check_format(response: Completion, response_format: JsonObject | None) -> None:
     """A JSON answer must parse, and match the schema when one was given; if not, the call is retried."""
     if not response_format or response_format.get("type") not in ("json_object", "json_schema"):
         return
-    content = (response["choices"][0]["message"].get("content") or "").strip()
+    content = response["choices"][0]["message"].get("content")
+    text = (content if isinstance(content, str) else "").strip()
     try:
-        value = json.loads(_strip_fence(content))
+        value = json.loads(_strip_fence(text))
     except ValueError:
-        raise errors.transient(
-            f"the model's answer is not JSON: {content[:200]!r}", "InvalidModelOutput"
-        ) from None
-    schema = (response_format.get("json_schema") or {}).get("schema")
+        raise errors.transient(f"the model's answer is not JSON: {text[:200]!r}", "InvalidModelOutput") from None
+    spec = response_format.get("json_schema")
+    schema = spec.get("schema") if isinstance(spec, dict) else None
     if schema:
         problem = next(iter(jsonschema.Draft202012Validator(schema).iter_errors(value)), None)
         if problem is not None:

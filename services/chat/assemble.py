@@ -3,8 +3,11 @@ new messages, fitted to the token budget; and the docs recalled for it."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from contracts.json import JsonObject, JsonValue
+from contracts.messages import Message
 from infra.models.embeddings import Embedders
 from infra.store.docs import DocStore, SearchQuery
 from infra.store.session_history import SessionHistory
@@ -12,6 +15,7 @@ from services.chat.cast import Cast
 from services.chat.context import (
     Context,
     ContextTooLarge,
+    Entry,
     NeedsCompression,
     fit,
     metadata_layers,
@@ -19,11 +23,12 @@ from services.chat.context import (
     token_budget,
 )
 from services.chat.request import Chat
+from services.chat.session import ChatSession
 from services.errors import Invalid, TooLarge
 
 # Julep's recall options, as its session model defaults them (a session whose recall_options is null recalls
 # nothing): a vector search, with the query the last few user and assistant messages.
-DEFAULT_RECALL: dict[str, Any] = {
+DEFAULT_RECALL: JsonObject = {
     "mode": "vector",
     "limit": 10,
     "confidence": 0.5,
@@ -45,22 +50,28 @@ class ContextAssembler:
         self.embedders = embedders
 
     async def assemble(
-        self, developer: str, session: dict[str, Any], body: Chat, cast: Cast
+        self, developer: str, session: ChatSession, body: Chat, cast: Cast
     ) -> tuple[Context, list[dict[str, Any]]]:
         """The context to send (its messages, and how many history messages it left out) and the docs
-        recalled. An `adaptive` session's context over budget is NeedsCompression, for the caller to act on."""
-        new = [m.model_dump(exclude_none=True) for m in body.messages]
-        summary, history = await self.history.unsummarized(developer, session["id"])
-        docs = await self._recall(developer, session, cast, [*history, *new]) if body.recall else []
+        recalled (as the doc store finds them). An `adaptive` session's context over budget is
+        NeedsCompression, for the caller to act on."""
+        new = [m.message() for m in body.messages]
+        summary, rows = await self.history.unsummarized(developer, session.id)
+        history = [Entry.of(row) for row in rows]
+        said = [*(e.message for e in history), *new]
+        docs = await self._recall(developer, session, cast, said) if body.recall else []
         if not body.recall_tools:  # Julep's recall_tools: false sends the history without its tool exchanges
-            history = [without_tool_calls(m) for m in history if not is_tool_exchange(m)]
+            history = [
+                Entry(without_tool_calls(e.message), e.tokens) for e in history if not is_tool_exchange(e.message)
+            ]
         system_text = self._system_text(session, cast, summary, docs)
-        system = {"role": "system", "content": system_text} if system_text else None
+        system = Message(role="system", content=system_text) if system_text else None
         agent = cast.agent
-        model = body.model or (agent.get("default_settings") or {}).get("model") or agent.get("model")
+        setting = agent.setting("model")
+        model = body.model or (setting if isinstance(setting, str) else None) or agent.model
         budget = token_budget(session, model or self.default_model)
         try:
-            context = fit(system, history, new, budget, session["context_overflow"])
+            context = fit(system, history, new, budget, session.context_overflow)
         except NeedsCompression:
             raise
         except ContextTooLarge as exc:
@@ -68,70 +79,87 @@ class ContextAssembler:
         return context, docs
 
     def _system_text(
-        self, session: dict[str, Any], cast: Cast, summary: str | None, docs: list[dict[str, Any]]
+        self, session: ChatSession, cast: Cast, summary: str | None, docs: list[dict[str, Any]]
     ) -> str:
         """The session's system template rendered over who takes part (or, with render_templates off, the
         template or situation as written)."""
-        if not session["render_templates"]:
-            return session["system_template"] or session["situation"] or ""
+        if not session.render_templates:
+            return session.system_template or session.situation or ""
         agent, users, tools = cast.agent, cast.users, cast.agent_tools
-        scope = {
-            "agent": agent,
+        scope: Mapping[str, object] = {
+            "agent": agent.view,
             "user": users[0] if users else None,
             "users": users,
-            "session": session,
-            "situation": session["situation"],
+            "session": session.view,
+            "situation": session.situation,
             "summary": summary,
             "tools": [{"name": t["name"], "type": t["type"], "description": t["description"]} for t in tools],
             "docs": [{"title": d["title"], "content": d["snippet"]["content"]} for d in docs],
             "metadata": metadata_layers(
-                agent.get("metadata"), *(u.get("metadata") for u in users), session.get("metadata")
+                agent.metadata, *(_object(u.get("metadata")) for u in users), session.metadata
             ),
         }
         try:
-            return render_system(session["system_template"], scope)
+            return render_system(session.system_template, scope)
         except ValueError as exc:
             raise Invalid(str(exc)) from None
 
     async def _recall(
-        self, developer: str, session: dict[str, Any], cast: Cast, messages: list[dict[str, Any]]
+        self, developer: str, session: ChatSession, cast: Cast, messages: list[Message]
     ) -> list[dict[str, Any]]:
         """The docs of the agent and the session's users that match the conversation's last messages, as
         Julep recalls them: only in a session with recall_options, searching by its last
         `num_search_messages` user and assistant messages (the text search by the last of them). None, and
         no embedding, when the owners have no docs."""
-        if session["recall_options"] is None:
+        if session.recall_options is None:
             return []
-        options = {**DEFAULT_RECALL, **session["recall_options"]}
-        longest = int(options["max_query_length"])
+        options = {**DEFAULT_RECALL, **session.recall_options}
+        longest = _int(options["max_query_length"])
         searched = [
-            m
-            for m in messages[-int(options["num_search_messages"]) :]
-            if m["role"] in ("user", "assistant") and isinstance(m.get("content"), str)
+            (m.get("name") or m["role"], content)
+            for m in messages[-_int(options["num_search_messages"]) :]
+            if m["role"] in ("user", "assistant") and isinstance(content := m.get("content"), str)
         ]
-        owners = [cast.agent["id"], *(u["id"] for u in cast.users)]
+        owners = [str(cast.agent.id), *(str(u["id"]) for u in cast.users)]
         if not searched or not await self.docs.any_owned_by(developer, owners):
             return []
+        metadata_filter = options.get("metadata_filter")
         query = SearchQuery(
-            text=searched[-1]["content"].strip()[:longest] if options["mode"] != "vector" else None,
-            limit=int(options["limit"]),
-            metadata_filter=options.get("metadata_filter") or {},
-            confidence=float(options["confidence"]),
-            alpha=float(options["alpha"]),
-            mmr_strength=float(options["mmr_strength"]),
+            text=searched[-1][1].strip()[:longest] if options["mode"] != "vector" else None,
+            limit=_int(options["limit"]),
+            metadata_filter=metadata_filter if isinstance(metadata_filter, dict) else {},
+            confidence=_float(options["confidence"]),
+            alpha=_float(options["alpha"]),
+            mmr_strength=_float(options["mmr_strength"]),
         )
         if options["mode"] != "text":
-            said = "\n\n".join(f"{m.get('name') or m['role']}: {m['content']}" for m in searched).strip()
+            said = "\n\n".join(f"{who}: {content}" for who, content in searched).strip()
             embedder = await self.embedders.of(developer)
             (query.vector,) = await embedder.embed([said[-longest:]], RECALL_INSTRUCTION)
         return await self.docs.search(developer, owners, query)
 
 
-def is_tool_exchange(message: dict[str, Any]) -> bool:
+def is_tool_exchange(message: Message) -> bool:
     """A tool's result, or an assistant's message that only called tools."""
-    return message.get("role") == "tool" or bool(message.get("tool_calls") and not message.get("content"))
+    return message["role"] == "tool" or bool(message.get("tool_calls") and not message.get("content"))
 
 
-def without_tool_calls(message: dict[str, Any]) -> dict[str, Any]:
+def without_tool_calls(message: Message) -> Message:
     """A history message without the tool calls it made (an assistant's: its text is kept)."""
-    return {k: v for k, v in message.items() if k != "tool_calls"} if message.get("tool_calls") else message
+    if not message.get("tool_calls"):
+        return message
+    kept = Message(**message)
+    del kept["tool_calls"]
+    return kept
+
+
+def _object(value: object) -> JsonObject | None:
+    return value if isinstance(value, dict) else None
+
+
+def _int(value: JsonValue) -> int:
+    return int(value) if isinstance(value, int | float | str) else 0
+
+
+def _float(value: JsonValue) -> float:
+    return float(value) if isinstance(value, int | float | str) else 0.0

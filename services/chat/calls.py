@@ -5,23 +5,26 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any
 
 from temporalio.client import Client, WorkflowFailureError
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from contracts.background import RunToolRequest
-from contracts.calls import Owner
+from contracts.calls import ModelAnswer, ModelRequest, Owner
+from contracts.json import JsonObject
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
+from contracts.messages import Message, ToolCall
 from contracts.temporal import RUN_TOOL_WORKFLOW, tenant_priority
 from infra.models.client import EXTRA_SETTINGS, SETTINGS, ModelClient
 from infra.models.openai_stream import OnText
 from services.chat.request import Chat
 from services.errors import ModelFailed, ModelRefused, TooLarge
 from workflows import prompts, references
+from workflows.agents import Agent
+from workflows.tool_kinds import Tool
 
-# The request's settings that override the agent's default_settings.
-# The request's settings a chat passes on: the model layer's (it leaves out what a provider cannot take).
+# The request's settings a chat passes on, over the agent's default_settings: the model layer's (it leaves
+# out what a provider cannot take).
 SETTING_KEYS = (*SETTINGS, *EXTRA_SETTINGS)
 
 
@@ -37,30 +40,31 @@ class ChatCalls:
     async def complete(
         self,
         body: Chat,
-        agent: dict[str, Any],
-        messages: list[dict[str, Any]],
-        session_id: str,
-        tools: list[dict[str, Any]],
+        developer: str,
+        agent: Agent,
+        messages: list[Message],
+        tools: list[JsonObject],
         on_text: OnText | None = None,
         unsupported: set[str] | None = None,
-    ) -> dict[str, Any]:
+    ) -> ModelAnswer:
         """One model call with the agent's settings, overridden by the request's; the settings its provider
         does not take are added to `unsupported`."""
-        settings = {**(agent.get("default_settings") or {})}
+        settings: JsonObject = {**(agent.default_settings or {})}
         for key in SETTING_KEYS:
             if getattr(body, key) is not None:
                 settings[key] = getattr(body, key)
-        model: str | None = body.model or settings.pop("model", None) or agent.get("model")
-        request = {
-            "model": model,
-            "messages": messages,
-            "settings": settings,
-            "response_format": body.response_format,
-            "tools": tools,
-            "tool_choice": body.tool_choice if tools else None,
-            "at": "chat",  # (not the session's id: a recording then replays in any session)
-            "owner": {"developer_id": agent["developer_id"], "agent_id": agent["id"]},
-        }
+        named = settings.pop("model", None)
+        model = body.model or (named if isinstance(named, str) else None) or agent.model
+        request = ModelRequest(
+            model=model,
+            messages=messages,
+            settings=settings,
+            tools=tools,
+            tool_choice=body.tool_choice if tools else None,
+            response_format=body.response_format,
+            at="chat",  # (not the session's id: a recording then replays in any session)
+            owner=Owner(developer_id=developer, agent_id=agent.id),
+        )
         if unsupported is not None:
             unsupported.update(self.models.unsupported(model, settings))
         try:
@@ -76,31 +80,33 @@ class ChatCalls:
         self,
         developer: str,
         agent_id: str,
-        spec: dict[str, Any],
-        call: dict[str, Any],
+        spec: JsonObject,
+        tool: Tool,
+        call: ToolCall,
         variables: references.Variables | None = None,
-        fixed: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        """One server-side tool call, on the worker; a failure is a result the model reads, as in a task's
-        tool loop. With `variables` (a session that passes by reference), references in the arguments get
-        their values (`fixed`, the x-tool-parameters values in the call, are not the model's and stay as
-        they are), and a large result becomes a variable the model reads a preview of."""
+        fixed: JsonObject | None = None,
+    ) -> JsonObject:
+        """One server-side tool call (`spec` the tool as stored, `tool` as its kind), on the worker; a failure
+        is a result the model reads, as in a task's tool loop. With `variables` (a session that passes by
+        reference), references in the arguments get their values (`fixed`, the x-tool-parameters values in
+        the call, are not the model's and stay as they are), and a large result becomes a variable the model
+        reads a preview of."""
         if variables is None:
             return await self._run_tool(developer, agent_id, spec, prompts.call_arguments(call))
         fixed = fixed or {}
         own = {k: v for k, v in prompts.call_arguments(call).items() if k not in fixed}
         try:
-            arguments = {**variables.resolve(prompts.parameters_schema(spec), own), **fixed}
+            arguments = {**variables.resolve(tool.schema, own), **fixed}
         except references.BadReference as exc:
             return prompts.tool_result("error", 0, 0, error=references.error_result(exc))
         except references.ReferencesTooLarge as exc:  # the limit a step fails on, before anything is built
-            raise TooLarge(f"tool {spec['name']!r}: {exc}") from None
+            raise TooLarge(f"tool {tool.name!r}: {exc}") from None
         result = await self._run_tool(developer, agent_id, spec, arguments)
-        return variables.keep(spec["name"], result)[0]
+        return variables.keep(tool.name, result)[0]
 
     async def _run_tool(
-        self, developer: str, agent_id: str, spec: dict[str, Any], arguments: dict[str, Any]
-    ) -> dict[str, Any]:
+        self, developer: str, agent_id: str, spec: JsonObject, arguments: JsonObject
+    ) -> JsonObject:
         started = time.monotonic()
         try:
             data = await self.temporal.execute_workflow(

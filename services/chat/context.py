@@ -5,14 +5,18 @@ Tokens are counted as infra/models/tokens.py does (cl100k_base, offline).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from contracts.json import JsonObject
+from contracts.messages import Message
 from expressions.budget import Budget
 from expressions.parsing import ExpressionError
 from expressions.templates import render_template
 from infra.models.catalog import context_window
 from infra.models.tokens import count_tokens
+from services.chat.session import ChatSession
 
 # The seed's default system template, with its slips fixed: "About you" shows the agent's `about` (the seed
 # repeats its name), no double space before "and their name", and tools of every type are listed (the seed
@@ -92,7 +96,7 @@ class NeedsCompression(ContextTooLarge):
         super().__init__(f"the context is {tokens} tokens, over the session's token_budget of {budget}")
 
 
-def render_system(template: str | None, scope: dict[str, Any]) -> str:
+def render_system(template: str | None, scope: Mapping[str, object]) -> str:
     """The system message: the session's template (or the default) over agent, user(s), situation, tools,
     docs and summary, in the hardened Jinja sandbox."""
     try:
@@ -101,41 +105,64 @@ def render_system(template: str | None, scope: dict[str, Any]) -> str:
         raise ValueError(f"the session's system template failed: {exc}") from None
 
 
-def metadata_layers(*layers: dict[str, Any] | None) -> dict[str, Any]:
+def metadata_layers(*layers: JsonObject | None) -> JsonObject:
     """Metadata merged by precedence, the later layer winning (sessions: agent, then user, then session)."""
-    merged: dict[str, Any] = {}
+    merged: JsonObject = {}
     for layer in layers:
         merged.update(layer or {})
     return merged
 
 
-def token_budget(session: dict[str, Any], model: str | None) -> int | None:
+def token_budget(session: ChatSession, model: str | None) -> int | None:
     """The budget a context keeps within: the session's `token_budget`, or, when it has none and a
     `context_overflow` policy, the model's context window (None for a model not in the catalog)."""
-    if session.get("token_budget") or session.get("context_overflow") not in ("truncate", "adaptive"):
-        return session.get("token_budget")
+    if session.token_budget or session.context_overflow not in ("truncate", "adaptive"):
+        return session.token_budget
     return context_window(model)
 
 
-def provider_valid(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Entry:
+    """A history message and its tokens (as the history counted them when it was written)."""
+
+    message: Message
+    tokens: int
+
+    @classmethod
+    def of(cls, row: dict[str, Any]) -> Entry:
+        """A message of the session's history (infra/store/session_history.py), without what only Mint reads
+        (keys starting with `_`)."""
+        message = Message(role=row["role"], content=row["content"])
+        if "name" in row:
+            message["name"] = row["name"]
+        if "tool_calls" in row:
+            message["tool_calls"] = row["tool_calls"]
+        if "tool_call_id" in row:
+            message["tool_call_id"] = row["tool_call_id"]
+        return cls(message, int(row.get("_tokens") or count_tokens(message)))
+
+
+def provider_valid(history: list[Entry]) -> list[Entry]:
     """The history as a provider takes it after messages were left out: its first message that is not a
     system message is a user message (leading assistant and tool messages go), and no tool message is left
     without the assistant message whose tool_calls it answers."""
-    first_user = next((i for i, m in enumerate(history) if m["role"] == "user"), len(history))
-    kept = [m for m in history[:first_user] if m["role"] == "system"] + history[first_user:]
+    roles = [e.message["role"] for e in history]
+    first_user = roles.index("user") if "user" in roles else len(history)
+    kept = [e for e in history[:first_user] if e.message["role"] == "system"] + history[first_user:]
     called: set[str] = set()
     valid = []
-    for message in kept:
+    for entry in kept:
+        message = entry.message
         if message["role"] == "tool" and message.get("tool_call_id") not in called:
             continue
         called.update(c.get("id") for c in message.get("tool_calls") or [])
-        valid.append(message)
+        valid.append(entry)
     return valid
 
 
 @dataclass
 class Context:
-    messages: list[dict[str, Any]]
+    messages: list[Message]
     tokens: int
     wanted: int  # the tokens of everything, before any was left out
     dropped: int = 0  # history messages left out to fit the budget
@@ -144,11 +171,7 @@ class Context:
 
 
 def fit(
-    system: dict[str, Any] | None,
-    history: list[dict[str, Any]],
-    new: list[dict[str, Any]],
-    budget: int | None,
-    overflow: str | None,
+    system: Message | None, history: list[Entry], new: list[Message], budget: int | None, overflow: str | None
 ) -> Context:
     """The messages to send: system, history, then the new ones, within `budget` tokens.
 
@@ -161,9 +184,9 @@ def fit(
     fixed = system_tokens + sum(count_tokens(m) for m in new)
     if overflow in ("truncate", "adaptive"):
         history = provider_valid(history)
-    total = fixed + sum(_tokens(m) for m in history)
+    total = fixed + sum(e.tokens for e in history)
     if budget is None or total <= budget:
-        return Context(head + _clean(history) + new, total, total, 0, budget, system_tokens)
+        return Context(head + _messages(history) + new, total, total, 0, budget, system_tokens)
     if overflow not in ("truncate", "adaptive"):
         raise ContextTooLarge(
             f"the context is {total} tokens, over the session's token_budget of {budget}; set context_overflow "
@@ -176,18 +199,13 @@ def fit(
     if overflow == "adaptive":
         raise NeedsCompression(total, budget, fixed)
     wanted, dropped = total, 0
-    while total > budget or (dropped < len(history) and history[dropped]["role"] != "user"):
-        total -= _tokens(history[dropped])
+    while total > budget or (dropped < len(history) and history[dropped].message["role"] != "user"):
+        total -= history[dropped].tokens
         dropped += 1
     kept = provider_valid(history[dropped:])
-    total = fixed + sum(_tokens(m) for m in kept)
-    return Context(head + _clean(kept) + new, total, wanted, len(history) - len(kept), budget, system_tokens)
+    total = fixed + sum(e.tokens for e in kept)
+    return Context(head + _messages(kept) + new, total, wanted, len(history) - len(kept), budget, system_tokens)
 
 
-def _tokens(message: dict[str, Any]) -> int:
-    return int(message.get("_tokens") or count_tokens(message))
-
-
-def _clean(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """History messages without what only Mint reads (keys starting with `_`)."""
-    return [{k: v for k, v in m.items() if not k.startswith("_")} for m in history]
+def _messages(history: list[Entry]) -> list[Message]:
+    return [e.message for e in history]

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
+from contracts.json import JsonObject
+from contracts.messages import Message, ToolCall
 from services.chat.cast import Cast
 from services.errors import Refused
 from workflows import prompts
-from workflows.handoffs import Agent, HandoffRefused, Handoffs, transfer_data
-
-Message = dict[str, Any]
+from workflows.agents import Agent
+from workflows.handoffs import HandoffRefused, Handoffs, transfer_data
 
 
 @dataclass
@@ -31,17 +31,17 @@ class Holder:
 
     @classmethod
     def start(cls, cast: Cast, context: list[Message], targets: list[Agent]) -> Holder:
-        return cls(cast, context, Handoffs.of(cast.agent, targets, set(cast.specs)), len(context))
+        return cls(cast, context, Handoffs.of(cast.agent, targets, set(cast.tools)), len(context))
 
-    def offered_tools(self) -> list[dict[str, Any]]:
+    def offered_tools(self) -> list[JsonObject]:
         """The agent's tools, then its transfer tools."""
         return [*self.cast.offered_tools(), *self.handoffs.offered()]
 
-    def runs_here(self, call: dict[str, Any], auto_run: bool) -> bool:
+    def runs_here(self, call: ToolCall, auto_run: bool) -> bool:
         """A transfer always runs here (only Mint can hand over); other tools as the session says."""
         return self.handoffs.is_transfer(call) or (auto_run and self.cast.runs_here(call))
 
-    async def transfer(self, call: dict[str, Any]) -> dict[str, Any]:
+    async def transfer(self, call: ToolCall) -> JsonObject:
         """Take a transfer call: the target holds the turn from the next model call (the first transfer of a
         round wins). What the model reads says so."""
         try:
@@ -56,7 +56,7 @@ class Holder:
     def hand_over(self, cast: Cast, context: list[Message], targets: list[Agent]) -> None:
         """The pending agent holds the turn now, with its cast and the context built for it."""
         self.cast, self.context, self.pending = cast, context, None
-        self.handoffs = Handoffs.of(cast.agent, targets, set(cast.specs))
+        self.handoffs = Handoffs.of(cast.agent, targets, set(cast.tools))
 
     def conversation(self, messages: list[Message]) -> list[Message]:
         """What the model reads: the holding agent's context, then what the loop added since the turn began."""

@@ -9,12 +9,17 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from contracts import messages
+from contracts.messages import Message
 from workflows.language import ToolDef
 
 
 class TextPart(BaseModel):
     type: Literal["text"]
     text: str
+
+    def part(self) -> messages.ContentPart:
+        return {"type": self.type, "text": self.text}
 
 
 class ImageUrl(BaseModel):
@@ -25,6 +30,12 @@ class ImageUrl(BaseModel):
 class ImagePart(BaseModel):
     type: Literal["image_url"]
     image_url: ImageUrl
+
+    def part(self) -> messages.ContentPart:
+        image = messages.ImageUrl(url=self.image_url.url)
+        if self.image_url.detail is not None:
+            image["detail"] = self.image_url.detail
+        return {"type": self.type, "image_url": image}
 
 
 ContentPart = Annotated[TextPart | ImagePart, Field(discriminator="type")]
@@ -54,6 +65,13 @@ class ToolCall(BaseModel):
     id: Annotated[str, Field(min_length=1, max_length=255)]
     type: Literal["function"] = "function"
     function: FunctionCall
+
+    def call(self) -> messages.ToolCall:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "function": {"name": self.function.name, "arguments": self.function.arguments},
+        }
 
 
 _NOT_ASSISTANT = {"properties": {"role": {"not": {"const": "assistant"}}}}
@@ -92,6 +110,20 @@ class ChatMessage(BaseModel):
         if isinstance(value, list):
             return [{"type": "text", "text": part} if isinstance(part, str) else part for part in value]
         return value
+
+    def message(self) -> Message:
+        """The message as a model call takes it: the fields given (as `model_dump(exclude_none=True)`)."""
+        message = Message(role=self.role)
+        if self.content is not None:
+            content = self.content
+            message["content"] = content if isinstance(content, str) else [p.part() for p in content]
+        if self.name is not None:
+            message["name"] = self.name
+        if self.tool_calls is not None:
+            message["tool_calls"] = [call.call() for call in self.tool_calls]
+        if self.tool_call_id is not None:
+            message["tool_call_id"] = self.tool_call_id
+        return message
 
     @model_validator(mode="after")
     def _fields_fit_the_role(self) -> ChatMessage:
