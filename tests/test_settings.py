@@ -1,4 +1,4 @@
-"""Settings from the environment (infra/settings.py): defaults when unset, what an empty variable means, and
+"""Settings from the environment (infra/settings/): defaults when unset, what an empty variable means, and
 errors that name the variable without quoting a secret."""
 
 from __future__ import annotations

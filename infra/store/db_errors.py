@@ -23,7 +23,7 @@ _BY_SQLSTATE = {
 
 # What a data error cannot be fixed by retrying: the value itself is wrong.
 PERMANENT = (asyncpg.DataError, asyncpg.ProgramLimitExceededError)
-# A row that stayed locked past lock_timeout (mint/db.py), and a database that cannot be reached now (it is
+# A row that stayed locked past lock_timeout (infra/store/db.py), and a database that cannot be reached now (it is
 # restarting, shutting down, or the socket is gone): the API answers both with a retry, and names them
 # from here so that it never imports the driver.
 LOCKED = (asyncpg.exceptions.LockNotAvailableError,)

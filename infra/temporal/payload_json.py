@@ -5,7 +5,7 @@
   they are instead; the JSON text is the same (the SDK sorts keys anyway).
 - Decoding: the SDK builds a dataclass by re-reading its type hints and converting every field and item
   (measured: about 0.3 ms per transition row of a batch). The types in contracts/ are Mint's own payloads,
-  written by Mint's own code and sealed (mint/payload_codec.py), so ContractTypes builds them from the JSON
+  written by Mint's own code and sealed (infra/temporal/payload_codec.py), so ContractTypes builds them from the JSON
   values as they are, converting only the nested contract dataclasses; other types go the SDK's way.
 """
 
