@@ -106,7 +106,7 @@ def _side(setup: JsonObject, field: str) -> int:
 
 def _coordinate(raw: JsonValue, viewport: tuple[int, int] | None) -> tuple[int, int]:
     width, height = viewport or (MAX_COORDINATE + 1, MAX_COORDINATE + 1)
-    if (point := _point(raw, MAX_COORDINATE + 1)) is None:
+    if (point := _point(raw)) is None:
         raise _bad(f"`coordinate` must be [x, y], two whole numbers of at least 0, not {brief_repr(raw)}")
     if point[0] >= width or point[1] >= height:
         raise _bad(f"`coordinate` {list(point)} is outside the {width}x{height} browser")
@@ -374,7 +374,7 @@ def _whole(value: JsonValue) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _point(value: JsonValue, bound: int) -> tuple[int, int] | None:
+def _point(value: JsonValue, bound: float = float("inf")) -> tuple[int, int] | None:
     """[x, y] as two whole numbers from 0 to under `bound`; None when it is not that."""
     if not isinstance(value, list) or len(value) != 2:
         return None
