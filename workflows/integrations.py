@@ -11,9 +11,10 @@ here (`BRAVE_API_KEY`), as a model call uses `OPENAI_API_KEY`; Julep uses its ow
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from contracts.json import JsonObject, JsonValue
 from workflows.problems import did_you_mean
 
 MCP = "mcp"  # served by MCP servers: activities/mcp.py, its own activity
@@ -27,10 +28,15 @@ class Method:
     def takes(self) -> tuple[str, ...]:
         return self.required + self.optional
 
-    def schema(self) -> dict[str, Any]:
-        """The arguments as a JSON schema, for a model that is offered the tool."""
-        properties = {name: ARGUMENT_TYPES.get(name, {"type": "string"}) for name in self.takes()}
-        return {"type": "object", "properties": properties, "required": list(self.required)}
+    def schema(self, preset: Iterable[str] = ()) -> JsonObject:
+        """The arguments as a JSON schema, for a model that is offered the tool, less the `preset` ones."""
+        left = [name for name in self.takes() if name not in preset]
+        properties: JsonObject = {name: ARGUMENT_TYPES.get(name, {"type": "string"}) for name in left}
+        return {
+            "type": "object",
+            "properties": properties,
+            "required": [n for n in self.required if n in left],
+        }
 
 
 # Julep's remote_browser actions (Anthropic's computer-use tool's, and navigate and refresh).
@@ -49,7 +55,7 @@ REMOTE_BROWSER_ACTIONS = (
     "refresh",
 )
 # The arguments that are not text (for the schema a model sees).
-ARGUMENT_TYPES: dict[str, dict[str, Any]] = {
+ARGUMENT_TYPES: dict[str, JsonValue] = {
     "load_max_docs": {"type": "integer"},
     "max_results": {"type": "integer"},
     "hits_per_page": {"type": "integer"},
@@ -91,9 +97,17 @@ class Provider:
         return next(iter(self.methods))
 
 
-def _provider(name: str, methods: dict[str, Method], setup: tuple[str, ...] = (), **more: Any) -> Provider:
-    variable = more.pop("base_url_variable", f"MINT_{name.upper()}_BASE_URL")
-    return Provider(name, methods, setup, base_url_variable=variable, **more)
+def _provider(
+    name: str,
+    methods: dict[str, Method],
+    setup: tuple[str, ...] = (),
+    credentials: dict[str, str | None] | None = None,
+    base_url_variable: str | None = "",
+    open: bool = False,
+) -> Provider:
+    """A provider; its base URL's variable is MINT_<NAME>_BASE_URL unless given (None: it has none)."""
+    variable = f"MINT_{name.upper()}_BASE_URL" if base_url_variable == "" else base_url_variable
+    return Provider(name, methods, setup, credentials or {}, variable, open)
 
 
 READ_OPTIONS = ("major_dimension", "value_render_option", "date_time_render_option")
@@ -221,7 +235,7 @@ PROVIDERS: dict[str, Provider] = {
 REFUSED: dict[str, str] = {}
 
 
-def integration_problems(integration: Any) -> list[str]:
+def integration_problems(integration: JsonValue) -> list[str]:
     """What is wrong with a tool's `integration` (provider, method, setup, pre-set arguments), in plain
     words; [] when it can run."""
     if not isinstance(integration, dict):
@@ -267,7 +281,7 @@ def integration_problems(integration: Any) -> list[str]:
     return problems
 
 
-def _open_problems(name: str, integration: dict[str, Any]) -> list[str]:
+def _open_problems(name: str, integration: JsonObject) -> list[str]:
     """A provider that takes anything still takes `setup` and `arguments` as mappings."""
     return [
         f"provider {name!r}: `{key}` must be a mapping"
@@ -276,7 +290,7 @@ def _open_problems(name: str, integration: dict[str, Any]) -> list[str]:
     ]
 
 
-def argument_problems(integration: dict[str, Any], names: Any, complete: bool = True) -> list[str]:
+def argument_problems(integration: JsonObject, names: Iterable[str], complete: bool = True) -> list[str]:
     """What is wrong with the argument `names` a call of this integration gives: one it does not take, or
     (when `complete`, with the tool's pre-set `arguments` counted) one it needs and does not get."""
     provider = provider_of(integration)
@@ -293,7 +307,8 @@ def argument_problems(integration: dict[str, Any], names: Any, complete: bool = 
         if n not in method.takes()
     ]
     if complete:
-        given = set(names) | set(integration.get("arguments") or {})
+        preset = integration.get("arguments")
+        given = set(names) | (set(preset) if isinstance(preset, dict) else set())
         missing = [n for n in method.required if n not in given]
         if missing:
             problems.append(
@@ -302,12 +317,12 @@ def argument_problems(integration: dict[str, Any], names: Any, complete: bool = 
     return problems
 
 
-def provider_of(integration: dict[str, Any]) -> Provider | None:
+def provider_of(integration: JsonObject) -> Provider | None:
     name = integration.get("provider")
     return PROVIDERS.get(name) if isinstance(name, str) else None
 
 
-def arguments_schema(integration: dict[str, Any]) -> dict[str, Any] | None:
+def arguments_schema(integration: JsonObject) -> JsonObject | None:
     """The JSON schema of the arguments the tool's method takes (less its pre-set ones), or None for a
     provider not declared here (mcp)."""
     provider = provider_of(integration)
@@ -315,8 +330,5 @@ def arguments_schema(integration: dict[str, Any]) -> dict[str, Any] | None:
     method = provider.methods.get(name) if provider and isinstance(name, str) else None
     if method is None or provider is None or provider.open:
         return None
-    schema = method.schema()
-    preset = integration.get("arguments") or {}
-    schema["properties"] = {k: v for k, v in schema["properties"].items() if k not in preset}
-    schema["required"] = [k for k in schema["required"] if k not in preset]
-    return schema
+    preset = integration.get("arguments")
+    return method.schema(set(preset) if isinstance(preset, dict) else ())
