@@ -116,7 +116,7 @@ class Environment(BaseSettings):
         "MINT_MAX_TOOL_TIMEOUT_SECONDS"
     )
     # Any JSON object passes, as it always has (Settings.mcp_servers says what an entry holds).
-    mcp_servers: Annotated[dict[str, Any] | None, BeforeValidator(json_object)] = _env("MINT_MCP_SERVERS")
+    mcp_servers: Annotated[dict[str, object] | None, BeforeValidator(json_object)] = _env("MINT_MCP_SERVERS")
     smtp_host: Text = _env("MINT_SMTP_HOST")
     smtp_port: int | None = _env("MINT_SMTP_PORT")
     encryption_keys: Annotated[tuple[str, ...] | None, BeforeValidator(parse_keys)] = _env(

@@ -4,8 +4,8 @@ text is wrong (infra/settings/environment.py applies them)."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from contracts.json import JsonObject
 from contracts.temporal import QUEUE_KINDS, WORKFLOWS_KIND
 
 
@@ -42,7 +42,7 @@ def budget_share(raw: str) -> float | None:
     return value
 
 
-def json_object(raw: str) -> dict[str, Any]:
+def json_object(raw: str) -> JsonObject:
     name = "MINT_MCP_SERVERS"
     if not raw.strip():
         return {}

@@ -4,6 +4,7 @@ left in, and no one value in two places."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BeforeValidator
@@ -63,7 +64,7 @@ def refuse_placeholders(environ: Any) -> Any:
     return environ
 
 
-def refuse_shared_secrets(found: dict[str, Any]) -> None:
+def refuse_shared_secrets(found: Mapping[str, object]) -> None:
     """No two of DISTINCT_SECRETS may share a value (none of MINT_ENCRYPTION_KEY's keys either)."""
     seen: dict[str, str] = {}
     for field_name, name in DISTINCT_SECRETS.items():

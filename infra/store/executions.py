@@ -7,6 +7,7 @@ from typing import Any
 
 from contracts.failures import error_type_of
 from contracts.transitions import TERMINAL_STATUSES, check_sequence
+from infra.store.records import TransitionRow
 from infra.store.rows import Page, PoolUser, new_id, record
 
 
@@ -189,7 +190,7 @@ class Executions(PoolUser):
         )
         return [record(r) for r in rows]  # type: ignore[misc]
 
-    async def all_transitions(self, developer_id: str, execution_id: str) -> list[dict[str, Any]]:
+    async def all_transitions(self, developer_id: str, execution_id: str) -> list[TransitionRow]:
         """Every transition of an execution, oldest first (what its trace is built from)."""
         rows = await self.pool.fetch(
             "SELECT type, output, current, metadata, created_at FROM transitions "
@@ -197,7 +198,16 @@ class Executions(PoolUser):
             developer_id,
             execution_id,
         )
-        return [dict(r) for r in rows]
+        return [
+            TransitionRow(
+                type=r["type"],
+                output=r["output"],
+                current=r["current"],
+                metadata=r["metadata"],
+                created_at=r["created_at"],
+            )
+            for r in rows
+        ]
 
     async def transitions_after(
         self, developer_id: str, execution_id: str, after_seq: int, limit: int

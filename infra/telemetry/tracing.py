@@ -24,7 +24,6 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -34,9 +33,14 @@ from opentelemetry.sdk.trace import Event, ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode, TraceFlags
+from opentelemetry.util.types import AttributeValue
 from temporalio.contrib.opentelemetry import TracingInterceptor
 
+from contracts.json import JsonObject, JsonValue
+
 SCOPE = InstrumentationScope("mint")
+# What pairs a span's end item with its start: a step's (workflow, step, item), or the kind of call.
+SpanKey = tuple[JsonValue, ...] | str
 # Spans leave in batches this often (the SDK's default is 5 s).
 EXPORT_DELAY_MS = 1000
 
@@ -87,7 +91,7 @@ class Tracing:
         """Temporal's tracing interceptor, on this export: give it to the client (workers share it)."""
         return TracingInterceptor(self.provider.get_tracer("temporalio"))
 
-    def export_trace(self, trace_: dict[str, Any], execution_id: str) -> None:
+    def export_trace(self, trace_: JsonObject, execution_id: str) -> None:
         """Queue an execution's spans (built from its trace) for export."""
         for span in spans_of(trace_, execution_id, self.resource):
             self.processor.on_end(span)
@@ -103,24 +107,28 @@ class _Open:
     span_id: int
     parent_id: int
     start: int
-    key: Any = None
-    attributes: dict[str, Any] = field(default_factory=dict)
+    key: SpanKey | None = None
+    attributes: dict[str, AttributeValue] = field(default_factory=dict)
     events: list[Event] = field(default_factory=list)
 
 
-def spans_of(trace_: dict[str, Any], execution_id: str, resource: Resource) -> list[ReadableSpan]:
-    """The finished spans of a trace: the execution, each run, step, model call and tool call. A span's
-    parent is what was open around it in its run (its step, or the run), a run's the step that holds it."""
-    items = trace_["items"]
+def spans_of(trace_: JsonObject, execution_id: str, resource: Resource) -> list[ReadableSpan]:
+    """The finished spans of a trace (infra/telemetry/traces.py builds it): the execution, each run, step, model
+    call and tool call. A span's parent is what was open around it in its run (its step, or the run), a run's
+    the step that holds it."""
+    listed = trace_.get("items")
+    items = [i for i in listed if isinstance(i, dict)] if isinstance(listed, list) else []
     if not items:
         return []
     spans = _Spans(execution_id, resource)
     for index, item in enumerate(items):
         spans.add(index, item)
     last = items[-1]
-    outcome = last["data"].get("outcome") if last["type"] == "run_end" else None
-    root = _Open(f"execution {execution_id}", root_span_id(execution_id), 0, _nanos(items[0]["at"]))
-    root.attributes = {"mint.execution_id": execution_id, **({"mint.outcome": outcome} if outcome else {})}
+    outcome = _object(last.get("data")).get("outcome") if last.get("type") == "run_end" else None
+    root = _Open(f"execution {execution_id}", root_span_id(execution_id), 0, _nanos(items[0].get("at")))
+    root.attributes = {"mint.execution_id": execution_id}
+    if isinstance(outcome, str) and outcome:
+        root.attributes["mint.outcome"] = outcome
     spans.finish(root, _nanos(last["at"]), outcome == "failed")
     return spans.done
 
@@ -134,13 +142,19 @@ class _Spans:
         self.runs: dict[str, _Open] = {}
         self.stacks: dict[str, list[_Open]] = {}  # per run: its open steps and calls, innermost last
 
-    def add(self, index: int, item: dict[str, Any]) -> None:
-        kind, run_id, at, data = item["type"], item["run_id"], _nanos(item["at"]), item["data"]
+    def add(self, index: int, item: JsonObject) -> None:
+        kind, run_id, at, data = (
+            str(item["type"]),
+            str(item["run_id"]),
+            _nanos(item["at"]),
+            _object(item["data"]),
+        )
         stack = self.stacks.setdefault(run_id, [])
         innermost = stack[-1] if stack else self.runs.get(run_id)
         new_id = _span_id(f"{self.execution_id}:{index}")
         if kind == "run_start":
-            holder = self._holder(data.get("parent_run_id"))
+            parent_run = data.get("parent_run_id")
+            holder = self._holder(parent_run if isinstance(parent_run, str) else None)
             parent_id = holder.span_id if holder is not None else root_span_id(self.execution_id)
             self.runs[run_id] = _Open(
                 f"run {data.get('workflow')}", new_id, parent_id, at, None, _attributes(data)
@@ -188,14 +202,14 @@ class _Spans:
         )
 
 
-def _key(kind: str, data: dict[str, Any]) -> Any:
+def _key(kind: str, data: JsonObject) -> SpanKey:
     """What pairs an end item with its start: a step's place, or the kind of call."""
     if kind in ("step_start", "step_end"):
         return (data.get("workflow"), data.get("step"), data.get("item"))
     return kind.rsplit("_", 1)[0]  # llm_call, tool_call
 
 
-def _span_name(kind: str, data: dict[str, Any]) -> str:
+def _span_name(kind: str, data: JsonObject) -> str:
     if kind == "step_start":
         return f"step {data.get('workflow')}[{data.get('step')}]"
     if kind == "llm_call_start":
@@ -203,17 +217,22 @@ def _span_name(kind: str, data: dict[str, Any]) -> str:
     return f"tool call {data.get('name') or ''}".strip()
 
 
-def _attributes(data: dict[str, Any]) -> dict[str, Any]:
+def _attributes(data: JsonObject) -> dict[str, AttributeValue]:
     """An item's data as span attributes (`mint.` names; values other than text and numbers as JSON)."""
-    attributes: dict[str, Any] = {}
+    attributes: dict[str, AttributeValue] = {}
     for key, value in data.items():
         if value is None:
             continue
-        plain = isinstance(value, str | int | float | bool)
-        attributes[f"mint.{key}"] = value if plain else json.dumps(value, default=str)
+        attributes[f"mint.{key}"] = (
+            value if isinstance(value, str | int | float | bool) else json.dumps(value, default=str)
+        )
     return attributes
 
 
-def _nanos(at: Any) -> int:
-    moment = at if isinstance(at, datetime) else datetime.fromisoformat(str(at))
-    return int(moment.timestamp() * 1_000_000_000)
+def _object(value: JsonValue) -> JsonObject:
+    return value if isinstance(value, dict) else {}
+
+
+def _nanos(at: JsonValue) -> int:
+    """A trace item's time (ISO 8601 text) in nanoseconds since the epoch."""
+    return int(datetime.fromisoformat(str(at)).timestamp() * 1_000_000_000)

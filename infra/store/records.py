@@ -1,0 +1,18 @@
+"""The shapes of the rows the store reads, where a caller reads them by name."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TypedDict
+
+from contracts.json import JsonObject, JsonValue
+
+
+class TransitionRow(TypedDict):
+    """A transition as an execution's trace reads it (Store.all_transitions)."""
+
+    type: str
+    output: JsonValue
+    current: JsonObject  # where it ran: workflow, step, scope_id
+    metadata: JsonObject | None
+    created_at: datetime
