@@ -23,7 +23,9 @@ from infra.store.tables import AGENTS, SESSIONS, USERS, Store
 from process import local_services
 from services.chat.chatter import Chatter
 from services.chat.context import count_tokens
+from services.chat.session import ChatSession
 from services.chat.slots import ChatSlots
+from workflows.agents import Agent
 
 RUNS, HISTORY = 200, 200
 
@@ -85,14 +87,15 @@ async def main() -> None:
             ],
         )
         chatter = Chatter(store, None, None, None, None, "", ChatSlots(0))  # type: ignore[arg-type]  # no model, no recall
+        chat_session, chat_agent = ChatSession.of(session), Agent.of(agent)
         body = schemas.Chat(messages=[{"role": "user", "content": "and what next?"}], recall=False)
-        cast = await chatter.cast(developer, session, agent, body)
-        context, _ = await chatter.prepare(developer, session, body, cast)
+        cast = await chatter.cast(developer, chat_session, chat_agent, body)
+        context, _ = await chatter.prepare(developer, chat_session, body, cast)
         assert context.dropped > 0  # the budget forces truncation
 
         async def prepare_turn() -> None:  # what one chat does before calling the model
             await chatter.prepare(
-                developer, session, body, await chatter.cast(developer, session, agent, body)
+                developer, chat_session, body, await chatter.cast(developer, chat_session, chat_agent, body)
             )
 
         prepare = await _timed(prepare_turn)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from contracts.json import JsonObject
+from contracts.json import JsonObject, JsonValue
 from contracts.messages import Completion, Message, Usage
 from contracts.transitions import TransitionBatch
 
@@ -45,8 +45,10 @@ class ModelRequest:
     messages: list[Message]
     settings: JsonObject
     tools: list[JsonObject]
-    tool_choice: str | JsonObject | None
-    response_format: JsonObject | None
+    # (`dict[str, JsonValue]`, not JsonObject, in a union: get_type_hints evaluates these annotations, and a
+    # union with the string alias would not evaluate.)
+    tool_choice: str | dict[str, JsonValue] | None
+    response_format: dict[str, JsonValue] | None
     at: str  # the step (`task name:main[2]`), where recordings file the call
     owner: Owner  # whose secrets may hold the provider's key
 
@@ -78,7 +80,7 @@ class ApiCallRequest(TypedDict, total=False):
     url: str
     headers: dict[str, Any]
     params: dict[str, Any] | None
-    json: Any
+    json: JsonValue
     content: Any
     data: Any
     timeout: float

@@ -125,7 +125,9 @@ def to_anthropic(messages: list[Message]) -> tuple[str, list[AnthropicMessage]]:
         if role in ("system", "developer"):
             system.append(_text(content))
         elif role == "tool":
-            block = Block(type="tool_result", tool_use_id=message.get("tool_call_id", ""), content=_text(content))
+            block = Block(
+                type="tool_result", tool_use_id=message.get("tool_call_id", ""), content=_text(content)
+            )
             last = converted[-1]["content"] if converted and converted[-1]["role"] == "user" else None
             if isinstance(last, list) and all(b["type"] == "tool_result" for b in last):
                 last.append(block)
@@ -136,7 +138,9 @@ def to_anthropic(messages: list[Message]) -> tuple[str, list[AnthropicMessage]]:
             blocks += [_tool_use(call) for call in message.get("tool_calls") or []]
             converted.append({"role": "assistant", "content": blocks})
         else:
-            converted.append({"role": "assistant" if role == "assistant" else "user", "content": _text(content)})
+            converted.append(
+                {"role": "assistant" if role == "assistant" else "user", "content": _text(content)}
+            )
     return "\n\n".join(s for s in system if s), converted
 
 
@@ -149,9 +153,7 @@ def from_anthropic(message: AnthropicAnswer) -> Completion:
     """An Anthropic message as an OpenAI chat completion."""
     text = "".join(b.text for b in message.content if b.type == "text")
     tool_calls = [
-        ToolCall(
-            id=b.id, type="function", function={"name": b.name, "arguments": json.dumps(b.input or {})}
-        )
+        ToolCall(id=b.id, type="function", function={"name": b.name, "arguments": json.dumps(b.input or {})})
         for b in message.content
         if b.type == "tool_use"
     ]

@@ -257,7 +257,9 @@ def _check_format(response: Completion, response_format: JsonObject | None) -> N
     try:
         value = json.loads(_strip_fence(text))
     except ValueError:
-        raise errors.transient(f"the model's answer is not JSON: {text[:200]!r}", "InvalidModelOutput") from None
+        raise errors.transient(
+            f"the model's answer is not JSON: {text[:200]!r}", "InvalidModelOutput"
+        ) from None
     spec = response_format.get("json_schema")
     schema = spec.get("schema") if isinstance(spec, dict) else None
     if schema:

@@ -11,6 +11,8 @@ from typing import Any
 
 import asyncpg
 
+from contracts.messages import Message
+
 _ENTRY_COLUMNS = "role, name, content, tool_calls, tool_call_id, token_count"
 _ORDER = "ORDER BY coalesce(at_seq, seq), seq"
 SUMMARIZER = "summarizer"  # the source of compression's entries, as Julep's Entry.source names it
@@ -54,9 +56,7 @@ class SessionHistory:
             )
         return summary, [_message(r) for r in rows]
 
-    async def append(
-        self, developer: str, session_id: str, entries: list[tuple[dict[str, Any], str, int]]
-    ) -> None:
+    async def append(self, developer: str, session_id: str, entries: list[tuple[Message, str, int]]) -> None:
         """Add messages to the history, each given as (message, source, token count)."""
         await self.pool.executemany(
             f"INSERT INTO entries (id, session_id, developer_id, {_ENTRY_COLUMNS}, source) "

@@ -62,7 +62,9 @@ class ContextAssembler:
         docs = await self._recall(developer, session, cast, said) if body.recall else []
         if not body.recall_tools:  # Julep's recall_tools: false sends the history without its tool exchanges
             history = [
-                Entry(without_tool_calls(e.message), e.tokens) for e in history if not is_tool_exchange(e.message)
+                Entry(without_tool_calls(e.message), e.tokens)
+                for e in history
+                if not is_tool_exchange(e.message)
             ]
         system_text = self._system_text(session, cast, summary, docs)
         system = Message(role="system", content=system_text) if system_text else None

@@ -15,12 +15,16 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypedDict
 
 from temporalio.client import Client
 
+from contracts.calls import ModelAnswer
+from contracts.json import JsonValue
+from contracts.messages import Choice, Message, ToolCall
 from infra.models.client import ModelClient
 from infra.models.embeddings import Embedders
+from infra.models.tokens import count_tokens
 from infra.store.budgets import Budgets
 from infra.store.chat_turns import ChatTurns, SessionBusy
 from infra.store.docs import DocStore
@@ -30,16 +34,18 @@ from services.chat.assemble import ContextAssembler
 from services.chat.calls import ChatCalls
 from services.chat.cast import Cast, cast
 from services.chat.compressing import Compressor
-from services.chat.context import Context, NeedsCompression, count_tokens
+from services.chat.context import Context, NeedsCompression
 from services.chat.guardrails import ChatGuardrails, TextGate
 from services.chat.handover import Holder
 from services.chat.request import Chat, ChatMessage
+from services.chat.session import ChatSession
 from services.chat.slots import ChatSlots
 from services.chat.spending import ChatSpending
 from services.errors import Busy, Invalid, ModelFailed, NotFound, TooLarge
 from services.handoffs import handoff_targets, reaches_output_guardrails
 from services.sessions import owned_row
 from workflows import prompts, references
+from workflows.agents import Agent
 from workflows.storable import find_unstorable, format_path
 from workflows.tool_loop import LoopEnd, MaxTurnsExceeded, ToolLoop
 
@@ -51,49 +57,75 @@ ADAPTIVE_START = 0.5
 OnChoiceText = Callable[[int, str], Awaitable[None]]
 
 
-def _message(answer: dict[str, Any]) -> dict[str, Any]:
+def _message(answer: ModelAnswer) -> Message:
     """The assistant message of a model answer (its first choice's)."""
-    return answer["response"]["choices"][0]["message"]
+    return answer.response["choices"][0]["message"]
+
+
+class AnswerChoice(Choice, total=False):
+    """A choice of a chat's answer: an agent's answer, and which agent gave it."""
+
+    agent_id: str | None
+
+
+class ChatAnswer(TypedDict):
+    """What a chat answers (Julep's chat response)."""
+
+    id: str
+    trace_id: str
+    created_at: datetime
+    choices: list[AnswerChoice]
+    usage: dict[str, int]
+    docs: list[dict[str, Any]]
+    jobs: list[str]
+    agent_id: str | None
 
 
 @dataclass
 class Reply:
     """What a chat answers, gathered agent by agent. `answered` holds the messages the agents added (tool
-    exchanges, then each answer): what the next agent reads after the request's, and what is saved."""
+    exchanges, then each answer): what the next agent reads after the request's, and what is saved. The docs
+    recalled are as the doc store finds them."""
 
-    choices: list[dict[str, Any]] = field(default_factory=list)
+    choices: list[AnswerChoice] = field(default_factory=list)
     usage: dict[str, int] = field(
         default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     )
     recalled: list[dict[str, Any]] = field(default_factory=list)
-    answered: list[dict[str, Any]] = field(default_factory=list)
+    answered: list[Message] = field(default_factory=list)
     unsupported: set[str] = field(default_factory=set)  # settings asked for that a provider does not take
     # Known from the start, so that a streamed chat's chunks carry them before the answer is whole.
     id: uuid.UUID = field(default_factory=uuid.uuid4)
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
-    def count(self, answer: dict[str, Any]) -> None:
+    def count(self, answer: ModelAnswer) -> None:
         """Add one model call's tokens to the usage."""
-        for key in self.usage:
-            self.usage[key] += int((answer["usage"] or {}).get(key) or 0)
+        used = answer.usage
+        self.usage["prompt_tokens"] += int(used.get("prompt_tokens") or 0)
+        self.usage["completion_tokens"] += int(used.get("completion_tokens") or 0)
+        self.usage["total_tokens"] += int(used.get("total_tokens") or 0)
 
     def recall(self, docs: list[dict[str, Any]]) -> None:
         """Add the docs one agent's turn recalled, each once."""
         self.recalled += [d for d in docs if d["id"] not in {r["id"] for r in self.recalled}]
 
-    def add(self, end: LoopEnd[dict[str, Any]], agent: dict[str, Any], named: bool) -> None:
+    def add(self, end: LoopEnd[ModelAnswer], agent: Agent, named: bool) -> None:
         """One agent's tool exchanges and answer; with several agents, each answer is named by its agent."""
         self.answered += end.exchange
-        choice = end.answer["response"]["choices"][0]
-        self.answered.append(
-            {k: v for k, v in choice["message"].items() if k in ("role", "content", "tool_calls") and v}
-        )
+        choice = end.answer.response["choices"][0]
+        message = choice["message"]
+        answer = Message(role=message["role"])
+        if message.get("content"):
+            answer["content"] = message.get("content")
+        if message.get("tool_calls"):
+            answer["tool_calls"] = message.get("tool_calls")
         if named:
-            self.answered[-1]["name"] = agent.get("name")
+            answer["name"] = agent.name
+        self.answered.append(answer)
         # Each choice says which agent answered it: after a handoff, not the one the session named.
-        self.choices.append({**choice, "index": len(self.choices), "agent_id": agent["id"]})
+        self.choices.append({**choice, "index": len(self.choices), "agent_id": agent.id})
 
-    def response(self) -> dict[str, Any]:
+    def response(self) -> ChatAnswer:
         return {
             "id": str(self.id),
             # The chat's trace id (as an execution's is its id's hex digits: infra/telemetry/traces.py).
@@ -103,7 +135,7 @@ class Reply:
             "usage": self.usage,
             "docs": self.recalled,
             "jobs": [],
-            "agent_id": self.choices[-1]["agent_id"] if self.choices else None,  # who answered last
+            "agent_id": self.choices[-1].get("agent_id") if self.choices else None,  # who answered last
         }
 
 
@@ -133,12 +165,12 @@ class Chatter:
         self.guardrails = ChatGuardrails(models)
         self.compressor = Compressor(temporal, task_queue, adaptive_start)
 
-    async def cast(self, developer: str, session: dict[str, Any], agent: dict[str, Any], body: Chat) -> Cast:
+    async def cast(self, developer: str, session: ChatSession, agent: Agent, body: Chat) -> Cast:
         """Who takes part in one agent's turn and with which tools."""
         return await cast(self.store, developer, session, agent, body)
 
     async def prepare(
-        self, developer: str, session: dict[str, Any], body: Chat, cast: Cast
+        self, developer: str, session: ChatSession, body: Chat, cast: Cast
     ) -> tuple[Context, list[dict[str, Any]]]:
         """The context one agent's turn sends, and the docs recalled (also what `/render` shows). An
         `adaptive` session's context over budget waits for its history to be compressed (never sent with a
@@ -146,7 +178,7 @@ class Chatter:
         try:
             return await self.assembler.assemble(developer, session, body, cast)
         except NeedsCompression as over:
-            await self.compressor.now(developer, session["id"], over)
+            await self.compressor.now(developer, session.id, over)
         try:
             return await self.assembler.assemble(developer, session, body, cast)
         except NeedsCompression as over:
@@ -160,36 +192,36 @@ class Chatter:
     async def chat(
         self,
         developer: str,
-        session: dict[str, Any],
+        session: ChatSession,
         body: Chat,
         on_text: OnChoiceText | None = None,
         reply: Reply | None = None,
-    ) -> dict[str, Any]:
+    ) -> ChatAnswer:
         """Each agent of the session answers in turn (or just the one named), each seeing the answers before.
         With `on_text`, models stream, and each piece of text goes to `on_text(choice index, text)`; when an
         agent that may answer has output guardrails, its answer goes there whole, once they let it pass. A
         `reply` given (empty) is the answer's, its id and time known to the caller first."""
-        agent_ids = [body.agent] if body.agent else session["agents"]
-        if body.agent and body.agent not in session["agents"]:
-            raise Invalid(f"agent {body.agent} is not part of session {session['id']}")
-        async with self._turn(developer, session["id"]):
+        agent_ids = [body.agent] if body.agent else list(session.agents)
+        if body.agent and body.agent not in session.agents:
+            raise Invalid(f"agent {body.agent} is not part of session {session.id}")
+        async with self._turn(developer, session.id):
             reply = reply or Reply()
             # The developer's default budget applies to a session that sets none.
-            default_budget = None if session.get("budget") else await self.budgets.default_budget(developer)
-            spending = ChatSpending(self.budgets, session["id"], default_budget, reply.count)
+            default_budget = None if session.has_budget else await self.budgets.default_budget(developer)
+            spending = ChatSpending(self.budgets, session.id, default_budget, reply.count)
             await self._check_input(developer, session, body, agent_ids, spending)
             named = len(agent_ids) > 1
             for agent_id in agent_ids:
                 await self._answer(developer, session, body, agent_id, reply, spending, on_text, named)
             if body.save:
-                asked = [m.model_dump(exclude_none=True) for m in body.messages]
-                await self._save(developer, session["id"], asked, reply.answered)
+                asked = [m.message() for m in body.messages]
+                await self._save(developer, session.id, asked, reply.answered)
         return reply.response()
 
     async def _answer(
         self,
         developer: str,
-        session: dict[str, Any],
+        session: ChatSession,
         body: Chat,
         agent_id: str,
         reply: Reply,
@@ -198,9 +230,7 @@ class Chatter:
         named: bool,
     ) -> None:
         """One agent's answer, reading the answers before it; what it adds goes on `reply`."""
-        agent = await owned_row(self.store, AGENTS, developer, agent_id)
-        if agent is None:
-            raise NotFound("agent", agent_id)
+        agent = await self._agent(developer, agent_id)
         turn = body.model_copy(
             update={"messages": [*body.messages, *map(ChatMessage.model_validate, reply.answered)]}
         )
@@ -223,7 +253,7 @@ class Chatter:
         # After a handoff the answer is the answering agent's (the one holding the turn at the end), so its
         # output guardrails apply, not those of the agent the session or request named.
         answering = holder.cast.agent
-        await self.guardrails.check_output(session["id"], answering, _message(end.answer), spending)
+        await self.guardrails.check_output(developer, session.id, answering, _message(end.answer), spending)
         if gate is not None:
             await gate.passed(_message(end.answer))
         reply.add(end, answering, named)
@@ -231,40 +261,44 @@ class Chatter:
     async def _check_input(
         self,
         developer: str,
-        session: dict[str, Any],
+        session: ChatSession,
         body: Chat,
         agent_ids: list[str],
         spending: ChatSpending,
     ) -> None:
         """Every answering agent's input guardrails on the request's messages, before any model is asked."""
-        asked = [m.model_dump(exclude_none=True) for m in body.messages]
+        asked = [m.message() for m in body.messages]
         for agent_id in agent_ids:
-            agent = await owned_row(self.store, AGENTS, developer, agent_id)
-            if agent is None:
-                raise NotFound("agent", agent_id)
-            await self.guardrails.check_input(session["id"], agent, asked, spending)
+            agent = await self._agent(developer, agent_id)
+            await self.guardrails.check_input(developer, session.id, agent, asked, spending)
+
+    async def _agent(self, developer: str, agent_id: str) -> Agent:
+        row = await owned_row(self.store, AGENTS, developer, agent_id)
+        if row is None:
+            raise NotFound("agent", agent_id)
+        return Agent.of(row)
 
     def _tool_loop(
         self,
         developer: str,
-        session: dict[str, Any],
+        session: ChatSession,
         body: Chat,
         holder: Holder,
         reply: Reply,
         spending: ChatSpending,
         gate: TextGate | None,
         turn_body: Chat,
-    ) -> ToolLoop[dict[str, Any]]:
+    ) -> ToolLoop[ModelAnswer]:
         """The model-tool loop of one agent's turn: tools run here only when the session (or request) says
         `auto_run_tools` and every call asks for a server-side tool (or a handoff); others go back to the
         client. After a handoff, `holder` names the agent that answers. With `gate` (a streamed chat), the
         models stream, and their text goes through it."""
-        auto_run = session["auto_run_tools"] if body.auto_run_tools is None else body.auto_run_tools
-        by_reference, _ = references.split_settings(session.get("settings") or {})
+        auto_run = session.auto_run_tools if body.auto_run_tools is None else body.auto_run_tools
+        by_reference, _ = references.split_settings(session.settings or {})
         # Pass by reference: the variables last for this agent's turn (its tool loop, handoffs included).
         variables = references.Variables.start(by_reference) if by_reference.enabled else None
 
-        async def ask(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        async def ask(messages: list[Message]) -> ModelAnswer:
             if holder.pending is not None:
                 await self._hand_over(developer, session, body, turn_body, holder, reply, messages, spending)
                 if gate is not None and not gate.held:  # the new holder, or its own targets, may be guarded
@@ -274,9 +308,9 @@ class Chatter:
             offered = variables.offer(tools) if variables is not None else tools
             conversation = holder.conversation(messages)
             await spending.before_call()
-            piece, sid = (gate.piece if gate else None), session["id"]
+            piece = gate.piece if gate else None
             answer = await self.calls.complete(
-                body, cast.agent, conversation, sid, offered, piece, reply.unsupported
+                body, developer, cast.agent, conversation, offered, piece, reply.unsupported
             )
             await spending.after_call(answer)  # counts it in the answer's usage too
             for call in _message(answer).get("tool_calls") or []:  # fixed values go in, whoever runs the call
@@ -285,12 +319,18 @@ class Chatter:
                 )
             return answer
 
-        def run_tool(call: dict[str, Any], turn: int) -> Awaitable[dict[str, Any]]:
+        def run_tool(call: ToolCall, turn: int) -> Awaitable[JsonValue]:
             if holder.handoffs.is_transfer(call):
                 return holder.transfer(call)
             cast, name = holder.cast, call["function"]["name"]
             return self.calls.run_tool(
-                developer, cast.agent["id"], cast.specs[name], call, variables, cast.fixed.get(name)
+                developer,
+                str(cast.agent.id),
+                cast.specs[name],
+                cast.tools[name],
+                call,
+                variables,
+                cast.fixed.get(name),
             )
 
         return ToolLoop(
@@ -304,12 +344,12 @@ class Chatter:
     async def _hand_over(
         self,
         developer: str,
-        session: dict[str, Any],
+        session: ChatSession,
         body: Chat,
         turn_body: Chat,
         holder: Holder,
         reply: Reply,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         spending: ChatSpending,
     ) -> None:
         """The agent a transfer named takes the turn: its cast, and the context (system message, history,
@@ -317,8 +357,9 @@ class Chatter:
         handed first (the request's messages and the answers before this turn's, then the turn's exchange)."""
         agent = holder.pending
         assert agent is not None
-        asked = [m.model_dump(exclude_none=True) for m in turn_body.messages]
-        await self.guardrails.check_input(session["id"], agent, [*asked, *messages[holder.base :]], spending)
+        asked = [m.message() for m in turn_body.messages]
+        handed = [*asked, *messages[holder.base :]]
+        await self.guardrails.check_input(developer, session.id, agent, handed, spending)
         cast = await self.cast(developer, session, agent, body)
         context, docs = await self.prepare(developer, session, turn_body, cast)
         reply.recall(docs)
@@ -336,7 +377,7 @@ class Chatter:
                 raise Busy(f"session {session_id} is busy with another chat; try again") from None
 
     async def _save(
-        self, developer: str, session_id: str, asked: list[dict[str, Any]], answered: list[dict[str, Any]]
+        self, developer: str, session_id: str, asked: list[Message], answered: list[Message]
     ) -> None:
         # The request was checked on its way in (api/request_check.py); the answers come from a model or a
         # tool, and text Postgres cannot store there is their fault, not the caller's.

@@ -15,6 +15,7 @@ from contracts.background import Compressed, SessionRef
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.temporal import COMPRESS_SESSION_WORKFLOW, tenant_priority
 from services.chat.context import Context, NeedsCompression
+from services.chat.session import ChatSession
 from services.errors import ModelFailed, TooLarge
 
 # A chat whose context is over budget waits this long for its session's history to be compressed.
@@ -30,14 +31,14 @@ class Compressor:
         self.task_queue = task_queue
         self.start = start
 
-    async def maybe_start(self, developer: str, session: dict[str, Any], context: Context) -> None:
+    async def maybe_start(self, developer: str, session: ChatSession, context: Context) -> None:
         """`adaptive`: past `start` of the budget, compress in the background until the system message and the
         history are under it again; the chat goes on meanwhile."""
         budget = context.budget
-        if session["context_overflow"] != "adaptive" or not budget or context.wanted < self.start * budget:
+        if session.context_overflow != "adaptive" or not budget or context.wanted < self.start * budget:
             return
         target = max(0, int(self.start * budget) - context.system_tokens)
-        await self._start(developer, session["id"], target)
+        await self._start(developer, session.id, target)
 
     async def now(self, developer: str, session_id: str, over: NeedsCompression) -> None:
         """Compress until the history fits beside the system message and the new messages, waiting at most

@@ -204,7 +204,9 @@ def fit(
         dropped += 1
     kept = provider_valid(history[dropped:])
     total = fixed + sum(e.tokens for e in kept)
-    return Context(head + _messages(kept) + new, total, wanted, len(history) - len(kept), budget, system_tokens)
+    return Context(
+        head + _messages(kept) + new, total, wanted, len(history) - len(kept), budget, system_tokens
+    )
 
 
 def _messages(history: list[Entry]) -> list[Message]:

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
+from contracts.calls import ModelRequest, Owner
+from contracts.messages import Message
 from expressions.parsing import ExpressionError
 from infra.models.client import ModelClient
 from services.chat.spending import ChatSpending
 from services.errors import Invalid, ModelFailed, ModelRefused, Refused
+from workflows.agents import Agent
 from workflows.guardrails import (
     RESPONSE_FORMAT,
     GuardrailTripped,
@@ -32,7 +34,7 @@ from workflows.guardrails import (
     verdict_of,
 )
 from workflows.language import Guardrail
-from workflows.values import ValueEvaluator
+from workflows.values import Names, ValueEvaluator
 
 AGENT_KEYS = ("id", "name", "about", "model", "instructions", "metadata", "default_settings")
 
@@ -52,7 +54,7 @@ class TextGate:
         if not self.held:
             await self.send(text)
 
-    async def passed(self, message: dict[str, Any]) -> None:
+    async def passed(self, message: Message) -> None:
         """The answer passed the answering agent's output guardrails: a held answer goes out now."""
         if self.held and (text := answer_text(message)):
             await self.send(text)
@@ -63,39 +65,36 @@ class ChatGuardrails:
         self.models = models
 
     async def check_input(
-        self, session_id: str, agent: dict[str, Any], messages: list[dict[str, Any]], spending: ChatSpending
+        self, developer: str, session_id: str, agent: Agent, messages: list[Message], spending: ChatSpending
     ) -> None:
         """The agent's input guardrails on the request's messages (`_` is their user text)."""
-        await self._run("input", session_id, agent, user_text(messages), messages, spending)
+        await self._run(
+            "input", Asking(developer, session_id, agent, spending), user_text(messages), messages
+        )
 
     async def check_output(
-        self, session_id: str, agent: dict[str, Any], message: dict[str, Any], spending: ChatSpending
+        self, developer: str, session_id: str, agent: Agent, message: Message, spending: ChatSpending
     ) -> None:
         """The agent's output guardrails on its answer (`_` is the answer's text)."""
-        await self._run("output", session_id, agent, answer_text(message), [message], spending)
+        await self._run(
+            "output", Asking(developer, session_id, agent, spending), answer_text(message), [message]
+        )
 
-    async def _run(
-        self,
-        stage: Stage,
-        session_id: str,
-        agent: dict[str, Any],
-        value: Any,
-        messages: list[dict[str, Any]],
-        spending: ChatSpending,
-    ) -> None:
-        guardrails = in_order(agent.get("guardrails"), stage=stage)
+    async def _run(self, stage: Stage, asking: Asking, value: str, messages: list[Message]) -> None:
+        agent = asking.agent
+        guardrails = in_order(agent.guardrails, stage=stage)
         if not guardrails:
             return
 
-        async def ask(guardrail: Guardrail, prompt: list[dict[str, Any]]) -> Verdict:
-            return await self._verdict(stage, session_id, agent, guardrail, prompt, spending)
+        async def ask(guardrail: Guardrail, prompt: list[Message]) -> Verdict:
+            return await self._verdict(stage, asking, guardrail, prompt)
 
         values = ValueEvaluator("dollar")
         values.budget.start_step()
-        names = {
+        names: Names = {
             "_": value,
             "messages": messages,
-            "agent": {k: agent.get(k) for k in AGENT_KEYS},
+            "agent": {k: agent.view.get(k) for k in AGENT_KEYS},
             # The names a task's expressions have, as a chat has them: so an agent's guardrail written for
             # its tasks reads the same here.
             "inputs": [value],
@@ -110,29 +109,25 @@ class ChatGuardrails:
         except GuardrailTripped as exc:
             raise Refused(exc.reason, error_type=exc.error_type) from None
         except ExpressionError as exc:
-            raise Invalid(f"agent {agent['id']}'s {stage} guardrails could not run: {exc}") from None
+            raise Invalid(f"agent {agent.id}'s {stage} guardrails could not run: {exc}") from None
 
     async def _verdict(
-        self,
-        stage: Stage,
-        session_id: str,
-        agent: dict[str, Any],
-        guardrail: Guardrail,
-        messages: list[dict[str, Any]],
-        spending: ChatSpending,
+        self, stage: Stage, asking: Asking, guardrail: Guardrail, messages: list[Message]
     ) -> Verdict:
         """A prompt guardrail's model call, under the verdict's JSON schema (within the chat's budget)."""
-        request = {
-            "model": guardrail.model or agent.get("model"),
-            "messages": messages,
-            "settings": {},
-            "response_format": RESPONSE_FORMAT,
-            "tools": [],
-            "at": f"session:{session_id}:guardrails.{stage}.{guardrail.name}",
-            "owner": {"developer_id": agent["developer_id"], "agent_id": agent["id"]},
-        }
+        agent = asking.agent
+        request = ModelRequest(
+            model=guardrail.model or agent.model,
+            messages=messages,
+            settings={},
+            tools=[],
+            tool_choice=None,
+            response_format=RESPONSE_FORMAT,
+            at=f"session:{asking.session_id}:guardrails.{stage}.{guardrail.name}",
+            owner=Owner(developer_id=asking.developer, agent_id=agent.id),
+        )
         where = f"{stage} guardrail {guardrail.name!r}"
-        await spending.before_call()
+        await asking.spending.before_call()
         try:
             answer = await self.models.complete(request)
         except ApplicationError as exc:
@@ -141,8 +136,19 @@ class ChatGuardrails:
             if exc.type == "ModelUnavailable":
                 raise ModelFailed(f"{where}: {exc.message}") from None
             raise ModelRefused(f"{where}: {exc.message}") from None
-        await spending.after_call(answer)
+        await asking.spending.after_call(answer)
+        content = answer.response["choices"][0]["message"].get("content")
         try:
-            return verdict_of(answer["response"]["choices"][0]["message"].get("content"))
+            return verdict_of(content if isinstance(content, str) else None)
         except ValueError as exc:
             raise ModelFailed(f"{where}: {exc}", error_type="ModelBehaviorError") from None
+
+
+@dataclass(frozen=True)
+class Asking:
+    """Whose guardrails run, in which session's chat, and the chat's spending their model calls count in."""
+
+    developer: str
+    session_id: str
+    agent: Agent
+    spending: ChatSpending

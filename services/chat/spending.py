@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from contracts.calls import ModelAnswer
 from infra.store.budgets import Budgets, OverBudget, tokens_of
 from services.errors import OutOfBudget
 
@@ -18,7 +19,7 @@ class ChatSpending:
     budgets: Budgets
     session_id: str
     default_budget: dict[str, Any] | None  # the developer's, for a session that sets none
-    count: Callable[[dict[str, Any]], None]  # adds a call's usage to the chat's answer
+    count: Callable[[ModelAnswer], None]  # adds a call's usage to the chat's answer
 
     async def before_call(self) -> None:
         """Count one more model call against the session's budget, or refuse it."""
@@ -27,9 +28,9 @@ class ChatSpending:
         except OverBudget as exc:
             raise OutOfBudget(f"session {self.session_id}: {exc}") from None
 
-    async def after_call(self, answer: dict[str, Any]) -> None:
+    async def after_call(self, answer: ModelAnswer) -> None:
         """Record what the call used (its tokens and cost) on the session and in the answer."""
         await self.budgets.settle_session_call(
-            self.session_id, tokens_of(answer["usage"]), float(answer.get("cost") or 0)
+            self.session_id, tokens_of(answer.usage), float(answer.cost or 0)
         )
         self.count(answer)
