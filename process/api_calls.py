@@ -10,7 +10,7 @@ import click
 import httpx
 import yaml
 
-from contracts.json import JsonObject
+from contracts.json import JsonObject, JsonValue
 
 
 def call(api: httpx.Client, method: str, path: str, **kwargs: Any) -> JsonObject:
@@ -22,6 +22,11 @@ def call(api: httpx.Client, method: str, path: str, **kwargs: Any) -> JsonObject
     if not isinstance(body, dict):
         raise click.ClickException(f"{method} {path} answered {type(body).__name__}, not a JSON object")
     return body
+
+
+def as_object(value: JsonValue) -> JsonObject:
+    """`value` if it is a JSON object, else an empty one (for a field that may be null or missing)."""
+    return value if isinstance(value, dict) else {}
 
 
 def items(answer: JsonObject) -> list[JsonObject]:

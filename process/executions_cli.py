@@ -13,7 +13,8 @@ from typing import Any
 import click
 import httpx
 
-from process.api_calls import call, items, parse_value
+from contracts.json import JsonObject, JsonValue
+from process.api_calls import as_object, call, items, parse_value
 from process.follow import (
     TERMINAL,
     Detached,
@@ -45,7 +46,7 @@ def _api(data_dir: Path | None, url: str | None) -> httpx.Client:
 @_stack_options
 def list_executions(status: str | None, limit: int, data_dir: Path, url: str | None) -> None:
     """List recent executions across tasks, newest first."""
-    params: dict[str, Any] = {"limit": limit, **({"status": status} if status else {})}
+    params: dict[str, str | int] = {"limit": limit, **({"status": status} if status else {})}
     with _api(data_dir, url) as api:
         executions = items(call(api, "GET", "/executions", params=params))
     if not executions:
@@ -80,7 +81,7 @@ def show_status(execution_id: str, data_dir: Path, url: str | None) -> None:
         label = f" ({last['step_label']})" if last.get("step_label") else ""
         if last.get("next") and status not in TERMINAL:
             click.echo(f"step       {position(last['next'])}")
-        click.echo(f"last       {last['type']} at {position(last['current'])}{label}")
+        click.echo(f"last       {last['type']} at {position(last.get('current'))}{label}")
     if timers:
         click.echo(f"sleeping   until {when(str(timers[0]['fires_at']))}")
     for where, info in _open_waits(transitions) if status == "awaiting_input" else []:
@@ -117,13 +118,13 @@ def logs(execution_id: str, data_dir: Path, url: str | None) -> None:
         call(api, "GET", f"/executions/{execution_id}")
         for seq, transition in enumerate(_transitions(api, execution_id), start=1):
             label = f" ({transition['step_label']})" if transition.get("step_label") else ""
-            where = position(transition["current"])
+            where = position(transition.get("current"))
             click.echo(
-                f"#{seq:<4} {transition['type']:<13} {where}{label}  {_local(transition['created_at'])}"
+                f"#{seq:<4} {transition['type']!s:<13} {where}{label}  {_local(str(transition['created_at']))}"
             )
             output = json.dumps(transition.get("output"), indent=2, ensure_ascii=False)
             click.echo("\n".join(f"      {line}" for line in output.splitlines()))
-            note = (transition.get("metadata") or {}).get("log")
+            note = as_object(transition.get("metadata")).get("log")
             if note is not None:
                 click.echo(f"      log: {note}")
 
@@ -167,7 +168,7 @@ def cancel(execution_id: str, reason: str | None, data_dir: Path, url: str | Non
 COMMANDS = (list_executions, show_status, watch, logs, resume, cancel)
 
 
-def _transitions(api: httpx.Client, execution_id: str) -> Iterator[dict[str, Any]]:
+def _transitions(api: httpx.Client, execution_id: str) -> Iterator[JsonObject]:
     offset = 0
     while True:
         params = {"direction": "asc", "limit": PAGE, "offset": offset}
@@ -178,12 +179,12 @@ def _transitions(api: httpx.Client, execution_id: str) -> Iterator[dict[str, Any
         offset += PAGE
 
 
-def _open_waits(transitions: list[dict[str, Any]]) -> list[tuple[str, Any]]:
+def _open_waits(transitions: list[JsonObject]) -> list[tuple[str, JsonValue]]:
     """Each wait no resume answered, oldest first. A transition's seq is its place in the execution's list
     (from 1): a resume names the wait it answers by that number."""
-    answered = {(t.get("metadata") or {}).get("wait_seq") for t in transitions if t["type"] == "resume"}
+    answered = {as_object(t.get("metadata")).get("wait_seq") for t in transitions if t["type"] == "resume"}
     return [
-        (position(t["current"]), wait_info(t))
+        (position(t.get("current")), wait_info(t))
         for seq, t in enumerate(transitions, start=1)
         if t["type"] == "wait" and seq not in answered
     ]

@@ -21,7 +21,8 @@ from typing import Any
 import click
 import httpx
 
-from process.api_calls import call, error_text, items, parse_value
+from contracts.json import JsonObject, JsonValue
+from process.api_calls import as_object, call, error_text, items, parse_value
 
 TERMINAL = {"succeeded": 0, "failed": 1, "cancelled": 2}
 INTERRUPTED = 130  # the shell's code for a command stopped by Ctrl-C
@@ -45,7 +46,7 @@ class Detached(Exception):
 class _Wait:
     seq: int
     where: str
-    info: Any
+    info: JsonValue
     asked: bool = False
 
 
@@ -134,16 +135,16 @@ class _Follower:
             return
         self.events.put(("end", None))
 
-    def _show(self, seq: int, transition: dict[str, Any]) -> None:
+    def _show(self, seq: int, transition: JsonObject) -> None:
         if seq <= self.state.seq:
             return  # already shown (a reopened stream starts after it; this is the guard)
         self.state.seq = seq
         self.state.quiet_since, self.state.checks = time.monotonic(), 0
         click.echo(_clear() + transition_line(transition))
         if transition["type"] == "wait":
-            self.state.waits[seq] = _Wait(seq, position(transition["current"]), wait_info(transition))
+            self.state.waits[seq] = _Wait(seq, position(transition.get("current")), wait_info(transition))
         elif transition["type"] == "resume":
-            answered = (transition.get("metadata") or {}).get("wait_seq")
+            answered = as_object(transition.get("metadata")).get("wait_seq")
             if isinstance(answered, int):
                 self.state.waits.pop(answered, None)
 
@@ -208,24 +209,26 @@ class _Follower:
         click.echo(f"{_clear()}{what} {until}")
 
 
-def transition_line(transition: dict[str, Any]) -> str:
+def transition_line(transition: JsonObject) -> str:
     label = f" ({transition['step_label']})" if transition.get("step_label") else ""
     output = json.dumps(transition.get("output"))
-    return f"{transition['type']:<13} {position(transition['current'])}{label} {output[:200]}"
+    return f"{transition.get('type')!s:<13} {position(transition.get('current'))}{label} {output[:200]}"
 
 
-def position(current: dict[str, Any]) -> str:
-    return f"{current['workflow']}[{current['step']}]"
+def position(current: JsonValue) -> str:
+    """A transition's place (its `current` or `next`): `main[2]`."""
+    place = as_object(current)
+    return f"{place.get('workflow')}[{place.get('step')}]"
 
 
-def wait_info(transition: dict[str, Any]) -> Any:
+def wait_info(transition: JsonObject) -> JsonValue:
     """What a `wait` transition asks for: a wait_for_input step's `info`, else (a prompt's function tool
     call, answered by the client) its whole output."""
     output = transition.get("output")
     return output["info"] if isinstance(output, dict) and "info" in output else output
 
 
-def show_wait(where: str, info: Any) -> None:
+def show_wait(where: str, info: JsonValue) -> None:
     """What a wait asks for: its `info`, as the task wrote it."""
     text = info if isinstance(info, str) else json.dumps(info, indent=2, ensure_ascii=False)
     click.echo(f"waiting for input at {where}:")
@@ -249,22 +252,24 @@ def _duration(seconds: float) -> str:
     return "in " + " ".join(parts[:2])
 
 
-def _outcome(execution: dict[str, Any]) -> int:
-    click.echo(f"{_clear()}{execution['status']}")
-    if execution["status"] == "succeeded":
+def _outcome(execution: JsonObject) -> int:
+    status = str(execution["status"])
+    click.echo(f"{_clear()}{status}")
+    if status == "succeeded":
         click.echo(json.dumps(execution["output"], indent=2, ensure_ascii=False))
     elif execution.get("error"):
         click.echo(f"error: {execution['error']}", err=True)
-    return TERMINAL[execution["status"]]
+    return TERMINAL[status]
 
 
-def _sse_transitions(lines: Iterator[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+def _sse_transitions(lines: Iterator[str]) -> Iterator[tuple[int, JsonObject]]:
     """(seq, transition) for each `transition` event of an SSE stream."""
     event_id, kind, data = 0, None, list[str]()
     for line in lines:
         if line == "":
-            if kind == "transition" and data:
-                yield event_id, json.loads("\n".join(data))
+            transition = json.loads("\n".join(data)) if kind == "transition" and data else None
+            if isinstance(transition, dict):
+                yield event_id, transition
             kind, data = None, []
         elif line.startswith("id:"):
             event_id = int(line[3:].strip())

@@ -15,10 +15,12 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import click
 import httpx
+
+from contracts.json import JsonObject
 
 STACK_FILE = "stack.json"
 POINTER_FILE = "current.json"
@@ -36,6 +38,14 @@ URL_OPTION = click.option(
 )
 
 
+class StackRecord(TypedDict):
+    """What a `mint up` records of itself (data_dir/stack.json, and the per-user pointer): no secret."""
+
+    api_url: str
+    pid: int
+    data_dir: str
+
+
 @dataclass(frozen=True)
 class StackAddress:
     url: str
@@ -45,7 +55,7 @@ class StackAddress:
 def record_stack(data_dir: Path, api_url: str) -> None:
     """Say where this process (`mint up`) serves data_dir: in data_dir/stack.json and in the per-user
     pointer. Both are written owner-only and name no secret."""
-    record = {"api_url": api_url, "pid": os.getpid(), "data_dir": str(data_dir)}
+    record = StackRecord(api_url=api_url, pid=os.getpid(), data_dir=str(data_dir))
     _write_owner_only(data_dir / STACK_FILE, record)
     pointer = pointer_path()
     pointer.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -60,7 +70,7 @@ def forget_stack() -> None:
         pointer.unlink(missing_ok=True)
 
 
-def running_stack(data_dir: Path) -> dict[str, Any] | None:
+def running_stack(data_dir: Path) -> StackRecord | None:
     """What the `mint up` serving data_dir recorded (api_url, pid), if it is still running."""
     return _live(_read_json(data_dir / STACK_FILE))
 
@@ -90,9 +100,9 @@ def find_stack(data_dir: Path | None = None, url: str | None = None) -> StackAdd
             record = _live(_read_json(pointer_path()))
             if record is not None:
                 key_dir = Path(record["data_dir"])
-        record = record or _read_json(local / STACK_FILE) or {}
+        last_url = record["api_url"] if record else (_read_json(local / STACK_FILE) or {}).get("api_url")
         port = os.environ.get("MINT_API_PORT") or "8080"
-        base = record.get("api_url") or f"http://127.0.0.1:{port}"
+        base = last_url if isinstance(last_url, str) and last_url else f"http://127.0.0.1:{port}"
     key = os.environ.get("MINT_API_KEY") or _read(key_dir / "api_key")
     if not key:
         raise click.ClickException(
@@ -167,15 +177,21 @@ def _explained_errors(url: str) -> Iterator[None]:
         ) from None
 
 
-def _live(record: dict[str, Any] | None) -> dict[str, Any] | None:
+def _live(found: JsonObject | None) -> StackRecord | None:
+    """The record a stack file holds, if the process that wrote it still runs."""
     from process.leftovers import is_alive
 
-    if not record or not isinstance(record.get("pid"), int) or not record.get("api_url"):
+    pid, api_url, data_dir = (
+        (found or {}).get("pid"),
+        (found or {}).get("api_url"),
+        (found or {}).get("data_dir"),
+    )
+    if not isinstance(pid, int) or not isinstance(api_url, str) or not api_url or not is_alive(pid):
         return None
-    return record if is_alive(record["pid"]) else None
+    return StackRecord(api_url=api_url, pid=pid, data_dir=str(data_dir))
 
 
-def _write_owner_only(path: Path, record: dict[str, Any]) -> None:
+def _write_owner_only(path: Path, record: StackRecord) -> None:
     """Write JSON to `path` whole (a reader never sees half of it), readable by its owner only."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}")
     with os.fdopen(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as file:
@@ -183,7 +199,7 @@ def _write_owner_only(path: Path, record: dict[str, Any]) -> None:
     os.replace(temporary, path)
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def _read_json(path: Path) -> JsonObject | None:
     try:
         value = json.loads(path.read_text())
     except (OSError, ValueError):

@@ -4,7 +4,7 @@ its MINT_WORKER_* variable (infra/settings/); the README's "Sizing workers" says
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import click
@@ -53,14 +53,30 @@ def WORKER_SIZING(command: Callable[..., Any]) -> Callable[..., Any]:  # noqa: N
     return command
 
 
-def sized(settings: Settings, flags: dict[str, Any]) -> Settings:
-    """`settings` with the flags given, checked: a bad queue list stops the worker with a clear message."""
-    given = {name: value for name, value in flags.items() if value is not None}
+def sized(settings: Settings, flags: Mapping[str, object]) -> Settings:
+    """`settings` with the flags given (None: not given), checked: a bad queue list stops the worker with a
+    clear message."""
+    queues = flags.get("worker_queues")
     try:
-        if "worker_queues" in given:
-            given["worker_queues"] = parse_queue_kinds(given["worker_queues"], "--queues")
-        settings = dataclasses.replace(settings, **given)
+        if isinstance(queues, str):
+            settings = dataclasses.replace(settings, worker_queues=parse_queue_kinds(queues, "--queues"))
+        settings = dataclasses.replace(
+            settings,
+            worker_max_workflow_tasks=_number(
+                flags, "worker_max_workflow_tasks", settings.worker_max_workflow_tasks
+            ),
+            worker_max_activities=_number(flags, "worker_max_activities", settings.worker_max_activities),
+            worker_max_local_activities=_number(
+                flags, "worker_max_local_activities", settings.worker_max_local_activities
+            ),
+            worker_max_model_calls=_number(flags, "worker_max_model_calls", settings.worker_max_model_calls),
+        )
         settings.polled_queues()
     except ValueError as exc:
         raise click.ClickException(str(exc)) from None
     return settings
+
+
+def _number(flags: Mapping[str, object], name: str, unset: int) -> int:
+    value = flags.get(name)
+    return value if isinstance(value, int) else unset
