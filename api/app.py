@@ -41,19 +41,11 @@ def create_app(clients: Clients, settings: Settings) -> FastAPI:
         max_body_size=settings.max_body_bytes,
         dependencies=[Depends(check_request)],  # every request's values, checked in one place
     )
-    store = clients.store
-    app.state.clients = clients
-    app.state.store = store
-    app.state.temporal = clients.temporal
+    app.state.clients = clients  # what routes hand the services (api/deps.py ClientsDep)
     app.state.settings = settings
     app.state.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
-    app.state.docs = clients.docs
-    app.state.secrets = clients.secrets
-    app.state.embedders = clients.embedders
-    app.state.execution_events = clients.events
-    app.state.metrics = clients.metrics
     app.state.chatter = Chatter(
-        store,
+        clients.store,
         clients.docs,
         clients.embedders,
         clients.models,
@@ -71,7 +63,7 @@ def create_app(clients: Clients, settings: Settings) -> FastAPI:
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["health"])
-    async def healthz() -> dict[str, str]:
+    async def healthz() -> dict[str, object]:
         await clients.ping()
         return {"status": "ok"}
 

@@ -1,9 +1,9 @@
-"""Request dependencies: the caller's developer (from the API key), list paging, the store."""
+"""Request dependencies: the caller's developer (from the API key), list paging, the clients the services
+use."""
 
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import AsyncIterator
 from typing import Annotated, Literal
 
@@ -12,15 +12,9 @@ from fastapi import Depends, Query, Request
 from api.errors import ApiError
 from api.request_check import reject_unstorable, too_deep_error
 from contracts.json import JsonObject
-from infra.store.tables import Store
 from services.clients import Clients
 from services.pages import Page
 from services.tenancy import acting_as, developer_for_key
-
-
-def get_store(request: Request) -> Store:
-    store: Store = request.app.state.store
-    return store
 
 
 def get_clients(request: Request) -> Clients:
@@ -117,16 +111,7 @@ def _json_filter(value: str) -> JsonObject:
     return parsed
 
 
-def checked_id(value: str, kind: str) -> str:
-    """Ids are UUIDs; anything else is a resource that does not exist."""
-    try:
-        return str(uuid.UUID(value))
-    except ValueError:
-        raise ApiError(404, f"{kind} {value} not found") from None
-
-
 Developer = Annotated[str, Depends(get_developer)]
-StoreDep = Annotated[Store, Depends(get_store)]
 ClientsDep = Annotated[Clients, Depends(get_clients)]
 PageDep = Annotated[Page, Depends(get_page)]
 TransitionPageDep = Annotated[Page, Depends(get_transition_page)]

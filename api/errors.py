@@ -38,10 +38,6 @@ class ApiError(Exception):
         super().__init__(message)
 
 
-def not_found(kind: str, id_: str) -> ApiError:
-    return ApiError(404, f"{kind} {id_} not found")
-
-
 # The HTTP status of each kind of service failure (services/errors.py).
 SERVICE_STATUS: dict[type[service.ServiceError], int] = {
     service.NotFound: 404,

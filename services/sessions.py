@@ -1,12 +1,23 @@
-"""Sessions: who takes part in one, checked to be the caller's."""
+"""Sessions: who takes part in one (checked to be the caller's), and the session itself, created, read,
+changed and deleted, with its history."""
 
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from infra.store.tables import AGENTS, USERS, Store, Table
+from typing_extensions import TypedDict
+
+from contracts.json import JsonObject
+from infra.store.session_history import SessionHistory
+from infra.store.tables import AGENTS, SESSIONS, USERS, Store, Table
+from services import rows
+from services.clients import Clients
 from services.errors import Invalid, NotFound
+from services.ids import checked_id
+from services.pages import Page
 
 
 async def owned_row(store: Store, table: Table, developer: str, id_: str) -> dict[str, Any] | None:
@@ -17,9 +28,13 @@ async def owned_row(store: Store, table: Table, developer: str, id_: str) -> dic
         return None
 
 
-async def participants(
-    store: Store, developer: str, agents: list[str], users: list[str]
-) -> dict[str, list[str]]:
+@dataclass(frozen=True)
+class Participants:
+    agents: list[str]
+    users: list[str]
+
+
+async def participants(store: Store, developer: str, agents: list[str], users: list[str]) -> Participants:
     """The session's agents and users, each checked to be the caller's (NotFound otherwise), without
     repeats."""
     if not agents:
@@ -28,4 +43,187 @@ async def participants(
         for id_ in ids:
             if await owned_row(store, table, developer, id_) is None:
                 raise NotFound(kind, id_)
-    return {"agents": list(dict.fromkeys(agents)), "users": list(dict.fromkeys(users))}
+    return Participants(list(dict.fromkeys(agents)), list(dict.fromkeys(users)))
+
+
+class SessionChange(TypedDict, total=False):
+    """What a request gives a session besides its participants (a key left out is left as it is)."""
+
+    situation: str | None
+    system_template: str | None
+    token_budget: int | None
+    context_overflow: str | None
+    render_templates: bool
+    recall_options: dict[str, object] | None
+    auto_run_tools: bool
+    forward_tool_calls: bool
+    settings: dict[str, object] | None
+    metadata: dict[str, object] | None
+    budget: dict[str, object] | None
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    agents: list[str]
+    users: list[str]
+    situation: str | None
+    system_template: str | None
+    token_budget: int | None
+    context_overflow: str | None
+    render_templates: bool
+    recall_options: JsonObject | None
+    auto_run_tools: bool
+    forward_tool_calls: bool
+    summary: str | None
+    settings: JsonObject | None
+    metadata: JsonObject
+    budget: JsonObject | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, row: rows.Row) -> Session:
+        return cls(
+            id=rows.text(row, "id"),
+            agents=_ids(row, "agents"),
+            users=_ids(row, "users"),
+            situation=rows.optional_text(row, "situation"),
+            system_template=rows.optional_text(row, "system_template"),
+            token_budget=None if row.get("token_budget") is None else rows.integer(row, "token_budget"),
+            context_overflow=rows.optional_text(row, "context_overflow"),
+            render_templates=_flag(row, "render_templates"),
+            recall_options=rows.optional_object(row, "recall_options"),
+            auto_run_tools=_flag(row, "auto_run_tools"),
+            forward_tool_calls=_flag(row, "forward_tool_calls"),
+            summary=rows.optional_text(row, "summary"),
+            settings=rows.optional_object(row, "settings"),
+            metadata=rows.json_object(row, "metadata"),
+            budget=rows.optional_object(row, "budget"),
+            created_at=rows.moment(row, "created_at"),
+            updated_at=rows.moment(row, "updated_at"),
+        )
+
+
+def _flag(row: rows.Row, key: str) -> bool:
+    value = row[key]
+    if not isinstance(value, bool):
+        raise TypeError(f"stored {key} is {type(value).__name__}, not a bool")
+    return value
+
+
+def _ids(row: rows.Row, key: str) -> list[str]:
+    value = row.get(key) or []
+    if not isinstance(value, list):
+        raise TypeError(f"stored {key} is {type(value).__name__}, not a list")
+    return [str(id_) for id_ in value]
+
+
+async def session_row(clients: Clients, developer: str, session_id: str) -> dict[str, Any]:
+    """The developer's session with this id, as stored (what the chat service reads); NotFound otherwise."""
+    row = await clients.store.get(SESSIONS, developer, checked_id(session_id, "session"))
+    if row is None:
+        raise NotFound("session", session_id)
+    return row
+
+
+async def get(clients: Clients, developer: str, session_id: str) -> Session:
+    return Session.of(await session_row(clients, developer, session_id))
+
+
+async def find(clients: Clients, developer: str, page: Page) -> list[Session]:
+    return [Session.of(row) for row in await clients.store.find(SESSIONS, developer, page)]
+
+
+async def create(clients: Clients, developer: str, named: Participants, change: SessionChange) -> Session:
+    who = await participants(clients.store, developer, named.agents, named.users)
+    return Session.of(await clients.store.insert(SESSIONS, developer, _values(change, who)))
+
+
+async def create_or_update(
+    clients: Clients, developer: str, session_id: str, named: Participants, change: SessionChange
+) -> Session:
+    """Julep's create-or-update: the session's values replaced, or a session created with this id."""
+    session_id = checked_id(session_id, "session")
+    values = _values(change, await participants(clients.store, developer, named.agents, named.users))
+    updated = await clients.store.update(SESSIONS, developer, session_id, values)
+    return Session.of(updated or await clients.store.insert(SESSIONS, developer, values, id_=session_id))
+
+
+async def reset(
+    clients: Clients, developer: str, session_id: str, named: Participants, change: SessionChange
+) -> Session:
+    """Julep's update names no participants (the SDK's sessions.reset sends none): the session keeps its own.
+    Mint's may name them, and then they are replaced (one side named alone: the other kept, as in a patch)."""
+    session = await get(clients, developer, session_id)
+    values = _values(change, await _who(clients.store, developer, named, session))
+    return await _updated(clients, developer, session, values)
+
+
+async def patch(
+    clients: Clients, developer: str, session_id: str, named: Participants, change: SessionChange
+) -> Session:
+    """The keys given changed; metadata merged into the session's."""
+    session = await get(clients, developer, session_id)
+    values = _values(change, await _who(clients.store, developer, named, session))
+    if "metadata" in values:
+        given = values["metadata"]
+        values["metadata"] = {**session.metadata, **(given if isinstance(given, dict) else {})}
+    return await _updated(clients, developer, session, values)
+
+
+async def delete(clients: Clients, developer: str, session_id: str) -> None:
+    if not await clients.store.delete(SESSIONS, developer, checked_id(session_id, "session")):
+        raise NotFound("session", session_id)
+
+
+@dataclass(frozen=True)
+class History:
+    session_id: str
+    entries: list[dict[str, object]]  # the stored entries, each with Julep's `tokenizer` and `timestamp`
+    created_at: datetime
+
+
+async def history(clients: Clients, developer: str, session_id: str) -> History:
+    """Every entry of the session, replaced or not, in history order. Token counts are cl100k_base's
+    (services/chat/context.py); `timestamp`, Julep's name for when an entry was made, is required by its
+    Entry."""
+    session = await get(clients, developer, session_id)
+    entries = await SessionHistory(clients.store.pool).entries(developer, session.id)
+    return History(
+        session.id,
+        [{**e, "tokenizer": "cl100k_base", "timestamp": e["created_at"]} for e in entries],
+        session.created_at,
+    )
+
+
+async def clear_history(clients: Clients, developer: str, session_id: str) -> str:
+    """Every entry of the session deleted, and its summary; the session's id, as stored."""
+    session = await get(clients, developer, session_id)
+    await SessionHistory(clients.store.pool).clear(developer, session.id)
+    await clients.store.update(SESSIONS, developer, session.id, {"summary": None})
+    return session.id
+
+
+async def _who(store: Store, developer: str, named: Participants, session: Session) -> Participants | None:
+    """The participants a change names (None: none named, the session keeps its own); naming only users (or
+    only agents) keeps the other side as it was."""
+    if not named.agents and not named.users:
+        return None
+    return await participants(store, developer, named.agents or session.agents, named.users or session.users)
+
+
+def _values(change: SessionChange, who: Participants | None) -> dict[str, object]:
+    values: dict[str, object] = dict(change)
+    if who is not None:
+        values.update(agents=who.agents, users=who.users)
+    if "metadata" in values and values["metadata"] is None:
+        values["metadata"] = {}
+    return values
+
+
+async def _updated(clients: Clients, developer: str, session: Session, values: dict[str, object]) -> Session:
+    updated = await clients.store.update(SESSIONS, developer, session.id, values)
+    if updated is None:  # deleted meanwhile
+        raise NotFound("session", session.id)
+    return Session.of(updated)

@@ -9,7 +9,6 @@ secret (the UI appends `/decode` to `<API URL>/codec`); every call must come fro
 from __future__ import annotations
 
 import html
-from typing import Any
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request, Response
@@ -18,8 +17,10 @@ from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from temporalio.api.common.v1 import Payload
 
 from api import operator_auth
+from api.deps import ClientsDep
 from api.errors import ApiError
-from infra.store.crypto import DecryptionError
+from services import codec
+from services.errors import Invalid
 
 router = APIRouter(tags=["codec"], include_in_schema=False)
 
@@ -32,21 +33,25 @@ async def preflight(operation: str, request: Request) -> Response:
 
 
 @router.post("/codec/decode")
-async def decode(request: Request, response: Response) -> dict[str, Any]:
+async def decode(
+    request: Request, response: Response, clients: ClientsDep
+) -> dict[str, list[dict[str, object]]]:
     payloads, cors = await _operator_payloads(request)
     response.headers.update(cors)
     try:
-        opened = await request.app.state.temporal.data_converter.payload_codec.reveal(payloads)
-    except DecryptionError as exc:
-        raise ApiError(422, f"a payload could not be decrypted: {exc}", headers=cors) from None
+        opened = await codec.reveal(clients.temporal, payloads)
+    except Invalid as exc:  # said with the CORS headers, so that the UI can read it
+        raise ApiError(422, exc.message, headers=cors) from None
     return {"payloads": [MessageToDict(p) for p in opened]}
 
 
 @router.post("/codec/encode")
-async def encode(request: Request, response: Response) -> dict[str, Any]:
+async def encode(
+    request: Request, response: Response, clients: ClientsDep
+) -> dict[str, list[dict[str, object]]]:
     payloads, cors = await _operator_payloads(request)
     response.headers.update(cors)
-    sealed = await request.app.state.temporal.data_converter.payload_codec.encode(payloads)
+    sealed = await codec.seal(clients.temporal, payloads)
     return {"payloads": [MessageToDict(p) for p in sealed]}
 
 

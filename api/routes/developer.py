@@ -3,19 +3,17 @@ embeds their docs."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from api.deps import Developer, StoreDep
-from api.errors import ERROR_RESPONSES, ApiError
+from api.deps import ClientsDep, Developer
+from api.errors import ERROR_RESPONSES
 from api.schemas.common import RequestBody
 from contracts.budgets import Budget
-from infra.models.embeddings import EmbeddingChoice
-from infra.store.budgets import Budgets
-from infra.store.developer_settings import DeveloperEmbedding
-from workflows.problems import Problem
+from services import developer as service
+from services.developer import SettingsChange
 
 router = APIRouter(tags=["developer"], responses=ERROR_RESPONSES)
 
@@ -38,38 +36,23 @@ class DeveloperSettingsChange(RequestBody):
     embedding_model: Annotated[str, Field(max_length=200)] | None = None
     embedding_dimensions: int | None = None
 
+    def change(self) -> SettingsChange:
+        given, change = self.model_fields_set, SettingsChange()
+        if "default_budget" in given:
+            change["default_budget"] = self.default_budget
+        if given & {"embedding_model", "embedding_dimensions"}:
+            change["embedding_model"] = self.embedding_model
+            change["embedding_dimensions"] = self.embedding_dimensions
+        return change
+
 
 @router.get("/developer/settings", response_model=DeveloperSettings)
-async def get_settings(developer: Developer, store: StoreDep) -> Any:
-    return await _settings(store, developer)
+async def get_settings(developer: Developer, clients: ClientsDep) -> service.DeveloperSettings:
+    return await service.settings(clients, developer)
 
 
 @router.put("/developer/settings", response_model=DeveloperSettings)
-async def put_settings(body: DeveloperSettingsChange, developer: Developer, store: StoreDep) -> Any:
-    given = body.model_fields_set
-    if "default_budget" in given:
-        budget = body.default_budget.limits() if body.default_budget else None
-        await Budgets(store.pool).set_default_budget(developer, budget)
-    if given & {"embedding_model", "embedding_dimensions"}:
-        model, dimensions = body.embedding_model, body.embedding_dimensions
-        if model is None and dimensions is not None:
-            raise ApiError(
-                422, "embedding_dimensions needs embedding_model", [_problem("embedding_model", "missing")]
-            )
-        if model is not None and (problem := EmbeddingChoice(model, dimensions).problem()):
-            raise ApiError(422, f"invalid request: {problem}", [_problem("embedding_model", problem)])
-        await DeveloperEmbedding(store.pool).set(developer, model, dimensions)
-    return await _settings(store, developer)
-
-
-async def _settings(store: StoreDep, developer: str) -> dict[str, Any]:
-    model, dimensions = await DeveloperEmbedding(store.pool).get(developer) or (None, None)
-    return {
-        "default_budget": await Budgets(store.pool).default_budget(developer),
-        "embedding_model": model,
-        "embedding_dimensions": dimensions,
-    }
-
-
-def _problem(field: str, message: str) -> Problem:
-    return Problem(f"body.{field}", message)
+async def put_settings(
+    body: DeveloperSettingsChange, developer: Developer, clients: ClientsDep
+) -> service.DeveloperSettings:
+    return await service.change(clients, developer, body.change())

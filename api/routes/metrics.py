@@ -12,14 +12,15 @@ from fastapi import APIRouter, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from api import operator_auth
+from api.deps import ClientsDep
 from api.errors import ApiError
 
 router = APIRouter(tags=["metrics"], include_in_schema=False)
 
 
 @router.get("/metrics")
-async def metrics(request: Request) -> Response:
-    settings, collected = request.app.state.settings, request.app.state.metrics
+async def metrics(request: Request, clients: ClientsDep) -> Response:
+    settings, collected = request.app.state.settings, clients.metrics
     if collected is None or not settings.codec_token:
         raise ApiError(404, "no metrics here: set MINT_CODEC_TOKEN (the operator's token) to turn them on")
     header = request.headers.get("authorization", "")

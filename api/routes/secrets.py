@@ -8,115 +8,80 @@ Julep's spec says (its router does not mount it, and the SDK has no method for i
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter
 
 from api import schemas
-from api.deps import Developer, PageDep, StoreDep, checked_id
-from api.errors import ERROR_RESPONSES, not_found
-from infra.store.secrets import SecretStore
-from infra.store.tables import AGENTS
+from api.deps import ClientsDep, Developer, PageDep
+from api.errors import ERROR_RESPONSES
+from services import secrets
+from services.secrets import Secret, SecretFields
 
 router = APIRouter(tags=["secrets"], responses=ERROR_RESPONSES)
 
 
-def get_secrets(request: Request) -> SecretStore:
-    return request.app.state.secrets
-
-
-Secrets = Annotated[SecretStore, Depends(get_secrets)]
+def _fields(body: schemas.SecretCreate) -> SecretFields:
+    return SecretFields(body.name, body.value, body.description, body.metadata)
 
 
 @router.post("/secrets", status_code=201, response_model=schemas.Secret)
-async def create_secret(body: schemas.SecretCreate, developer: Developer, secrets: Secrets) -> Any:
-    return await secrets.create(developer, None, body.model_dump())
+async def create_secret(body: schemas.SecretCreate, developer: Developer, clients: ClientsDep) -> Secret:
+    return await secrets.create(clients, developer, None, _fields(body))
 
 
 @router.get("/secrets", response_model=list[schemas.Secret])
-async def list_secrets(developer: Developer, secrets: Secrets, page: PageDep) -> Any:
-    return await secrets.find(developer, None, page)
+async def list_secrets(developer: Developer, clients: ClientsDep, page: PageDep) -> list[Secret]:
+    return await secrets.find(clients, developer, None, page)
 
 
 @router.get("/secrets/{secret_id}", response_model=schemas.Secret)
-async def get_secret(secret_id: str, developer: Developer, secrets: Secrets) -> Any:
-    return await _secret_or_404(secrets, developer, None, secret_id)
+async def get_secret(secret_id: str, developer: Developer, clients: ClientsDep) -> Secret:
+    return await secrets.get(clients, developer, None, secret_id)
 
 
 @router.put("/secrets/{secret_id}", response_model=schemas.Secret)
 async def update_secret(
-    secret_id: str, body: schemas.SecretCreate, developer: Developer, secrets: Secrets
-) -> Any:
-    return await _updated(secrets, developer, None, secret_id, body)
+    secret_id: str, body: schemas.SecretCreate, developer: Developer, clients: ClientsDep
+) -> Secret:
+    return await secrets.update(clients, developer, None, secret_id, _fields(body))
 
 
 @router.delete("/secrets/{secret_id}", status_code=202, response_model=schemas.ResourceDeleted)
-async def delete_secret(secret_id: str, developer: Developer, secrets: Secrets) -> Any:
-    return await _deleted(secrets, developer, None, secret_id)
+async def delete_secret(secret_id: str, developer: Developer, clients: ClientsDep) -> schemas.ResourceDeleted:
+    await secrets.delete(clients, developer, None, secret_id)
+    return schemas.ResourceDeleted(id=secret_id, deleted_at=datetime.now(UTC))
 
 
 @router.post("/agents/{agent_id}/secrets", status_code=201, response_model=schemas.Secret)
 async def create_agent_secret(
-    agent_id: str, body: schemas.SecretCreate, developer: Developer, store: StoreDep, secrets: Secrets
-) -> Any:
-    agent = await _agent_or_404(store, developer, agent_id)
-    return await secrets.create(developer, agent, body.model_dump())
+    agent_id: str, body: schemas.SecretCreate, developer: Developer, clients: ClientsDep
+) -> Secret:
+    agent = await secrets.owner(clients, developer, agent_id)
+    return await secrets.create(clients, developer, agent, _fields(body))
 
 
 @router.get("/agents/{agent_id}/secrets", response_model=schemas.ItemList[schemas.Secret])
 async def list_agent_secrets(
-    agent_id: str, developer: Developer, store: StoreDep, secrets: Secrets, page: PageDep
-) -> Any:
-    return {"items": await secrets.find(developer, await _agent_or_404(store, developer, agent_id), page)}
+    agent_id: str, developer: Developer, clients: ClientsDep, page: PageDep
+) -> dict[str, list[Secret]]:
+    agent = await secrets.owner(clients, developer, agent_id)
+    return {"items": await secrets.find(clients, developer, agent, page)}
 
 
 @router.put("/agents/{agent_id}/secrets/{secret_id}", response_model=schemas.Secret)
 async def update_agent_secret(
-    agent_id: str,
-    secret_id: str,
-    body: schemas.SecretCreate,
-    developer: Developer,
-    store: StoreDep,
-    secrets: Secrets,
-) -> Any:
-    agent = await _agent_or_404(store, developer, agent_id)
-    return await _updated(secrets, developer, agent, secret_id, body)
+    agent_id: str, secret_id: str, body: schemas.SecretCreate, developer: Developer, clients: ClientsDep
+) -> Secret:
+    agent = await secrets.owner(clients, developer, agent_id)
+    return await secrets.update(clients, developer, agent, secret_id, _fields(body))
 
 
 @router.delete(
     "/agents/{agent_id}/secrets/{secret_id}", status_code=202, response_model=schemas.ResourceDeleted
 )
 async def delete_agent_secret(
-    agent_id: str, secret_id: str, developer: Developer, store: StoreDep, secrets: Secrets
-) -> Any:
-    return await _deleted(secrets, developer, await _agent_or_404(store, developer, agent_id), secret_id)
-
-
-async def _agent_or_404(store: StoreDep, developer: str, agent_id: str) -> str:
-    if await store.get(AGENTS, developer, checked_id(agent_id, "agent")) is None:
-        raise not_found("agent", agent_id)
-    return checked_id(agent_id, "agent")
-
-
-async def _secret_or_404(
-    secrets: SecretStore, developer: str, agent: str | None, secret_id: str
-) -> dict[str, Any]:
-    secret = await secrets.get(developer, agent, checked_id(secret_id, "secret"))
-    if secret is None:
-        raise not_found("secret", secret_id)
-    return secret
-
-
-async def _updated(
-    secrets: SecretStore, developer: str, agent: str | None, secret_id: str, body: schemas.SecretCreate
-) -> dict[str, Any]:
-    secret = await secrets.update(developer, agent, checked_id(secret_id, "secret"), body.model_dump())
-    if secret is None:
-        raise not_found("secret", secret_id)
-    return secret
-
-
-async def _deleted(secrets: SecretStore, developer: str, agent: str | None, secret_id: str) -> dict[str, Any]:
-    if not await secrets.delete(developer, agent, checked_id(secret_id, "secret")):
-        raise not_found("secret", secret_id)
-    return {"id": secret_id, "deleted_at": datetime.now(UTC)}
+    agent_id: str, secret_id: str, developer: Developer, clients: ClientsDep
+) -> schemas.ResourceDeleted:
+    agent = await secrets.owner(clients, developer, agent_id)
+    await secrets.delete(clients, developer, agent, secret_id)
+    return schemas.ResourceDeleted(id=secret_id, deleted_at=datetime.now(UTC))

@@ -13,164 +13,100 @@ from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
 from api import schemas
-from api.deps import Developer, PageDep, StoreDep, checked_id
-from api.errors import ERROR_RESPONSES, ApiError, not_found
+from api.deps import ClientsDep, Developer, PageDep
+from api.errors import ERROR_RESPONSES, ApiError
 from api.warning_header import note
-from infra.store.session_history import SessionHistory
-from infra.store.tables import AGENTS, SESSIONS, Store
+from services import sessions
 from services.chat.chatter import Chatter, Reply
+from services.chat.session import ChatSession
 from services.errors import ServiceError
-from services.sessions import participants
+from services.session_chat import render as render_chat
+from services.sessions import Session
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["sessions"], responses=ERROR_RESPONSES)
 
 
-async def session_or_404(store: Store, developer: str, session_id: str) -> dict[str, Any]:
-    session = await store.get(SESSIONS, developer, checked_id(session_id, "session"))
-    if session is None:
-        raise not_found("session", session_id)
-    return session
-
-
-def _values(
-    body: schemas.SessionCreate | schemas.SessionPatch, who: dict[str, list[str]] | None
-) -> dict[str, Any]:
-    values = body.model_dump(exclude_unset=True, exclude={"agent", "agents", "user", "users"})
-    if who is not None:
-        values.update(who)
-    if "metadata" in values and values["metadata"] is None:
-        values["metadata"] = {}
-    return values
-
-
-def _named(body: schemas.SessionCreate) -> tuple[list[str], list[str]]:
-    """The agents and the users a body names, in `agent` and `agents`, `user` and `users`."""
-    agents = ([body.agent] if body.agent else []) + (body.agents or [])
-    users = ([body.user] if body.user else []) + (body.users or [])
-    return agents, users
-
-
-async def _who(
-    store: Store, developer: str, body: schemas.SessionCreate, session: dict[str, Any]
-) -> dict[str, list[str]] | None:
-    """The participants a change names (None: none named, the session keeps its own); naming only users (or
-    only agents) keeps the other side as it was."""
-    agents, users = _named(body)
-    if not agents and not users:
-        return None
-    return await participants(store, developer, agents or session["agents"], users or session["users"])
-
-
 def _chatter(request: Request) -> Chatter:
-    return request.app.state.chatter
-
-
-def _history(store: Store) -> SessionHistory:
-    return SessionHistory(store.pool)
+    chatter: Chatter = request.app.state.chatter
+    return chatter
 
 
 @router.post("/sessions", status_code=201, response_model=schemas.Session)
-async def create_session(body: schemas.SessionCreate, developer: Developer, store: StoreDep) -> Any:
-    return await store.insert(
-        SESSIONS, developer, _values(body, await participants(store, developer, *_named(body)))
-    )
+async def create_session(body: schemas.SessionCreate, developer: Developer, clients: ClientsDep) -> Session:
+    return await sessions.create(clients, developer, body.participants(), body.change())
 
 
 @router.get("/sessions", response_model=schemas.ItemList[schemas.Session])
-async def list_sessions(developer: Developer, store: StoreDep, page: PageDep) -> Any:
-    return {"items": await store.find(SESSIONS, developer, page)}
+async def list_sessions(developer: Developer, clients: ClientsDep, page: PageDep) -> dict[str, list[Session]]:
+    return {"items": await sessions.find(clients, developer, page)}
 
 
 @router.get("/sessions/{session_id}", response_model=schemas.Session)
-async def get_session(session_id: str, developer: Developer, store: StoreDep) -> Any:
-    return await session_or_404(store, developer, session_id)
+async def get_session(session_id: str, developer: Developer, clients: ClientsDep) -> Session:
+    return await sessions.get(clients, developer, session_id)
 
 
 @router.post("/sessions/{session_id}", status_code=201, response_model=schemas.Session)
 async def create_or_update_session(
-    session_id: str, body: schemas.SessionCreate, developer: Developer, store: StoreDep
-) -> Any:
-    session_id = checked_id(session_id, "session")
-    values = _values(body, await participants(store, developer, *_named(body)))
-    updated = await store.update(SESSIONS, developer, session_id, values)
-    return updated or await store.insert(SESSIONS, developer, values, id_=session_id)
+    session_id: str, body: schemas.SessionCreate, developer: Developer, clients: ClientsDep
+) -> Session:
+    return await sessions.create_or_update(clients, developer, session_id, body.participants(), body.change())
 
 
 @router.put("/sessions/{session_id}", response_model=schemas.Session)
 async def reset_session(
-    session_id: str, body: schemas.SessionCreate, developer: Developer, store: StoreDep
-) -> Any:
-    session = await session_or_404(store, developer, session_id)
-    # Julep's update names no participants (the SDK's sessions.reset sends none): the session keeps its own.
-    # Mint's may name them, and then they are replaced (one side named alone: the other kept, as in a patch).
-    return await store.update(
-        SESSIONS, developer, session["id"], _values(body, await _who(store, developer, body, session))
-    )
+    session_id: str, body: schemas.SessionCreate, developer: Developer, clients: ClientsDep
+) -> Session:
+    return await sessions.reset(clients, developer, session_id, body.participants(), body.change())
 
 
 @router.patch("/sessions/{session_id}", response_model=schemas.Session)
 async def patch_session(
-    session_id: str, body: schemas.SessionPatch, developer: Developer, store: StoreDep
-) -> Any:
-    session = await session_or_404(store, developer, session_id)
-    values = _values(body, await _who(store, developer, body, session))
-    if "metadata" in values:
-        values["metadata"] = {**session["metadata"], **values["metadata"]}
-    return await store.update(SESSIONS, developer, session["id"], values)
+    session_id: str, body: schemas.SessionPatch, developer: Developer, clients: ClientsDep
+) -> Session:
+    return await sessions.patch(clients, developer, session_id, body.participants(), body.change())
 
 
 @router.delete("/sessions/{session_id}", status_code=202, response_model=schemas.ResourceDeleted)
-async def delete_session(session_id: str, developer: Developer, store: StoreDep) -> Any:
-    if not await store.delete(SESSIONS, developer, checked_id(session_id, "session")):
-        raise not_found("session", session_id)
-    return {"id": session_id, "deleted_at": datetime.now(UTC)}
+async def delete_session(
+    session_id: str, developer: Developer, clients: ClientsDep
+) -> schemas.ResourceDeleted:
+    await sessions.delete(clients, developer, session_id)
+    return schemas.ResourceDeleted(id=session_id, deleted_at=datetime.now(UTC))
 
 
 @router.get("/sessions/{session_id}/history")
-async def get_history(session_id: str, developer: Developer, store: StoreDep) -> Any:
-    session = await session_or_404(store, developer, session_id)
-    # Token counts are cl100k_base's (services/chat/context.py); `timestamp`, Julep's name for when an entry
-    # was made, is required by its Entry.
-    entries = [
-        {**e, "tokenizer": "cl100k_base", "timestamp": e["created_at"]}
-        for e in await _history(store).entries(developer, session["id"])
-    ]
+async def get_history(session_id: str, developer: Developer, clients: ClientsDep) -> Any:
+    found = await sessions.history(clients, developer, session_id)
     return {
-        "session_id": session["id"],
-        "entries": entries,
+        "session_id": found.session_id,
+        "entries": found.entries,
         "relations": [],
-        "created_at": session["created_at"],
+        "created_at": found.created_at,
     }
 
 
 @router.delete("/sessions/{session_id}/history", status_code=202, response_model=schemas.ResourceDeleted)
-async def delete_history(session_id: str, developer: Developer, store: StoreDep) -> Any:
-    session = await session_or_404(store, developer, session_id)
-    await _history(store).clear(developer, session["id"])
-    await store.update(SESSIONS, developer, session["id"], {"summary": None})
-    return {"id": session["id"], "deleted_at": datetime.now(UTC)}
+async def delete_history(
+    session_id: str, developer: Developer, clients: ClientsDep
+) -> schemas.ResourceDeleted:
+    cleared = await sessions.clear_history(clients, developer, session_id)
+    return schemas.ResourceDeleted(id=cleared, deleted_at=datetime.now(UTC))
 
 
 @router.post("/sessions/{session_id}/render")
 async def render(
-    session_id: str, body: schemas.Chat, developer: Developer, store: StoreDep, request: Request
+    session_id: str, body: schemas.Chat, developer: Developer, clients: ClientsDep, request: Request
 ) -> Any:
     """The exact messages a chat with this body would send, without sending them."""
-    session = await session_or_404(store, developer, session_id)
-    chatter = _chatter(request)
-    agent_id = body.agent or session["agents"][0]
-    agent = await store.get(AGENTS, developer, checked_id(agent_id, "agent"))
-    if agent is None:
-        raise not_found("agent", agent_id)
-    cast = await chatter.cast(developer, session, agent, body)
-    context, docs = await chatter.prepare(developer, session, body, cast)
+    rendered = await render_chat(clients, _chatter(request), developer, session_id, body)
     # Julep's render answers the tools the model would be offered too (its transfer tools aside).
     return {
-        "messages": context.messages,
-        "tools": cast.offered_tools(),
-        "docs": docs,
-        "dropped": context.dropped,
+        "messages": rendered.messages,
+        "tools": rendered.tools,
+        "docs": rendered.docs,
+        "dropped": rendered.dropped,
     }
 
 
@@ -182,9 +118,9 @@ async def render(
     ),
 )
 async def chat(
-    session_id: str, body: schemas.Chat, developer: Developer, store: StoreDep, request: Request
+    session_id: str, body: schemas.Chat, developer: Developer, clients: ClientsDep, request: Request
 ) -> Any:
-    session = await session_or_404(store, developer, session_id)
+    session = ChatSession.of(await sessions.session_row(clients, developer, session_id))
     if body.remember:
         note("`remember` is ignored: Julep v1 did nothing with it either")
     reply = Reply()  # its id and time go in every chunk of a stream, as Julep's chunks carry them
@@ -218,7 +154,7 @@ async def chat(
 
 
 async def _as_events(
-    first: tuple[str, Any], events: asyncio.Queue[tuple[str, Any]], runner: asyncio.Task, reply: Reply
+    first: tuple[str, Any], events: asyncio.Queue[tuple[str, Any]], runner: asyncio.Task[None], reply: Reply
 ) -> AsyncIterator[str]:
     """Chat-completion chunks over SSE: the text as the models write it, then one closing chunk per choice
     with what was not streamed (tool calls), its finish reason, usage and docs. No [DONE]: Julep's SDK

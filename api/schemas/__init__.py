@@ -7,7 +7,6 @@ from api.schemas.agents import Agent, AgentCreate, AgentPatch, Task, Tool
 from api.schemas.common import (
     ErrorOut,
     ItemList,
-    Metadata,
     Name,
     ProblemOut,
     RequestBody,
@@ -72,7 +71,6 @@ __all__ = [
     "ImageUrl",
     "ItemList",
     "JobStatus",
-    "Metadata",
     "Name",
     "Position",
     "ProblemOut",

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator
 
-from api.schemas.common import Metadata, Name, ProblemOut, RequestBody, ToolMetadata
+from api.schemas.common import Name, ProblemOut, RequestBody, ToolMetadata
+from services.agents import AgentChange
 from services.chat.context import DEFAULT_SYSTEM_TEMPLATE
 from workflows.language import Guardrails
 
@@ -19,7 +20,7 @@ class AgentCreate(RequestBody):
     about: str | None = None
     model: str | None = None
     instructions: str | list[str] | None = None
-    default_settings: dict[str, Any] | None = None
+    default_settings: dict[str, object] | None = None
     default_system_template: str | None = None
     canonical_name: str | None = None
     project: str | None = None
@@ -27,6 +28,18 @@ class AgentCreate(RequestBody):
     # The agents this one may hand a conversation to (ids of the developer's own agents).
     handoffs: Annotated[list[str], Field(max_length=MAX_HANDOFFS)] | None = None
     guardrails: Guardrails | None = None  # run on executions' input and output, and in chats
+
+    def change(self, replace: bool = False) -> AgentChange:
+        """What the body changes: the keys it gives, or (`replace`) every key, unset ones at their defaults."""
+        change = _AGENT_CHANGE.validate_python(
+            self.model_dump(exclude_unset=not replace, exclude={"guardrails"})
+        )
+        if replace or "guardrails" in self.model_fields_set:
+            change["guardrails"] = self.guardrails
+        return change
+
+
+_AGENT_CHANGE = TypeAdapter(AgentChange)
 
 
 class AgentPatch(AgentCreate):
@@ -43,24 +56,24 @@ class Agent(BaseModel):
     about: str | None = None
     model: str = ""
     instructions: list[str] = []
-    default_settings: dict[str, Any] = {}
+    default_settings: dict[str, object] = {}
     default_system_template: str = DEFAULT_SYSTEM_TEMPLATE
     canonical_name: str | None = None
     project: str | None = None
-    metadata: Metadata = {}
+    metadata: dict[str, object] = {}
     handoffs: list[str] = []
-    guardrails: dict[str, Any] | None = None
+    guardrails: dict[str, object] | None = None
     created_at: datetime
     updated_at: datetime
 
     @field_validator("model", "default_settings", "default_system_template", mode="before")
     @classmethod
-    def _julep_default(cls, value: Any, info: ValidationInfo) -> Any:
+    def _julep_default(cls, value: object, info: ValidationInfo) -> object:
         return cls.model_fields[info.field_name or ""].default if value is None else value
 
     @field_validator("instructions", mode="before")
     @classmethod
-    def _as_list(cls, value: Any) -> Any:
+    def _as_list(cls, value: object) -> object:
         return [] if value is None else [value] if isinstance(value, str) else value
 
 
@@ -89,11 +102,11 @@ class Task(BaseModel):
     agent_id: str
     name: str
     description: str = ""
-    main: list[Any]
-    input_schema: dict[str, Any] | None = None
-    tools: list[Any] = []
+    main: list[object]
+    input_schema: dict[str, object] | None = None
+    tools: list[object] = []
     inherit_tools: bool = True
-    metadata: Metadata = {}
+    metadata: dict[str, object] = {}
     version: int
     created_at: datetime
     updated_at: datetime

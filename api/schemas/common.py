@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Generic, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
@@ -14,10 +14,7 @@ from workflows.part_checks import tool_parameters_problem
 Name = Annotated[str, Field(min_length=1, max_length=255)]
 
 
-Metadata = dict[str, Any]
-
-
-def _tool_parameters_checked(metadata: Metadata) -> Metadata:
+def _tool_parameters_checked(metadata: dict[str, object]) -> dict[str, object]:
     """Metadata whose `x-tool-parameters` would fix no argument is refused, where it is (part_checks.py)."""
     found = tool_parameters_problem(metadata)
     if found is not None:
@@ -28,7 +25,7 @@ def _tool_parameters_checked(metadata: Metadata) -> Metadata:
 
 # The metadata a request gives an agent, a user, a session or an execution: tools read their arguments
 # from its `x-tool-parameters` (a task's is checked with the task).
-ToolMetadata = Annotated[Metadata, AfterValidator(_tool_parameters_checked)]
+ToolMetadata = Annotated[dict[str, object], AfterValidator(_tool_parameters_checked)]
 
 
 class RequestBody(BaseModel):
@@ -39,7 +36,7 @@ class RequestBody(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _note_unknown_keys(cls, data: Any) -> Any:
+    def _note_unknown_keys(cls, data: object) -> object:
         if isinstance(data, dict):
             known = {name for name in cls.model_fields} | {
                 f.alias for f in cls.model_fields.values() if f.alias
@@ -86,7 +83,7 @@ class ResourceDeleted(BaseModel):
     jobs: list[str] = []
 
 
-def event_stream(data_schema: dict[str, Any], description: str) -> dict[int | str, dict[str, Any]]:
+def event_stream(data_schema: dict[str, object], description: str) -> dict[int | str, dict[str, object]]:
     """openapi.json's 200 of an SSE route: each event's `data` is JSON matching `data_schema` (written as
     FastAPI writes its own SSE routes: Open API 3.2's `itemSchema`, one event)."""
     event = {

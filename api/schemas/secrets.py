@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from api.schemas.common import Metadata, RequestBody
+from api.schemas.common import RequestBody
 
 SecretName = Annotated[
     str,
@@ -22,7 +22,7 @@ class SecretCreate(RequestBody):
     name: SecretName
     value: Annotated[str, Field(min_length=1, max_length=64 * 1024)]
     description: str | None = None
-    metadata: Metadata | None = None
+    metadata: dict[str, object] | None = None
 
 
 class Secret(BaseModel):
@@ -32,6 +32,6 @@ class Secret(BaseModel):
     name: str
     value: str
     description: str | None = None
-    metadata: Metadata = {}
+    metadata: dict[str, object] = {}
     created_at: datetime
     updated_at: datetime

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, TypeAdapter
+from pydantic.config import JsonDict
 
-from api.schemas.common import Metadata, RequestBody, ToolMetadata
+from api.schemas.common import RequestBody, ToolMetadata
 from contracts.budgets import Budget
+from services.sessions import Participants, SessionChange
 
 
 class SessionSettings(RequestBody):
@@ -26,7 +28,7 @@ class RecallOptions(RequestBody):
     mode: Literal["vector", "text", "hybrid"] = "vector"
     limit: Annotated[int, Field(ge=1, le=50)] = 10
     lang: Annotated[str, Field(max_length=35)] = "en-US"
-    metadata_filter: Metadata = {}
+    metadata_filter: dict[str, object] = {}
     num_search_messages: Annotated[int, Field(ge=1, le=50)] = 4
     max_query_length: Annotated[int, Field(ge=100, le=10_000)] = 1000
     include_embeddings: bool = True
@@ -54,8 +56,23 @@ class SessionCreate(RequestBody):
     metadata: ToolMetadata | None = None
     budget: Budget | None = None  # limits on the model calls of all its chats (contracts/budgets.py)
 
+    def participants(self) -> Participants:
+        """The agents and the users the body names, in `agent` and `agents`, `user` and `users`."""
+        agents = ([self.agent] if self.agent else []) + (self.agents or [])
+        users = ([self.user] if self.user else []) + (self.users or [])
+        return Participants(agents, users)
 
-def _no_default(schema: dict[str, Any]) -> None:
+    def change(self) -> SessionChange:
+        """What the body changes besides the participants: the keys it gives."""
+        return _SESSION_CHANGE.validate_python(
+            self.model_dump(exclude_unset=True, exclude={"agent", "agents", "user", "users"})
+        )
+
+
+_SESSION_CHANGE = TypeAdapter(SessionChange)
+
+
+def _no_default(schema: JsonDict) -> None:
     schema.pop("default", None)
 
 
@@ -75,12 +92,12 @@ class Session(BaseModel):
     token_budget: int | None = None
     context_overflow: str | None = None
     render_templates: bool = True
-    recall_options: dict[str, Any] | None = None
+    recall_options: dict[str, object] | None = None
     auto_run_tools: bool = False
     forward_tool_calls: bool = False
     summary: str | None = None
-    settings: dict[str, Any] | None = None
-    metadata: Metadata = {}
+    settings: dict[str, object] | None = None
+    metadata: dict[str, object] = {}
     budget: Budget | None = None
     created_at: datetime
     updated_at: datetime

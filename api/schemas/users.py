@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel, TypeAdapter, field_validator
 
-from api.schemas.common import Metadata, RequestBody, ToolMetadata
+from api.schemas.common import RequestBody, ToolMetadata
+from services.users import UserChange
 
 
 class UserCreate(RequestBody):
@@ -16,17 +16,24 @@ class UserCreate(RequestBody):
     project: str | None = None
     metadata: ToolMetadata | None = None
 
+    def change(self, replace: bool = False) -> UserChange:
+        """What the body changes: the keys it gives, or (`replace`) every key, unset ones at their defaults."""
+        return _USER_CHANGE.validate_python(self.model_dump(exclude_unset=not replace))
+
+
+_USER_CHANGE = TypeAdapter(UserChange)
+
 
 class User(BaseModel):
     id: str
     name: str | None = None
     about: str = ""  # as Julep answers a user created without one
     project: str | None = None
-    metadata: Metadata = {}
+    metadata: dict[str, object] = {}
     created_at: datetime
     updated_at: datetime
 
     @field_validator("about", mode="before")
     @classmethod
-    def _julep_default(cls, value: Any) -> Any:
+    def _julep_default(cls, value: object) -> object:
         return "" if value is None else value
