@@ -10,11 +10,10 @@ once (a map's children, parallel branches) are counted one by one and `max_model
 
 from __future__ import annotations
 
-from typing import Any
-
 import asyncpg
 
 from contracts.budgets import over_budget
+from contracts.json import JsonObject
 from contracts.messages import Usage
 
 
@@ -86,7 +85,7 @@ class Budgets:
 
     # Sessions (chat, in the API) ------------------------------------------------------------------------
 
-    async def reserve_session_call(self, session_id: str, default: dict[str, Any] | None) -> None:
+    async def reserve_session_call(self, session_id: str, default: JsonObject | None) -> None:
         """Count one more model call of the session's chats, or raise OverBudget (the session's budget, else
         `default`, the developer's)."""
         async with self.pool.acquire() as conn, conn.transaction():
@@ -114,14 +113,14 @@ class Budgets:
 
     # Developer settings ---------------------------------------------------------------------------------
 
-    async def default_budget(self, developer_id: str) -> dict[str, Any] | None:
+    async def default_budget(self, developer_id: str) -> JsonObject | None:
         """The developer's default budget (for executions and sessions that set none)."""
-        found: dict[str, Any] | None = await self.pool.fetchval(
+        found: JsonObject | None = await self.pool.fetchval(
             "SELECT default_budget FROM developer_settings WHERE developer_id = $1", developer_id
         )
         return found
 
-    async def set_default_budget(self, developer_id: str, budget: dict[str, Any] | None) -> None:
+    async def set_default_budget(self, developer_id: str, budget: JsonObject | None) -> None:
         await self.pool.execute(
             "INSERT INTO developer_settings (developer_id, default_budget) VALUES ($1, $2) "
             "ON CONFLICT (developer_id) DO UPDATE SET default_budget = $2, updated_at = now()",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ import asyncpg
 
 from infra.store.chunking import chunk
 from infra.store.db import HNSW_EF_SEARCH
-from infra.store.ranking import Hit, best_per_doc, fuse, mmr
+from infra.store.ranking import DocFields, Hit, best_per_doc, fuse, mmr
 from infra.store.rows import Page, new_id, record
 
 DEFAULT_DIMENSIONS = 384  # the offline all-MiniLM-L6-v2's
@@ -39,7 +40,7 @@ class SearchQuery:
     text: str | None = None
     vector: list[float] | None = None
     limit: int = 10
-    metadata_filter: dict[str, Any] = field(default_factory=dict)
+    metadata_filter: Mapping[str, object] = field(default_factory=dict)
     confidence: float = 0.0  # vector hits need cosine similarity >= confidence
     alpha: float = 0.5  # hybrid: weight of the vector ranking (1 - alpha goes to text)
     fusion: str = "rrf"  # or "dbsf" (distribution-based score fusion)
@@ -55,13 +56,8 @@ STALE = "developer_id = $1 AND (embedding_model, embedding_dimensions) IS DISTIN
 DOC_FIELDS = "d.title, d.owner_type, d.owner_id, d.metadata"
 
 
-def _doc_fields(row: asyncpg.Record) -> dict[str, Any]:
-    return {
-        "title": row["title"],
-        "owner_type": row["owner_type"],
-        "owner_id": str(row["owner_id"]),
-        "metadata": row["metadata"],
-    }
+def _doc_fields(row: asyncpg.Record) -> DocFields:
+    return DocFields(row["title"], row["owner_type"], str(row["owner_id"]), row["metadata"])
 
 
 class DocStore:
@@ -75,7 +71,7 @@ class DocStore:
         owner_id: str,
         title: str,
         content: str | list[str],
-        metadata: dict[str, Any],
+        metadata: Mapping[str, object],
         embed_instruction: str | None,
     ) -> dict[str, Any]:
         """The doc and its chunks (not yet embedded: status `pending`), in one transaction."""
@@ -146,7 +142,7 @@ class DocStore:
         return result != "DELETE 0"
 
     async def delete_matching(
-        self, developer_id: str, owner_type: str, owner_id: str, metadata_filter: dict[str, Any] | None
+        self, developer_id: str, owner_type: str, owner_id: str, metadata_filter: Mapping[str, object] | None
     ) -> list[str]:
         """Delete the owner's docs whose metadata contains `metadata_filter` (all of them for None)."""
         rows = await self.pool.fetch(
@@ -273,8 +269,8 @@ class DocStore:
         return [
             {
                 "id": h.doc_id,
-                "title": h.doc["title"],
-                "owner": {"id": h.doc["owner_id"], "role": h.doc["owner_type"]},
+                "title": h.doc.title,
+                "owner": {"id": h.doc.owner_id, "role": h.doc.owner_type},
                 "snippet": {
                     "index": h.index,
                     "content": h.content,
@@ -282,7 +278,7 @@ class DocStore:
                 },
                 "distance": h.distance if h.distance is not None else round(1 - h.score, 6),
                 "score": h.score,
-                "metadata": h.doc["metadata"],
+                "metadata": h.doc.metadata,
             }
             for h in hits[: query.limit]
         ]
@@ -313,9 +309,9 @@ class DocStore:
                 r["idx"],
                 r["content"],
                 1 - r["distance"],
+                _doc_fields(r),
                 r["distance"],
                 parse_vector(r["embedding"]) if r["embedding"] else None,
-                _doc_fields(r),
             )
             for r in rows
             if 1 - r["distance"] >= query.confidence
@@ -371,7 +367,9 @@ def text_search_sql(filtered: bool) -> str:
     )
 
 
-def _scope(developer_id: str, owner_ids: list[str], want: int, metadata_filter: dict[str, Any]) -> list[Any]:
+def _scope(
+    developer_id: str, owner_ids: list[str], want: int, metadata_filter: Mapping[str, object]
+) -> list[object]:
     """The arguments $2.. of _ranked_sql: developer, owners, how many, and the metadata filter if any."""
     return [developer_id, owner_ids, want, *([metadata_filter] if metadata_filter else [])]
 

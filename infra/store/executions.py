@@ -7,7 +7,7 @@ from typing import Any
 
 from contracts.failures import error_type_of
 from contracts.transitions import TERMINAL_STATUSES, check_sequence
-from infra.store.records import TransitionRow
+from infra.store.records import QuietExecution, TransitionRow
 from infra.store.rows import Page, PoolUser, new_id, record
 
 
@@ -88,7 +88,7 @@ class Executions(PoolUser):
 
     # The reconciler, across developers: it ends executions, it never reads their data -----------------
 
-    async def claim_quiet_executions(self, quiet_seconds: float, limit: int) -> list[dict[str, Any]]:
+    async def claim_quiet_executions(self, quiet_seconds: float, limit: int) -> list[QuietExecution]:
         """Live executions unchanged for `quiet_seconds`, least recently checked first, claimed for a check
         (SKIP LOCKED and the timestamp keep several workers from checking the same ones)."""
         rows = await self.pool.fetch(
@@ -104,7 +104,10 @@ class Executions(PoolUser):
             quiet_seconds,
             limit,
         )
-        return [record(r) for r in rows]  # type: ignore[misc]
+        return [
+            QuietExecution(id=str(r["id"]), developer_id=str(r["developer_id"]), status=r["status"])
+            for r in rows
+        ]
 
     async def end_execution(
         self, developer_id: str, execution_id: str, kind: str, status: str, error: str | None

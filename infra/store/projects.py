@@ -3,6 +3,7 @@ name unique per developer whatever its case. Every developer has `default` (migr
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -18,7 +19,7 @@ class ProjectStore:
         self.pool = pool
 
     async def create(
-        self, developer_id: str, canonical_name: str, name: str, metadata: dict[str, Any]
+        self, developer_id: str, canonical_name: str, name: str, metadata: Mapping[str, object]
     ) -> dict[str, Any]:
         """A new project; Conflict if the developer has one of that canonical name (in any case)."""
         try:

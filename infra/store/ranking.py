@@ -4,10 +4,21 @@ score fusion), and maximal marginal relevance for variety. Pure: infra/store/doc
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
+
+from contracts.json import JsonObject
 
 RRF_K = 60
+
+
+@dataclass(frozen=True)
+class DocFields:
+    """What a hit carries of its doc."""
+
+    title: str
+    owner_type: str
+    owner_id: str
+    metadata: JsonObject
 
 
 @dataclass
@@ -16,9 +27,9 @@ class Hit:
     index: int
     content: str
     score: float
+    doc: DocFields
     distance: float | None = None
     embedding: list[float] | None = None
-    doc: dict[str, Any] = field(default_factory=dict)  # title, owner_type, owner_id, metadata
 
 
 def best_per_doc(hits: list[Hit]) -> list[Hit]:

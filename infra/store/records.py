@@ -16,3 +16,11 @@ class TransitionRow(TypedDict):
     current: JsonObject  # where it ran: workflow, step, scope_id
     metadata: JsonObject | None
     created_at: datetime
+
+
+class QuietExecution(TypedDict):
+    """A live execution the reconciler claimed for a check (Store.claim_quiet_executions)."""
+
+    id: str
+    developer_id: str
+    status: str

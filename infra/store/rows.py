@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,7 @@ class Page:
     offset: int = 0
     sort_by: str = "created_at"
     direction: str = "desc"
-    metadata_filter: dict[str, Any] | None = None
+    metadata_filter: Mapping[str, object] | None = None  # a JSON object the rows' metadata must contain
 
     def order(self, alias: str = "") -> str:
         """The ORDER BY terms; `alias` qualifies the columns in a join (`e` for `e.created_at`)."""

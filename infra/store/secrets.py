@@ -8,6 +8,7 @@ workflows carry references (`workflows/secret_refs.py`), never values.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -33,14 +34,19 @@ class SecretStore:
         self.pool = pool
         self._cipher = Cipher(keys, PURPOSE) if keys else None
 
-    def _columns(self, fields: dict[str, Any]) -> tuple[Any, ...]:
+    def _columns(self, fields: Mapping[str, object]) -> tuple[object, ...]:
         """(name, description, metadata, sealed value): what create and update write."""
         if self._cipher is None:
             raise SecretsUnavailable("secrets need an encryption key: set MINT_ENCRYPTION_KEY")
-        sealed = self._cipher.encrypt(fields["value"].encode())
+        value = fields["value"]
+        if not isinstance(value, str):
+            raise TypeError(f"a secret's value is text, not {type(value).__name__}")
+        sealed = self._cipher.encrypt(value.encode())
         return fields["name"], fields.get("description"), fields.get("metadata") or {}, sealed
 
-    async def create(self, developer_id: str, agent_id: str | None, fields: dict[str, Any]) -> dict[str, Any]:
+    async def create(
+        self, developer_id: str, agent_id: str | None, fields: Mapping[str, object]
+    ) -> dict[str, Any]:
         sql = (
             "INSERT INTO secrets (id, developer_id, agent_id, name, description, metadata, sealed_value) "
             f"VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {COLUMNS}"
@@ -73,7 +79,7 @@ class SecretStore:
         return _masked(row) if row else None
 
     async def update(
-        self, developer_id: str, agent_id: str | None, id_: str, fields: dict[str, Any]
+        self, developer_id: str, agent_id: str | None, id_: str, fields: Mapping[str, object]
     ) -> dict[str, Any] | None:
         sql = (
             "UPDATE secrets SET name = $4, description = $5, metadata = $6, sealed_value = $7, "

@@ -6,6 +6,7 @@ tenant's rows: there is no unscoped read here, and ids from another tenant behav
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,7 +106,7 @@ class Store(Developers, Tasks, Executions):
     # Generic resources ---------------------------------------------------------------------------------
 
     async def insert(
-        self, table: Table, developer_id: str, values: dict[str, Any], id_: str | None = None
+        self, table: Table, developer_id: str, values: Mapping[str, object], id_: str | None = None
     ) -> dict[str, Any]:
         cols = [c for c in values if c in table.columns or c == table.parent]
         sql = (
@@ -145,7 +146,7 @@ class Store(Developers, Tasks, Executions):
         return [record(r) for r in await self.pool.fetch(sql, *args)]  # type: ignore[misc]
 
     async def update(
-        self, table: Table, developer_id: str, id_: str, values: dict[str, Any]
+        self, table: Table, developer_id: str, id_: str, values: Mapping[str, object]
     ) -> dict[str, Any] | None:
         cols = [c for c in values if c in table.columns]
         if not cols:

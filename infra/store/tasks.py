@@ -4,6 +4,7 @@ the version they started with."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -13,7 +14,12 @@ from infra.store.rows import Conflict, Page, PoolUser, new_id, record
 
 class Tasks(PoolUser):
     async def save_task(
-        self, developer_id: str, agent_id: str, task_id: str | None, document: dict[str, Any], dialect: str
+        self,
+        developer_id: str,
+        agent_id: str,
+        task_id: str | None,
+        document: Mapping[str, object],
+        dialect: str,
     ) -> dict[str, Any]:
         """Create a task, or add a new version to an existing one (its executions keep their version)."""
         async with self.pool.acquire() as conn, conn.transaction():
@@ -106,7 +112,11 @@ class Tasks(PoolUser):
 
 
 async def _unchanged(
-    conn: asyncpg.Connection, task: asyncpg.Record, agent_id: str, document: dict[str, Any], dialect: str
+    conn: asyncpg.Connection,
+    task: asyncpg.Record,
+    agent_id: str,
+    document: Mapping[str, object],
+    dialect: str,
 ) -> bool:
     """Whether saving `document` under `agent_id` would repeat the task's latest version exactly."""
     if str(task["agent_id"]) != agent_id:
@@ -125,5 +135,5 @@ async def _unchanged(
     )
 
 
-def _canonical(value: Any) -> str:
+def _canonical(value: object) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"))

@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import TextIO
 
 from temporalio import activity, workflow
 
@@ -65,8 +65,9 @@ class RecordContext(logging.Filter):
         return True
 
 
-def context_of(record: logging.LogRecord) -> dict[str, Any]:
-    details: Mapping[str, Any] | None = getattr(record, "temporal_activity", None)
+def context_of(record: logging.LogRecord) -> dict[str, str | int]:
+    """The workflow, activity, attempt and execution a record was logged in, as far as it says."""
+    details: object = getattr(record, "temporal_activity", None)
     if details is None and activity.in_activity():
         info = activity.info()
         details = {
@@ -79,14 +80,20 @@ def context_of(record: logging.LogRecord) -> dict[str, Any]:
         details = getattr(record, "temporal_workflow", None)
     if not isinstance(details, Mapping):
         return {}
+    workflow, workflow_id = _text(details.get("workflow_type")), _text(details.get("workflow_id"))
+    attempt = details.get("attempt")
     found = {
-        "workflow": details.get("workflow_type"),
-        "workflow_id": details.get("workflow_id"),
-        "activity": details.get("activity_type"),
-        "attempt": details.get("attempt"),
+        "workflow": workflow,
+        "workflow_id": workflow_id,
+        "activity": _text(details.get("activity_type")),
+        "attempt": attempt if isinstance(attempt, int) else None,
+        "execution_id": execution_of(workflow, workflow_id),
     }
-    found["execution_id"] = execution_of(found["workflow"], found["workflow_id"])
     return {k: v for k, v in found.items() if v is not None}
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def execution_of(workflow_type: str | None, workflow_id: str | None) -> str | None:
@@ -108,7 +115,7 @@ class JsonFormatter(logging.Formatter):
     and `exception` (the traceback, as text) when there is one."""
 
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {
+        entry: dict[str, object] = {
             "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname,
             "logger": record.name,

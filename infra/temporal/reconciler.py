@@ -12,11 +12,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+from infra.store.records import QuietExecution
 from infra.store.tables import Store
 
 log = logging.getLogger("mint.reconciler")
@@ -54,7 +54,7 @@ class Reconciler:
             ended += await self._reconcile(execution)
         return ended
 
-    async def _reconcile(self, execution: dict[str, Any]) -> int:
+    async def _reconcile(self, execution: QuietExecution) -> int:
         handle = self.temporal.get_workflow_handle(execution["id"])
         try:
             description = await handle.describe()
@@ -83,7 +83,7 @@ class Reconciler:
             execution, "error", "failed", f"ExecutionLost: the workflow ended outside Mint ({name})"
         )
 
-    async def _end(self, execution: dict[str, Any], kind: str, status: str, message: str | None) -> int:
+    async def _end(self, execution: QuietExecution, kind: str, status: str, message: str | None) -> int:
         ended = await self.store.end_execution(
             execution["developer_id"], execution["id"], kind, status, message
         )
