@@ -60,7 +60,7 @@ class _CollectorClock(threading.local):
 _COLLECTOR = _CollectorClock()
 
 
-def _time_collections(phase: str, info: dict[str, Any]) -> None:
+def _time_collections(phase: str, info: dict[str, int]) -> None:
     if phase == "start":
         _COLLECTOR.started = time.thread_time()
     elif _COLLECTOR.started is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Mapping
 from typing import Any
 
 from expressions.budget import CHARS_PER_UNIT, MAX_ELEMENTS, LimitExceeded, charge
@@ -26,7 +27,7 @@ QUOTING = {"QUOTE_MINIMAL": 0, "QUOTE_ALL": 1, "QUOTE_NONNUMERIC": 2, "QUOTE_NON
 QUOTING_312 = {"QUOTE_NOTNULL": 4, "QUOTE_STRINGS": 5}
 
 
-def _options(dialect: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
+def _check_options(dialect: str, kwargs: Mapping[str, object]) -> None:
     if dialect not in DIALECTS:
         raise ValueError(f"unknown csv dialect {dialect!r}; the dialects are {', '.join(DIALECTS)}")
     for key, value in kwargs.items():
@@ -34,7 +35,6 @@ def _options(dialect: Any, kwargs: dict[str, Any]) -> dict[str, Any]:
             raise TypeError(f'"{key}" must be a 1-character string')
         if key == "lineterminator" and (not isinstance(value, str) or len(value) > 8):
             raise ValueError("lineterminator must be a string of at most 8 characters")
-    return {"dialect": dialect, **kwargs}
 
 
 def _charge_read(text: str, delimiter: str = ",") -> None:
@@ -47,9 +47,9 @@ def _charge_read(text: str, delimiter: str = ",") -> None:
 
 def reader(data: str, dialect: str = "excel", **kwargs: Any) -> list[list[str]]:
     """csv.reader over a string: its rows."""
-    options = _options(dialect, kwargs)
+    _check_options(dialect, kwargs)
     _charge_read(check_text(data), kwargs.get("delimiter") or ",")
-    rows = list(csv.reader(io.StringIO(data), **options))
+    rows = list(csv.reader(io.StringIO(data), dialect, **kwargs))
     charge(len(rows) * ROW_UNITS)
     return rows
 
@@ -61,12 +61,12 @@ def dict_reader(
     restval: Any = None,
     dialect: str = "excel",
     **kwargs: Any,
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """csv.DictReader over a string: a dict per row, keyed by the first row (or by `fieldnames`)."""
-    options = _options(dialect, kwargs)
+    _check_options(dialect, kwargs)
     _charge_read(check_text(data), kwargs.get("delimiter") or ",")
     names = None if fieldnames is None else [safe_str(n) for n in fieldnames]
-    rows = csv.DictReader(io.StringIO(data), names, restkey, restval, **options)
+    rows = csv.DictReader(io.StringIO(data), names, restkey, restval, dialect, **kwargs)
     result = []
     for row in rows:
         charge(DICT_ROW_UNITS + len(row))
@@ -82,7 +82,8 @@ class Writer:
         self._buffer.write(check_text(data))
         self._buffer.seek(0)  # Julep's writer wrote over the text it was given, from its start
         self._length = len(data)
-        self._writer = csv.writer(self._buffer, **_options(dialect, kwargs))
+        _check_options(dialect, kwargs)
+        self._writer = csv.writer(self._buffer, dialect, **kwargs)
 
     def writerow(self, row: Any) -> int:
         fields = [
@@ -137,9 +138,9 @@ class DictWriter(Writer):
         return Writer.writerow(self, [row.get(name, self._restval) for name in self.fieldnames])
 
 
-def get_dialect(name: str) -> dict[str, Any]:
+def get_dialect(name: str) -> dict[str, object]:
     """The settings of a named dialect."""
-    _options(name, {})
+    _check_options(name, {})
     found = csv.get_dialect(name)
     keys = "delimiter quotechar escapechar doublequote skipinitialspace lineterminator quoting strict"
     return {key: getattr(found, key) for key in keys.split()}

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 import random as _random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -70,7 +70,7 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):  # type: ignore[misc]  # simp
         self.modules = build_modules(rng, now or datetime.now, self.budget)
         self._track({})
 
-    def evaluate(self, source: str, names: dict[str, Any]) -> Any:
+    def evaluate(self, source: str, names: Mapping[str, object]) -> Any:
         """Evaluate `source` with `names` in scope; raise ExpressionError with a readable message."""
         tree = parse_expression(source)
         self.names = {**CONSTANTS, **self.modules, **names}
@@ -91,7 +91,7 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):  # type: ignore[misc]  # simp
         except Exception as exc:  # user code: every failure is the user's error, reported, never a crash
             raise ExpressionError(f"{type(exc).__name__}: {exc} (in {source!r})") from None
 
-    def _track(self, names: dict[str, Any]) -> None:
+    def _track(self, names: Mapping[str, object]) -> None:
         """Start noting which lists and dicts are data the execution already holds (see DATA_ROOTS).
 
         `shared` maps their ids to them: the reference keeps each alive, so no new value of this evaluation

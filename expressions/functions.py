@@ -293,7 +293,7 @@ def safe_sum(items: Any, start: Any = 0) -> Any:
 CONSTANT_COST = frozenset({len, bool})
 
 
-def build_functions(rng: _random.Random, budget: Budget) -> dict[str, Any]:
+def build_functions(rng: _random.Random, budget: Budget) -> dict[str, Callable[..., Any]]:
     """The functions callable by name in expressions and templates: each charges for what it does."""
 
     def c(func: Callable[..., Any], per_item: float = C_SPEED) -> Callable[..., Any]:

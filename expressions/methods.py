@@ -8,7 +8,7 @@ what it would build, on every call and before the call. Whatever is not listed h
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import date, datetime, timedelta, timezone
 from datetime import time as dtime
 from typing import Any
@@ -29,7 +29,7 @@ from expressions.functions import safe_join, safe_replace
 from expressions.regex import group_chars
 
 # What a call may do before it runs: charge the active budget and refuse what would build too much.
-Rule = Callable[[Any, tuple[Any, ...], dict[str, Any]], None]
+Rule = Callable[[Any, tuple[Any, ...], Mapping[str, object]], None]
 MATCH = type(re2.search("a", "a"))
 # Unicode case mappings turn a character into at most this many ("ß".upper() is "SS", "ΐ" three).
 CASE_GROWTH = 3
@@ -52,7 +52,7 @@ class Method:
         return f"<method {getattr(self._func, '__name__', '?')} of {type(self._obj).__name__}>"
 
 
-def arguments_units(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
+def arguments_units(args: tuple[Any, ...], kwargs: Mapping[str, object]) -> int:
     """A unit per call, plus a pass over each argument (a method reads what it is given)."""
     return 1 + sum(map(value_units, args)) + sum(map(value_units, kwargs.values()))
 
@@ -60,47 +60,47 @@ def arguments_units(args: tuple[Any, ...], kwargs: dict[str, Any]) -> int:
 # Rules ----------------------------------------------------------------------------------------------------
 
 
-def constant(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def constant(obj: Any, args: tuple[Any, ...], kwargs: Mapping[str, object]) -> None:
     """Work and result independent of the object's size (datetime.isoformat(), match.start())."""
     charge(arguments_units(args, kwargs))
 
 
-def scan(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def scan(obj: Any, args: tuple[Any, ...], kwargs: Mapping[str, object]) -> None:
     """One pass over the object at C speed, building at most a copy of it (find, count, isdigit, partition)."""
     charge(arguments_units(args, kwargs) + len(obj) // CHARS_PER_UNIT)
 
 
-def case_mapping(obj: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def case_mapping(obj: str, args: tuple[Any, ...], kwargs: Mapping[str, object]) -> None:
     """upper/lower/title...: ASCII text keeps its length, other text may grow CASE_GROWTH-fold."""
     length = len(obj) if obj.isascii() else len(obj) * CASE_GROWTH
     check_length(length)
     charge(arguments_units(args, kwargs) + length // CHARS_PER_UNIT)
 
 
-def stripping(obj: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def stripping(obj: str, args: tuple[Any, ...], kwargs: Mapping[str, object]) -> None:
     """strip(chars): each character stripped is looked up in `chars`."""
     chars = args[0] if args else kwargs.get("chars")
     width = 1 + (len(chars) // CHARS_PER_UNIT if isinstance(chars, str) else 0)
     charge(arguments_units(args, kwargs) + len(obj) * width // CHARS_PER_UNIT)
 
 
-def affixes(obj: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def affixes(obj: str, args: tuple[Any, ...], kwargs: Mapping[str, object]) -> None:
     """startswith/endswith: a tuple of prefixes is compared one by one."""
     count = len(args[0]) if args and isinstance(args[0], tuple) else 1
     charge(arguments_units(args, kwargs) + count * (1 + len(obj) // CHARS_PER_UNIT))
 
 
-def splitting(obj: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def splitting(obj: str, args: tuple[Any, ...], kwargs: Mapping[str, object]) -> None:
     """split/rsplit/splitlines build a string and a list slot per piece."""
     charge(arguments_units(args, kwargs) + len(obj) // SPLIT_CHARS_PER_UNIT)
 
 
-def builds_own(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def builds_own(obj: Any, args: tuple[Any, ...], kwargs: Mapping[str, object]) -> None:
     """The function checks and charges what it builds itself (join, replace): a unit for the call."""
     charge(1)
 
 
-def deep_scan(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def deep_scan(obj: Any, args: tuple[Any, ...], kwargs: Mapping[str, object]) -> None:
     """list.index/count compare elements, and comparing nested values walks them."""
     bounded_size(obj)
     for value in (*args, *kwargs.values()):
@@ -108,7 +108,7 @@ def deep_scan(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
     charge(1)
 
 
-def hashing(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def hashing(obj: Any, args: tuple[Any, ...], kwargs: Mapping[str, object]) -> None:
     """dict.get hashes its key (a tuple walks its members every time)."""
     if args:
         charge_key(args[0])
@@ -118,13 +118,13 @@ def hashing(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
 def copying(per_unit: int) -> Rule:
     """A new list of the dict's keys, values, or (key, value) tuples."""
 
-    def rule(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    def rule(obj: Any, args: tuple[Any, ...], kwargs: Mapping[str, object]) -> None:
         charge(1 + len(obj) // per_unit)
 
     return rule
 
 
-def strftime_format(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def strftime_format(obj: Any, args: tuple[Any, ...], kwargs: Mapping[str, object]) -> None:
     """strftime: a directive expands up to twelvefold (`%c`), so the format itself is kept short."""
     form = args[0] if args else kwargs.get("format", "")
     if not isinstance(form, str) or len(form) > MAX_FORMAT_WIDTH:
@@ -132,12 +132,12 @@ def strftime_format(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     charge(1 + len(form) // 2)  # about a microsecond per directive
 
 
-def match_group(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def match_group(obj: Any, args: tuple[Any, ...], kwargs: Mapping[str, object]) -> None:
     """group(...) copies the matched text out of the string: charged by its length."""
     charge(arguments_units(args, kwargs) + len(args) + group_chars(obj, args or (0,)) // CHARS_PER_UNIT)
 
 
-def match_all_groups(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def match_all_groups(obj: Any, args: tuple[Any, ...], kwargs: Mapping[str, object]) -> None:
     """groups()/groupdict() copy every group."""
     groups = range(1, obj.re.groups + 1)
     charge(arguments_units(args, kwargs) + len(groups) + group_chars(obj, groups) // CHARS_PER_UNIT)

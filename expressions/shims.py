@@ -16,6 +16,7 @@ import urllib.parse as _urlparse
 from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from datetime import time as dtime
+from types import ModuleType
 from typing import Any, Literal
 
 from expressions import csv_rows, regex
@@ -74,7 +75,8 @@ MAX_QUERY_FIELDS = 10_000
 MAX_QUANTILES = 10_000
 
 
-def _pick(module: Any, names: str) -> dict[str, Any]:
+def _pick(module: ModuleType, names: str) -> dict[str, Callable[..., Any]]:
+    """The named functions of a module."""
     return {name: getattr(module, name) for name in names.split()}
 
 
@@ -127,7 +129,7 @@ def _urlencode(query: Any, doseq: bool = False) -> str:
     return _urlparse.urlencode(pairs)
 
 
-def _urlsplit(url: str) -> dict[str, Any]:
+def _urlsplit(url: str) -> dict[str, str]:
     return _urlparse.urlsplit(check_text(url))._asdict()
 
 
@@ -177,11 +179,13 @@ def build_modules(
         "datetime": shims.datetime(),
         "string": SafeNamespace(
             "string",
-            **_pick(
-                _string,
-                "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits punctuation printable "
-                "whitespace",
-            ),
+            **{
+                name: str(getattr(_string, name))
+                for name in (
+                    "ascii_letters ascii_lowercase ascii_uppercase digits hexdigits octdigits punctuation "
+                    "printable whitespace"
+                ).split()
+            },
             capwords=c(_capwords, 1 / 8),
         ),
         "base64": SafeNamespace("base64", b64encode=c(_b64encode, 1 / 64), b64decode=c(_b64decode, 1 / 64)),

@@ -15,7 +15,7 @@ import contextlib
 import functools
 import operator
 import random as _random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
@@ -119,7 +119,7 @@ def _finalize(value: Any) -> Any:
     return safe_str(value)
 
 
-def _changed(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+def _changed(obj: Any, args: tuple[Any, ...], kwargs: Mapping[str, object]) -> None:
     """loop.changed(value) compares the value with the last one."""
     for value in args:
         bounded_size(value)
@@ -340,7 +340,7 @@ def is_template(text: str) -> bool:
     return "{{" in text or "{%" in text
 
 
-def render_template(source: str, scope: dict[str, Any], budget: Budget, null_text: str = "") -> str:
+def render_template(source: str, scope: Mapping[str, object], budget: Budget, null_text: str = "") -> str:
     """Render `source` with `scope` (names plus helpers), charging `budget`, a null printed as `null_text`;
     raise ExpressionError on failure."""
     if not is_template(source):
@@ -366,7 +366,7 @@ def _printing_null_as(text: str) -> Iterator[None]:
         _NULL_TEXT.reset(token)
 
 
-def _render_bounded(template: jinja2.Template, scope: dict[str, Any]) -> str:
+def _render_bounded(template: jinja2.Template, scope: Mapping[str, object]) -> str:
     parts, length = [], 0
     for chunk in template.generate(scope):
         length += len(chunk)

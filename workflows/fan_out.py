@@ -129,7 +129,7 @@ class FanOut:
 
         Each call, wait or timer in the body adds history events (one history holds about 51,200), so a
         large fan-out of calls is split across child workflows; a body of pure steps adds none."""
-        steps = [s for _, s in lang.walk_steps(body, "")]
+        steps = [placed.step for placed in lang.walk_steps(body, "")]
         calls = sum(s.ADDS_HISTORY for s in steps)
         if not calls:
             return None

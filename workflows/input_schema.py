@@ -5,21 +5,27 @@ Patterns run on RE2 (linear time), so a tenant's `pattern` cannot stall the API 
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import jsonschema
 import jsonschema.validators
 import re2
 
+from contracts.json import JsonObject, JsonValue
 from workflows.problems import Problem
 
 
-def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+def _pattern(
+    validator: object, pattern: str, instance: object, schema: object
+) -> Iterator[jsonschema.ValidationError]:
     if isinstance(instance, str) and not re2.search(pattern, instance):
         yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
 
 
-def _pattern_properties(validator: Any, patterns: dict[str, Any], instance: Any, schema: Any) -> Any:
+def _pattern_properties(
+    validator: Any, patterns: Mapping[str, object], instance: object, schema: object
+) -> Iterator[jsonschema.ValidationError]:
     if not isinstance(instance, dict):
         return
     for pattern, subschema in patterns.items():
@@ -42,7 +48,7 @@ _KEYWORD_SHAPES: dict[str, tuple[type, ...]] = {
 }  # fmt: skip
 
 
-def normalize_input_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+def normalize_input_schema(schema: JsonObject | None) -> JsonObject | None:
     """The seed's shorthand (a bare map of property schemas) means an object with those properties."""
     if not schema:
         return None
@@ -51,7 +57,7 @@ def normalize_input_schema(schema: dict[str, Any] | None) -> dict[str, Any] | No
     return {"type": "object", "properties": schema}
 
 
-def _is_keyword(key: str, value: Any) -> bool:
+def _is_keyword(key: str, value: JsonValue) -> bool:
     shapes = _KEYWORD_SHAPES.get(key)
     if shapes is None or not isinstance(value, shapes):
         return False
@@ -60,7 +66,7 @@ def _is_keyword(key: str, value: Any) -> bool:
     return True
 
 
-def schema_problems(schema: dict[str, Any] | None) -> list[Problem]:
+def schema_problems(schema: JsonObject | None) -> list[Problem]:
     """Problems with an input_schema at task creation: invalid JSON Schema, or `$ref`s that go nowhere."""
     normalized = normalize_input_schema(schema)
     if normalized is None:
@@ -79,20 +85,21 @@ def schema_problems(schema: dict[str, Any] | None) -> list[Problem]:
     return problems
 
 
-def _patterns(node: Any) -> list[str]:
+def _patterns(node: JsonValue) -> list[str]:
     if isinstance(node, list):
         return [p for item in node for p in _patterns(item)]
     if not isinstance(node, dict):
         return []
     found = [p for value in node.values() for p in _patterns(value)]
-    if isinstance(node.get("pattern"), str):
-        found.append(node["pattern"])
-    if isinstance(node.get("patternProperties"), dict):
-        found += list(node["patternProperties"])
+    pattern, by_key = node.get("pattern"), node.get("patternProperties")
+    if isinstance(pattern, str):
+        found.append(pattern)
+    if isinstance(by_key, dict):
+        found += list(by_key)
     return found
 
 
-def _unresolvable_refs(node: Any, root: dict[str, Any]) -> list[str]:
+def _unresolvable_refs(node: JsonValue, root: JsonObject) -> list[str]:
     """Only local `$ref`s (`#/...`) that point at something in the schema itself are allowed."""
     if isinstance(node, list):
         return [m for item in node for m in _unresolvable_refs(item, root)]
@@ -108,8 +115,8 @@ def _unresolvable_refs(node: Any, root: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _pointer_exists(root: Any, pointer: str) -> bool:
-    target = root
+def _pointer_exists(root: JsonObject, pointer: str) -> bool:
+    target: JsonValue = root
     for raw in [p for p in pointer.split("/") if p]:
         part = raw.replace("~1", "/").replace("~0", "~")
         if isinstance(target, dict) and part in target:
@@ -121,7 +128,7 @@ def _pointer_exists(root: Any, pointer: str) -> bool:
     return True
 
 
-def input_problems(schema: dict[str, Any] | None, value: Any) -> list[Problem]:
+def input_problems(schema: JsonObject | None, value: JsonValue) -> list[Problem]:
     """Check an execution's input against the task's input_schema."""
     normalized = normalize_input_schema(schema)
     if normalized is None:

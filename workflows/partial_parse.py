@@ -11,12 +11,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from contracts.json import JsonObject
 from workflows import language as lang
 from workflows.plain_errors import plain_problems
 from workflows.problems import Problem, Suggestions
 
 # Stands in for the steps nested in a step while the step itself is parsed: they are parsed on their own.
-STAND_IN: dict[str, Any] = {"log": ""}
+STAND_IN: JsonObject = {"log": ""}
 # Keys every step may have: they say nothing about which kind a step was meant to be.
 _ANY_STEP_KEYS = frozenset(lang.model_keys(lang.StepModel)) | frozenset(lang.model_keys(lang.CallStep))
 # Each key that only one step kind has, beside the one that marks it: `map` -> `over` (map_reduce).
@@ -38,11 +39,11 @@ class TaskParts:
     tool_names: set[str] = field(default_factory=set)  # every tool name written, parsed or not
     workflow_names: set[str] = field(default_factory=set)
     inherit_tools: bool = True
-    input_schema: dict[str, Any] | None = None
+    input_schema: JsonObject | None = None
     problems: list[Problem] = field(default_factory=list)
 
 
-def parse_task(raw: dict[str, Any], suggest: Suggestions | None = None) -> TaskParts:
+def parse_task(raw: JsonObject, suggest: Suggestions | None = None) -> TaskParts:
     """The task, parsed as a whole when it can be (the usual case, and the cheap one), else part by part.
     `suggest` looks for the keys unknown ones are typos of (the document's budget for it)."""
     try:
@@ -55,7 +56,9 @@ def parse_task(raw: dict[str, Any], suggest: Suggestions | None = None) -> TaskP
         return parts
     return TaskParts(
         spec=spec,
-        steps=[step for name, steps in spec.workflows.items() for step in lang.walk_steps(steps, name)],
+        steps=[
+            (p.path, p.step) for name, steps in spec.workflows.items() for p in lang.walk_steps(steps, name)
+        ],
         tools=[(f"tools[{i}]", tool) for i, tool in enumerate(spec.tools)],
         tool_names={tool.name for tool in spec.tools},
         workflow_names=set(spec.workflows),
@@ -71,7 +74,7 @@ class _ByParts:
         self.suggest = suggest
         self.problems: list[Problem] = []
 
-    def task(self, raw: dict[str, Any]) -> TaskParts:
+    def task(self, raw: JsonObject) -> TaskParts:
         fields, workflows = lang.split_task(raw)
         parts = TaskParts(spec=None, workflow_names=set(workflows))
         self._task_fields(fields, workflows)
@@ -87,7 +90,7 @@ class _ByParts:
         parts.problems = self.problems
         return parts
 
-    def _task_fields(self, fields: dict[str, Any], workflows: dict[str, Any]) -> None:
+    def _task_fields(self, fields: JsonObject, workflows: JsonObject) -> None:
         """The problems with the task's own fields, and with workflows that are no list of steps."""
         if "main" not in workflows:
             meant = self.suggest.closest("main", workflows)

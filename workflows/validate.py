@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
+from contracts.json import JsonObject
 from expressions.parsing import CONTEXT_NAMES, KNOWN_NAMES, MAX_EXPRESSION_LENGTH
 from workflows import ignored_keys
 from workflows import language as lang
@@ -48,7 +49,7 @@ class TaskLimits:
 class ValidTask:
     spec: lang.TaskSpec
     dialect: Dialect
-    document: dict[str, Any]
+    document: JsonObject
     # How each string that could be read either way was read, with its path.
     warnings: list[Problem]
 
@@ -104,8 +105,8 @@ def task_warnings(spec: lang.TaskSpec, dialect: Dialect) -> list[Problem]:
     it was read."""
     warnings = []
     for name, steps in spec.workflows.items():
-        for path, step in lang.walk_steps(steps, name):
-            for field_path, raw, field_kind in step.evaluable_fields(path):
+        for placed in lang.walk_steps(steps, name):
+            for field_path, raw, field_kind in placed.step.evaluable_fields(placed.path):
                 warnings += [Problem(*w) for w in reading_warnings(raw, field_path, field_kind, dialect)]
     return warnings
 
@@ -229,7 +230,7 @@ def _argument_timeout_problems(
 
 
 def _integration_argument_problems(
-    step: lang.StepModel, path: str, integrations: dict[str, dict[str, Any]]
+    step: lang.StepModel, path: str, integrations: dict[str, JsonObject]
 ) -> list[Problem]:
     """Arguments a step gives one of the task's integration tools that its provider's method does not take
     (one it needs and does not get is told when the step runs: metadata may still fill it in)."""

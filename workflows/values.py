@@ -337,8 +337,8 @@ class _Measured(_ToData):
 def detect_dialect(workflows: Mapping[str, Sequence[lang.StepModel]]) -> Dialect:
     """`dollar` if any string in any step's fields, nested steps included, is a `$ expr`, else `seed`."""
     for name, steps in workflows.items():
-        for path, step in lang.walk_steps(steps, name):
-            if any(has_dollar(raw) for _, raw, _ in step.evaluable_fields(path)):
+        for placed in lang.walk_steps(steps, name):
+            if any(has_dollar(raw) for _, raw, _ in placed.step.evaluable_fields(placed.path)):
                 return "dollar"
     return "seed"
 

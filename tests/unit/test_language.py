@@ -124,7 +124,7 @@ def test_walk_steps_visits_nested_steps_depth_first_with_their_paths():
             ]
         }
     )
-    assert [path for path, _ in lang.walk_steps(spec.workflows["main"], "main")] == [
+    assert [placed.path for placed in lang.walk_steps(spec.workflows["main"], "main")] == [
         "main[0]",
         "main[0].parallel[0][0]",
         "main[0].parallel[1][0]",

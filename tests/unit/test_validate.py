@@ -393,7 +393,9 @@ def test_the_raw_places_of_nested_steps_match_the_parsed_ones():
             return value
 
         lang.replace_nested(raw, "s", note)
-        assert found == [path for path, _ in lang.STEP.validate_python(raw).nested_steps("s")], raw
+        assert found == [
+            nested.path for nested in lang.nested_steps(lang.STEP.validate_python(raw), "s", "s")
+        ], raw
 
 
 def test_a_document_looks_up_a_bounded_number_of_unknown_keys_and_names():

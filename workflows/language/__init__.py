@@ -9,7 +9,7 @@ by `workflows.values` according to the task's dialect.
 
 from workflows.language.common import NAME_PATTERN, Lenient, Seconds, model_keys
 from workflows.language.guardrails import Guardrail, Guardrails
-from workflows.language.nesting import replace_nested, walk_step, walk_steps
+from workflows.language.nesting import PlacedStep, StepList, nested_steps, replace_nested, walk_steps
 from workflows.language.parts import Message, RetrySpec, SearchSpec, SleepFor, StepDefaults, ToolRef, WaitInfo
 from workflows.language.steps import (
     NOT_A_STEP,
@@ -31,6 +31,7 @@ from workflows.language.steps import (
     IfElseStep,
     LogStep,
     MapReduceStep,
+    Nesting,
     ParallelStep,
     PromptStep,
     Reference,
@@ -89,7 +90,9 @@ __all__ = [
     "LogStep",
     "MapReduceStep",
     "Message",
+    "Nesting",
     "ParallelStep",
+    "PlacedStep",
     "PromptStep",
     "Reference",
     "RetrySpec",
@@ -101,6 +104,7 @@ __all__ = [
     "SleepFor",
     "SleepStep",
     "Step",
+    "StepList",
     "StepDefaults",
     "StepModel",
     "Steps",
@@ -115,10 +119,10 @@ __all__ = [
     "YieldStep",
     "dump_step",
     "model_keys",
+    "nested_steps",
     "parse_steps",
     "replace_nested",
     "split_task",
     "step_kind",
-    "walk_step",
     "walk_steps",
 ]

@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import functools
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic_core import to_jsonable_python
+
+from contracts.json import JsonObject
 
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]*$"
 Seconds = Annotated[float, Field(gt=0, le=30 * 86400)]
+
+if TYPE_CHECKING:
+    JsonField: TypeAlias = JsonObject
+else:
+    # A field of JSON the user shapes (metadata, model settings, a schema). pydantic cannot read
+    # contracts/json.py's recursive aliases, so it takes any values and makes them JSON, as storing the task
+    # would (a YAML date becomes its ISO text).
+    JsonField = Annotated[dict[str, object], AfterValidator(to_jsonable_python)]
 
 
 class Lenient(BaseModel):

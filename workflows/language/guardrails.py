@@ -9,10 +9,11 @@ them, and services/chat/guardrails.py in a chat.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from contracts.json import JsonObject
 from workflows.language.common import NAME_PATTERN
 
 # (path, raw text, how it is read: `expression` or `template`): what task validation checks statically.
@@ -72,6 +73,6 @@ class Guardrails(BaseModel):
             for i, guardrail in enumerate(getattr(self, stage)):
                 yield from guardrail.fields(f"{path}.{stage}[{i}]")
 
-    def dump(self) -> dict[str, Any]:
+    def dump(self) -> JsonObject:
         """JSON-ready, as users write it (unset fields left out)."""
         return self.model_dump(mode="json", exclude_none=True)

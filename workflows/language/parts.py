@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from workflows.language.common import Seconds
+from workflows.language.common import JsonField, Seconds
 
 
 class RetrySpec(BaseModel):
@@ -29,7 +29,7 @@ class StepDefaults(BaseModel):
     timeout: Seconds | None = None
     retry: RetrySpec | None = None
     local: bool | None = None  # every call step's `local`, unless the step says
-    settings: dict[str, Any] | None = None  # model settings for every prompt step (the step's own win)
+    settings: JsonField | None = None  # model settings for every prompt step (the step's own win)
 
 
 class Message(BaseModel):
@@ -77,7 +77,7 @@ class SearchSpec(BaseModel):
     query: Any
     mode: Literal["text", "vector", "hybrid"] = "hybrid"
     limit: Annotated[int, Field(ge=1, le=100)] = 10
-    metadata_filter: dict[str, Any] | None = None
+    metadata_filter: JsonField | None = None
     agent: Any = None
     user: Any = None
     alpha: Annotated[float, Field(ge=0, le=1)] = 0.5

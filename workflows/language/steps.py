@@ -2,17 +2,19 @@
 
 A step model says which YAML key marks it (`KEY`), its tag in the step union (`KIND`), whether it can add
 history events when it runs (`ADDS_HISTORY`: calls, waits, timers, sub-workflows), which of its fields are
-evaluated and how each is read (`evaluable_fields`), the step lists nested in it (`nested_steps`, and
-`NESTED`, where they are in a raw step), and the tools and workflows it names (`references`). Everything else (the key table, the parser's discriminator,
-validation, fan-out chunking) is derived from those, so a new step kind is one new class here plus its
-case in the interpreter's dispatch.
+evaluated and how each is read (`evaluable_fields`), the step lists nested in it (`NESTED`: where each is in
+the task as written and the path it runs under), and the tools and workflows it names (`references`).
+Everything else (the key table, the parser's discriminator, the walk over nested steps in
+`workflows/language/nesting.py`, validation, fan-out chunking, restart plans) is derived from those, so a new
+step kind is one new class here plus its case in the interpreter's dispatch.
 
 Expression fields keep their raw text (`Any`); `workflows.values` evaluates them by the task's dialect.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, Union, get_args
 
 from pydantic import (
@@ -26,7 +28,8 @@ from pydantic import (
     field_validator,
 )
 
-from workflows.language.common import NAME_PATTERN, Lenient, Seconds
+from contracts.json import JsonObject
+from workflows.language.common import NAME_PATTERN, JsonField, Lenient, Seconds
 from workflows.language.parts import (
     Message,
     RetrySpec,
@@ -45,6 +48,17 @@ EvaluableField = tuple[str, Any, FieldReading]
 Reference = tuple[str, str, Any]
 
 
+@dataclass(frozen=True)
+class Nesting:
+    """Where a step kind holds a list of steps. `source`: its keys in the task as written, after the step's
+    path, joined by `.`, with `[]` for each item of a list (`switch[].then`: `main[2].switch[1].then`);
+    `runtime`: the path the interpreter runs the list under, after the step's own (`switch[]`: `main[2].switch[1]`),
+    which transitions record as `current.workflow` (workflows/interpreter.py, workflows/fan_out.py)."""
+
+    source: str
+    runtime: str
+
+
 class StepModel(Lenient):
     """What every step has, and the declarations each kind makes (see the module's docstring)."""
 
@@ -52,8 +66,7 @@ class StepModel(Lenient):
     KEY: ClassVar[str]
     KIND: ClassVar[str]
     ADDS_HISTORY: ClassVar[bool] = False
-    # Where nested_steps' lists are in a raw step: keys joined by `.`, `[]` for each item of a list.
-    NESTED: ClassVar[tuple[str, ...]] = ()
+    NESTED: ClassVar[tuple[Nesting, ...]] = ()
 
     label: Annotated[str, Field(min_length=1, max_length=120)] | None = None
     kind_: str | None = None
@@ -62,16 +75,12 @@ class StepModel(Lenient):
         """The fields evaluated when the step runs (not those of its nested steps)."""
         return iter(())
 
-    def nested_steps(self, path: str) -> list[tuple[str, Sequence[StepModel]]]:
-        """The step lists inside this step, with their paths."""
-        return []
-
     def references(self, path: str) -> Iterator[Reference]:
         """The tools and workflows this step names, which must exist when the task is created."""
         return iter(())
 
 
-def _each_key(mapping: dict[str, Any], path: str) -> Iterator[EvaluableField]:
+def _each_key(mapping: Mapping[str, object], path: str) -> Iterator[EvaluableField]:
     for key, raw in mapping.items():
         yield f"{path}.{key}", raw, "value"
 
@@ -88,7 +97,7 @@ class CallStep(StepModel):
 
 class EvaluateStep(StepModel):
     KEY, KIND = "evaluate", "evaluate"
-    evaluate: dict[str, Any]
+    evaluate: dict[str, object]
 
     def evaluable_fields(self, path: str) -> Iterator[EvaluableField]:
         return _each_key(self.evaluate, f"{path}.evaluate")
@@ -97,7 +106,7 @@ class EvaluateStep(StepModel):
 class PromptStep(CallStep):
     KEY, KIND = "prompt", "prompt"
     prompt: str | list[Message]
-    settings: dict[str, Any] | None = None
+    settings: JsonField | None = None
     unwrap: bool = False
     tools: Literal["all"] | list[Any] | None = None
     tool_choice: Any = None
@@ -153,17 +162,13 @@ Steps = Annotated[list["Step"], BeforeValidator(_as_list), Field(min_length=1)]
 
 class IfElseStep(StepModel):
     KEY, KIND = "if", "if_else"
-    NESTED = ("then", "else")
+    NESTED = (Nesting("then", "then"), Nesting("else", "else"))
     if_: Any = Field(alias="if")
     then: Steps
     else_: Steps | None = Field(default=None, alias="else")
 
     def evaluable_fields(self, path: str) -> Iterator[EvaluableField]:
         yield f"{path}.if", self.if_, "expression"
-
-    def nested_steps(self, path: str) -> list[tuple[str, Sequence[StepModel]]]:
-        branches: list[tuple[str, Sequence[StepModel]]] = [(f"{path}.then", self.then)]
-        return branches + ([(f"{path}.else", self.else_)] if self.else_ else [])
 
 
 class CaseThen(BaseModel):
@@ -174,16 +179,13 @@ class CaseThen(BaseModel):
 
 class SwitchStep(StepModel):
     KEY, KIND = "switch", "switch"
-    NESTED = ("switch[].then",)
+    NESTED = (Nesting("switch[].then", "switch[]"),)
     switch: Annotated[list[CaseThen], Field(min_length=1)]
 
     def evaluable_fields(self, path: str) -> Iterator[EvaluableField]:
         for i, case in enumerate(self.switch):
             if case.case != "_":
                 yield f"{path}.switch[{i}].case", case.case, "expression"
-
-    def nested_steps(self, path: str) -> list[tuple[str, Sequence[StepModel]]]:
-        return [(f"{path}.switch[{i}].then", c.then) for i, c in enumerate(self.switch)]
 
 
 class ForeachDo(BaseModel):
@@ -194,19 +196,16 @@ class ForeachDo(BaseModel):
 
 class ForeachStep(StepModel):
     KEY, KIND = "foreach", "foreach"
-    NESTED = ("foreach.do",)
+    NESTED = (Nesting("foreach.do", "foreach"),)
     foreach: ForeachDo
 
     def evaluable_fields(self, path: str) -> Iterator[EvaluableField]:
         yield f"{path}.foreach.in", self.foreach.in_, "expression"
 
-    def nested_steps(self, path: str) -> list[tuple[str, Sequence[StepModel]]]:
-        return [(f"{path}.foreach.do", self.foreach.do)]
-
 
 class MapReduceStep(StepModel):
     KEY, KIND = "over", "map_reduce"
-    NESTED = ("map",)
+    NESTED = (Nesting("map", "map"),)
     over: Any
     map: Steps
     reduce: str | None = None
@@ -219,17 +218,11 @@ class MapReduceStep(StepModel):
             yield f"{path}.reduce", self.reduce, "reduce"
         yield f"{path}.initial", self.initial, "value"
 
-    def nested_steps(self, path: str) -> list[tuple[str, Sequence[StepModel]]]:
-        return [(f"{path}.map", self.map)]
-
 
 class ParallelStep(StepModel):
     KEY, KIND = "parallel", "parallel"
-    NESTED = ("parallel[]",)
+    NESTED = (Nesting("parallel[]", "parallel[]"),)
     parallel: Annotated[list[Steps], Field(min_length=1, max_length=100)]
-
-    def nested_steps(self, path: str) -> list[tuple[str, Sequence[StepModel]]]:
-        return [(f"{path}.parallel[{i}]", branch) for i, branch in enumerate(self.parallel)]
 
 
 class SleepStep(StepModel):
@@ -304,7 +297,7 @@ class LogStep(StepModel):
 
 class SetStep(StepModel):
     KEY, KIND = "set", "set"
-    set: dict[str, Any]
+    set: dict[str, object]
 
     def evaluable_fields(self, path: str) -> Iterator[EvaluableField]:
         return _each_key(self.set, f"{path}.set")
@@ -386,7 +379,7 @@ for _model in (IfElseStep, CaseThen, ForeachDo, MapReduceStep, ParallelStep):
     _model.model_rebuild()
 
 
-def dump_step(step: BaseModel) -> dict[str, Any]:
+def dump_step(step: BaseModel) -> JsonObject:
     return step.model_dump(mode="json", by_alias=True, exclude_none=True, exclude_defaults=True)
 
 
@@ -395,6 +388,6 @@ _STEP_LIST: TypeAdapter[list[Step]] = TypeAdapter(list[Step])
 STEP: TypeAdapter[Step] = TypeAdapter(Step)
 
 
-def parse_steps(raw: list[dict[str, Any]]) -> list[Step]:
+def parse_steps(raw: list[JsonObject]) -> list[Step]:
     """Steps from what dump_step wrote (a fan-out body handed to a child workflow)."""
     return _STEP_LIST.validate_python(raw)

@@ -7,6 +7,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from contracts.budgets import Budget
+from contracts.json import JsonObject
+from workflows.language.common import JsonField
 from workflows.language.guardrails import Guardrails
 from workflows.language.parts import StepDefaults
 from workflows.language.steps import Step, dump_step
@@ -44,7 +46,7 @@ IGNORED_TASK_FIELDS = frozenset(
 MAIN_REQUIRED = "a task needs a `main` workflow (a list of steps)"
 
 
-def split_task(raw: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+def split_task(raw: JsonObject) -> tuple[JsonObject, JsonObject]:
     """(the task's own fields, its workflows by name) of a task document: every top-level key that is no
     task field names a workflow (and a `workflows:` mapping holds more); Julep's read-only keys are dropped."""
     fields = {k: v for k, v in raw.items() if k in TASK_FIELDS and k != "main"}
@@ -62,10 +64,10 @@ class TaskSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Annotated[str, Field(min_length=1, max_length=255)]
     description: str = ""
-    input_schema: dict[str, Any] | None = None
+    input_schema: JsonField | None = None
     tools: list[ToolDef] = Field(default_factory=list)
     inherit_tools: bool = True
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: JsonField = Field(default_factory=dict)
     defaults: StepDefaults | None = None
     budget: Budget | None = None  # limits on the execution's model calls (contracts/budgets.py)
     guardrails: Guardrails | None = None  # run on the execution's input and final output
@@ -81,12 +83,12 @@ class TaskSpec(BaseModel):
 
     @field_validator("workflows")
     @classmethod
-    def _main_required(cls, workflows: dict[str, Any]) -> dict[str, Any]:
+    def _main_required(cls, workflows: dict[str, list[Step]]) -> dict[str, list[Step]]:
         if "main" not in workflows:
             raise ValueError(MAIN_REQUIRED)
         return workflows
 
-    def to_document(self) -> dict[str, Any]:
+    def to_document(self) -> JsonObject:
         """The task as users write it (named workflows at the top level), JSON-ready."""
         body = self.model_dump(mode="json", by_alias=True, exclude_none=True, exclude={"workflows"})
         for name, steps in self.workflows.items():
