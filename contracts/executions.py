@@ -7,29 +7,41 @@ before it has no such key), and never rename one."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
+from contracts.json import JsonObject, JsonValue
 from contracts.transitions import TransitionRow
 
 # An api_call's `timeout` (the deadline of the whole call) may not exceed this (MINT_MAX_TOOL_TIMEOUT_SECONDS).
 DEFAULT_MAX_TOOL_TIMEOUT_SECONDS = 300.0
 
-# A task as the API stores it (its `document`), and a tool as the API stores it (ToolDef dumped by alias).
-# They cross as JSON documents, not as parsed models: the interpreter parses the task once per run, and a
-# model dumped back would not be the same JSON (defaults, aliases), which would change what histories hold.
-TaskDocument = dict[str, Any]
-ToolSpec = dict[str, Any]
+
+class FrameSnapshot(TypedDict):
+    """A run of a named workflow, as a continued-as-new run or a fan-out's chunk takes it up
+    (workflows/frames.py Frame): its name, scope and step inputs so far."""
+
+    name: str
+    scope_id: str
+    inputs: list[JsonValue]
+
+
+class StepRecord(TypedDict):
+    """What `steps[...]` reads of a step that ran: its input and output (a labelled step's are kept by its
+    label)."""
+
+    input: JsonValue
+    output: JsonValue
 
 
 @dataclass
 class ResumePoint:
     """Where a continued-as-new execution picks up: the root frame, its next step, and all shared state."""
 
-    frame: dict[str, Any]  # workflows.frames.Frame.snapshot()
+    frame: FrameSnapshot
     index: int
     seq: int
-    state: dict[str, Any]
-    labels: dict[str, Any]
+    state: JsonObject
+    labels: dict[str, StepRecord]
     legacy: bool = True  # the execution runs as before issue 13 (a resume point written before has no field)
     # A restart with a new input for the step it restarts: the input guardrails check that input first (a
     # continue-as-new's resume point, and one written before, has no new input).
@@ -43,13 +55,20 @@ class ExecutionParams:
 
     execution_id: str
     developer_id: str
-    task: TaskDocument
+    # The task and its tools as the API stores them (the task's `document`; each tool a ToolDef dumped by
+    # alias). They cross as JSON, not as parsed models: the interpreter parses them once per run
+    # (workflows/tool_kinds.py for tools), and a model dumped back would not be the same JSON (defaults,
+    # aliases), which would change what histories hold.
+    task: JsonObject
     dialect: str
     input: Any
-    agent: dict[str, Any] = field(default_factory=dict)
-    task_info: dict[str, Any] = field(default_factory=dict)
-    execution_info: dict[str, Any] = field(default_factory=dict)
-    tools: list[ToolSpec] = field(default_factory=list)
+    # The agent, task and execution as expressions read them (`agent`, `task`, `execution`): the agent's
+    # keys are services/handoffs.py AGENT_VIEW_KEYS (workflows/agents.py reads them), the task's id, name,
+    # version and metadata, the execution's id and metadata.
+    agent: JsonObject = field(default_factory=dict)
+    task_info: JsonObject = field(default_factory=dict)
+    execution_info: JsonObject = field(default_factory=dict)
+    tools: list[JsonObject] = field(default_factory=list)
     max_history_events: int = 10_000
     max_fan_out: int = 100_000  # items one foreach or map may run over (MINT_MAX_FAN_OUT)
     max_tool_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS  # MINT_MAX_TOOL_TIMEOUT_SECONDS
@@ -60,7 +79,7 @@ class ExecutionParams:
     resume: ResumePoint | None = None  # set when the execution continued as new
     # The agents a prompt step may be handed to (the agent's handoffs, theirs, ...), by id, each with its
     # `tools`: read when the execution starts, so a handoff inside the workflow is deterministic.
-    handoff_agents: dict[str, dict[str, Any]] = field(default_factory=dict)
+    handoff_agents: dict[str, JsonObject] = field(default_factory=dict)
     # Activity name -> the task queue it runs on, for the kinds the deployment gives queues of their own
     # (contracts/temporal.py QUEUE_KINDS): fixed when the execution starts, so that every replay schedules
     # the same commands whatever a worker's settings say. A call with a queue never runs in the worker.
@@ -81,11 +100,11 @@ class MapChunk:
     seeing the parent's frame, state and labels as they were when the chunk started."""
 
     params: ExecutionParams
-    body: list[dict[str, Any]]  # the steps, dumped (workflows.language.dump_step)
+    body: list[JsonObject]  # the steps, dumped (workflows.language.dump_step)
     path: str
-    frame: dict[str, Any]  # workflows.frames.Frame.snapshot()
-    state: dict[str, Any]
-    labels: dict[str, Any]
+    frame: FrameSnapshot
+    state: JsonObject
+    labels: dict[str, StepRecord]
     items: list[Any]
     first: int
     parallelism: int
@@ -98,7 +117,7 @@ class ChunkOutcome:
 
     results: list[Any]
     transitions: list[TransitionRow]
-    state: dict[str, Any] = field(default_factory=dict)
-    labels: dict[str, Any] = field(default_factory=dict)
+    state: JsonObject = field(default_factory=dict)
+    labels: dict[str, StepRecord] = field(default_factory=dict)
     returned: bool = False  # a `return` step ran in the body: the parent's workflow returns return_value
     return_value: Any = None

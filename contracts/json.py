@@ -5,7 +5,14 @@ not these."""
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
-JsonObject: TypeAlias = "dict[str, JsonValue]"
+if TYPE_CHECKING:
+    JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
+    JsonObject: TypeAlias = "dict[str, JsonValue]"
+else:
+    # At run time these are what a converter that reads type hints (Temporal's payload converter, pydantic)
+    # passes through as it is. The recursive union would not do: Temporal's converter tries a union's members
+    # in turn, and `int` before `float` would turn 1.5 into 1.
+    JsonValue = Any
+    JsonObject = dict

@@ -15,7 +15,9 @@ from temporalio import workflow
 from temporalio.exceptions import ActivityError
 
 from contracts.calls import CallAnswer, ModelAnswer, ModelRequest, Owner, SearchRequest
+from contracts.json import JsonObject, JsonValue
 from contracts.liveness import HEARTBEAT_TIMEOUT
+from contracts.messages import Message, ToolCall
 from contracts.temporal import CALL_MODEL, SEARCH_DOCS
 from contracts.transitions import Position
 from workflows import failures, prompts, references
@@ -33,22 +35,14 @@ from workflows.failures import StepFailed, TypedFailure, failed_tool, failure_me
 from workflows.handoff_steps import Holder, answered_by, hand_over, record_transfer
 from workflows.mcp_listing import described
 from workflows.step_runner import StepRunner
+from workflows.tool_kinds import Tool, runs_on_client
 from workflows.tool_loop import MaxTurnsExceeded, ToolLoop
+from workflows.values import Names
 from workflows.visibility import where
 from workflows.worker_calls import WorkerCalls
 
 # A call that belongs to no step (a guardrail's) takes the task's defaults for timeouts and retries.
 OTHER_CALL = lang.CallStep()
-
-
-def _step_output(answer: CallResult, step: lang.PromptStep, request: ModelRequest, here: str) -> Any:
-    """A prompt step's output from the model's last answer (parsed, when the step asked for JSON)."""
-    try:
-        return prompts.step_output(answer.output, step.unwrap, request.response_format)
-    except ValueError:
-        raise TypedFailure(
-            "DecodeError", f"{here}: the model's answer is not the JSON that was asked for"
-        ) from None
 
 
 class CallSteps:
@@ -63,9 +57,9 @@ class CallSteps:
     async def tool_call(
         self,
         step: lang.ToolCallStep,
-        names: dict[str, Any],
+        names: Names,
         position: Position,
-        metadata: dict[str, Any] | None,
+        metadata: JsonObject | None,
     ) -> Any:
         """Call the step's tool with its arguments."""
         values = self.interpreter.values
@@ -79,19 +73,19 @@ class CallSteps:
 
     async def _run_tool(
         self,
-        tool: dict[str, Any],
+        tool: Tool,
         arguments: Any,
         step: lang.CallStep,
         position: Position,
-        metadata: dict[str, Any] | None,
+        metadata: JsonObject | None,
         call_id: str | None = None,
         owner: Owner | None = None,
     ) -> Any:
         """Call any kind of tool (as `owner`, by default the execution's agent); function tools (and Anthropic's
         built-in ones) are answered by the client through a wait."""
         params = self.interpreter.params
-        if tool["type"] in lang.CLIENT_TOOL_TYPES:
-            call = {"type": "function", "name": tool["name"], "arguments": arguments}
+        if runs_on_client(tool):
+            call: JsonObject = {"type": "function", "name": tool.name, "arguments": arguments}
             if call_id is not None:
                 call["id"] = call_id
             return await self.interpreter.waits.wait(
@@ -109,7 +103,7 @@ class CallSteps:
             )
         except ToolError as exc:
             raise StepFailed(str(exc)) from None
-        summary = f"{where(position, step.label)} · tool {tool['name']} ({tool['type']})"
+        summary = f"{where(position, step.label)} · tool {tool.name} ({tool.type})"
         return await self._activity(planned.name, planned.request, step, summary, planned.deadline)
 
     async def _activity(
@@ -152,27 +146,27 @@ class CallSteps:
             error = failures.timed_out(exc, summary, timeout.total_seconds(), retry)
             raise error from error.cause
         if isinstance(answer, ModelAnswer):
-            return CallResult(answer.response, answer.attempt, answer.usage, answer.cost)
+            return CallResult(answer.response, answer.attempt, dict(answer.usage), answer.cost)
         return CallResult(answer.response, answer.attempt)
 
     def _owner(self) -> Owner:
         """Whose calls this execution makes: its developer's, for its agent."""
         params = self.interpreter.params
-        return Owner(params.developer_id, params.agent.get("id"), params.execution_id)
+        return Owner(params.developer_id, self.interpreter.agent.id, params.execution_id)
 
-    def _metadata_layers(self) -> list[dict[str, Any] | None]:
+    def _metadata_layers(self) -> list[JsonObject | None]:
         """Where `x-tool-parameters` come from in a task, lowest precedence first."""
         return prompts.metadata_layers(self.interpreter.params)
 
     # Search ----------------------------------------------------------------------------------------------
 
-    async def search(self, step: lang.SearchStep, names: dict[str, Any], position: Position) -> CallResult:
+    async def search(self, step: lang.SearchStep, names: Names, position: Position) -> CallResult:
         """Search the docs of the task's agent (or `agent`) and of `user`, when given."""
         spec, values, params = step.search, self.interpreter.values, self.interpreter.params
         query = values.value(spec.query, names)
         if not isinstance(query, str) or not query.strip():
             raise StepFailed(f"search query must be non-empty text, got {query!r}")
-        agent = values.value(spec.agent, names) if spec.agent is not None else params.agent.get("id")
+        agent = values.value(spec.agent, names) if spec.agent is not None else self.interpreter.agent.id
         user = values.value(spec.user, names) if spec.user is not None else None
         owners = [str(o) for o in (agent, user) if o]
         request = SearchRequest(
@@ -194,9 +188,9 @@ class CallSteps:
     async def prompt(
         self,
         step: lang.PromptStep,
-        names: dict[str, Any],
+        names: Names,
         position: Position,
-        metadata: dict[str, Any] | None,
+        metadata: JsonObject | None,
     ) -> CallResult:
         """Ask the model; with `auto_run_tools`, run the tools it asks for and ask again until it answers.
 
@@ -204,7 +198,10 @@ class CallSteps:
         resumes mid-loop. Function tools are answered by the client through a wait."""
         here = f"{position.workflow}[{position.step}]"
         request, tools, fixed, by_reference = await self._prompt_request(step, names, here)
-        holder = Holder.start(self.interpreter.params, tools, fixed, runs_tools=bool(step.auto_run_tools))
+        agent = self.interpreter.agent
+        holder = Holder.start(
+            self.interpreter.params, agent, tools, fixed, runs_tools=bool(step.auto_run_tools)
+        )
         request.tools += holder.handoffs.offered()
         variables = self._variables(by_reference)  # pass by reference: None unless the settings ask for it
 
@@ -214,11 +211,11 @@ class CallSteps:
                 "step", answer.output, position, position, metadata={**turn_metadata, **answer.metadata()}
             )
 
-        def run_tool(call: dict[str, Any], turn: int) -> Awaitable[dict[str, Any]]:
+        def run_tool(call: ToolCall, turn: int) -> Awaitable[JsonObject]:
             tool_metadata = {**(metadata or {}), "turn": turn, "call": "tool"}
             if holder.handoffs.is_transfer(call):
                 return record_transfer(self.interpreter.log, holder, call, position, tool_metadata, here)
-            owner = Owner(self.interpreter.params.developer_id, holder.agent.get("id"))
+            owner = Owner(self.interpreter.params.developer_id, holder.agent.id)
             return self._loop_tool(
                 call, holder.tools, holder.fixed, step, position, tool_metadata, owner, variables
             )
@@ -243,7 +240,7 @@ class CallSteps:
         if holder.moved:  # whichever agent answers, its guardrails apply: the target's on its answer
             message = answer.output["choices"][0]["message"]
             await self.interpreter.guards.run_handed("output", holder.agent, [message], names, position)
-        output = _step_output(answer, step, request, here)
+        output = prompts.step_output(answer.output, step.unwrap, request.response_format, here)
         return replace(answer, output=output, agent_id=answered_by(holder, output))
 
     def _asker(
@@ -253,15 +250,15 @@ class CallSteps:
         variables: references.Variables | None,
         step: lang.PromptStep,
         position: Position,
-        names: dict[str, Any],
-    ) -> Callable[[list[dict[str, Any]]], Awaitable[CallResult]]:
+        names: Names,
+    ) -> Callable[[list[Message]], Awaitable[CallResult]]:
         """A prompt step's model call, each round of its tool loop: after a transfer, the target's request
         (once its input guardrails pass what it is handed); with variables, the by-reference tools some
         variable fits."""
         here = f"{position.workflow}[{position.step}]"
         offered = request.tools
 
-        async def ask(messages: list[dict[str, Any]]) -> CallResult:
+        async def ask(messages: list[Message]) -> CallResult:
             nonlocal offered
             if holder.pending is not None:  # a transfer: the target takes over from this call
                 await hand_over(self.interpreter, holder, request, step, here)
@@ -282,31 +279,29 @@ class CallSteps:
         return await self._activity(CALL_MODEL, request, OTHER_CALL, summary)
 
     async def _prompt_request(
-        self, step: lang.PromptStep, names: dict[str, Any], here: str
-    ) -> tuple[
-        ModelRequest, dict[str, dict[str, Any]], dict[str, dict[str, Any]], references.ReferenceSettings
-    ]:
+        self, step: lang.PromptStep, names: Names, here: str
+    ) -> tuple[ModelRequest, dict[str, Tool], dict[str, JsonObject], references.ReferenceSettings]:
         """The call_model request for a prompt step, the tools it offers, their fixed arguments, and
         whether values pass by reference (settings of Mint's, not sent to the model)."""
-        params, task = self.interpreter.params, self.interpreter.task
+        params, task, agent = self.interpreter.params, self.interpreter.task, self.interpreter.agent
         by_reference, settings = references.split_settings(
             {
-                **(params.agent.get("default_settings") or {}),
+                **(agent.default_settings or {}),
                 **((task.defaults.settings if task.defaults else None) or {}),
                 **(step.settings or {}),
             }
         )
         response_format = settings.pop("response_format", None)
-        model = settings.pop("model", None) or params.agent.get("model")
+        model = settings.pop("model", None) or agent.model
         tools = await described(self.interpreter, self._prompt_tools(step, here), step, here)
         fixed = {name: prompts.fixed_arguments(tool, self._metadata_layers()) for name, tool in tools.items()}
         request = ModelRequest(
-            model=model,
+            model=model if isinstance(model, str) else None,
             messages=self._messages(step.prompt, names, here),
             settings=settings,
             tools=[prompts.offered_tool(tool, fixed[name]) for name, tool in tools.items()],
             tool_choice=step.tool_choice,
-            response_format=response_format,
+            response_format=response_format if isinstance(response_format, dict) else None,
             at=f"{params.task_info.get('name', '')}:{here}",  # where recordings file it
             owner=self._owner(),
         )
@@ -323,30 +318,30 @@ class CallSteps:
 
     async def _loop_tool(
         self,
-        call: dict[str, Any],
-        tools: dict[str, dict[str, Any]],
-        fixed: dict[str, dict[str, Any]],
+        call: ToolCall,
+        tools: dict[str, Tool],
+        fixed: dict[str, JsonObject],
         step: lang.PromptStep,
         position: Position,
-        metadata: dict[str, Any],
+        metadata: JsonObject,
         owner: Owner | None = None,
         variables: references.Variables | None = None,
-    ) -> dict[str, Any]:
+    ) -> JsonObject:
         """Run one tool the model asked for; any failure becomes an error result the model reads, unless
         the tool says `on_error: fail`. With `variables`, references in the arguments get their values, and
         a large result becomes a variable the model reads a preview of."""
         name = call["function"]["name"]
         started = workflow.time()
         tool = tools.get(name)
-        data: Any = None
-        error: dict[str, str] | None = None
+        data: JsonValue = None
+        error: JsonObject | None = None
         if tool is None:
             error = {"code": "unknown_tool", "message": f"there is no tool named {name!r}"}
         else:
             try:
                 arguments = prompts.call_arguments(call)
                 if variables is not None:
-                    arguments = variables.resolve(prompts.parameters_schema(tool), arguments)
+                    arguments = variables.resolve(tool.schema, arguments)
                 arguments = {**arguments, **fixed[name]}  # fixed values are not the model's
                 outcome = await self._run_tool(
                     tool, arguments, step, position, metadata, call_id=call["id"], owner=owner
@@ -359,13 +354,13 @@ class CallSteps:
             except ValueError as exc:
                 error = {"code": "invalid_arguments", "message": str(exc)}
             except (ActivityError, StepFailed) as exc:
-                if tool.get("on_error") == "fail":
+                if tool.fails_step:
                     raise failed_tool(name, exc) from None
                 error = {"code": tool_error_code(exc), "message": failure_message(exc)}
         status = "error" if error else "success"
         result = prompts.tool_result(status, started, workflow.time(), data, error)
         shown, variable = variables.keep(name, result) if variables is not None else (result, None)
-        record: dict[str, Any] = {
+        record: JsonObject = {
             "tool_call": {"id": call["id"], "name": name, "arguments": call["function"].get("arguments")},
             "result": result,  # in full; with `variable`, the model read a preview naming it
         }
@@ -374,12 +369,12 @@ class CallSteps:
         self.interpreter.log.add("step", record, position, position, metadata={**metadata, "tool": name})
         return shown
 
-    def _prompt_tools(self, step: lang.PromptStep, here: str) -> dict[str, dict[str, Any]]:
+    def _prompt_tools(self, step: lang.PromptStep, here: str) -> dict[str, Tool]:
         """The tools a prompt step offers: `all` of the task's, or the ones it names."""
         tools = self.interpreter.tools
         if step.tools == "all":
             return dict(tools)
-        chosen: dict[str, dict[str, Any]] = {}
+        chosen: dict[str, Tool] = {}
         for ref in step.tools or []:
             name = ref if isinstance(ref, str) else ref.get("name") if isinstance(ref, dict) else None
             if not isinstance(name, str) or name not in tools:
@@ -387,11 +382,10 @@ class CallSteps:
             chosen[name] = tools[name]
         return chosen
 
-    def _messages(
-        self, prompt: str | list[lang.Message], names: dict[str, Any], here: str
-    ) -> list[dict[str, Any]]:
-        """The prompt as chat messages, over the step's names plus the agent and the task's tools."""
-        scope = {**names, "tools": list(self.interpreter.tools.values())}
+    def _messages(self, prompt: str | list[lang.Message], names: Names, here: str) -> list[Message]:
+        """The prompt as chat messages, over the step's names plus the task's tools (as stored)."""
+        stored = {tool["name"]: tool for tool in self.interpreter.params.tools}
+        scope = {**names, "tools": list(stored.values())}
         try:
             return prompts.render_messages(prompt, scope, self.interpreter.values.template)
         except prompts.BadContent as exc:

@@ -8,7 +8,7 @@ import typing
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, assert_never
 
 from temporalio.common import RetryPolicy
 
@@ -16,7 +16,6 @@ from contracts.calls import (
     ApiCallRequest,
     IntegrationCallRequest,
     McpCallRequest,
-    McpIntegration,
     ModelRequest,
     Owner,
     SearchRequest,
@@ -36,6 +35,15 @@ from workflows.integrations import (
     provider_of,
 )
 from workflows.secret_refs import SecretRefs
+from workflows.tool_kinds import (
+    ApiCallTool,
+    BuiltinTool,
+    FunctionTool,
+    IntegrationTool,
+    McpServerTool,
+    SystemTool,
+    Tool,
+)
 from workflows.values import ValueEvaluator
 
 # Built-in defaults; a task's `defaults` and a step's own `timeout`/`retry` override them, field by field.
@@ -161,7 +169,7 @@ class ToolActivity:
 
 
 def tool_activity(
-    tool: dict[str, Any],
+    tool: Tool,
     arguments: Any,
     owner: Owner,
     values: ValueEvaluator,
@@ -169,55 +177,77 @@ def tool_activity(
     max_timeout: float = DEFAULT_MAX_TOOL_TIMEOUT_SECONDS,
     patched: Callable[[str], bool] = lambda _: True,
 ) -> ToolActivity:
-    """The activity call for an api_call, system or MCP integration tool (function tools go to the client).
+    """The activity call for an api_call, system, MCP or integration tool (the client runs the others).
 
     `owner` is whose tools these are, and so whose secrets they may use. `new_key`
     makes the api_call's Idempotency-Key: the same on every attempt (retries reuse the activity's input), so
     the server can drop repeats. An api_call's timeout may not exceed `max_timeout` seconds. `patched` is
     the workflow's `workflow.patched` (INTEGRATIONS_PATCH)."""
     if not isinstance(arguments, dict):
-        raise ToolError(f"arguments for {tool['type']} tool {tool['name']!r} must be a mapping")
-    if tool["type"] == "api_call":
-        nonce = new_key()
-        secrets = SecretRefs(nonce)
-        request = api_request(tool["api_call"], arguments, values, secrets)
-        if not secrets.intact(request):
-            raise ToolError(
-                f"api_call tool {tool['name']!r} changes a secret before using it (a filter, a slice, a "
-                "function call): a secret can only be inserted as it is, e.g. `Bearer {{ secrets.KEY }}`"
-            )
-        if secrets.lookups:
-            request["secrets"] = {
-                "developer_id": owner.developer_id,
-                "agent_id": owner.agent_id,
-                "nonce": nonce,
-            }
-        try:
-            deadline = bounded_timeout(request.get("timeout"), max_timeout)
-        except ValueError as exc:
-            raise ToolError(f"api_call tool {tool['name']!r}: {exc}") from None
-        request["timeout"] = deadline
-        headers = request.get("headers") or {}
-        if not any(k.lower() == "idempotency-key" for k in headers):
-            request["headers"] = {**headers, "Idempotency-Key": new_key()}
-        return ToolActivity(CALL_API, request, deadline)
-    if tool["type"] == "system":
-        return ToolActivity(CALL_SYSTEM, SystemCallRequest(owner.developer_id, tool["system"], arguments))
-    # A tool as stored (ToolSpec) is JSON; its `integration` has McpIntegration's keys (checked at creation).
-    integration = typing.cast(McpIntegration, tool.get("integration") or {})
-    if tool["type"] == "integration" and integration.get("provider") == "mcp":
-        method = integration.get("method") or tool["name"]
-        return ToolActivity(CALL_MCP, McpCallRequest(integration, method, arguments))
-    provider = provider_of(dict(integration)) if tool["type"] == "integration" else None
+        raise ToolError(f"arguments for {tool.type} tool {tool.name!r} must be a mapping")
+    match tool:
+        case ApiCallTool():
+            return _api_call(tool, arguments, owner, values, new_key, max_timeout)
+        case SystemTool():
+            return ToolActivity(CALL_SYSTEM, SystemCallRequest(owner.developer_id, tool.system, arguments))
+        case McpServerTool():
+            return ToolActivity(CALL_MCP, McpCallRequest(tool.integration, tool.method, arguments))
+        case IntegrationTool():
+            return _integration_call(tool, arguments, owner, values, new_key, max_timeout, patched)
+        case FunctionTool() | BuiltinTool():
+            raise ToolError(f"{tool.type} tool {tool.name!r} is run by the client, not by Mint")
+        case _:
+            assert_never(tool)
+
+
+def _api_call(
+    tool: ApiCallTool,
+    arguments: dict[str, Any],
+    owner: Owner,
+    values: ValueEvaluator,
+    new_key: Callable[[], str],
+    max_timeout: float,
+) -> ToolActivity:
+    nonce = new_key()
+    secrets = SecretRefs(nonce)
+    request = api_request(tool.api_call, arguments, values, secrets)
+    if not secrets.intact(request):
+        raise ToolError(
+            f"api_call tool {tool.name!r} changes a secret before using it (a filter, a slice, a "
+            "function call): a secret can only be inserted as it is, e.g. `Bearer {{ secrets.KEY }}`"
+        )
+    if secrets.lookups:
+        request["secrets"] = {"developer_id": owner.developer_id, "agent_id": owner.agent_id, "nonce": nonce}
+    try:
+        deadline = bounded_timeout(request.get("timeout"), max_timeout)
+    except ValueError as exc:
+        raise ToolError(f"api_call tool {tool.name!r}: {exc}") from None
+    request["timeout"] = deadline
+    headers = request.get("headers") or {}
+    if not any(k.lower() == "idempotency-key" for k in headers):
+        request["headers"] = {**headers, "Idempotency-Key": new_key()}
+    return ToolActivity(CALL_API, request, deadline)
+
+
+def _integration_call(
+    tool: IntegrationTool,
+    arguments: dict[str, Any],
+    owner: Owner,
+    values: ValueEvaluator,
+    new_key: Callable[[], str],
+    max_timeout: float,
+    patched: Callable[[str], bool],
+) -> ToolActivity:
+    provider = provider_of(tool.integration)
     if provider is not None and patched(INTEGRATIONS_PATCH):
         deadline = min(DEFAULT_TIMEOUT_SECONDS, max_timeout)
-        call = integration_request(provider, dict(integration), arguments, owner, values, new_key)
+        call = integration_request(provider, tool.integration, arguments, owner, values, new_key)
         call.timeout = deadline  # the activity also keeps within the step's own `timeout`
         return ToolActivity(CALL_INTEGRATION, call, deadline)
     # A tool stored before its provider was checked at creation (or an agent's) can still name one.
-    name = integration.get("provider")
+    name = tool.integration.get("provider")
     why = REFUSED.get(str(name)) or "Mint runs mcp and the providers in the README's table"
-    raise ToolError(f"{tool['type']} tool {tool['name']!r}: provider {name!r} is not available: {why}")
+    raise ToolError(f"{tool.type} tool {tool.name!r}: provider {name!r} is not available: {why}")
 
 
 def integration_request(

@@ -21,7 +21,9 @@ from typing import Any
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from contracts.calls import ModelRequest, Owner
+from contracts.messages import Message
 from contracts.transitions import Position
+from workflows.agents import Agent
 from workflows.call_steps import CallSteps
 from workflows.failures import TypedFailure
 from workflows.frames import Frame
@@ -37,6 +39,7 @@ from workflows.guardrails import (
 )
 from workflows.language import Guardrail
 from workflows.step_runner import StepRunner
+from workflows.values import Names
 
 
 class ExecutionGuardrails:
@@ -46,7 +49,7 @@ class ExecutionGuardrails:
         self,
         interpreter: StepRunner,
         call_steps: CallSteps,
-        names: Callable[[Any, Frame], dict[str, Any]],
+        names: Callable[[Any, Frame], Names],
     ):
         self.interpreter = interpreter
         self.call_steps = call_steps
@@ -62,14 +65,12 @@ class ExecutionGuardrails:
     async def run(self, stage: Stage, value: Any, frame: Frame) -> None:
         """Run the guardrails of `stage` on `value`; the first that refuses raises GuardrailTripped."""
         interpreter = self.interpreter
-        guardrails = in_order(
-            interpreter.task.guardrails, interpreter.params.agent.get("guardrails"), stage=stage
-        )
+        guardrails = in_order(interpreter.task.guardrails, interpreter.agent.guardrails, stage=stage)
         if not guardrails:
             return
         position = frame.position()
 
-        async def ask(guardrail: Guardrail, messages: list[dict[str, Any]]) -> Verdict:
+        async def ask(guardrail: Guardrail, messages: list[Message]) -> Verdict:
             return await self._verdict(guardrail, messages, stage, position)
 
         interpreter.start_budget()
@@ -79,39 +80,39 @@ class ExecutionGuardrails:
     async def run_handed(
         self,
         stage: Stage,
-        agent: dict[str, Any],
-        messages: list[dict[str, Any]],
-        names: dict[str, Any],
+        agent: Agent,
+        messages: list[Message],
+        names: Names,
         position: Position,
     ) -> None:
         """The guardrails of `stage` of an agent a prompt step was handed to, as a chat runs them: `_` is the
         text of the user messages it is handed (input) or of its answer (output), `messages` the messages."""
-        guardrails = in_order(agent.get("guardrails"), stage=stage)
+        guardrails = in_order(agent.guardrails, stage=stage)
         if not guardrails:
             return
         value = user_text(messages) if stage == "input" else answer_text(messages[-1])
 
-        async def ask(guardrail: Guardrail, prompt: list[dict[str, Any]]) -> Verdict:
+        async def ask(guardrail: Guardrail, prompt: list[Message]) -> Verdict:
             return await self._verdict(guardrail, prompt, stage, position, agent)
 
         # `agent` is the agent whose guardrails these are, as in a chat (the step's names have the execution's)
-        scope = {**names, "agent": agent, "messages": messages}
+        scope = {**names, "agent": agent.view, "messages": messages}
         await run_guardrails(stage, guardrails, value, scope, self.interpreter.values, ask)
 
     async def _verdict(
         self,
         guardrail: Guardrail,
-        messages: list[dict[str, Any]],
+        messages: list[Message],
         stage: Stage,
         position: Position,
-        agent: dict[str, Any] | None = None,
+        agent: Agent | None = None,
     ) -> Verdict:
         """A prompt guardrail's model call, under the verdict's JSON schema, recorded as a `step`; `agent` is
         the guardrail's (default: the execution's)."""
         params, name = self.interpreter.params, guardrail.name
-        agent = params.agent if agent is None else agent
+        agent = self.interpreter.agent if agent is None else agent
         request = ModelRequest(
-            model=guardrail.model or agent.get("model"),
+            model=guardrail.model or agent.model,
             messages=messages,
             settings={},
             tools=[],
@@ -119,7 +120,7 @@ class ExecutionGuardrails:
             response_format=RESPONSE_FORMAT,
             at=f"{params.task_info.get('name', '')}:guardrails.{stage}.{name}",
             # Counted against the execution's budget like any of its model calls.
-            owner=Owner(params.developer_id, agent.get("id"), params.execution_id),
+            owner=Owner(params.developer_id, agent.id, params.execution_id),
         )
         summary = f"{stage} guardrail {name} · model {request.model or 'by default'}"
         try:

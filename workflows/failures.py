@@ -13,6 +13,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflow
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 from contracts.failures import ERROR_TYPES, error_type_of, typed_message, with_type
+from contracts.json import JsonObject
 from expressions.parsing import ExpressionError
 from workflows.transition_log import UnrecordableValue
 
@@ -29,7 +30,7 @@ class TypedFailure(StepFailed):
         self.error_type = error_type
         super().__init__(typed_message(error_type, message))
 
-    def details(self) -> dict[str, Any]:
+    def details(self) -> JsonObject:
         """What the `error` transition's metadata records beside `error_type` (a guardrail's name, say)."""
         return {}
 

@@ -23,6 +23,8 @@ from workflows.failures import Returned, StepFailed, failure_message
 from workflows.frames import Frame
 from workflows.reduce import fold, reduce_results
 from workflows.step_runner import StepRunner
+from workflows.tool_kinds import runs_on_client
+from workflows.values import Names
 
 # History events one call (a flush marker, the activity, its workflow task) adds, and the share of a history
 # a single fan-out may use (continue-as-new happens only between top-level steps).
@@ -47,7 +49,7 @@ class FanOut:
         self.interpreter = interpreter
 
     async def foreach(
-        self, step: lang.ForeachStep, value: Any, names: dict[str, Any], frame: Frame, here: str
+        self, step: lang.ForeachStep, value: Any, names: Names, frame: Frame, here: str
     ) -> list[Any]:
         """Run `do` for each item, one after another."""
         items = self._items(step.foreach.in_, names, f"{here}.foreach.in")
@@ -59,9 +61,7 @@ class FanOut:
             results.append(await self.interpreter.run_sequence(body, item, frame, path, {"item": i}))
         return results
 
-    async def map_reduce(
-        self, step: lang.MapReduceStep, names: dict[str, Any], frame: Frame, here: str
-    ) -> Any:
+    async def map_reduce(self, step: lang.MapReduceStep, names: Names, frame: Frame, here: str) -> Any:
         """Run `map` for each item, `parallelism` at a time, then fold the results with `reduce`."""
         interpreter = self.interpreter
         items = self._items(step.over, names, f"{here}.over")
@@ -112,7 +112,7 @@ class FanOut:
             log.submit()
         return output
 
-    def _items(self, raw: Any, names: dict[str, Any], where: str) -> list[Any]:
+    def _items(self, raw: Any, names: Names, where: str) -> list[Any]:
         items = self.interpreter.values.expression(raw, names) if isinstance(raw, str) else raw
         if not isinstance(items, list):
             raise StepFailed(f"{where}: expected a list to iterate over, got {type(items).__name__}")
@@ -151,7 +151,7 @@ class FanOut:
         if not isinstance(step, lang.ToolCallStep):
             return False
         tool = self.interpreter.tools.get(step.tool_name)
-        return tool is not None and tool["type"] in lang.CLIENT_TOOL_TYPES
+        return tool is not None and runs_on_client(tool)
 
     async def _in_children(
         self, body: list[Any], items: list[Any], frame: Frame, path: str, size: int, parallelism: int

@@ -8,8 +8,10 @@ Temporal, so they are contracts (contracts/executions.py); a frame travels only 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
+from contracts.executions import FrameSnapshot, StepRecord
+from contracts.json import JsonValue
 from contracts.transitions import Position
 
 
@@ -34,22 +36,28 @@ class Frame:
         """Where the frame is now: the step about to run, or one past the last."""
         return Position(self.name, len(self.inputs) - 1, self.scope_id)
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> FrameSnapshot:
         return {"name": self.name, "scope_id": self.scope_id, "inputs": self.inputs}
 
     @classmethod
-    def restore(cls, data: dict[str, Any]) -> Frame:
+    def restore(cls, data: FrameSnapshot) -> Frame:
         return cls(data["name"], data["scope_id"], data["inputs"], root=True)
+
+
+class StartedStep(TypedDict):
+    """What `steps[i]` reads of the step running now: its input (its output is not known yet)."""
+
+    input: JsonValue
 
 
 class StepsView:
     """`steps[0].output` (this workflow's steps by index) and `steps["label"]` (any labelled step)."""
 
-    def __init__(self, frame: Frame, labels: dict[str, dict[str, Any]]):
+    def __init__(self, frame: Frame, labels: dict[str, StepRecord]):
         self._frame = frame
         self._labels = labels
 
-    def __getitem__(self, key: Any) -> dict[str, Any]:
+    def __getitem__(self, key: object) -> StepRecord | StartedStep:
         if isinstance(key, str):
             return self._labels[key]
         inputs = self._frame.inputs

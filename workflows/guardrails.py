@@ -13,11 +13,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from contracts.json import JsonObject
+from contracts.messages import Message
 from workflows.dialect import Dialect
 from workflows.failures import TypedFailure
 from workflows.language.guardrails import Guardrail, Guardrails
 from workflows.problems import Problem
-from workflows.values import ValueEvaluator, check_value
+from workflows.values import Names, ValueEvaluator, check_value
 
 Stage = Literal["input", "output"]
 ERROR_TYPES: dict[Stage, str] = {"input": "InputGuardrailTripwire", "output": "OutputGuardrailTripwire"}
@@ -25,13 +27,13 @@ ERROR_TYPES: dict[Stage, str] = {"input": "InputGuardrailTripwire", "output": "O
 EXTRA_NAMES = frozenset({"messages"})
 
 # What a prompt guardrail's model answers, under a JSON schema (OpenAI's strict structured output).
-VERDICT_SCHEMA: dict[str, Any] = {
+VERDICT_SCHEMA: JsonObject = {
     "type": "object",
     "properties": {"allowed": {"type": "boolean"}, "reason": {"type": "string"}},
     "required": ["allowed", "reason"],
     "additionalProperties": False,
 }
-RESPONSE_FORMAT: dict[str, Any] = {
+RESPONSE_FORMAT: JsonObject = {
     "type": "json_schema",
     "json_schema": {"name": "guardrail_verdict", "schema": VERDICT_SCHEMA, "strict": True},
 }
@@ -56,16 +58,16 @@ class GuardrailTripped(TypedFailure):
         self.reason = message  # the text after the kind
         super().__init__(ERROR_TYPES[stage], message)
 
-    def details(self) -> dict[str, Any]:
+    def details(self) -> JsonObject:
         """What the execution's `error` transition records beside `error_type` (which says the stage)."""
         return {"guardrail": self.guardrail}
 
 
 # A prompt guardrail's model call: (the guardrail, the messages to send) -> its verdict.
-AskModel = Callable[[Guardrail, list[dict[str, Any]]], Awaitable[Verdict]]
+AskModel = Callable[[Guardrail, list[Message]], Awaitable[Verdict]]
 
 
-def in_order(*layers: Guardrails | dict[str, Any] | None, stage: Stage) -> list[Guardrail]:
+def in_order(*layers: Guardrails | JsonObject | None, stage: Stage) -> list[Guardrail]:
     """A stage's guardrails from several owners, in the order given (an execution: the task's, then the
     agent's): every one applies."""
     found: list[Guardrail] = []
@@ -81,7 +83,7 @@ async def run_guardrails(
     stage: Stage,
     guardrails: Sequence[Guardrail],
     value: Any,
-    names: dict[str, Any],
+    names: Names,
     values: ValueEvaluator,
     ask: AskModel,
 ) -> None:
@@ -101,7 +103,7 @@ async def run_guardrails(
             raise GuardrailTripped(stage, guardrail.name, verdict.reason or _refused(guardrail, stage))
 
 
-def user_text(messages: list[dict[str, Any]]) -> str:
+def user_text(messages: list[Message]) -> str:
     """What an agent's input guardrails check as `_` in a conversation (a chat, or a prompt step handed to
     the agent): the text of its user messages, one per line."""
     texts = []
@@ -115,7 +117,7 @@ def user_text(messages: list[dict[str, Any]]) -> str:
     return "\n".join(texts)
 
 
-def answer_text(message: dict[str, Any]) -> str:
+def answer_text(message: Message) -> str:
     """What an agent's output guardrails check as `_` in a conversation: the text of its answer."""
     content = message.get("content")
     if isinstance(content, list):
@@ -123,7 +125,7 @@ def answer_text(message: dict[str, Any]) -> str:
     return content or ""
 
 
-def verdict_messages(prompt: str) -> list[dict[str, Any]]:
+def verdict_messages(prompt: str) -> list[Message]:
     return [{"role": "system", "content": INSTRUCTIONS}, {"role": "user", "content": prompt}]
 
 

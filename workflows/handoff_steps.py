@@ -12,22 +12,23 @@ it (`agent_id`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from temporalio import workflow
 
 from contracts.calls import ModelRequest, Owner
 from contracts.executions import ExecutionParams
+from contracts.json import JsonObject
+from contracts.messages import Message, ToolCall
 from contracts.transitions import Position
 from workflows import language as lang
 from workflows import prompts, references
+from workflows.agents import Agent
 from workflows.failures import TypedFailure
-from workflows.handoffs import Agent, HandoffRefused, Handoffs, handoff_record, system_message, transfer_data
+from workflows.handoffs import HandoffRefused, Handoffs, handoff_record, system_message, transfer_data
 from workflows.mcp_listing import described
 from workflows.step_runner import StepRunner
+from workflows.tool_kinds import Tool, parse_tools
 from workflows.transition_log import TransitionLog
-
-Message = dict[str, Any]
 
 
 @dataclass
@@ -37,8 +38,8 @@ class Holder:
     of the same round still run as the agent that asked for them."""
 
     agent: Agent
-    tools: dict[str, dict[str, Any]]
-    fixed: dict[str, dict[str, Any]]
+    tools: dict[str, Tool]
+    fixed: dict[str, JsonObject]
     handoffs: Handoffs
     pending: Agent | None = None
     moved: bool = False  # a handoff happened: the system message and model are the new agent's
@@ -47,17 +48,17 @@ class Holder:
     def start(
         cls,
         params: ExecutionParams,
-        tools: dict[str, dict[str, Any]],
-        fixed: dict[str, dict[str, Any]],
+        agent: Agent,
+        tools: dict[str, Tool],
+        fixed: dict[str, JsonObject],
         runs_tools: bool,
     ) -> Holder:
         """The execution's agent holds it first; it hands off only where the step runs tools itself."""
-        agent = params.agent
         targets = reachable(params, agent) if runs_tools else []
-        return cls(agent, tools, fixed, Handoffs.of(agent if runs_tools else {}, targets, set(tools)))
+        return cls(agent, tools, fixed, Handoffs.of(agent if runs_tools else Agent(), targets, set(tools)))
 
     def hand_over(
-        self, tools: dict[str, dict[str, Any]], fixed: dict[str, dict[str, Any]], params: ExecutionParams
+        self, tools: dict[str, Tool], fixed: dict[str, JsonObject], params: ExecutionParams
     ) -> None:
         """The pending agent takes the conversation, with these tools (its own, described)."""
         target = self.pending
@@ -70,24 +71,24 @@ class Holder:
         """What the model reads: after a handoff, the new agent's system message instead of the step's."""
         if not self.moved:
             return messages
-        head = {"role": "system", "content": system_message(self.agent)}
+        head: Message = {"role": "system", "content": system_message(self.agent)}
         return [head, *(m for m in messages if m.get("role") != "system")]
 
 
 def reachable(params: ExecutionParams, agent: Agent) -> list[Agent]:
     """The agents `agent` may hand off to, as the execution read them at its start, in the agent's order."""
     known = params.handoff_agents
-    return [known[i] for i in agent.get("handoffs") or [] if i in known]
+    return [Agent.of(known[i]) for i in agent.handoffs if i in known]
 
 
 async def record_transfer(
     log: TransitionLog,
     holder: Holder,
-    call: dict[str, Any],
+    call: ToolCall,
     position: Position,
-    metadata: dict[str, Any],
+    metadata: JsonObject,
     here: str,
-) -> dict[str, Any]:
+) -> JsonObject:
     """A transfer call: the target takes the conversation at the next model call; one outside the agent's
     handoffs fails the execution (HandoffError). Recorded as the step transition of the call, with
     `handoff: {from, to, ...}` in its metadata (what a trace's `handoff` item reads)."""
@@ -112,14 +113,14 @@ async def record_transfer(
     return result
 
 
-def answered_by(holder: Holder, output: Any) -> str | None:
+def answered_by(holder: Holder, output: object) -> str | None:
     """After a handoff, the id of the agent that answered the step (also put in its output, when that is a
     completion); None when the step's own agent did."""
     if not holder.moved:
         return None
     if isinstance(output, dict):
-        output["agent_id"] = holder.agent.get("id")
-    return holder.agent.get("id")
+        output["agent_id"] = holder.agent.id
+    return holder.agent.id
 
 
 async def hand_over(
@@ -129,29 +130,25 @@ async def hand_over(
     their server), model and handoffs go on the step's request."""
     params, target = runner.params, holder.pending
     assert target is not None
-    tools = await described(runner, {t["name"]: t for t in target.get("tools") or []}, step, here)
-    layers = [
-        target.get("metadata"),
-        params.task_info.get("metadata"),
-        params.execution_info.get("metadata"),
-    ]
+    tools = await described(runner, parse_tools(list(target.tools)), step, here)
+    layers = [target.metadata, *prompts.metadata_layers(params)[1:]]
     fixed = {name: prompts.fixed_arguments(tool, layers) for name, tool in tools.items()}
     holder.hand_over(tools, fixed, params)
     # The settings layer the agent gave is now the target's; the task's and the step's still apply.
     task = runner.task
     _, settings = references.split_settings(  # pass-by-reference settings are Mint's, not the model's
         {
-            **(target.get("default_settings") or {}),
+            **(target.default_settings or {}),
             **((task.defaults.settings if task.defaults else None) or {}),
             **(step.settings or {}),
         }
     )
     settings.pop("response_format", None)  # kept on the request as the step asked
-    step_model = settings.pop("model", None)
-    own_model = (target.get("default_settings") or {}).get("model") or target.get("model")
-    request.model, request.settings = own_model or step_model or request.model, settings
+    models = (target.setting("model"), target.model, settings.pop("model", None))
+    request.model = next((m for m in models if isinstance(m, str) and m), request.model)
+    request.settings = settings
     request.tool_choice = None  # the step's choice named the tools of the agent it started with
     # Still the execution's call: call_model charges the budget of the workflow it runs in, not this field.
-    request.owner = Owner(params.developer_id, target.get("id"), params.execution_id)
+    request.owner = Owner(params.developer_id, target.id, params.execution_id)
     request.tools = [prompts.offered_tool(tool, fixed[name]) for name, tool in tools.items()]
     request.tools += holder.handoffs.offered()

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+
+from contracts.json import JsonObject
+from contracts.messages import ToolCall
+from workflows.agents import Agent
 
 TRANSFER_PREFIX = "transfer_to_"
 MAX_TOOL_NAME = 64  # the longest function name OpenAI accepts
 MAX_DESCRIPTION = 1000  # of a transfer tool, from the target's about or instructions
-
-Agent = dict[str, Any]
 
 
 class HandoffRefused(Exception):
@@ -31,13 +32,11 @@ def transfer_tool_name(agent_name: str) -> str:
 
 def _description(agent: Agent) -> str:
     """What the model reads to choose a transfer: the target's `about`, else its instructions."""
-    about = agent.get("about")
-    instructions = agent.get("instructions")
-    if isinstance(instructions, list):
-        instructions = "; ".join(str(i) for i in instructions)
-    said = about or instructions or ""
-    name = agent.get("name") or agent["id"]
-    text = f"Hand the conversation to {name}" + (f": {said}" if said else ".")
+    instructions = agent.instructions
+    if isinstance(instructions, tuple):
+        instructions = "; ".join(instructions)
+    said = agent.about or instructions or ""
+    text = f"Hand the conversation to {agent.label}" + (f": {said}" if said else ".")
     return text[:MAX_DESCRIPTION]
 
 
@@ -45,15 +44,15 @@ def system_message(agent: Agent) -> str:
     """The system message an agent's turn starts with after a handoff in a prompt step: who it is, what it is
     about and its instructions (chat renders the session's system template instead)."""
     parts = []
-    if agent.get("name"):
-        parts.append(f"You are {agent['name']}.")
-    if agent.get("about"):
-        parts.append(f"About you: {agent['about']}.")
+    if agent.name:
+        parts.append(f"You are {agent.name}.")
+    if agent.about:
+        parts.append(f"About you: {agent.about}.")
     text = " ".join(parts)
-    instructions = agent.get("instructions")
+    instructions = agent.instructions
     if isinstance(instructions, str) and instructions:
         text += f"\n\nInstructions:\n{instructions}"
-    elif isinstance(instructions, list) and instructions:
+    elif isinstance(instructions, tuple) and instructions:
         text += "\n\nInstructions:\n" + "\n".join(f"- {i}" for i in instructions)
     return text.strip()
 
@@ -72,7 +71,7 @@ class Handoffs:
         """Name one tool per target, in the agent's order; a name already used gets `_2`, `_3`, ..."""
         by_tool: dict[str, Agent] = {}
         for target in targets:
-            base = transfer_tool_name(str(target.get("name") or target["id"]))
+            base = transfer_tool_name(target.label)
             name, n = base, 2
             while name in by_tool or name in taken:
                 suffix = f"_{n}"
@@ -83,9 +82,9 @@ class Handoffs:
     @property
     def active(self) -> bool:
         """Whether the agent hands off at all (only then is a stray `transfer_to_...` call a HandoffError)."""
-        return bool(self.agent.get("handoffs"))
+        return bool(self.agent.handoffs)
 
-    def offered(self) -> list[dict[str, Any]]:
+    def offered(self) -> list[JsonObject]:
         """The transfer tools as the model sees them (OpenAI function format, no arguments)."""
         return [
             {
@@ -99,39 +98,33 @@ class Handoffs:
             for name, target in self.by_tool.items()
         ]
 
-    def is_transfer(self, call: dict[str, Any]) -> bool:
+    def is_transfer(self, call: ToolCall) -> bool:
         """Whether a tool call asks for a handoff (a known transfer tool, or a made-up `transfer_to_...`)."""
         name = call["function"]["name"]
         if name in self.by_tool:
             return True
         return self.active and name.startswith(TRANSFER_PREFIX) and name not in self.taken
 
-    def target(self, call: dict[str, Any]) -> Agent:
+    def target(self, call: ToolCall) -> Agent:
         """The agent a transfer call hands to; HandoffRefused when it is not one of the agent's handoffs."""
         name = call["function"]["name"]
         if name in self.by_tool:
             return self.by_tool[name]
         allowed = ", ".join(sorted(self.by_tool)) or "none"
-        who = self.agent.get("name") or self.agent.get("id")
+        who = self.agent.name or self.agent.id
         raise HandoffRefused(
             f"the model called {name!r}, but agent {who} may hand off only with these tools: {allowed}"
         )
 
 
-def transfer_data(source: Agent, target: Agent) -> dict[str, Any]:
+def transfer_data(source: Agent, target: Agent) -> JsonObject:
     """What the model reads back from a transfer: that it happened, and to whom."""
-    name = target.get("name") or target["id"]
     return {
         "handoff": handoff_record(source, target),
-        "message": f"The conversation was handed to {name}, who answers from here.",
+        "message": f"The conversation was handed to {target.label}, who answers from here.",
     }
 
 
-def handoff_record(source: Agent, target: Agent) -> dict[str, Any]:
+def handoff_record(source: Agent, target: Agent) -> JsonObject:
     """A handoff as transitions and traces record it."""
-    return {
-        "from": source.get("id"),
-        "to": target.get("id"),
-        "from_name": source.get("name"),
-        "to_name": target.get("name"),
-    }
+    return {"from": source.id, "to": target.id, "from_name": source.name, "to_name": target.name}

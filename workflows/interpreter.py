@@ -18,10 +18,12 @@ from typing import Any, assert_never
 
 from temporalio import workflow
 
-from contracts.executions import ExecutionParams, ResumePoint
+from contracts.executions import ExecutionParams, ResumePoint, StepRecord
+from contracts.json import JsonObject
 from contracts.temporal import WRITE_TRANSITIONS
 from contracts.transitions import Position
 from workflows import language as lang
+from workflows.agents import Agent
 from workflows.call_steps import CallSteps
 from workflows.calls import CallResult
 from workflows.execution_guardrails import ExecutionGuardrails
@@ -31,8 +33,9 @@ from workflows.frames import Frame, StepsView
 from workflows.inbox import Inbox
 from workflows.prompts import task_metadata
 from workflows.storable import storable_text
-from workflows.transition_log import LOG_NOTE, TransitionLog
-from workflows.values import ValueEvaluator
+from workflows.tool_kinds import parse_tools
+from workflows.transition_log import Logged, TransitionLog
+from workflows.values import Names, ValueEvaluator
 from workflows.visibility import Visibility
 from workflows.waits import Waits
 
@@ -62,10 +65,11 @@ class Interpreter:
         self.log = TransitionLog(params.execution_id, params.developer_id, chunk, self.view.status_changed)
         self.log.write_queue = params.queues.get(WRITE_TRANSITIONS)  # background writes' own queue, if any
         self.chunk = chunk  # running part of a fan-out in a child workflow (see FanOut.run_chunk)
-        self.tools = {t["name"]: t for t in params.tools}
-        self.state: dict[str, Any] = {}
+        self.agent = Agent.of(params.agent)
+        self.tools = parse_tools(params.tools)
+        self.state: JsonObject = {}
         self.metadata = task_metadata(params)  # what `metadata` reads: execution > task > agent
-        self.labels: dict[str, dict[str, Any]] = {}
+        self.labels: dict[str, StepRecord] = {}
         self.depth = 0  # nested (non-tail) yields, counted here in legacy runs only (Frame.depth otherwise)
         self.legacy = True if chunk else self._started_legacy(params)  # a chunk's is its parent's (run_chunk)
         self.fan_out = FanOut(self)  # foreach, map_reduce, parallel
@@ -196,7 +200,7 @@ class Interpreter:
         value: Any,
         frame: Frame,
         path: str,
-        metadata: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
         tail: bool = False,
     ) -> Any:
         """Run nested steps (then/else/do/map/branches): each step's output is the next one's `_`.
@@ -218,7 +222,7 @@ class Interpreter:
         frame: Frame,
         position: Position,
         has_next: bool,
-        metadata: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
         tail: bool = False,
     ) -> Any:
         names = self._names(value, frame)
@@ -258,7 +262,7 @@ class Interpreter:
         #   would retry that workflow task forever.
         self.values.budget.start_step(cpu_guard=not workflow.unsafe.is_replaying())
 
-    def _names(self, value: Any, frame: Frame) -> dict[str, Any]:
+    def _names(self, value: Any, frame: Frame) -> Names:
         return {
             "_": value,
             "inputs": frame.inputs,
@@ -277,10 +281,10 @@ class Interpreter:
         self,
         step: lang.Step,
         value: Any,
-        names: dict[str, Any],
+        names: Names,
         frame: Frame,
         position: Position,
-        metadata: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
         tail: bool = False,
     ) -> Any:
         here = f"{position.workflow}[{position.step}]"
@@ -330,7 +334,7 @@ class Interpreter:
                 # Task validation admits no other kind; a new kind fails the type check until handled here.
                 assert_never(step)
 
-    def _log_step(self, step: lang.LogStep, value: Any, names: dict[str, Any]) -> Any:
+    def _log_step(self, step: lang.LogStep, value: Any, names: Names) -> Any:
         """Julep's log: the rendered text goes to the transition's metadata and the input passes through."""
         text = self.values.template(step.log, names)
         if self.legacy:
@@ -338,7 +342,7 @@ class Interpreter:
         return Logged(value, text)
 
     async def _if_else(
-        self, step: lang.IfElseStep, value: Any, names: dict[str, Any], frame: Frame, here: str, tail: bool
+        self, step: lang.IfElseStep, value: Any, names: Names, frame: Frame, here: str, tail: bool
     ) -> Any:
         if self.values.expression(step.if_, names):
             return await self.run_sequence(step.then, value, frame, f"{here}.then", tail=tail)
@@ -347,7 +351,7 @@ class Interpreter:
         return value  # no `else`: the input passes through
 
     async def _switch(
-        self, step: lang.SwitchStep, value: Any, names: dict[str, Any], frame: Frame, here: str, tail: bool
+        self, step: lang.SwitchStep, value: Any, names: Names, frame: Frame, here: str, tail: bool
     ) -> Any:
         for i, branch in enumerate(step.switch):
             if branch.case == "_" or self.values.expression(branch.case, names):
@@ -355,7 +359,7 @@ class Interpreter:
         return None
 
     async def _yield(
-        self, step: lang.YieldStep, value: Any, names: dict[str, Any], frame: Frame, caller: dict[str, Any]
+        self, step: lang.YieldStep, value: Any, names: Names, frame: Frame, caller: JsonObject
     ) -> Any:
         """A nested (non-tail) yield: run the workflow, then carry on with its output (`caller`: for traces,
         the run and step that called it, TransitionLog.caller)."""
@@ -387,14 +391,3 @@ class Interpreter:
             return await self._run_frame(callee)
         finally:
             self.depth -= 1
-
-
-@dataclass
-class Logged:
-    """A log step's outcome: its input passes through, its rendered text goes in the transition's metadata."""
-
-    output: Any
-    text: Any
-
-    def metadata(self) -> dict[str, Any]:
-        return {LOG_NOTE: self.text}

@@ -4,7 +4,7 @@ and again for the tools of an agent a step is handed to)."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 from temporalio import workflow
 
@@ -15,23 +15,23 @@ from workflows import language as lang
 from workflows.calls import call_options
 from workflows.failures import StepFailed
 from workflows.step_runner import StepRunner
+from workflows.tool_kinds import McpServerTool, Tool
 
 
 async def described(
-    runner: StepRunner, tools: dict[str, dict[str, Any]], step: lang.PromptStep, here: str
-) -> dict[str, dict[str, Any]]:
+    runner: StepRunner, tools: dict[str, Tool], step: lang.PromptStep, here: str
+) -> dict[str, Tool]:
     """The tools with each MCP tool's description and argument schema from its server, with the step's
     timeout and retries for the listing."""
     listed_tools = dict(tools)
     for name, tool in tools.items():
-        integration = tool.get("integration") or {}
-        if integration.get("provider") != "mcp" or integration.get("parameters"):
+        if not isinstance(tool, McpServerTool) or tool.parameters:
             continue
         timeout, retry = call_options(step, runner.task.defaults)
         with runner.view.doing(f"{here} · list the tools of MCP tool {name}") as summary:
             listed = await workflow.execute_activity(
                 LIST_MCP_TOOLS,
-                integration,
+                tool.integration,
                 result_type=list[McpTool],
                 start_to_close_timeout=timeout,
                 retry_policy=retry,
@@ -39,13 +39,9 @@ async def described(
                 summary=summary,
                 task_queue=runner.params.queues.get(LIST_MCP_TOOLS),
             )
-        method = integration.get("method") or name
-        found = next((t for t in listed if t.name == method), None)
+        found = next((t for t in listed if t.name == tool.method), None)
         if found is None:
-            raise StepFailed(f"MCP server of tool {name!r} has no tool {method!r}")
-        listed_tools[name] = {
-            **tool,
-            "description": tool.get("description") or found.description,
-            "parameters": found.parameters,
-        }
+            raise StepFailed(f"MCP server of tool {name!r} has no tool {tool.method!r}")
+        description = tool.description or found.description
+        listed_tools[name] = replace(tool, description=description, parameters=found.parameters)
     return listed_tools

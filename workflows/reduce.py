@@ -18,7 +18,7 @@ from expressions.budget import LimitExceeded
 from expressions.data import check_length
 from expressions.parsing import ExpressionError, parse_expression
 from workflows.dialect import python_source
-from workflows.values import ValueEvaluator, to_data
+from workflows.values import Names, ValueEvaluator, to_data
 
 DEFAULT_REDUCE = "results + [_]"  # Julep's, when a map_reduce has no `reduce`
 DEFAULT_ITEMS = "[_]"
@@ -49,7 +49,7 @@ def appended(source: str) -> str | None:
 
 
 def reduce_results(
-    values: ValueEvaluator, reduce: str | None, initial: Any, results: list[Any], names: dict[str, Any]
+    values: ValueEvaluator, reduce: str | None, initial: Any, results: list[Any], names: Names
 ) -> Any:
     """What a map_reduce returns: `results` folded from `initial` by `reduce` (Julep's default when None).
 
@@ -73,7 +73,7 @@ def reduce_results(
     return accumulated
 
 
-def fold(values: ValueEvaluator, source: str, initial: Any, results: list[Any], names: dict[str, Any]) -> Any:
+def fold(values: ValueEvaluator, source: str, initial: Any, results: list[Any], names: Names) -> Any:
     """Evaluate `source` once per result, as written, with `results` the value so far and `_` the result."""
     accumulated = initial
     for result in results:
@@ -81,7 +81,7 @@ def fold(values: ValueEvaluator, source: str, initial: Any, results: list[Any], 
     return accumulated
 
 
-def _evaluate(values: ValueEvaluator, items: str, written: str, names: dict[str, Any]) -> Any:
+def _evaluate(values: ValueEvaluator, items: str, written: str, names: Names) -> Any:
     try:
         return values.expression(items, names)
     except ExpressionError as exc:  # name the reduce the user wrote, not the part of it evaluated

@@ -30,6 +30,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from contracts.json import JsonObject, JsonValue
 from expressions.budget import Budget
 from workflows.reference_size import NAME, REFERENCE, WHOLE_REFERENCE, ArgumentsSize, Weights
 from workflows.reference_size import ReferencesTooLarge as ReferencesTooLarge  # what callers catch
@@ -57,7 +58,7 @@ class ReferenceSettings:
     threshold: int = DEFAULT_THRESHOLD
 
 
-def split_settings(settings: dict[str, Any]) -> tuple[ReferenceSettings, dict[str, Any]]:
+def split_settings(settings: JsonObject) -> tuple[ReferenceSettings, JsonObject]:
     """The reference settings, and the rest (what the model is sent). Lenient: a task's bad values are
     refused when it is created (setting_problems); here a value that is not one reads as the default."""
     rest = {k: v for k, v in settings.items() if k not in SETTING_KEYS}
@@ -66,7 +67,7 @@ def split_settings(settings: dict[str, Any]) -> tuple[ReferenceSettings, dict[st
     return ReferenceSettings(enabled, threshold if _whole(threshold) else DEFAULT_THRESHOLD), rest
 
 
-def setting_problems(settings: dict[str, Any] | None) -> list[str]:
+def setting_problems(settings: JsonObject | None) -> list[str]:
     """What is wrong with the reference settings among these settings, in plain words."""
     settings = settings or {}
     problems = []
@@ -126,7 +127,7 @@ class Variables:
     """The variables of one tool loop, by name, in the order they appeared."""
 
     threshold: int = DEFAULT_THRESHOLD
-    values: dict[str, Any] = field(default_factory=dict)
+    values: dict[str, JsonValue] = field(default_factory=dict)
     # Filling references in is bounded (reference_size.py) and charged to `budget` (a step's, in a workflow);
     # unbounded only in a run that started before the bound, replayed.
     budget: Budget | None = field(default=None, repr=False, compare=False)
@@ -137,7 +138,7 @@ class Variables:
     def start(
         cls,
         settings: ReferenceSettings,
-        state: dict[str, Any] | None = None,
+        state: JsonObject | None = None,
         budget: Budget | None = None,
         bounded: bool = True,
     ) -> Variables:
@@ -157,17 +158,20 @@ class Variables:
 
     # What the model sees -----------------------------------------------------------------------------------
 
-    def offer(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def offer(self, tools: list[JsonObject]) -> list[JsonObject]:
         """The tools (OpenAI function format) as offered now: each parameter says which variables fit it,
         and a tool whose required by-reference parameter no variable fits is left out."""
         offered = []
         for tool in tools:
-            schema = self.offered_schema(tool["function"].get("parameters") or {})
+            function = tool.get("function")
+            function = function if isinstance(function, dict) else {}
+            parameters = function.get("parameters")
+            schema = self.offered_schema(parameters if isinstance(parameters, dict) else {})
             if schema is not None:
-                offered.append({**tool, "function": {**tool["function"], "parameters": schema}})
+                offered.append({**tool, "function": {**function, "parameters": schema}})
         return offered
 
-    def offered_schema(self, schema: dict[str, Any]) -> dict[str, Any] | None:
+    def offered_schema(self, schema: JsonObject) -> JsonObject | None:
         """A tool's parameter schema with the references that fit each parameter, or None when a required
         by-reference parameter has none."""
         properties = schema.get("properties")
@@ -175,7 +179,7 @@ class Variables:
             return schema
         required = schema.get("required")
         required = required if isinstance(required, list) else []
-        shown: dict[str, Any] = {}
+        shown: JsonObject = {}
         for name, prop in properties.items():
             fitting = self.fitting(prop)
             if isinstance(prop, dict) and prop.get(BY_REFERENCE_KEY):
@@ -190,7 +194,7 @@ class Variables:
                 shown[name] = prop
         return {**schema, "properties": shown}
 
-    def keep(self, tool_name: str, result: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    def keep(self, tool_name: str, result: JsonObject) -> tuple[JsonObject, str | None]:
         """A structured tool result as the model reads it: over the threshold, its data becomes a new
         variable, and the model reads a preview naming it. Also returns the variable's name (or None)."""
         if result.get("status") != "success":
@@ -203,7 +207,7 @@ class Variables:
         self.values[name] = data
         self.weights.texts[name] = len(text)  # what a reference inside text becomes (_as_text)
         preview = text[:PREVIEW_CHARS] + ("…" if len(text) > PREVIEW_CHARS else "")
-        summary = {
+        summary: JsonObject = {
             "reference": f"<<var:{name}>>",
             "type": json_type(data),
             "size": len(text),
@@ -221,7 +225,7 @@ class Variables:
 
     # What the tool receives ------------------------------------------------------------------------------
 
-    def resolve(self, schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    def resolve(self, schema: JsonObject, arguments: JsonObject) -> JsonObject:
         """The arguments with every reference replaced by its value; BadReference for a reference to no
         variable, one that does not fit its parameter, or a literal where a reference is required; and,
         before anything is built, ReferencesTooLarge when they would pass a value limit or the budget."""
@@ -274,7 +278,7 @@ class Variables:
         return REFERENCE.sub(lambda m: _as_text(self._value(where, m.group(1))), value)
 
 
-def error_result(exc: BadReference) -> dict[str, str]:
+def error_result(exc: BadReference) -> JsonObject:
     """A bad reference as a structured tool result's `error`."""
     return {"code": "invalid_reference", "message": str(exc)}
 
@@ -294,10 +298,10 @@ def _declared(prop: Any) -> str:
     return str(declared or "any")
 
 
-def _reference_choice(name: str, prop: dict[str, Any], fitting: list[str], only: bool) -> dict[str, Any]:
+def _reference_choice(name: str, prop: JsonObject, fitting: list[str], only: bool) -> JsonObject:
     """A parameter's schema offering the variables that fit it (Conatus's `<param>_possible_variables`)."""
     own = {k: v for k, v in prop.items() if k not in (BY_REFERENCE_KEY, "description")}
-    references = {
+    references: JsonObject = {
         "type": "string",
         "enum": [f"<<var:{v}>>" for v in fitting],
         "description": (

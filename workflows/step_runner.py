@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from typing import Any, Literal, Protocol
 
-from contracts.executions import ExecutionParams
+from contracts.executions import ExecutionParams, StepRecord
+from contracts.json import JsonObject
+from contracts.messages import Message
 from contracts.transitions import Position
 from workflows import language as lang
+from workflows.agents import Agent
 from workflows.frames import Frame
+from workflows.tool_kinds import Tool
 from workflows.transition_log import TransitionLog
-from workflows.values import ValueEvaluator
+from workflows.values import Names, ValueEvaluator
 from workflows.visibility import Visibility
 from workflows.waits import Waits
 
@@ -22,9 +26,9 @@ class HandedGuardrails(Protocol):
     async def run_handed(
         self,
         stage: Literal["input", "output"],
-        agent: dict[str, Any],
-        messages: list[dict[str, Any]],
-        names: dict[str, Any],
+        agent: Agent,
+        messages: list[Message],
+        names: Names,
         position: Position,
     ) -> None: ...
 
@@ -34,9 +38,10 @@ class StepRunner(Protocol):
     task: lang.TaskSpec
     values: ValueEvaluator
     log: TransitionLog
-    tools: dict[str, dict[str, Any]]
-    state: dict[str, Any]
-    labels: dict[str, dict[str, Any]]
+    agent: Agent  # the execution's
+    tools: dict[str, Tool]  # the task's and its agent's, by name
+    state: JsonObject
+    labels: dict[str, StepRecord]
     waits: Waits
     view: Visibility  # what the Temporal UI shows of the run
     legacy: bool  # the execution runs as before issue 13 (see Interpreter._started_legacy)
@@ -50,7 +55,7 @@ class StepRunner(Protocol):
         value: Any,
         frame: Frame,
         path: str,
-        metadata: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
         tail: bool = False,
     ) -> Any:
         """Run nested steps; each step's output is the next one's `_`."""

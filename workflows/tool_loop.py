@@ -13,12 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
+from contracts.json import JsonValue
+from contracts.messages import Message, ToolCall
 from workflows.fan_out import gather
 
 Answer = TypeVar("Answer")
-Message = dict[str, Any]
 
 
 class MaxTurnsExceeded(Exception):
@@ -38,7 +39,7 @@ class LoopEnd(Generic[Answer]):
     exchange: list[Message]
 
 
-def _nothing(turn: int, answer: Any) -> None:
+def _nothing(turn: int, answer: object) -> None:
     return None
 
 
@@ -50,9 +51,9 @@ class ToolLoop(Generic[Answer]):
     ask: Callable[[list[Message]], Awaitable[Answer]]  # one model call over the conversation so far
     message_of: Callable[[Answer], Message]
     # Whether to run these tool calls and ask again; if not, the answer (calls and all) is the last one.
-    runs_here: Callable[[list[Message]], bool]
+    runs_here: Callable[[list[ToolCall]], bool]
     run_tool: Callable[
-        [Message, int], Awaitable[Any]
+        [ToolCall, int], Awaitable[JsonValue]
     ]  # one call in round `turn` (from 1): what the model reads
     max_turns: int
     # Called before a round's tools run, with the answer that asked for them (a workflow records it).

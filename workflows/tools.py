@@ -22,6 +22,7 @@ from workflows.calls import (
     call_options,
     tool_activity,
 )
+from workflows.tool_kinds import parse_tool
 from workflows.values import ValueEvaluator
 
 
@@ -30,7 +31,7 @@ class RunToolWorkflow:
     @workflow.run
     async def run(self, request: RunToolRequest) -> Any:
         """The tool's output."""
-        tool = request.tool
+        tool = parse_tool(request.tool)
         values = ValueEvaluator("dollar", workflow.random(), workflow.now)
         limit = request.max_tool_timeout or DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
         try:
@@ -45,7 +46,7 @@ class RunToolWorkflow:
             )
         except ToolError as exc:
             raise ApplicationError(str(exc), type="BadToolCall", non_retryable=True) from None
-        timeout, retry = call_options(lang.ToolCallStep(tool=tool["name"]), None, planned.deadline)
+        timeout, retry = call_options(lang.ToolCallStep(tool=tool.name), None, planned.deadline)
         answer = await workflow.execute_activity(
             planned.name,
             planned.request,
@@ -53,6 +54,6 @@ class RunToolWorkflow:
             start_to_close_timeout=timeout,
             retry_policy=retry,
             heartbeat_timeout=HEARTBEAT_TIMEOUT,
-            summary=f"tool {tool['name']} ({tool['type']})",
+            summary=f"tool {tool.name} ({tool.type})",
         )
         return answer.response

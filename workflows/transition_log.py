@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -16,6 +17,7 @@ from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
 
+from contracts.json import JsonObject, JsonValue
 from contracts.liveness import HEARTBEAT_TIMEOUT, WRITE_TIMEOUT
 from contracts.temporal import MARK_FAILED, WRITE_TRANSITIONS
 from contracts.transitions import Position, TransitionBatch, TransitionRow
@@ -100,7 +102,7 @@ class TransitionLog:
         # A chunk's own run (see start_run): its transitions carry its run id, for traces.
         self.run_id: str | None = None
         self.run_scope: str | None = None
-        self.run_announcement: dict[str, Any] | None = None
+        self.run_announcement: JsonObject | None = None
         self.pending: list[TransitionRow] = []
         self.pending_bytes = 0
         self.seq = 0
@@ -125,12 +127,16 @@ class TransitionLog:
         """The run id of the frame with this scope: its scope id, unless it is a chunk's borrowed frame."""
         return self.run_id if self.run_id is not None and scope_id == self.run_scope else scope_id
 
-    def caller(self, scope_id: str, at: Position | None = None, item: Any = None) -> dict[str, Any]:
+    def caller(self, scope_id: str, at: Position | None = None, item: JsonValue = None) -> JsonObject:
         """An init_branch's metadata, for traces: the run that yields and, for a nested yield, its step (a
         tail yield, `at` None, hands its run over to the workflow it yields to)."""
         if at is None:
             return {"caller_run_id": self.run_of(scope_id), "tail": True}
-        step = {"workflow": at.workflow, "step": at.step, **({"item": item} if item is not None else {})}
+        step: JsonObject = {
+            "workflow": at.workflow,
+            "step": at.step,
+            **({"item": item} if item is not None else {}),
+        }
         return {"caller_run_id": self.run_of(scope_id), "caller_step": step}
 
     def add(
@@ -140,7 +146,7 @@ class TransitionLog:
         current: Position,
         next_: Position | None = None,
         label: str | None = None,
-        metadata: dict[str, Any] | None = None,
+        metadata: JsonObject | None = None,
     ) -> None:
         encoded = encode(output, current, kind)
         _check_size(encoded, current, "output")
@@ -240,7 +246,7 @@ class TransitionLog:
         message: str,
         where: Position,
         error_type: str | None = None,
-        details: dict[str, Any] | None = None,
+        details: JsonObject | None = None,
     ) -> None:
         """Write the `error` transition (naming the kind of failure, if it has one, and its `details`) and
         the `failed` status with it."""
@@ -322,3 +328,14 @@ def batch_summary(batch: list[TransitionRow]) -> str:
     current, label = last["current"], last["step_label"]
     at = f"{current['workflow']}[{current['step']}]" + (f' "{label}"' if label else "")
     return f"{span}, up to {last['type']} at {at}"
+
+
+@dataclass
+class Logged:
+    """A log step's outcome: its input passes through, its rendered text goes in the transition's metadata."""
+
+    output: Any
+    text: JsonValue
+
+    def metadata(self) -> JsonObject:
+        return {LOG_NOTE: self.text}

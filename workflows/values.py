@@ -42,6 +42,9 @@ from workflows.dialect import (
     read_value,
 )
 
+# The names an expression or template sees: `_`, `inputs`, `steps`, `state`... (the interpreter's), or a
+# narrower scope (a tool's `arguments`); the values are whatever the expression may read.
+Names = Mapping[str, object]
 # A step result is measured as it will be written (see _Measured); a run recorded before it was replays unmeasured.
 RESULTS_PATCH = "bounded-step-results"
 
@@ -69,14 +72,14 @@ class ValueEvaluator:
             self._measures = not workflow.in_workflow() or workflow.patched(RESULTS_PATCH)
         return _Measured(self.budget) if self._measures else None
 
-    def _render(self, raw: str, names: dict[str, Any]) -> str:
+    def _render(self, raw: str, names: Names) -> str:
         return render_template(raw, {**self._helpers, **names}, self.budget, self._null_text)
 
-    def expression(self, source: str, names: dict[str, Any]) -> Any:
+    def expression(self, source: str, names: Names) -> Any:
         """Evaluate a field that is always Python (e.g. `if`, `over`, `reduce`), with or without a `$`."""
         return self._data(python_source(source), names, self._result())
 
-    def _data(self, source: str, names: dict[str, Any], result: _Measured | None) -> Any:
+    def _data(self, source: str, names: Names, result: _Measured | None) -> Any:
         value = self.expressions.evaluate(source, names)
         if type(value) in _AS_IS and reads_data(source):
             # a part of data the execution already holds: no copy to make or pay for, unless it repeats
@@ -89,12 +92,12 @@ class ValueEvaluator:
         except LimitExceeded as exc:
             raise ExpressionError(f"LimitExceeded: {exc} (in {source!r})") from None
 
-    def value(self, raw: Any, names: dict[str, Any]) -> Any:
+    def value(self, raw: Any, names: Names) -> Any:
         """Evaluate a value field (recursing into mappings and lists), each string read as its dialect says;
         the whole of it is one result, measured as one."""
         return self._value(raw, names, self._result())
 
-    def _value(self, raw: Any, names: dict[str, Any], result: _Measured | None) -> Any:
+    def _value(self, raw: Any, names: Names, result: _Measured | None) -> Any:
         if isinstance(raw, str):
             reading = read_value(raw, self.dialect)
             if reading.how == "python":
@@ -109,7 +112,7 @@ class ValueEvaluator:
             return [self._value(item, names, result) for item in raw]
         return raw
 
-    def template(self, raw: str, names: dict[str, Any]) -> Any:
+    def template(self, raw: str, names: Names) -> Any:
         """Render a template field; `$ expr` evaluates instead."""
         reading = read_template(raw)
         if reading.how == "python":

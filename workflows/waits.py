@@ -8,12 +8,13 @@ from typing import Any
 
 from temporalio import workflow
 
+from contracts.json import JsonObject
 from contracts.transitions import Position
 from workflows import language as lang
 from workflows.failures import StepFailed, TypedFailure
 from workflows.inbox import Inbox
 from workflows.transition_log import TransitionLog
-from workflows.values import ValueEvaluator
+from workflows.values import Names, ValueEvaluator
 from workflows.visibility import Visibility, quoted, where
 
 EARLY_RESUME_PATCH = "a-resume-before-its-wait-opens-answers-it"
@@ -39,7 +40,7 @@ class Waits:
         # which no resume can reach.
         self.chunk_items = chunk_items
 
-    async def sleep(self, step: lang.SleepStep, value: Any, names: dict[str, Any], position: Position) -> Any:
+    async def sleep(self, step: lang.SleepStep, value: Any, names: Names, position: Position) -> Any:
         if isinstance(step.sleep, lang.SleepFor):
             parts = {
                 unit: self.values.value(getattr(step.sleep, unit), names)
@@ -70,11 +71,11 @@ class Waits:
         self,
         output: dict[str, Any],
         position: Position,
-        metadata: dict[str, Any] | None,
+        metadata: JsonObject | None,
         timeout: float | None = None,
         on_timeout: lang.WaitInfo | None = None,
         label: str | None = None,
-        names: dict[str, Any] | None = None,
+        names: Names | None = None,
     ) -> Any:
         """Park the execution in `awaiting_input` until PUT /executions/{id} resumes it (or `timeout` passes).
 

@@ -14,6 +14,7 @@ from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_SYSTEM
 from workflows import language as lang
 from workflows.calls import ToolError, bounded_timeout, call_options, tool_activity
 from workflows.secret_refs import reference
+from workflows.tool_kinds import parse_tool
 from workflows.values import ValueEvaluator
 
 OWNER = Owner(developer_id="dev", agent_id="agent")
@@ -28,7 +29,7 @@ def values() -> ValueEvaluator:
 def plan(tool: dict, arguments: object = None, max_timeout: float = 300):
     keys = (f"key-{i}" for i in count(1))
     return tool_activity(
-        tool, {} if arguments is None else arguments, OWNER, values(), lambda: next(keys), max_timeout
+        parse_tool(tool), {} if arguments is None else arguments, OWNER, values(), lambda: next(keys), max_timeout
     )
 
 
@@ -206,4 +207,4 @@ def test_a_history_from_before_the_providers_still_refuses_them():
     keys = (f"key-{i}" for i in count(1))
     tool = {"name": "b", "type": "integration", "integration": {"provider": "brave"}}
     with pytest.raises(ToolError, match="provider 'brave' is not available"):
-        tool_activity(tool, {"query": "x"}, OWNER, values(), lambda: next(keys), 300, lambda _: False)
+        tool_activity(parse_tool(tool), {"query": "x"}, OWNER, values(), lambda: next(keys), 300, lambda _: False)
