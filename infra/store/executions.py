@@ -3,8 +3,6 @@ writes are activities/transitions.py's)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from contracts.failures import error_type_of
 from contracts.transitions import TERMINAL_STATUSES, check_sequence
 from infra.store.records import QuietExecution, TransitionRow
@@ -55,7 +53,7 @@ class Executions(PoolUser):
 
     async def list_executions(
         self, developer_id: str, page: Page, status: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[dict[str, object]]:
         """The developer's executions across tasks (optionally of one status), each with its task's name."""
         rows = await self.pool.fetch(
             "SELECT e.*, t.name AS task_name FROM executions e JOIN tasks t "
@@ -163,7 +161,7 @@ class Executions(PoolUser):
             f"cancelled: {reason}",
         )
 
-    async def execution_by_key(self, developer_id: str, task_id: str, key: str) -> dict[str, Any] | None:
+    async def execution_by_key(self, developer_id: str, task_id: str, key: str) -> dict[str, object] | None:
         row = await self.pool.fetchrow(
             "SELECT * FROM executions WHERE developer_id = $1 AND task_id = $2 AND idempotency_key = $3",
             developer_id,
@@ -179,7 +177,7 @@ class Executions(PoolUser):
         page: Page,
         after_seq: int = 0,
         scope_id: str | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[dict[str, object]]:
         direction = "ASC" if page.direction == "asc" else "DESC"
         rows = await self.pool.fetch(
             "SELECT * FROM transitions WHERE developer_id = $1 AND execution_id = $2 AND seq > $3 "
@@ -214,7 +212,7 @@ class Executions(PoolUser):
 
     async def transitions_after(
         self, developer_id: str, execution_id: str, after_seq: int, limit: int
-    ) -> tuple[str | None, list[dict[str, Any]]]:
+    ) -> tuple[str | None, list[dict[str, object]]]:
         """The execution's status and up to `limit` of its transitions after `after_seq`, oldest first, read
         in one statement (so in one snapshot: an ended status comes with every transition it ended after);
         (None, []) if the developer has no such execution. What a transition stream reads on each wake-up."""
@@ -239,7 +237,7 @@ class Executions(PoolUser):
 
     async def get_transition(
         self, developer_id: str, execution_id: str, transition_id: str
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, object] | None:
         row = await self.pool.fetchrow(
             "SELECT * FROM transitions WHERE developer_id = $1 AND execution_id = $2 AND id = $3",
             developer_id,

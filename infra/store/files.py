@@ -7,7 +7,7 @@ files is answered one file after another rather than all held at once.
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from collections.abc import Mapping
 
 import asyncpg
 
@@ -20,7 +20,9 @@ class FileStore:
     def __init__(self, pool: asyncpg.Pool):
         self.pool = pool
 
-    async def create(self, developer_id: str, fields: dict[str, Any], content: bytes) -> dict[str, Any]:
+    async def create(
+        self, developer_id: str, fields: Mapping[str, object], content: bytes
+    ) -> dict[str, object]:
         """A new file: `fields` are its name, description, mime_type and project (a canonical name)."""
         row = await self.pool.fetchrow(
             "INSERT INTO files (id, developer_id, name, description, mime_type, project, size, hash, content) "
@@ -37,7 +39,7 @@ class FileStore:
         )
         return record(row)  # type: ignore[return-value]
 
-    async def find(self, developer_id: str, page: Page) -> list[dict[str, Any]]:
+    async def find(self, developer_id: str, page: Page) -> list[dict[str, object]]:
         rows = await self.pool.fetch(
             f"SELECT {COLUMNS} FROM files WHERE developer_id = $1 ORDER BY {page.order()} LIMIT $2 OFFSET $3",
             developer_id,
@@ -46,7 +48,9 @@ class FileStore:
         )
         return [record(r) for r in rows]  # type: ignore[misc]
 
-    async def get(self, developer_id: str, file_id: str, with_content: bool = False) -> dict[str, Any] | None:
+    async def get(
+        self, developer_id: str, file_id: str, with_content: bool = False
+    ) -> dict[str, object] | None:
         """The file's description, and its bytes as `content` if asked for; None if there is no such file."""
         columns = f"{COLUMNS}, content" if with_content else COLUMNS
         row = await self.pool.fetchrow(

@@ -4,7 +4,6 @@ name unique per developer whatever its case. Every developer has `default` (migr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import asyncpg
 
@@ -20,7 +19,7 @@ class ProjectStore:
 
     async def create(
         self, developer_id: str, canonical_name: str, name: str, metadata: Mapping[str, object]
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """A new project; Conflict if the developer has one of that canonical name (in any case)."""
         try:
             row = await self.pool.fetchrow(
@@ -39,7 +38,7 @@ class ProjectStore:
             ) from None
         return record(row)  # type: ignore[return-value]
 
-    async def find(self, developer_id: str, page: Page) -> list[dict[str, Any]]:
+    async def find(self, developer_id: str, page: Page) -> list[dict[str, object]]:
         rows = await self.pool.fetch(
             f"SELECT {COLUMNS} FROM projects WHERE developer_id = $1 "
             f"AND ($2::jsonb IS NULL OR metadata @> $2::jsonb) ORDER BY {page.order()} LIMIT $3 OFFSET $4",

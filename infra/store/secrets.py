@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 import asyncpg
 
@@ -46,7 +45,7 @@ class SecretStore:
 
     async def create(
         self, developer_id: str, agent_id: str | None, fields: Mapping[str, object]
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         sql = (
             "INSERT INTO secrets (id, developer_id, agent_id, name, description, metadata, sealed_value) "
             f"VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING {COLUMNS}"
@@ -57,7 +56,7 @@ class SecretStore:
             raise Conflict(f"a secret named {fields['name']!r} already exists here") from None
         return _masked(row)
 
-    async def find(self, developer_id: str, agent_id: str | None, page: Page) -> list[dict[str, Any]]:
+    async def find(self, developer_id: str, agent_id: str | None, page: Page) -> list[dict[str, object]]:
         rows = await self.pool.fetch(
             f"SELECT {COLUMNS} FROM secrets WHERE developer_id = $1 AND agent_id IS NOT DISTINCT FROM $2 "
             f"ORDER BY {page.order()} LIMIT $3 OFFSET $4",
@@ -68,7 +67,7 @@ class SecretStore:
         )
         return [_masked(r) for r in rows]
 
-    async def get(self, developer_id: str, agent_id: str | None, id_: str) -> dict[str, Any] | None:
+    async def get(self, developer_id: str, agent_id: str | None, id_: str) -> dict[str, object] | None:
         row = await self.pool.fetchrow(
             f"SELECT {COLUMNS} FROM secrets "
             "WHERE developer_id = $1 AND agent_id IS NOT DISTINCT FROM $2 AND id = $3",
@@ -80,7 +79,7 @@ class SecretStore:
 
     async def update(
         self, developer_id: str, agent_id: str | None, id_: str, fields: Mapping[str, object]
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, object] | None:
         sql = (
             "UPDATE secrets SET name = $4, description = $5, metadata = $6, sealed_value = $7, "
             "updated_at = now() WHERE developer_id = $1 AND agent_id IS NOT DISTINCT FROM $2 AND id = $3 "
@@ -119,7 +118,7 @@ class SecretStore:
         return {row["name"]: self._cipher.decrypt(row["sealed_value"]).decode() for row in rows}
 
 
-def _masked(row: asyncpg.Record) -> dict[str, Any]:
+def _masked(row: asyncpg.Record) -> dict[str, object]:
     secret = record(row)
     assert secret is not None
     return {**secret, "value": MASK}

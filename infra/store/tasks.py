@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 import asyncpg
 
@@ -20,7 +19,7 @@ class Tasks(PoolUser):
         task_id: str | None,
         document: Mapping[str, object],
         dialect: str,
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """Create a task, or add a new version to an existing one (its executions keep their version)."""
         async with self.pool.acquire() as conn, conn.transaction():
             existing = None
@@ -85,7 +84,7 @@ class Tasks(PoolUser):
 
     async def get_task(
         self, developer_id: str, task_id: str, version: int | None = None
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, object] | None:
         """A task with its document (the latest version unless `version` is given)."""
         row = await self.pool.fetchrow(
             "SELECT t.*, v.document, v.dialect FROM tasks t JOIN task_versions v "
@@ -97,7 +96,7 @@ class Tasks(PoolUser):
         )
         return record(row)
 
-    async def list_tasks(self, developer_id: str, agent_id: str, page: Page) -> list[dict[str, Any]]:
+    async def list_tasks(self, developer_id: str, agent_id: str, page: Page) -> list[dict[str, object]]:
         rows = await self.pool.fetch(
             "SELECT t.*, v.document, v.dialect FROM tasks t JOIN task_versions v "
             "ON v.developer_id = t.developer_id AND v.task_id = t.id "
