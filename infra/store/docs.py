@@ -73,7 +73,7 @@ class DocStore:
         content: str | list[str],
         metadata: Mapping[str, object],
         embed_instruction: str | None,
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """The doc and its chunks (not yet embedded: status `pending`), in one transaction."""
         doc_id = new_id()
         pieces = chunk(content)
@@ -106,7 +106,7 @@ class DocStore:
 
     async def find(
         self, developer_id: str, owner_type: str, owner_id: str, page: Page, include_embeddings: bool = False
-    ) -> list[dict[str, Any]]:
+    ) -> list[dict[str, object]]:
         args: list[Any] = [developer_id, owner_type, owner_id]
         where = "developer_id = $1 AND owner_type = $2 AND owner_id = $3"
         if page.metadata_filter:

@@ -4,6 +4,7 @@ copy of those it keeps, in one transaction (so it is never seen half made)."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 import asyncpg
@@ -31,8 +32,8 @@ async def transitions_through(
 
 
 async def create_restarted(
-    pool: asyncpg.Pool, developer_id: str, values: dict[str, Any], keep: list[dict[str, Any]]
-) -> dict[str, Any]:
+    pool: asyncpg.Pool, developer_id: str, values: Mapping[str, object], keep: list[dict[str, Any]]
+) -> dict[str, object]:
     """Insert the new execution (`queued`) already holding copies of the kept transitions (new ids, the same
     sequence numbers, outputs and times), with its counts and usage to match."""
     execution_id = str(uuid.uuid4())

@@ -107,7 +107,7 @@ class Store(Developers, Tasks, Executions):
 
     async def insert(
         self, table: Table, developer_id: str, values: Mapping[str, object], id_: str | None = None
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         cols = [c for c in values if c in table.columns or c == table.parent]
         sql = (
             f"INSERT INTO {table.name} (id, developer_id, {', '.join(cols)}) "
@@ -129,7 +129,7 @@ class Store(Developers, Tasks, Executions):
 
     async def find(
         self, table: Table, developer_id: str, page: Page, parent_id: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[dict[str, object]]:
         where: list[str] = ["developer_id = $1"]
         args: list[Any] = [developer_id]
         if parent_id is not None and table.parent:
@@ -147,7 +147,7 @@ class Store(Developers, Tasks, Executions):
 
     async def update(
         self, table: Table, developer_id: str, id_: str, values: Mapping[str, object]
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, object] | None:
         cols = [c for c in values if c in table.columns]
         if not cols:
             return await self.get(table, developer_id, id_)
