@@ -19,6 +19,7 @@ from tests.helpers import create_task, start, transitions, wait_for_status
 from tests.model_server import Call, Reply
 from tests.stack import TEST_ENCRYPTION_KEY
 from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
+from workflows.agents import Agent
 from workflows.handoffs import Handoffs
 
 TRIAGE_RULE = "Send billing questions to billing"
@@ -101,7 +102,8 @@ def test_transfer_tools_get_valid_distinct_names_and_describe_their_target():
         {"id": "b", "name": "billing desk", "instructions": ["Refund politely"]},
         {"id": "c", "name": "agents"},
     ]
-    handoffs = Handoffs.of({"id": "t", "handoffs": ["a", "b", "c"]}, targets, {"transfer_to_agents"})
+    agent = Agent.of({"id": "t", "handoffs": ["a", "b", "c"]})
+    handoffs = Handoffs.of(agent, [Agent.of(t) for t in targets], {"transfer_to_agents"})
     offered = {t["function"]["name"]: t["function"]["description"] for t in handoffs.offered()}
     assert offered == {
         "transfer_to_billing_desk": "Hand the conversation to Billing Desk!: invoices",
