@@ -16,6 +16,7 @@ import pytest
 
 from infra.models.catalog import CONTEXT_WINDOWS
 from services.chat.context import count_tokens, token_budget
+from services.chat.session import ChatSession
 from tests.model_server import Call, Reply
 
 ENTITIES, SUMMARY, TRIM = (
@@ -299,14 +300,23 @@ async def test_truncate_never_opens_with_an_assistant_or_an_orphan_tool_message(
 async def test_a_null_budget_is_the_models_context_window(mapi, script, model_server, agent):
     assert CONTEXT_WINDOWS["gpt-4o-mini"] == 128_000
     assert (
-        token_budget({"token_budget": None, "context_overflow": "truncate"}, "openai/gpt-4o-mini") == 128_000
+        token_budget(
+            ChatSession("s", (), token_budget=None, context_overflow="truncate"), "openai/gpt-4o-mini"
+        )
+        == 128_000
     )
     assert (
-        token_budget({"token_budget": None, "context_overflow": "adaptive"}, "claude-sonnet-4-5") == 200_000
+        token_budget(
+            ChatSession("s", (), token_budget=None, context_overflow="adaptive"), "claude-sonnet-4-5"
+        )
+        == 200_000
     )
-    assert token_budget({"token_budget": None, "context_overflow": "truncate"}, "my-local-model") is None
-    assert token_budget({"token_budget": None, "context_overflow": None}, "gpt-4o-mini") is None
-    assert token_budget({"token_budget": 50, "context_overflow": None}, "gpt-4o-mini") == 50
+    assert (
+        token_budget(ChatSession("s", (), token_budget=None, context_overflow="truncate"), "my-local-model")
+        is None
+    )
+    assert token_budget(ChatSession("s", (), token_budget=None, context_overflow=None), "gpt-4o-mini") is None
+    assert token_budget(ChatSession("s", (), token_budget=50, context_overflow=None), "gpt-4o-mini") == 50
     script.reply = lambda call: "ok"
     session = await _session(
         mapi, agent=agent["id"], context_overflow="truncate", system_template="Be short."

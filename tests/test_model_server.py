@@ -10,6 +10,7 @@ import anthropic
 import openai
 import pytest
 
+from contracts.calls import ModelRequest, Owner
 from infra.models.client import ModelClient
 from infra.settings import Settings
 from tests.model_server import Call, ModelServer, Reply
@@ -271,10 +272,10 @@ async def test_a_named_endpoint_gets_julep_s_extra_settings_in_its_body(server: 
     client = ModelClient(config)
     settings = {"min_p": 0.1, "repetition_penalty": 1.1, "length_penalty": 0.9, "logit_bias": {"1": 5}}
     messages = [{"role": "user", "content": "hi"}]
-    await client.complete({"model": "vllm/qwen", "messages": messages, "settings": settings})
+    await client.complete(ModelRequest("vllm/qwen", messages, settings, [], None, None, "t", Owner("d")))
     assert {k: server.calls[-1].body.get(k) for k in settings} == settings
     assert client.unsupported("vllm/qwen", settings) == []
-    await client.complete({"model": "gpt-4o-mini", "messages": messages, "settings": settings})
+    await client.complete(ModelRequest("gpt-4o-mini", messages, settings, [], None, None, "t", Owner("d")))
     assert not {"min_p", "repetition_penalty", "length_penalty"} & set(server.calls[-1].body)
     assert server.calls[-1].body["logit_bias"] == {"1": 5}
     assert client.unsupported("gpt-4o-mini", settings) == ["min_p", "repetition_penalty", "length_penalty"]

@@ -17,11 +17,11 @@ from contracts.messages import Message, ToolCall
 from contracts.temporal import RUN_TOOL_WORKFLOW, tenant_priority
 from infra.models.client import EXTRA_SETTINGS, SETTINGS, ModelClient
 from infra.models.openai_stream import OnText
+from services.chat.cast import Cast
 from services.chat.request import Chat
 from services.errors import ModelFailed, ModelRefused, TooLarge
 from workflows import prompts, references
 from workflows.agents import Agent
-from workflows.tool_kinds import Tool
 
 # The request's settings a chat passes on, over the agent's default_settings: the model layer's (it leaves
 # out what a provider cannot take).
@@ -79,21 +79,18 @@ class ChatCalls:
     async def run_tool(
         self,
         developer: str,
-        agent_id: str,
-        spec: JsonObject,
-        tool: Tool,
+        cast: Cast,
         call: ToolCall,
         variables: references.Variables | None = None,
-        fixed: JsonObject | None = None,
     ) -> JsonObject:
-        """One server-side tool call (`spec` the tool as stored, `tool` as its kind), on the worker; a failure
-        is a result the model reads, as in a task's tool loop. With `variables` (a session that passes by
-        reference), references in the arguments get their values (`fixed`, the x-tool-parameters values in
-        the call, are not the model's and stay as they are), and a large result becomes a variable the model
-        reads a preview of."""
+        """One server-side tool call of the cast's agent, on the worker; a failure is a result the model
+        reads, as in a task's tool loop. With `variables` (a session that passes by reference), references in
+        the arguments get their values (the x-tool-parameters values in the call are not the model's and stay
+        as they are), and a large result becomes a variable the model reads a preview of."""
+        name, agent_id = call["function"]["name"], str(cast.agent.id)
+        spec, tool, fixed = cast.specs[name], cast.tools[name], cast.fixed.get(name) or {}
         if variables is None:
             return await self._run_tool(developer, agent_id, spec, prompts.call_arguments(call))
-        fixed = fixed or {}
         own = {k: v for k, v in prompts.call_arguments(call).items() if k not in fixed}
         try:
             arguments = {**variables.resolve(tool.schema, own), **fixed}

@@ -62,6 +62,14 @@ def _message(answer: ModelAnswer) -> Message:
     return answer.response["choices"][0]["message"]
 
 
+def _fill_fixed(answer: ModelAnswer, cast: Cast) -> None:
+    """The arguments x-tool-parameters fixes, put into the answer's tool calls: whoever runs a call (Mint or
+    the client) gets them."""
+    for call in _message(answer).get("tool_calls") or []:
+        fixed = cast.fixed.get(call["function"]["name"], {})
+        call["function"]["arguments"] = json.dumps({**prompts.call_arguments(call), **fixed})
+
+
 class AnswerChoice(Choice, total=False):
     """A choice of a chat's answer: an agent's answer, and which agent gave it."""
 
@@ -313,25 +321,13 @@ class Chatter:
                 body, developer, cast.agent, conversation, offered, piece, reply.unsupported
             )
             await spending.after_call(answer)  # counts it in the answer's usage too
-            for call in _message(answer).get("tool_calls") or []:  # fixed values go in, whoever runs the call
-                call["function"]["arguments"] = json.dumps(
-                    {**prompts.call_arguments(call), **cast.fixed.get(call["function"]["name"], {})}
-                )
+            _fill_fixed(answer, cast)
             return answer
 
         def run_tool(call: ToolCall, turn: int) -> Awaitable[JsonValue]:
             if holder.handoffs.is_transfer(call):
                 return holder.transfer(call)
-            cast, name = holder.cast, call["function"]["name"]
-            return self.calls.run_tool(
-                developer,
-                str(cast.agent.id),
-                cast.specs[name],
-                cast.tools[name],
-                call,
-                variables,
-                cast.fixed.get(name),
-            )
+            return self.calls.run_tool(developer, holder.cast, call, variables)
 
         return ToolLoop(
             ask=ask,
