@@ -118,7 +118,7 @@ async def get_doc(doc_id: str, developer: Developer, clients: ClientsDep) -> Doc
     return await service.get_doc(clients.docs, developer, doc_id)
 
 
-@router.post("/{owners}/{owner_id}/search", response_model=None)  # no model: the answer as it was
+@router.post("/{owners}/{owner_id}/search", response_model=None)  # its answer is left undeclared in OpenAPI
 async def search_docs(
     owners: Owner, owner_id: str, body: schemas.DocSearch, developer: Developer, clients: ClientsDep
 ) -> dict[str, object]:
