@@ -11,22 +11,24 @@ before restarts existed, and no step pays to record what it might need later:
   input, which no transition records: there it is null).
 A restart is from a top-level step of `main` (a transition inside it, such as a tool call of a prompt step
 or the error that ended it, restarts its whole step); a step of a workflow `yield` called is restarted from
-the `main` step that called it.
+the `main` step that called it. Transitions name steps by the path the interpreter runs them under, which the
+task's steps give through `lang.walk_steps` (workflows/language/nesting.py).
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Generic, TypeVar
 
+from contracts.executions import FrameSnapshot, StepRecord
+from contracts.json import JsonObject, JsonValue
+from contracts.transitions import Position
+from services.rows import Row, integer, json_object, json_value, optional_object, optional_text, text
 from workflows import language as lang
 
-# A runtime sequence path: `main`, `main[2].then`, `main[2].switch[1]`, `main[3].parallel[0]`, ...
-_PARENT = re.compile(
-    r"^(?P<parent>.+)\[(?P<index>\d+)\]\.(?P<kind>then|else|switch\[\d+\]|foreach|map|parallel\[\d+\])$"
-)
-_TOP = re.compile(r"^main\[(?P<index>\d+)\]")
+# A stored transition row; the plan keeps the ones it is given, as they are, for the copy.
+R = TypeVar("R", bound=Row)
 
 
 class CannotRestart(Exception):
@@ -34,159 +36,193 @@ class CannotRestart(Exception):
 
 
 @dataclass
-class RestartPlan:
+class RestartPlan(Generic[R]):
     index: int  # the top-level step of main to run again
-    keep: list[dict[str, Any]]  # the original's transitions before it, oldest first
-    frame: dict[str, Any]  # the main frame's snapshot (workflows.frames.Frame)
-    state: dict[str, Any]
-    labels: dict[str, Any]
+    keep: list[R]  # the original's transitions before it, oldest first
+    frame: FrameSnapshot  # main's frame
+    state: JsonObject
+    labels: dict[str, StepRecord]
+
+
+@dataclass(frozen=True)
+class _Transition:
+    """What the plan reads of a stored transition."""
+
+    id: str
+    seq: int
+    type: str
+    current: Position
+    next: Position | None
+    step_label: str | None
+    metadata: JsonObject
+    output: JsonValue
+
+    @classmethod
+    def of(cls, row: Row) -> _Transition:
+        nxt = optional_object(row, "next")
+        return cls(
+            id=str(row["id"]),
+            seq=integer(row, "seq"),
+            type=text(row, "type"),
+            current=_position(json_object(row, "current")),
+            next=None if nxt is None else _position(nxt),
+            step_label=optional_text(row, "step_label"),
+            metadata=json_object(row, "metadata"),
+            output=json_value(row, "output"),
+        )
+
+    @property
+    def records_output(self) -> bool:
+        """A `step` transition that records a step's output: not a model turn or tool call inside a prompt
+        step, nor a prompt guardrail's verdict (recorded at the position of the step about to run)."""
+        return self.type == "step" and not {"turn", "tool", "guardrail"} & self.metadata.keys()
+
+    @property
+    def ends_main_step(self) -> bool:
+        """A transition that ends a top-level step of main (its `next` is the step after)."""
+        nxt, current = self.next, self.current
+        return (
+            self.type == "step"
+            and current.workflow == "main"
+            and (nxt is None or (nxt.workflow == "main" and nxt.step == current.step + 1))
+        )
+
+
+def _position(stored: JsonObject) -> Position:
+    workflow, step, scope = stored.get("workflow"), stored.get("step"), stored.get("scope_id")
+    if not isinstance(workflow, str) or not isinstance(step, int) or not isinstance(scope, str):
+        raise TypeError(f"stored position {stored!r} is no (workflow, step, scope_id)")
+    return Position(workflow, step, scope)
 
 
 def plan_restart(
-    document: dict[str, Any], rows: list[dict[str, Any]], from_id: str, new_input: Any, has_input: bool
-) -> RestartPlan:
+    document: JsonObject, rows: Sequence[R], from_id: str, new_input: JsonValue, has_input: bool
+) -> RestartPlan[R]:
     """The plan to restart at the transition `from_id`, given all transitions up to it (oldest first)."""
     task = lang.TaskSpec.model_validate(document)
-    if not rows or rows[0]["type"] != "init":
+    transitions = [_Transition.of(row) for row in rows]
+    if not transitions or transitions[0].type != "init":
         raise CannotRestart("the execution has no init transition to restart from")
-    main_scope = rows[0]["current"]["scope_id"]
-    chosen = next(r for r in rows if str(r["id"]) == from_id)
-    index = _main_step(chosen, main_scope, rows)
+    history = _History(transitions, _Steps.of(task))
+    chosen = next(t for t in transitions if t.id == from_id)
+    index = history.main_step(chosen)
     if index >= len(task.workflows["main"]):
         raise CannotRestart(
             f"transition {from_id} comes after main's last step: there is nothing to run again"
         )
-    cut = _end_of_step(rows, main_scope, index - 1) if index else rows[0]["seq"]
-    keep = [r for r in rows if r["seq"] <= cut]
-    inputs = [rows[0]["output"]] + [_ended(keep, main_scope, i)["output"] for i in range(index)]
+    cut = history.ended(index - 1).seq if index else transitions[0].seq
+    history.transitions = [t for t in transitions if t.seq <= cut]
+    inputs = [history.main_input(i) for i in range(index + 1)]
     if has_input:
         inputs[index] = new_input  # the step's `_`
-    sequences = _sequences(task)
-    state: dict[str, Any] = {}
-    labels: dict[str, Any] = {}
-    for row in keep:
-        if not _step_output(row):
+    state: JsonObject = {}
+    labels: dict[str, StepRecord] = {}
+    for transition in history.transitions:
+        if not transition.records_output:
             continue
-        current = row["current"]
-        step = _step_at(sequences, current["workflow"], current["step"])
-        if isinstance(step, lang.SetStep) and isinstance(row["output"], dict):
-            state.update(row["output"])
-        if row["step_label"]:
-            step_input = _input_of(keep, row, current["workflow"], current["step"], current["scope_id"])
-            labels[row["step_label"]] = {"input": step_input, "output": row["output"]}
-    frame = {"name": "main", "scope_id": main_scope, "inputs": inputs}
+        current = transition.current
+        step = history.steps.at.get((current.workflow, current.step))
+        if isinstance(step, lang.SetStep) and isinstance(transition.output, dict):
+            state.update(transition.output)
+        if transition.step_label:
+            step_input = history.input_of(transition, current.workflow, current.step, current.scope_id)
+            labels[transition.step_label] = {"input": step_input, "output": transition.output}
+    frame: FrameSnapshot = {"name": "main", "scope_id": history.main_scope, "inputs": inputs}
+    keep = [row for row, transition in zip(rows, transitions, strict=True) if transition.seq <= cut]
     return RestartPlan(index, keep, frame, state, labels)
 
 
-def _main_step(row: dict[str, Any], main_scope: str, rows: list[dict[str, Any]]) -> int:
-    """The top-level step of main that a transition belongs to."""
-    if row["type"] == "init":
-        return 0
-    current = row["current"]
-    if current["scope_id"] != main_scope:
-        # Inside a workflow a yield called: restart from the main step that was running then.
-        before = [r for r in rows if r["seq"] < row["seq"] and r["current"]["scope_id"] == main_scope]
-        if not before:
+@dataclass(frozen=True)
+class _Steps:
+    """The task's steps by where transitions place them (`current.workflow`, `current.step`), and the step
+    each nested list of steps is in, by the list's path."""
+
+    at: Mapping[tuple[str, int], lang.StepModel]
+    parents: Mapping[str, lang.PlacedStep]
+
+    @classmethod
+    def of(cls, task: lang.TaskSpec) -> _Steps:
+        at: dict[tuple[str, int], lang.StepModel] = {}
+        parents: dict[str, lang.PlacedStep] = {}
+        for name, steps in task.workflows.items():
+            for placed in lang.walk_steps(steps, name):
+                at[(placed.workflow, placed.index)] = placed.step
+                if placed.parent is not None:
+                    parents[placed.workflow] = placed.parent
+        return cls(at, parents)
+
+    def top(self, workflow: str) -> int | None:
+        """The top-level step of main that a step list at `workflow` is nested in (None: in none)."""
+        parent = self.parents.get(workflow)
+        while parent is not None and parent.workflow != "main":
+            parent = self.parents.get(parent.workflow)
+        return None if parent is None else parent.index
+
+
+@dataclass
+class _History:
+    """The original's transitions (oldest first), read against the task's steps."""
+
+    transitions: list[_Transition]
+    steps: _Steps
+
+    @property
+    def main_scope(self) -> str:
+        return self.transitions[0].current.scope_id
+
+    def main_step(self, transition: _Transition) -> int:
+        """The top-level step of main that a transition belongs to."""
+        if transition.type == "init":
+            return 0
+        current = transition.current
+        if current.scope_id != self.main_scope:
+            # Inside a workflow a yield called: restart from the main step that was running then.
+            before = self._before(transition, self.main_scope)
+            if not before:
+                raise CannotRestart("the transition is in no step of main")
+            return self.main_step(before[-1]) + (1 if before[-1].ends_main_step else 0)
+        if current.workflow == "main":
+            return current.step
+        top = self.steps.top(current.workflow)
+        if top is None:
             raise CannotRestart("the transition is in no step of main")
-        return _main_step(before[-1], main_scope, rows) + (1 if _ends_step(before[-1]) else 0)
-    if current["workflow"] == "main":
-        return int(current["step"])
-    found = _TOP.match(current["workflow"])
-    if found is None:
-        raise CannotRestart("the transition is in no step of main")
-    return int(found["index"])
+        return top
 
+    def ended(self, step: int) -> _Transition:
+        """The transition that ended main's top-level step `step`."""
+        for transition in reversed(self.transitions):
+            current = transition.current
+            if (
+                current.scope_id == self.main_scope
+                and current.workflow == "main"
+                and current.step == step
+                and transition.ends_main_step
+            ):
+                return transition
+        raise CannotRestart(f"main[{step}] never ended, so the steps after it cannot be restarted")
 
-def _step_output(row: dict[str, Any]) -> bool:
-    """A `step` transition that records a step's output: not a model turn or tool call inside a prompt step,
-    nor a prompt guardrail's verdict (recorded at the position of the step about to run)."""
-    metadata = row["metadata"] or {}
-    return row["type"] == "step" and not {"turn", "tool", "guardrail"} & metadata.keys()
+    def main_input(self, index: int) -> JsonValue:
+        """The input of main's top-level step `index`: the execution's input, or the step before's output."""
+        return self.transitions[0].output if index == 0 else self.ended(index - 1).output
 
+    def input_of(self, transition: _Transition, workflow: str, index: int, scope: str) -> JsonValue:
+        """The input of the step at (workflow, index) in `scope` that `transition` ended."""
+        before = self._before(transition, scope)
+        if index > 0:
+            for earlier in reversed(before):
+                current = earlier.current
+                if earlier.records_output and current.workflow == workflow and current.step == index - 1:
+                    return earlier.output
+            return None
+        parent = self.steps.parents.get(workflow)
+        if parent is None:  # the first step of a named workflow: the workflow's input
+            started = [t for t in before if t.type in ("init", "init_branch")]
+            return started[-1].output if started else None
+        if isinstance(parent.step, lang.ForeachStep | lang.MapReduceStep):
+            return None  # the item, which no transition records
+        if parent.workflow == "main" and scope == self.main_scope:
+            return self.main_input(parent.index)
+        return self.input_of(transition, parent.workflow, parent.index, scope)
 
-def _ends_step(row: dict[str, Any]) -> bool:
-    """A transition that ends a top-level step of main (its `next` is the step after)."""
-    nxt = row["next"]
-    return (
-        row["type"] == "step"
-        and row["current"]["workflow"] == "main"
-        and (nxt is None or (nxt["workflow"] == "main" and nxt["step"] == row["current"]["step"] + 1))
-    )
-
-
-def _ended(rows: list[dict[str, Any]], scope: str, step: int) -> dict[str, Any]:
-    for row in reversed(rows):
-        current = row["current"]
-        if (
-            current["scope_id"] == scope
-            and current["workflow"] == "main"
-            and current["step"] == step
-            and _ends_step(row)
-        ):
-            return row
-    raise CannotRestart(f"main[{step}] never ended, so the steps after it cannot be restarted")
-
-
-def _end_of_step(rows: list[dict[str, Any]], scope: str, step: int) -> int:
-    return int(_ended(rows, scope, step)["seq"])
-
-
-def _sequences(task: lang.TaskSpec) -> dict[str, list[Any]]:
-    """Every step list of the task by its runtime path (as transitions name it)."""
-    found: dict[str, list[Any]] = {}
-
-    def walk(path: str, steps: list[Any]) -> None:
-        found[path] = steps
-        for i, step in enumerate(steps):
-            here = f"{path}[{i}]"
-            match step:
-                case lang.IfElseStep():
-                    walk(f"{here}.then", list(step.then))
-                    if step.else_:
-                        walk(f"{here}.else", list(step.else_))
-                case lang.SwitchStep():
-                    for j, branch in enumerate(step.switch):
-                        walk(f"{here}.switch[{j}]", list(branch.then))
-                case lang.ForeachStep():
-                    walk(f"{here}.foreach", list(step.foreach.do))
-                case lang.MapReduceStep():
-                    walk(f"{here}.map", list(step.map))
-                case lang.ParallelStep():
-                    for j, lane in enumerate(step.parallel):
-                        walk(f"{here}.parallel[{j}]", list(lane))
-
-    for name, steps in task.workflows.items():
-        walk(name, list(steps))
-    return found
-
-
-def _step_at(sequences: dict[str, list[Any]], path: str, index: int) -> Any:
-    steps = sequences.get(path) or []
-    return steps[index] if 0 <= index < len(steps) else None
-
-
-def _input_of(rows: list[dict[str, Any]], row: dict[str, Any], path: str, index: int, scope: str) -> Any:
-    """The input of the step at (path, index) in `scope` that `row` ended."""
-    before = [r for r in rows if r["seq"] < row["seq"] and r["current"]["scope_id"] == scope]
-    if index > 0:
-        for earlier in reversed(before):
-            current = earlier["current"]
-            if _step_output(earlier) and current["workflow"] == path and current["step"] == index - 1:
-                return earlier["output"]
-        return None
-    nested = _PARENT.match(path)
-    if nested is None:  # the first step of a named workflow: the workflow's input
-        started = [r for r in before if r["type"] in ("init", "init_branch")]
-        return started[-1]["output"] if started else None
-    if nested["kind"] in ("foreach", "map"):
-        return None  # the item, which no transition records
-    parent_path, parent_index = nested["parent"], int(nested["index"])
-    if parent_path == "main" and scope == rows[0]["current"]["scope_id"]:
-        return _main_input(rows, parent_index)
-    return _input_of(rows, row, parent_path, parent_index, scope)
-
-
-def _main_input(rows: list[dict[str, Any]], index: int) -> Any:
-    if index == 0:
-        return rows[0]["output"]
-    return _ended(rows, rows[0]["current"]["scope_id"], index - 1)["output"]
+    def _before(self, transition: _Transition, scope: str) -> list[_Transition]:
+        return [t for t in self.transitions if t.seq < transition.seq and t.current.scope_id == scope]
