@@ -252,7 +252,7 @@ class Fakes:
 
 
 class FakeStore:
-    """The few Store methods the API's start and resume paths (api/executions.py) use, over the fakes' rows."""
+    """The few Store methods the API's start and resume paths (services/executions/) use, over the fakes' rows."""
 
     def __init__(self, fakes: Fakes, agent: dict[str, Any], agent_tools: list[dict[str, Any]]):
         self.fakes = fakes
