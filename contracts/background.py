@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contracts.calls import Owner
+from contracts.json import JsonObject
 
 
 @dataclass
@@ -59,6 +60,6 @@ class RunToolRequest:
     output."""
 
     owner: Owner
-    tool: dict[str, Any]  # the tool as the API stores it (contracts.executions.ToolSpec)
+    tool: JsonObject  # the tool as the API stores it (a ToolDef dumped by alias; workflows/tool_kinds.py reads it)
     arguments: Any
     max_tool_timeout: float | None = None

@@ -11,9 +11,9 @@ before each model call, against what the calls before it recorded:
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
+
+from contracts.json import JsonObject, JsonValue
 
 
 class Budget(BaseModel):
@@ -25,21 +25,21 @@ class Budget(BaseModel):
     max_cost_usd: float | None = Field(default=None, ge=0, le=10**9)
     max_model_calls: int | None = Field(default=None, ge=0, le=10**9)
 
-    def limits(self) -> dict[str, Any] | None:
+    def limits(self) -> JsonObject | None:
         """The limits set, as stored; None when there are none."""
         set_ = self.model_dump(exclude_none=True)
         return set_ or None
 
 
-def over_budget(budget: dict[str, Any] | None, calls: int, tokens: int, cost: float) -> str | None:
+def over_budget(budget: JsonObject | None, calls: int, tokens: int, cost: float) -> str | None:
     """Why one more model call is refused after `calls` calls that used `tokens` and cost `cost`; None when
     it is allowed."""
     if not budget:
         return None
     max_calls, max_tokens, max_cost = (
-        budget.get("max_model_calls"),
-        budget.get("max_tokens"),
-        budget.get("max_cost_usd"),
+        _number(budget.get("max_model_calls")),
+        _number(budget.get("max_tokens")),
+        _number(budget.get("max_cost_usd")),
     )
     if max_calls is not None and calls >= max_calls:
         return f"{calls} model calls were made and the budget allows {max_calls} (max_model_calls)"
@@ -48,3 +48,8 @@ def over_budget(budget: dict[str, Any] | None, calls: int, tokens: int, cost: fl
     if max_cost is not None and cost >= max_cost:
         return f"${cost:.6f} was spent and the budget allows ${max_cost} (max_cost_usd)"
     return None
+
+
+def _number(limit: JsonValue) -> int | float | None:
+    """A limit as stored (Budget checked it): a number, or none."""
+    return limit if isinstance(limit, int | float) and not isinstance(limit, bool) else None

@@ -99,7 +99,7 @@ WORKFLOWS: dict[str, tuple[Any, Any]] = {
     COMPRESS_SESSION_WORKFLOW: (SessionRef, Compressed),
     RUN_TOOL_WORKFLOW: (RunToolRequest, Any),  # the tool's output
 }
-SIGNALS: dict[str, Any] = {RESUME_SIGNAL: ResumeInput}
+SIGNALS: dict[str, type] = {RESUME_SIGNAL: ResumeInput}
 
 
 def tenant_priority(developer: str) -> Priority:

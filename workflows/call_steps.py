@@ -146,7 +146,10 @@ class CallSteps:
             error = failures.timed_out(exc, summary, timeout.total_seconds(), retry)
             raise error from error.cause
         if isinstance(answer, ModelAnswer):
-            return CallResult(answer.response, answer.attempt, dict(answer.usage), answer.cost)
+            usage: object = answer.usage  # JSON from the provider, with whatever keys it gave
+            return CallResult(
+                answer.response, answer.attempt, usage if isinstance(usage, dict) else None, answer.cost
+            )
         return CallResult(answer.response, answer.attempt)
 
     def _owner(self) -> Owner:

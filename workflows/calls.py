@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, assert_never
+from typing import Any, TypeVar, assert_never
 
 from temporalio.common import RetryPolicy
 
@@ -23,6 +23,7 @@ from contracts.calls import (
     SystemCallRequest,
 )
 from contracts.executions import DEFAULT_MAX_TOOL_TIMEOUT_SECONDS
+from contracts.json import JsonObject, JsonValue
 from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_SYSTEM
 from expressions.parsing import ExpressionError
 from workflows import language as lang
@@ -44,7 +45,7 @@ from workflows.tool_kinds import (
     SystemTool,
     Tool,
 )
-from workflows.values import ValueEvaluator
+from workflows.values import Names, ValueEvaluator
 
 # Built-in defaults; a task's `defaults` and a step's own `timeout`/`retry` override them, field by field.
 DEFAULT_TIMEOUT_SECONDS = 60.0
@@ -71,6 +72,7 @@ CALLS_IN_WORKER_PATCH = "calls-run-in-the-worker"
 # Executions whose histories were recorded before the integration providers existed failed such a tool call
 # at once; they still do when replayed.
 INTEGRATIONS_PATCH = "integration-providers"
+T = TypeVar("T")
 WHOLE_TEMPLATE = re.compile(r"^\{\{((?:(?!\}\}|\{\{).)*)\}\}$", re.DOTALL)
 
 
@@ -88,18 +90,23 @@ def call_options(
         timeout = attempt if timeout is None else min(timeout, attempt)
     elif timeout is None:
         timeout = DEFAULT_TIMEOUT_SECONDS
-    merged: dict[str, Any] = DEFAULT_RETRY.model_dump()
-    for layer in (defaults.retry if defaults else None, step.retry):
-        if layer is not None:
-            merged.update(layer.model_dump(exclude_none=True))
+    # Field by field, the most specific layer that sets it: the step's, the task's defaults', Mint's.
+    layers = [r for r in (step.retry, defaults.retry if defaults else None, DEFAULT_RETRY) if r is not None]
     policy = RetryPolicy(
-        maximum_attempts=merged["max_attempts"],
-        initial_interval=timedelta(seconds=merged["initial_interval"]),
-        backoff_coefficient=merged["backoff"],
-        maximum_interval=timedelta(seconds=merged["max_interval"]),
-        non_retryable_error_types=_non_retryable(merged.get("non_retryable")),
+        maximum_attempts=_first(r.max_attempts for r in layers),
+        initial_interval=timedelta(seconds=_first(r.initial_interval for r in layers)),
+        backoff_coefficient=_first(r.backoff for r in layers),
+        maximum_interval=timedelta(seconds=_first(r.max_interval for r in layers)),
+        non_retryable_error_types=_non_retryable(
+            next((r.non_retryable for r in layers if r.non_retryable is not None), None)
+        ),
     )
     return timedelta(seconds=timeout), policy
+
+
+def _first(values: Iterable[T | None]) -> T:
+    """The first value set (DEFAULT_RETRY sets every field it is asked for)."""
+    return next(v for v in values if v is not None)
 
 
 def _non_retryable(names: list[str] | None) -> list[str] | None:
@@ -202,7 +209,7 @@ def tool_activity(
 
 def _api_call(
     tool: ApiCallTool,
-    arguments: dict[str, Any],
+    arguments: JsonObject,
     owner: Owner,
     values: ValueEvaluator,
     new_key: Callable[[], str],
@@ -231,7 +238,7 @@ def _api_call(
 
 def _integration_call(
     tool: IntegrationTool,
-    arguments: dict[str, Any],
+    arguments: JsonObject,
     owner: Owner,
     values: ValueEvaluator,
     new_key: Callable[[], str],
@@ -252,8 +259,8 @@ def _integration_call(
 
 def integration_request(
     provider: Provider,
-    integration: dict[str, Any],
-    arguments: dict[str, Any],
+    integration: JsonObject,
+    arguments: JsonObject,
     owner: Owner,
     values: ValueEvaluator,
     new_key: Callable[[], str],
@@ -266,9 +273,9 @@ def integration_request(
         raise ToolError("; ".join(stored))
     nonce = new_key()
     secrets = SecretRefs(nonce)
-    scope = {"secrets": secrets}
+    given = integration.get("setup")
     try:
-        setup = {k: _setup_value(v, scope, values) for k, v in (integration.get("setup") or {}).items()}
+        setup = {k: _setup_value(v, secrets, values) for k, v in _object(given).items()}
     except ExpressionError as exc:
         raise ToolError(f"provider {provider.name!r}: a setup value cannot be read: {exc}") from None
     for name, secret in provider.credentials.items():
@@ -279,15 +286,15 @@ def integration_request(
             f"provider {provider.name!r}: a setup value changes a secret before using it: a secret can only "
             "be inserted as it is (`secrets.KEY` or `{{ secrets.KEY }}`)"
         )
-    merged = {**(integration.get("arguments") or {}), **arguments}
+    merged = {**_object(integration.get("arguments")), **arguments}
     missing = argument_problems(integration, merged.keys())
     if missing:
         raise ToolError("; ".join(missing))
     scope_of = SecretScope(developer_id=owner.developer_id, agent_id=owner.agent_id, nonce=nonce)
-    method = integration.get("method") or provider.default_method
+    method = integration.get("method")
     return IntegrationCallRequest(
         provider.name,
-        method,
+        method if isinstance(method, str) and method else provider.default_method,
         setup,
         merged,
         timeout=DEFAULT_TIMEOUT_SECONDS,  # (tool_activity bounds it)
@@ -299,18 +306,23 @@ def integration_request(
 BARE_SECRET = re.compile(r"^\s*secrets\.([A-Za-z_][A-Za-z0-9_]*)\s*$")
 
 
-def _setup_value(value: Any, scope: dict[str, Any], values: ValueEvaluator) -> Any:
+def _object(value: JsonValue) -> JsonObject:
+    return value if isinstance(value, dict) else {}
+
+
+def _setup_value(value: JsonValue, secrets: SecretRefs, values: ValueEvaluator) -> Any:
+    scope = {"secrets": secrets}
     if isinstance(value, str):
         bare = BARE_SECRET.match(value)
         if bare:
-            return scope["secrets"][bare.group(1)]
+            return secrets[bare.group(1)]
         if value.startswith("$"):
             return values.expression(value[1:].strip(), scope)
     return _render(value, scope, values)
 
 
 def api_request(
-    spec: dict[str, Any], arguments: dict[str, Any], values: ValueEvaluator, secrets: SecretRefs
+    spec: JsonObject, arguments: JsonObject, values: ValueEvaluator, secrets: SecretRefs
 ) -> ApiCallRequest:
     """The HTTP request for an api_call tool: the spec's strings are templates over `arguments` and
     `secrets` (which give references, not values), and the step's arguments (url, method, headers, params,
@@ -321,10 +333,11 @@ def api_request(
         if key in arguments:
             request[key] = arguments[key]
     for key in ("headers", "params", "json", "data"):
-        if isinstance(arguments.get(key), dict) and isinstance(request.get(key), dict):
-            request[key] = {**request[key], **arguments[key]}
+        given, spec_value = arguments.get(key), request.get(key)
+        if isinstance(given, dict) and isinstance(spec_value, dict):
+            request[key] = {**spec_value, **given}
         elif key in arguments:
-            request[key] = arguments[key]
+            request[key] = given
     for key in ("schema", "params_schema"):
         request.pop(key, None)
     # The spec's keys and the arguments' are httpx's request keys (ApiCallRequest), checked when the tool
@@ -332,7 +345,7 @@ def api_request(
     return typing.cast(ApiCallRequest, request)
 
 
-def _render(value: Any, scope: dict[str, Any], values: ValueEvaluator) -> Any:
+def _render(value: Any, scope: Names, values: ValueEvaluator) -> Any:
     if isinstance(value, str):
         whole = WHOLE_TEMPLATE.match(value)
         if whole:  # "{{ arguments.n }}" alone keeps its value's type (a number stays a number in JSON)
@@ -355,12 +368,14 @@ class CallResult:
 
     output: Any
     attempts: int
-    usage: dict[str, Any] | None = None
+    usage: JsonObject | None = None  # as the provider gave it (contracts.messages.Usage, and any more keys)
     cost: float | None = None
-    call: dict[str, Any] | None = None  # a model call's `model` and `started_at`, for traces
+    call: JsonObject | None = None  # a model call's `model` and `started_at`, for traces
     agent_id: str | None = None  # the agent that answered, when a handoff passed the step to another
 
-    def metadata(self) -> dict[str, Any]:
-        used = {"usage": self.usage, "cost": self.cost, **(self.call or {})} if self.usage is not None else {}
-        answered = {"agent_id": self.agent_id} if self.agent_id is not None else {}
+    def metadata(self) -> JsonObject:
+        used: JsonObject = {}
+        if self.usage is not None:
+            used = {"usage": self.usage, "cost": self.cost, **(self.call or {})}
+        answered: JsonObject = {"agent_id": self.agent_id} if self.agent_id is not None else {}
         return {"attempts": self.attempts, **used, **answered}

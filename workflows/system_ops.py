@@ -9,7 +9,8 @@ what the route answers is reshaped as Julep's system tools answer (`shape`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+
+from contracts.json import JsonObject
 
 Key = tuple[str, str | None, str]
 
@@ -91,7 +92,7 @@ def dotted(key: Key) -> str:
     return ".".join(part for part in key if part)
 
 
-def operation_key(spec: dict[str, Any]) -> Key:
+def operation_key(spec: JsonObject) -> Key:
     """A system tool's (resource, subresource, operation), from Julep's fields or the dotted `call`
     shorthand (`agent.doc.create`, `session.chat`); ValueError when it names none Mint has."""
     if spec.get("call"):
@@ -102,7 +103,8 @@ def operation_key(spec: dict[str, Any]) -> Key:
             )
         key: Key = (parts[0], None, parts[1]) if len(parts) == 2 else (parts[0], parts[1], parts[2])
     else:
-        key = (str(spec.get("resource")), spec.get("subresource"), str(spec.get("operation")))
+        sub = spec.get("subresource")
+        key = (str(spec.get("resource")), None if sub is None else str(sub), str(spec.get("operation")))
     if key not in OPERATIONS:
         known = ", ".join(sorted(dotted(k) for k in OPERATIONS))
         raise ValueError(f"system operation {dotted(key)} is not one Mint has; it has: {known}")

@@ -17,6 +17,7 @@ from typing import Any
 
 from temporalio import workflow
 
+from contracts.json import JsonObject
 from expressions.budget import (
     CHARS_PER_UNIT,
     COPIES_PER_UNIT,
@@ -196,7 +197,7 @@ class _ToData:
         self.pay(1, len(item) * SLOW_UNITS)
         return [self.convert(v, depth + 1) for v in item]
 
-    def _mapping(self, item: dict[Any, Any], depth: int) -> dict[str, Any]:
+    def _mapping(self, item: dict[Any, Any], depth: int) -> JsonObject:
         kinds = set(map(type, item.values()))
         if set(map(type, item)) <= {str} and kinds <= _SCALARS:
             self.pay(2 * len(item) + 1, len(item) // COPIES_PER_UNIT)

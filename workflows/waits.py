@@ -69,7 +69,7 @@ class Waits:
 
     async def wait(
         self,
-        output: dict[str, Any],
+        output: JsonObject,
         position: Position,
         metadata: JsonObject | None,
         timeout: float | None = None,
@@ -117,11 +117,11 @@ class Waits:
         return received
 
 
-def _asks(output: dict[str, Any], place: str) -> str:
+def _asks(output: JsonObject, place: str) -> str:
     """What a wait asks for, in a line: a wait_for_input step's `info`, or the function tool to run."""
     call = output.get("tool_call")
-    if call is not None:
-        return f"{place} · run function tool {call['name']} with {quoted(call['arguments'])}"
+    if isinstance(call, dict):
+        return f"{place} · run function tool {call.get('name')} with {quoted(call.get('arguments'))}"
     return f"{place} · {quoted(output.get('info'))}"
 
 

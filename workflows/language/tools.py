@@ -7,8 +7,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from contracts.anthropic_tools import ANTHROPIC_TOOLS
+from contracts.json import JsonObject
 from workflows.integrations import integration_problems
-from workflows.language.common import NAME_PATTERN, Lenient
+from workflows.language.common import NAME_PATTERN, JsonField, Lenient
 from workflows.system_ops import operation_key
 
 TOOL_TYPES = ("function", "api_call", "system", "integration", *ANTHROPIC_TOOLS)
@@ -20,7 +21,7 @@ class FunctionDef(BaseModel):
     model_config = ConfigDict(extra="allow")
     name: str | None = None
     description: str | None = None
-    parameters: dict[str, Any] | None = None
+    parameters: JsonField | None = None
 
 
 class ApiCallDef(Lenient):
@@ -28,15 +29,15 @@ class ApiCallDef(Lenient):
     method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] = "GET"
     url: str
     headers: dict[str, str] | None = None
-    params: dict[str, Any] | None = None
+    params: JsonField | None = None
     json_: Any = Field(default=None, alias="json")
     content: str | None = None
-    data: dict[str, Any] | None = None
+    data: JsonField | None = None
     follow_redirects: bool = False
     # The whole call's deadline; its upper bound is configured (MINT_MAX_TOOL_TIMEOUT_SECONDS, workflows/validate.py).
     timeout: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = None
-    schema_: dict[str, Any] | None = Field(default=None, alias="schema")
-    params_schema: dict[str, Any] | None = None
+    schema_: JsonField | None = Field(default=None, alias="schema")
+    params_schema: JsonField | None = None
 
 
 class ComputerDef(BaseModel):
@@ -65,11 +66,11 @@ class ToolDef(BaseModel):
     description: str | None = None
     function: FunctionDef | None = None
     computer_20241022: ComputerDef | None = Field(default=None, validate_default=True)
-    text_editor_20241022: dict[str, Any] | None = None
-    bash_20241022: dict[str, Any] | None = None
+    text_editor_20241022: JsonField | None = None
+    bash_20241022: JsonField | None = None
     api_call: ApiCallDef | None = Field(default=None, validate_default=True)
-    system: dict[str, Any] | None = Field(default=None, validate_default=True)
-    integration: dict[str, Any] | None = Field(default=None, validate_default=True)
+    system: JsonField | None = Field(default=None, validate_default=True)
+    integration: JsonField | None = Field(default=None, validate_default=True)
     # In a prompt's tool loop, a failed call goes back to the model as an error result ("report"), or
     # fails the step ("fail").
     on_error: Literal["report", "fail"] | None = None
@@ -88,9 +89,7 @@ class ToolDef(BaseModel):
 
     @field_validator("system")
     @classmethod
-    def _known_system_operation(
-        cls, value: dict[str, Any] | None, info: ValidationInfo
-    ) -> dict[str, Any] | None:
+    def _known_system_operation(cls, value: JsonObject | None, info: ValidationInfo) -> JsonObject | None:
         # Refused when the task is created, not when the step first runs.
         if value is None and info.data.get("type") == "system":
             raise ValueError("a system tool needs a `system` spec: {resource, subresource, operation}")
@@ -107,7 +106,7 @@ class ToolDef(BaseModel):
 
     @field_validator("integration")
     @classmethod
-    def _known_integration(cls, value: dict[str, Any] | None, info: ValidationInfo) -> dict[str, Any] | None:
+    def _known_integration(cls, value: JsonObject | None, info: ValidationInfo) -> JsonObject | None:
         # Its provider, method and setup fields are refused when the task is created (workflows/integrations.py).
         if info.data.get("type") != "integration":
             return value
