@@ -136,6 +136,41 @@ def test_walk_steps_visits_nested_steps_depth_first_with_their_paths():
     ]
 
 
+def test_walk_steps_gives_each_step_the_path_the_interpreter_runs_it_under():
+    """A switch branch runs as `switch[i]` and a foreach body as `foreach` (workflows/interpreter.py,
+    workflows/fan_out.py), while the task as written names `switch[i].then` and `foreach.do`."""
+    spec = parse(
+        {
+            "main": [
+                {"switch": [{"case": "_", "then": {"if": "x", "then": {"get": "a"}}}]},
+                {"foreach": {"in": "x", "do": {"over": "x", "map": {"get": "b"}}}},
+                {"parallel": [[{"get": "c"}]]},
+            ]
+        }
+    )
+    placed = list(lang.walk_steps(spec.workflows["main"], "main"))
+    assert [(p.workflow, p.index) for p in placed] == [
+        ("main", 0),
+        ("main[0].switch[0]", 0),
+        ("main[0].switch[0][0].then", 0),
+        ("main", 1),
+        ("main[1].foreach", 0),
+        ("main[1].foreach[0].map", 0),
+        ("main", 2),
+        ("main[2].parallel[0]", 0),
+    ]
+    assert [p.parent.runtime if p.parent else None for p in placed] == [
+        None,
+        "main[0]",
+        "main[0].switch[0][0]",
+        None,
+        "main[1]",
+        "main[1].foreach[0]",
+        None,
+        "main[2]",
+    ]
+
+
 def test_a_dumped_step_parses_back_to_the_same_step():
     step = first(
         {"over": "$ _", "map": [{"sleep": {"minutes": 2}}], "reduce": "$ results + [_]", "parallelism": 3}
