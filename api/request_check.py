@@ -8,7 +8,6 @@ error (or a row that breaks later). Routes that read their own body (tasks) chec
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from fastapi import Request
 
@@ -71,7 +70,7 @@ def _parameter_problems(request: Request) -> list[Unstorable]:
 
 
 def reject_unstorable(
-    value: Any, prefix: Loc = (), what: str = "invalid request", scalars: bool = True
+    value: object, prefix: Loc = (), what: str = "invalid request", scalars: bool = True
 ) -> None:
     """Raise a 422 listing the problems in `value`, each at its path under `prefix`."""
     reject(find_unstorable(value, scalars=scalars), prefix, what)

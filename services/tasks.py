@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from contracts.json import JsonValue
 from services import rows
 from services.clients import Clients
 from services.errors import Invalid, NotFound
@@ -61,10 +60,11 @@ async def save(
     developer: str,
     agent_id: str,
     task_id: str | None,
-    document: JsonValue,
+    document: object,
     limits: TaskLimits,
 ) -> Saved:
-    """The document checked against the agent's tools and the limits, and saved: a new task, or a new
+    """The document (as parsed: YAML may hold more than JSON) checked against the agent's tools and the
+    limits, and saved: a new task, or a new
     version of `task_id` (unless it equals the latest). The agent is known to be the developer's."""
     agent_id = checked_id(agent_id, "agent")
     agent_tools = {t["name"] for t in await clients.store.agent_tools(developer, agent_id)}

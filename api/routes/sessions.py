@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,7 +18,7 @@ from api.deps import ClientsDep, Developer, PageDep
 from api.errors import ERROR_RESPONSES, ApiError
 from api.warning_header import note
 from services import sessions
-from services.chat.chatter import Chatter, Reply
+from services.chat.chatter import ChatAnswer, Chatter, Reply
 from services.chat.session import ChatSession
 from services.errors import ServiceError
 from services.session_chat import render as render_chat
@@ -129,18 +130,16 @@ async def chat(
         for name in sorted(reply.unsupported):
             note(f"`{name}` is not taken by the model's provider: left out of its request")
         return answer
-    events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+    events: asyncio.Queue[_Event] = asyncio.Queue()
 
     async def on_text(index: int, text: str) -> None:
-        await events.put(("text", (index, text)))
+        await events.put(_Text(index, text))
 
     async def run() -> None:
         try:
-            await events.put(
-                ("answer", await _chatter(request).chat(developer, session, body, on_text, reply))
-            )
+            await events.put(_Answer(await _chatter(request).chat(developer, session, body, on_text, reply)))
         except Exception as exc:  # handed to the response: an HTTP error, or an error event mid-stream
-            await events.put(("error", exc))
+            await events.put(_Failed(exc))
 
     # Kept to its end even if the client goes away, so the turn is saved whole.
     runner = asyncio.create_task(run())
@@ -148,13 +147,34 @@ async def chat(
     # Nothing was streamed yet: a plain HTTP error (404, 409, 422, 502, ...). But an answer an output guardrail
     # refused was held back from the stream (services/chat/guardrails.py TextGate), which carries the refusal
     # alone, as it would after text that passed.
-    if first[0] == "error" and not _refused_answer(first[1]):
-        raise first[1]
+    if isinstance(first, _Failed) and not _refused_answer(first.error):
+        raise first.error
     return StreamingResponse(_as_events(first, events, runner, reply), media_type="text/event-stream")
 
 
+@dataclass(frozen=True)
+class _Text:
+    """Text a model wrote, as it wrote it, for the choice at `index`."""
+
+    index: int
+    text: str
+
+
+@dataclass(frozen=True)
+class _Answer:
+    answer: ChatAnswer
+
+
+@dataclass(frozen=True)
+class _Failed:
+    error: Exception
+
+
+_Event = _Text | _Answer | _Failed
+
+
 async def _as_events(
-    first: tuple[str, Any], events: asyncio.Queue[tuple[str, Any]], runner: asyncio.Task[None], reply: Reply
+    first: _Event, events: asyncio.Queue[_Event], runner: asyncio.Task[None], reply: Reply
 ) -> AsyncIterator[str]:
     """Chat-completion chunks over SSE: the text as the models write it, then one closing chunk per choice
     with what was not streamed (tool calls), its finish reason, usage and docs. No [DONE]: Julep's SDK
@@ -163,49 +183,61 @@ async def _as_events(
     head = {"id": str(reply.id), "created_at": reply.created_at.isoformat()}
     event = first
     while True:
-        kind, value = event
-        if kind == "text":
-            index, text = value
-            streamed.add(index)
-            delta = {"role": "assistant", "content": text}
-            yield _event({**head, "choices": [{"index": index, "delta": delta, "finish_reason": None}]})
-        elif kind == "error":
-            known = isinstance(value, ApiError | ServiceError)  # a failure worded for the caller
-            if not known:
-                log.error("a streamed chat failed", exc_info=value)
-            # A failure of a named kind (a guardrail's refusal, say) says which, as its 4xx would.
-            named = {"type": value.error_type} if isinstance(value, ServiceError) and value.error_type else {}
-            yield _event({"error": value.message if known else "the chat failed", **named})
+        if isinstance(event, _Text):
+            streamed.add(event.index)
+            delta = {"role": "assistant", "content": event.text}
+            yield _event({**head, "choices": [{"index": event.index, "delta": delta, "finish_reason": None}]})
+        elif isinstance(event, _Failed):
+            yield _event(_failure(event.error))
             return
         else:
-            for choice in value["choices"]:
-                delta = choice["message"]
-                if choice["index"] in streamed:
-                    delta = {k: v for k, v in delta.items() if k != "content"}
-                chunk = {
-                    "id": value["id"],
-                    "created_at": value["created_at"].isoformat(),
-                    "choices": [
-                        {
-                            "index": choice["index"],
-                            "delta": delta,
-                            "finish_reason": choice.get("finish_reason"),
-                            "agent_id": choice.get("agent_id"),  # who answered (a handoff may change it)
-                        }
-                    ],
-                    "usage": value["usage"],
-                    "docs": value["docs"],
-                    "trace_id": value["trace_id"],
-                }
+            for chunk in _closing_chunks(event.answer, streamed):
                 yield _event(chunk)
             await runner
             return
         event = await events.get()
 
 
+def _failure(error: Exception) -> dict[str, object]:
+    """The error event of a stream that failed after it started."""
+    known = isinstance(error, ApiError | ServiceError)  # a failure worded for the caller
+    if not known:
+        log.error("a streamed chat failed", exc_info=error)
+    message = error.message if isinstance(error, ApiError | ServiceError) else "the chat failed"
+    # A failure of a named kind (a guardrail's refusal, say) says which, as its 4xx would.
+    named = {"type": error.error_type} if isinstance(error, ServiceError) and error.error_type else {}
+    return {"error": message, **named}
+
+
+def _closing_chunks(answer: ChatAnswer, streamed: set[int]) -> list[dict[str, object]]:
+    """One chunk per choice: what was not streamed of its message (all of it, for a choice not streamed),
+    its finish reason and who answered, with the answer's usage and docs."""
+    chunks: list[dict[str, object]] = []
+    for choice in answer["choices"]:
+        message: Mapping[str, object] = choice["message"]
+        delta = {k: v for k, v in message.items() if k != "content" or choice["index"] not in streamed}
+        chunk_choice = {
+            "index": choice["index"],
+            "delta": delta,
+            "finish_reason": choice.get("finish_reason"),
+            "agent_id": choice.get("agent_id"),  # who answered (a handoff may change it)
+        }
+        chunks.append(
+            {
+                "id": answer["id"],
+                "created_at": answer["created_at"].isoformat(),
+                "choices": [chunk_choice],
+                "usage": answer["usage"],
+                "docs": answer["docs"],
+                "trace_id": answer["trace_id"],
+            }
+        )
+    return chunks
+
+
 def _refused_answer(exc: BaseException) -> bool:
     return isinstance(exc, ServiceError) and exc.error_type == "OutputGuardrailTripwire"
 
 
-def _event(data: dict[str, Any]) -> str:
+def _event(data: Mapping[str, object]) -> str:
     return f"data: {json.dumps(data, default=str)}\n\n"

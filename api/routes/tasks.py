@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
 
 import yaml
 from fastapi import APIRouter, Request
@@ -110,7 +109,7 @@ async def _save(
     return {**saved.task.as_julep(), "warnings": warnings}
 
 
-async def read_document(request: Request) -> Any:
+async def read_document(request: Request) -> object:
     """The request body as JSON, or as YAML when the content type says so (a safe loader), bounded in size
     and depth, its text all storable."""
     limit = request.app.state.settings.max_task_bytes
@@ -119,7 +118,7 @@ async def read_document(request: Request) -> Any:
     content_type = request.headers.get("content-type", "application/json").split(";")[0].strip().lower()
     is_yaml = content_type in ("application/yaml", "application/x-yaml", "text/yaml", "text/x-yaml")
     try:
-        document = _parse_yaml(body) if is_yaml else json.loads(body or b"null")
+        document: object = _parse_yaml(body) if is_yaml else json.loads(body or b"null")
         bounded_size(document)
     except RecursionError:  # json.loads, on a document nested hundreds of levels deep
         raise too_deep_error(body, what="invalid task") from None
@@ -132,11 +131,12 @@ async def read_document(request: Request) -> Any:
     return document
 
 
-def _parse_yaml(body: bytes) -> Any:
+def _parse_yaml(body: bytes) -> object:
     # Depth first, from the parser's events: libyaml's composer recurses in C and would crash the process.
     if (loc := yaml_depth_loc(body)) is not None:
         reject([too_deep(loc)], what="invalid task")
-    return yaml.load(body, Loader=YAML_LOADER)  # noqa: S506 - a safe loader
+    loaded: object = yaml.load(body, Loader=YAML_LOADER)  # noqa: S506 - a safe loader
+    return loaded
 
 
 def _check_task_size(size: int, limit: int) -> None:
