@@ -45,10 +45,8 @@ class ModelRequest:
     messages: list[Message]
     settings: JsonObject
     tools: list[JsonObject]
-    # (`dict[str, JsonValue]`, not JsonObject, in a union: get_type_hints evaluates these annotations, and a
-    # union with the string alias would not evaluate.)
-    tool_choice: str | dict[str, JsonValue] | None
-    response_format: dict[str, JsonValue] | None
+    tool_choice: str | JsonObject | None
+    response_format: JsonObject | None
     at: str  # the step (`task name:main[2]`), where recordings file the call
     owner: Owner  # whose secrets may hold the provider's key
 
@@ -102,8 +100,8 @@ class McpIntegration(TypedDict, total=False):
 
     provider: str
     method: str
-    setup: dict[str, Any]
-    parameters: dict[str, Any]
+    setup: JsonObject
+    parameters: JsonObject
 
 
 @dataclass
@@ -124,8 +122,8 @@ class IntegrationCallRequest:
 
     provider: str
     method: str
-    setup: dict[str, Any]
-    arguments: dict[str, Any]
+    setup: JsonObject
+    arguments: JsonObject
     timeout: float
     key: str
     secrets: SecretScope | None = None
@@ -137,7 +135,7 @@ class McpTool:
 
     name: str
     description: str
-    parameters: dict[str, Any]
+    parameters: JsonObject
 
 
 @dataclass
@@ -149,7 +147,7 @@ class SearchRequest:
     mode: str  # text, vector or hybrid
     text: str
     limit: int
-    metadata_filter: dict[str, Any]
+    metadata_filter: JsonObject
     alpha: float
     mmr_strength: float
     confidence: float

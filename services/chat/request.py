@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from contracts import messages
+from contracts.json import JsonObject
 from contracts.messages import Message
 from workflows.language import ToolDef
 
@@ -159,11 +160,11 @@ class Chat(BaseModel):
     min_p: Annotated[float, Field(ge=0, le=1)] | None = None
     repetition_penalty: Annotated[float, Field(ge=0, le=2)] | None = None
     length_penalty: Annotated[float, Field(ge=0, le=2)] | None = None
-    tool_choice: Literal["auto", "none", "required"] | dict[str, Any] | None = None
+    tool_choice: Literal["auto", "none", "required"] | JsonObject | None = None
     # Julep v1 accepted `remember` and did nothing with it ("will be enabled in a future release"): so here.
     remember: bool = False
     recall_tools: bool = True  # whether the history sent keeps its tool calls and results
-    response_format: dict[str, Any] | None = None
-    metadata: dict[str, Any] | None = None
+    response_format: JsonObject | None = None
+    metadata: JsonObject | None = None
     tools: Annotated[list[ToolDef], Field(max_length=128)] | None = None  # added to the agent's
     auto_run_tools: bool | None = None  # default: the session's
