@@ -20,7 +20,7 @@ import asyncpg
 from infra.store.chunking import chunk
 from infra.store.db import HNSW_EF_SEARCH
 from infra.store.ranking import DocFields, Hit, best_per_doc, fuse, mmr
-from infra.store.rows import Page, new_id, record
+from infra.store.rows import Page, new_id, record, record_or_none
 
 DEFAULT_DIMENSIONS = 384  # the offline all-MiniLM-L6-v2's
 # The embedding sizes a chunk may have: each has its partial HNSW index (migration 0022). 1024 is Julep's.
@@ -95,10 +95,10 @@ class DocStore:
                 "VALUES ($1, $2, $3, $4, $5, $6)",
                 [(doc_id, i, developer_id, owner_type, owner_id, text) for i, text in enumerate(pieces)],
             )
-        return record(row)  # type: ignore[return-value]
+        return record(row)
 
     async def get(self, developer_id: str, doc_id: str) -> dict[str, Any] | None:
-        return record(
+        return record_or_none(
             await self.pool.fetchrow(
                 "SELECT * FROM docs WHERE developer_id = $1 AND id = $2", developer_id, doc_id
             )
@@ -120,8 +120,8 @@ class DocStore:
         docs = [record(r) for r in rows]
         if include_embeddings:
             for doc in docs:
-                doc["embeddings"] = await self.embeddings(developer_id, doc["id"])  # type: ignore[index]
-        return docs  # type: ignore[return-value]
+                doc["embeddings"] = await self.embeddings(developer_id, str(doc["id"]))
+        return docs
 
     async def embeddings(self, developer_id: str, doc_id: str) -> list[list[float]]:
         rows = await self.pool.fetch(

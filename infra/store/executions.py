@@ -6,7 +6,7 @@ from __future__ import annotations
 from contracts.failures import error_type_of
 from contracts.transitions import TERMINAL_STATUSES, check_sequence
 from infra.store.records import QuietExecution, TransitionRow
-from infra.store.rows import Page, PoolUser, new_id, record
+from infra.store.rows import Page, PoolUser, new_id, record, record_or_none
 
 
 class Executions(PoolUser):
@@ -67,7 +67,7 @@ class Executions(PoolUser):
             page.limit,
             page.offset,
         )
-        return [record(r) for r in rows]  # type: ignore[misc]
+        return [record(r) for r in rows]
 
     async def open_wait(self, developer_id: str, execution_id: str) -> int | None:
         """The seq of the oldest `wait` transition that no `resume` answered yet."""
@@ -168,7 +168,7 @@ class Executions(PoolUser):
             task_id,
             key,
         )
-        return record(row)
+        return record_or_none(row)
 
     async def list_transitions(
         self,
@@ -189,7 +189,7 @@ class Executions(PoolUser):
             page.limit,
             page.offset,
         )
-        return [record(r) for r in rows]  # type: ignore[misc]
+        return [record(r) for r in rows]
 
     async def all_transitions(self, developer_id: str, execution_id: str) -> list[TransitionRow]:
         """Every transition of an execution, oldest first (what its trace is built from)."""
@@ -232,8 +232,8 @@ class Executions(PoolUser):
             return None, []
         found = [record(r) for r in rows if r["id"] is not None]
         for row in found:
-            del row["execution_status"]  # type: ignore[union-attr]
-        return rows[0]["execution_status"], found  # type: ignore[return-value]
+            del row["execution_status"]
+        return rows[0]["execution_status"], found
 
     async def get_transition(
         self, developer_id: str, execution_id: str, transition_id: str
@@ -244,4 +244,4 @@ class Executions(PoolUser):
             execution_id,
             transition_id,
         )
-        return record(row)
+        return record_or_none(row)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 
 import asyncpg
 
-from infra.store.rows import Page, new_id, record
+from infra.store.rows import Page, new_id, record, record_or_none
 
 COLUMNS = "id, name, description, mime_type, project, size, hash, created_at, updated_at"
 
@@ -37,7 +37,7 @@ class FileStore:
             hashlib.sha256(content).hexdigest(),
             content,
         )
-        return record(row)  # type: ignore[return-value]
+        return record(row)
 
     async def find(self, developer_id: str, page: Page) -> list[dict[str, object]]:
         rows = await self.pool.fetch(
@@ -46,7 +46,7 @@ class FileStore:
             page.limit,
             page.offset,
         )
-        return [record(r) for r in rows]  # type: ignore[misc]
+        return [record(r) for r in rows]
 
     async def get(
         self, developer_id: str, file_id: str, with_content: bool = False
@@ -56,7 +56,7 @@ class FileStore:
         row = await self.pool.fetchrow(
             f"SELECT {columns} FROM files WHERE developer_id = $1 AND id = $2", developer_id, file_id
         )
-        return record(row)
+        return record_or_none(row)
 
     async def content(self, developer_id: str, file_id: str) -> bytes | None:
         """The file's bytes; None if the developer has no such file (any more)."""

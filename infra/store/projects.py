@@ -36,7 +36,7 @@ class ProjectStore:
                 f"a project with canonical name {canonical_name!r} already exists "
                 "(canonical names are unique per developer, whatever their case): choose another"
             ) from None
-        return record(row)  # type: ignore[return-value]
+        return record(row)
 
     async def find(self, developer_id: str, page: Page) -> list[dict[str, object]]:
         rows = await self.pool.fetch(
@@ -47,7 +47,7 @@ class ProjectStore:
             page.limit,
             page.offset,
         )
-        return [record(r) for r in rows]  # type: ignore[misc]
+        return [record(r) for r in rows]
 
     async def canonical(self, developer_id: str, name: str) -> str | None:
         """The canonical name, as stored, of the developer's project called `name` in any case; None if none."""

@@ -28,7 +28,7 @@ async def transitions_through(
         execution_id,
         transition_id,
     )
-    return [record(r) for r in rows]  # type: ignore[misc]
+    return [record(r) for r in rows]
 
 
 async def create_restarted(
@@ -82,4 +82,4 @@ async def create_restarted(
                 for r in keep
             ],
         )
-    return record(row)  # type: ignore[return-value]
+    return record(row)

@@ -7,7 +7,6 @@ import hashlib
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import asyncpg
 
@@ -32,11 +31,14 @@ class Page:
         return f"{at}{column} {direction}, {at}id {direction}"
 
 
-def record(row: asyncpg.Record | None) -> dict[str, Any] | None:
+def record(row: asyncpg.Record) -> dict[str, object]:
     """A row as a plain dict with string ids."""
-    if row is None:
-        return None
     return {k: str(v) if isinstance(v, uuid.UUID) else v for k, v in row.items()}
+
+
+def record_or_none(row: asyncpg.Record | None) -> dict[str, object] | None:
+    """A row that may be missing (fetchrow's answer) as record() gives it."""
+    return None if row is None else record(row)
 
 
 def new_id() -> str:

@@ -119,6 +119,4 @@ class SecretStore:
 
 
 def _masked(row: asyncpg.Record) -> dict[str, object]:
-    secret = record(row)
-    assert secret is not None
-    return {**secret, "value": MASK}
+    return {**record(row), "value": MASK}

@@ -14,7 +14,7 @@ import asyncpg
 
 from infra.store.developers import Developers
 from infra.store.executions import Executions
-from infra.store.rows import Conflict, Page, new_id, record
+from infra.store.rows import Conflict, Page, new_id, record, record_or_none
 from infra.store.tasks import Tasks
 
 # What other modules import from here: Conflict and Page are defined in infra/store/rows.py, which the Store's
@@ -119,13 +119,13 @@ class Store(Developers, Tasks, Executions):
             raise Conflict(
                 f"id {id_} is already in use; choose another id" if id_ else "already exists"
             ) from None
-        return record(row)  # type: ignore[return-value]
+        return record(row)
 
     async def get(self, table: Table, developer_id: str, id_: str) -> dict[str, Any] | None:
         row = await self.pool.fetchrow(
             f"SELECT * FROM {table.name} WHERE developer_id = $1 AND id = $2", developer_id, id_
         )
-        return record(row)
+        return record_or_none(row)
 
     async def find(
         self, table: Table, developer_id: str, page: Page, parent_id: str | None = None
@@ -143,7 +143,7 @@ class Store(Developers, Tasks, Executions):
             f"SELECT * FROM {table.name} WHERE {' AND '.join(where)} ORDER BY {page.order()} "
             f"LIMIT ${len(args) - 1} OFFSET ${len(args)}"
         )
-        return [record(r) for r in await self.pool.fetch(sql, *args)]  # type: ignore[misc]
+        return [record(r) for r in await self.pool.fetch(sql, *args)]
 
     async def update(
         self, table: Table, developer_id: str, id_: str, values: Mapping[str, object]
@@ -157,7 +157,9 @@ class Store(Developers, Tasks, Executions):
             f"WHERE developer_id = $1 AND id = $2 RETURNING *"
         )
         try:
-            return record(await self.pool.fetchrow(sql, developer_id, id_, *(values[c] for c in cols)))
+            return record_or_none(
+                await self.pool.fetchrow(sql, developer_id, id_, *(values[c] for c in cols))
+            )
         except asyncpg.UniqueViolationError as exc:
             raise Conflict(
                 f"this change conflicts with an existing {table.name[:-1]}: {exc.detail}"

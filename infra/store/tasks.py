@@ -8,7 +8,7 @@ from collections.abc import Mapping
 
 import asyncpg
 
-from infra.store.rows import Conflict, Page, PoolUser, new_id, record
+from infra.store.rows import Conflict, Page, PoolUser, new_id, record, record_or_none
 
 
 class Tasks(PoolUser):
@@ -39,7 +39,7 @@ class Tasks(PoolUser):
                 )
             elif await _unchanged(conn, existing, agent_id, document, dialect):
                 # Saving the same task again (`mint run` of a file that did not change) keeps its version.
-                return {**record(existing), "document": document, "dialect": dialect}  # type: ignore[dict-item]
+                return {**record(existing), "document": document, "dialect": dialect}
             else:
                 row = await conn.fetchrow(
                     "UPDATE tasks SET version = version + 1, name = $3, agent_id = $4, updated_at = now() "
@@ -58,7 +58,7 @@ class Tasks(PoolUser):
                 document,
                 dialect,
             )
-        return {**record(row), "document": document, "dialect": dialect}  # type: ignore[dict-item]
+        return {**record(row), "document": document, "dialect": dialect}
 
     async def delete_task(self, developer_id: str, task_id: str) -> bool:
         """Delete a task with its versions and past executions; Conflict while one of them is unfinished
@@ -94,7 +94,7 @@ class Tasks(PoolUser):
             task_id,
             version,
         )
-        return record(row)
+        return record_or_none(row)
 
     async def list_tasks(self, developer_id: str, agent_id: str, page: Page) -> list[dict[str, object]]:
         rows = await self.pool.fetch(
@@ -107,7 +107,7 @@ class Tasks(PoolUser):
             page.limit,
             page.offset,
         )
-        return [record(r) for r in rows]  # type: ignore[misc]
+        return [record(r) for r in rows]
 
 
 async def _unchanged(
