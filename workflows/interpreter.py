@@ -26,6 +26,7 @@ from workflows import language as lang
 from workflows.agents import Agent
 from workflows.call_steps import CallSteps
 from workflows.calls import CallResult
+from workflows.dialect import dialect_of
 from workflows.execution_guardrails import ExecutionGuardrails
 from workflows.failures import Returned, StepFailed, TypedFailure, failure_message, failure_type
 from workflows.fan_out import CHUNK_ITEMS, FanOut
@@ -60,7 +61,8 @@ class Interpreter:
     def __init__(self, params: ExecutionParams, inbox: Inbox, chunk: bool = False):
         self.params = params
         self.task = lang.TaskSpec.model_validate(params.task)
-        self.values = ValueEvaluator(params.dialect, workflow.random(), workflow.now, params.null_text)  # type: ignore[arg-type]
+        dialect = dialect_of(params.dialect)
+        self.values = ValueEvaluator(dialect, workflow.random(), workflow.now, params.null_text)
         self.view = Visibility(params.execution_id)  # what the Temporal UI shows of the run
         self.log = TransitionLog(params.execution_id, params.developer_id, chunk, self.view.status_changed)
         self.log.write_queue = params.queues.get(WRITE_TRANSITIONS)  # background writes' own queue, if any
