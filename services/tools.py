@@ -27,9 +27,7 @@ class Tool:
     updated_at: datetime
 
     @classmethod
-    def of(cls, row: rows.Row | None) -> Tool:
-        if row is None:
-            raise NotFound("tool", "")  # written a moment ago: deleted meanwhile
+    def of(cls, row: rows.Row) -> Tool:
         return cls(
             id=rows.text(row, "id"),
             agent_id=rows.text(row, "agent_id"),
@@ -78,7 +76,10 @@ async def get(clients: Clients, developer: str, agent_id: str, tool_id: str) -> 
 
 async def replace(clients: Clients, developer: str, tool_id: str, tool: ToolDef) -> Tool:
     """The tool's definition replaced (checked by the caller, with `checked`); `tool_id` as stored."""
-    return Tool.of(await clients.store.update(TOOLS, developer, tool_id, _values(tool)))
+    updated = await clients.store.update(TOOLS, developer, tool_id, _values(tool))
+    if updated is None:  # deleted meanwhile
+        raise NotFound("tool", tool_id)
+    return Tool.of(updated)
 
 
 async def delete(clients: Clients, developer: str, tool_id: str) -> None:
