@@ -1,4 +1,4 @@
-"""Reading handoffs (issue 17): the agents an agent may hand a conversation to, checked when an agent is
+"""Reading handoffs: the agents an agent may hand a conversation to, checked when an agent is
 written and read, with their tools, when an execution starts or a chat hands over."""
 
 from __future__ import annotations

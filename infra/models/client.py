@@ -274,8 +274,7 @@ def _check_format(response: Completion, response_format: JsonObject | None) -> N
 
 def _strip_fence(text: str) -> str:
     """Models asked for JSON sometimes wrap it in a ```json fence. (The twin of workflows.prompts.strip_fence,
-    which reads the same answers inside the workflow: workflows/ may import nothing outside itself, and
-    mint/ nothing above it.)"""
+    which reads the same answers inside the workflow: neither layer may import the other.)"""
     if text.startswith("```"):
         text = text.split("\n", 1)[1] if "\n" in text else ""
         text = text.rsplit("```", 1)[0]

@@ -1,9 +1,9 @@
 """A chat: each agent of the session answers in turn (or just the one named), running the server-side tools
 it asks for, and the exchange goes into the session's history.
 
-One chat at a time per session (mint/chat_turns.py), at most so many per developer (slots.py). The
-model-tool loop is the one prompt steps run (workflows/tool_loop.py); here its model calls and tool runs
-are ChatCalls' (calls.py).
+One chat at a time per session (infra/store/chat_turns.py), at most so many per developer
+(services/chat/slots.py). The model-tool loop is the one prompt steps run (workflows/tool_loop.py); here its
+model calls and tool runs are ChatCalls' (services/chat/calls.py).
 """
 
 from __future__ import annotations

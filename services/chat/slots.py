@@ -12,7 +12,7 @@ from services.errors import TooMany
 @dataclass
 class ChatSlots:
     """At most `per_developer` chats at once per developer in this API process, waiting for a session's turn
-    included; 0 turns it off. A chat holds no database connection while it runs (mint/chat_turns.py), but it
+    included; 0 turns it off. A chat holds no database connection while it runs (infra/store/chat_turns.py), but it
     holds model calls and tool runs on the worker: this keeps one tenant's flood of chats from taking them
     all. Per process, like the API's rate limit: N API processes allow N times as many."""
 

@@ -1,7 +1,8 @@
 """What one chat's model calls spend: each call is counted against the session's budget before it is made
 (contracts/budgets.py; refused with OutOfBudget, a 402 of type BudgetExceeded) and its usage added after,
 to the session's counters and to the chat answer's `usage`. Every model call a chat makes goes through it:
-the agents' answers and tool turns (chatter.py) and prompt guardrails' verdicts (guardrails.py)."""
+the agents' answers and tool turns (services/chat/chatter.py) and prompt guardrails' verdicts
+(services/chat/guardrails.py)."""
 
 from __future__ import annotations
 
