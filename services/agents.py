@@ -30,11 +30,11 @@ class AgentChange(TypedDict, total=False):
     about: str | None
     model: str | None
     instructions: str | list[str] | None
-    default_settings: dict[str, object] | None
+    default_settings: JsonObject | None
     default_system_template: str | None
     canonical_name: str | None
     project: str | None
-    metadata: dict[str, object] | None
+    metadata: JsonObject | None
     handoffs: list[str] | None  # ids of the developer's other agents
     guardrails: Guardrails | None
 

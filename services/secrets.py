@@ -19,7 +19,7 @@ class SecretFields:
     name: str
     value: str
     description: str | None
-    metadata: dict[str, object] | None
+    metadata: JsonObject | None
 
     def columns(self) -> dict[str, object]:
         return {

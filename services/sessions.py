@@ -54,11 +54,11 @@ class SessionChange(TypedDict, total=False):
     token_budget: int | None
     context_overflow: str | None
     render_templates: bool
-    recall_options: dict[str, object] | None
+    recall_options: JsonObject | None
     auto_run_tools: bool
     forward_tool_calls: bool
-    settings: dict[str, object] | None
-    metadata: dict[str, object] | None
+    settings: JsonObject | None
+    metadata: JsonObject | None
     budget: dict[str, object] | None
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from contracts.json import JsonObject
 from services import rows
 from services.clients import Clients
 from services.errors import Invalid, NotFound
@@ -21,7 +22,7 @@ class Task:
     id: str
     agent_id: str
     version: int
-    document: dict[str, object]  # as written (validated)
+    document: JsonObject  # as written (validated)
     created_at: datetime
     updated_at: datetime
 
@@ -31,7 +32,7 @@ class Task:
             id=rows.text(row, "id"),
             agent_id=rows.text(row, "agent_id"),
             version=rows.integer(row, "version"),
-            document=dict(rows.json_object(row, "document")),
+            document=rows.json_object(row, "document"),
             created_at=rows.moment(row, "created_at"),
             updated_at=rows.moment(row, "updated_at"),
         )

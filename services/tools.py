@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from contracts.json import JsonObject
 from infra.store.tables import TOOLS
 from services import rows
 from services.clients import Clients
@@ -22,7 +23,7 @@ from workflows.validate import tool_timeout_problems
 class Tool:
     id: str
     agent_id: str
-    spec: dict[str, object]  # the definition as written (its JSON)
+    spec: JsonObject  # the definition as written
     created_at: datetime
     updated_at: datetime
 
@@ -31,7 +32,7 @@ class Tool:
         return cls(
             id=rows.text(row, "id"),
             agent_id=rows.text(row, "agent_id"),
-            spec=dict(rows.json_object(row, "spec")),
+            spec=rows.json_object(row, "spec"),
             created_at=rows.moment(row, "created_at"),
             updated_at=rows.moment(row, "updated_at"),
         )

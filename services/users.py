@@ -24,7 +24,7 @@ class UserChange(TypedDict, total=False):
     name: str | None
     about: str | None
     project: str | None
-    metadata: dict[str, object] | None
+    metadata: JsonObject | None
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ from api import schemas
 from api.deps import ClientsDep, Developer, PageDep
 from api.errors import ERROR_RESPONSES
 from api.warning_header import note_ignored
+from contracts.json import JsonObject
 from infra.models.catalog import available_models
 from services import agents, tools
 from services.agents import Agent
@@ -75,7 +76,7 @@ async def delete_agent(agent_id: str, developer: Developer, clients: ClientsDep)
 
 @router.post("/agents/{agent_id}/tools", status_code=201, response_model=schemas.Tool)
 async def create_tool(
-    agent_id: str, body: dict[str, object], request: Request, developer: Developer, clients: ClientsDep
+    agent_id: str, body: JsonObject, request: Request, developer: Developer, clients: ClientsDep
 ) -> dict[str, object]:
     await agents.get(clients, developer, agent_id)
     tool, warnings = _tool_def(body, request)
@@ -94,7 +95,7 @@ async def list_tools(
 async def reset_tool(
     agent_id: str,
     tool_id: str,
-    body: dict[str, object],
+    body: JsonObject,
     request: Request,
     developer: Developer,
     clients: ClientsDep,
@@ -108,7 +109,7 @@ async def reset_tool(
 async def patch_tool(
     agent_id: str,
     tool_id: str,
-    body: dict[str, object],
+    body: JsonObject,
     request: Request,
     developer: Developer,
     clients: ClientsDep,
@@ -134,7 +135,7 @@ def tool_out(tool: Tool, warnings: list[schemas.ProblemOut] | None = None) -> di
     return {**tool.spec, "id": tool.id, "created_at": tool.created_at, "updated_at": tool.updated_at, **said}
 
 
-def _tool_def(body: dict[str, object], request: Request) -> tuple[ToolDef, list[schemas.ProblemOut]]:
+def _tool_def(body: JsonObject, request: Request) -> tuple[ToolDef, list[schemas.ProblemOut]]:
     """The tool, and the warnings for the keys it carried that Julep v1 ignored (ignored here too)."""
     known = {name for name in ToolDef.model_fields} | {
         f.alias for f in ToolDef.model_fields.values() if f.alias
@@ -155,7 +156,7 @@ def _tool_def(body: dict[str, object], request: Request) -> tuple[ToolDef, list[
     return tool, said + [schemas.ProblemOut(path=w.path, message=w.message) for w in ignored]
 
 
-def _deep_merge(base: dict[str, object], patch: dict[str, object]) -> dict[str, object]:
+def _deep_merge(base: JsonObject, patch: JsonObject) -> JsonObject:
     merged = dict(base)
     for key, value in patch.items():
         current = merged.get(key)

@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationInfo, field_validator
 
 from api.schemas.common import Name, ProblemOut, RequestBody, ToolMetadata
+from contracts.json import JsonObject
 from services.agents import AgentChange
 from services.chat.context import DEFAULT_SYSTEM_TEMPLATE
 from workflows.language import Guardrails
@@ -20,7 +21,7 @@ class AgentCreate(RequestBody):
     about: str | None = None
     model: str | None = None
     instructions: str | list[str] | None = None
-    default_settings: dict[str, object] | None = None
+    default_settings: JsonObject | None = None
     default_system_template: str | None = None
     canonical_name: str | None = None
     project: str | None = None
@@ -56,13 +57,13 @@ class Agent(BaseModel):
     about: str | None = None
     model: str = ""
     instructions: list[str] = []
-    default_settings: dict[str, object] = {}
+    default_settings: JsonObject = {}
     default_system_template: str = DEFAULT_SYSTEM_TEMPLATE
     canonical_name: str | None = None
     project: str | None = None
-    metadata: dict[str, object] = {}
+    metadata: JsonObject = {}
     handoffs: list[str] = []
-    guardrails: dict[str, object] | None = None
+    guardrails: JsonObject | None = None
     created_at: datetime
     updated_at: datetime
 
@@ -103,10 +104,10 @@ class Task(BaseModel):
     name: str
     description: str = ""
     main: list[object]
-    input_schema: dict[str, object] | None = None
+    input_schema: JsonObject | None = None
     tools: list[object] = []
     inherit_tools: bool = True
-    metadata: dict[str, object] = {}
+    metadata: JsonObject = {}
     version: int
     created_at: datetime
     updated_at: datetime

@@ -9,12 +9,13 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validat
 from pydantic_core import PydanticCustomError
 
 from api.warning_header import note_ignored
+from contracts.json import JsonObject
 from workflows.part_checks import tool_parameters_problem
 
 Name = Annotated[str, Field(min_length=1, max_length=255)]
 
 
-def _tool_parameters_checked(metadata: dict[str, object]) -> dict[str, object]:
+def _tool_parameters_checked(metadata: JsonObject) -> JsonObject:
     """Metadata whose `x-tool-parameters` would fix no argument is refused, where it is (part_checks.py)."""
     found = tool_parameters_problem(metadata)
     if found is not None:
@@ -25,7 +26,7 @@ def _tool_parameters_checked(metadata: dict[str, object]) -> dict[str, object]:
 
 # The metadata a request gives an agent, a user, a session or an execution: tools read their arguments
 # from its `x-tool-parameters` (a task's is checked with the task).
-ToolMetadata = Annotated[dict[str, object], AfterValidator(_tool_parameters_checked)]
+ToolMetadata = Annotated[JsonObject, AfterValidator(_tool_parameters_checked)]
 
 
 class RequestBody(BaseModel):

@@ -8,6 +8,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from api.schemas.common import RequestBody
+from contracts.json import JsonObject
 
 SecretName = Annotated[
     str,
@@ -22,7 +23,7 @@ class SecretCreate(RequestBody):
     name: SecretName
     value: Annotated[str, Field(min_length=1, max_length=64 * 1024)]
     description: str | None = None
-    metadata: dict[str, object] | None = None
+    metadata: JsonObject | None = None
 
 
 class Secret(BaseModel):
@@ -32,6 +33,6 @@ class Secret(BaseModel):
     name: str
     value: str
     description: str | None = None
-    metadata: dict[str, object] = {}
+    metadata: JsonObject = {}
     created_at: datetime
     updated_at: datetime

@@ -10,6 +10,7 @@ from pydantic.config import JsonDict
 
 from api.schemas.common import RequestBody, ToolMetadata
 from contracts.budgets import Budget
+from contracts.json import JsonObject
 from services.sessions import Participants, SessionChange
 
 
@@ -28,7 +29,7 @@ class RecallOptions(RequestBody):
     mode: Literal["vector", "text", "hybrid"] = "vector"
     limit: Annotated[int, Field(ge=1, le=50)] = 10
     lang: Annotated[str, Field(max_length=35)] = "en-US"
-    metadata_filter: dict[str, object] = {}
+    metadata_filter: JsonObject = {}
     num_search_messages: Annotated[int, Field(ge=1, le=50)] = 4
     max_query_length: Annotated[int, Field(ge=100, le=10_000)] = 1000
     include_embeddings: bool = True
@@ -92,12 +93,12 @@ class Session(BaseModel):
     token_budget: int | None = None
     context_overflow: str | None = None
     render_templates: bool = True
-    recall_options: dict[str, object] | None = None
+    recall_options: JsonObject | None = None
     auto_run_tools: bool = False
     forward_tool_calls: bool = False
     summary: str | None = None
-    settings: dict[str, object] | None = None
-    metadata: dict[str, object] = {}
+    settings: JsonObject | None = None
+    metadata: JsonObject = {}
     budget: Budget | None = None
     created_at: datetime
     updated_at: datetime

@@ -7,6 +7,7 @@ from datetime import datetime
 from pydantic import BaseModel, TypeAdapter, field_validator
 
 from api.schemas.common import RequestBody, ToolMetadata
+from contracts.json import JsonObject
 from services.users import UserChange
 
 
@@ -29,7 +30,7 @@ class User(BaseModel):
     name: str | None = None
     about: str = ""  # as Julep answers a user created without one
     project: str | None = None
-    metadata: dict[str, object] = {}
+    metadata: JsonObject = {}
     created_at: datetime
     updated_at: datetime
 
