@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from contracts.json import JsonObject
 from infra.store.tables import EXECUTIONS, Page, Store
 from infra.telemetry.traces import build_trace
 from services.errors import NotFound
@@ -53,7 +52,7 @@ async def transition(store: Store, developer: str, execution_id: str, transition
     return Transition.of(row)
 
 
-async def trace(store: Store, developer: str, execution_id: str) -> dict[str, Any]:
+async def trace(store: Store, developer: str, execution_id: str) -> JsonObject:
     """The execution's trace: runs, steps, model and tool calls, handoffs and guardrails, in order, under one
     trace id (built from its transitions: infra/telemetry/traces.py)."""
     execution = await execution_of(store, developer, execution_id)
