@@ -33,6 +33,7 @@ from workflows.fan_out import CHUNK_ITEMS, FanOut
 from workflows.frames import Frame, StepsView
 from workflows.inbox import Inbox
 from workflows.prompts import task_metadata
+from workflows.pure_steps import run_pure_step
 from workflows.storable import storable_text
 from workflows.tool_kinds import parse_tools
 from workflows.transition_log import Logged, TransitionLog
@@ -82,7 +83,7 @@ class Interpreter:
 
     @staticmethod
     def _started_legacy(params: ExecutionParams) -> bool:
-        """Whether this execution started before issue 13 changed log, yield and reduce.
+        """Whether this execution started before log, yield and reduce took their present form.
 
         Decided once, when the execution starts: a workflow that records the patch marker takes the new
         behaviour, and a history without it (replayed by an upgraded worker) the old. The answer goes on
@@ -254,7 +255,7 @@ class Interpreter:
 
     def start_budget(self) -> None:
         """A fresh allowance of work for a step."""
-        # The CPU guard (STEP_CPU_SECONDS in sandbox/budget.py) is the one limit that is not deterministic, so it is
+        # The CPU guard (STEP_CPU_SECONDS in expressions/budget.py) is the one limit that is not deterministic, so it is
         # enforced only on the first run of each workflow task, never while Temporal replays history:
         # - a step the guard stopped failed the execution (a failed expression is never caught and
         #   retried), so its history is closed; replaying it (a query, a replay test) skips the guard, at
@@ -279,7 +280,7 @@ class Interpreter:
 
     # Steps -----------------------------------------------------------------------------------------------
 
-    async def _execute(  # noqa: C901 (one case per step kind; assert_never keeps it exhaustive)
+    async def _execute(
         self,
         step: lang.Step,
         value: Any,
@@ -289,22 +290,19 @@ class Interpreter:
         metadata: JsonObject | None = None,
         tail: bool = False,
     ) -> Any:
+        """One case per step kind (the pure ones together); assert_never keeps it exhaustive. No frame of its
+        own between a step and the steps it runs: a legacy run's recursion depth is in recorded histories."""
         here = f"{position.workflow}[{position.step}]"
         match step:
-            case lang.EvaluateStep():
-                return self.values.value(dict(step.evaluate), names)  # one result, measured whole
-            case lang.SetStep():
-                updates = self.values.value(dict(step.set), names)
-                self.state.update(updates)
-                return updates
-            case lang.GetStep():
-                return self.state.get(step.get)
-            case lang.LogStep():
-                return self._log_step(step, value, names)
-            case lang.ReturnStep():
-                raise Returned(self.values.value(step.return_, names))
-            case lang.ErrorStep():
-                raise TypedFailure("TaskError", str(self.values.template(step.error, names)))
+            case (
+                lang.EvaluateStep()
+                | lang.SetStep()
+                | lang.GetStep()
+                | lang.LogStep()
+                | lang.ReturnStep()
+                | lang.ErrorStep()
+            ):
+                return run_pure_step(step, value, names, self.values, self.state, self.legacy)
             case lang.IfElseStep():
                 return await self._if_else(step, value, names, frame, here, tail)
             case lang.SwitchStep():
@@ -335,13 +333,6 @@ class Interpreter:
             case _:
                 # Task validation admits no other kind; a new kind fails the type check until handled here.
                 assert_never(step)
-
-    def _log_step(self, step: lang.LogStep, value: Any, names: Names) -> Any:
-        """Julep's log: the rendered text goes to the transition's metadata and the input passes through."""
-        text = self.values.template(step.log, names)
-        if self.legacy:
-            return text  # the output a history recorded before the change holds
-        return Logged(value, text)
 
     async def _if_else(
         self, step: lang.IfElseStep, value: Any, names: Names, frame: Frame, here: str, tail: bool

@@ -59,6 +59,20 @@ from workflows.language.tools import (
     ToolDef,
 )
 
+# The step kinds by how the interpreter runs them: pure steps inline (workflows/pure_steps.py), calls through
+# activities (workflows/call_steps.py), and the steps that choose, fan out or wait.
+PureStep = EvaluateStep | SetStep | GetStep | LogStep | ReturnStep | ErrorStep
+ControlStep = (
+    IfElseStep
+    | SwitchStep
+    | ForeachStep
+    | MapReduceStep
+    | ParallelStep
+    | SleepStep
+    | WaitForInputStep
+    | YieldStep
+)
+
 __all__ = [
     "IGNORED_TASK_FIELDS",
     "MAIN_REQUIRED",
@@ -92,6 +106,7 @@ __all__ = [
     "Message",
     "Nesting",
     "ParallelStep",
+    "PureStep",
     "PlacedStep",
     "PromptStep",
     "Reference",
