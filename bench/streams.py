@@ -157,10 +157,10 @@ async def main() -> None:
         settings = replace(Settings(), rate_limit_per_minute=0, stream_poll_seconds=OLD_POLL_SECONDS)
         results = await _notify_floor(local.database_url)
         async with ExecutionEvents(local.database_url, settings.stream_poll_seconds) as events:
-            results |= await _write_costs(store, developer, task["id"])  # with a listener, as in production
+            results |= await _write_costs(store, developer, task.id)  # with a listener, as in production
             async with _served(api_app(local.pool, local.env.client, settings, events)) as url:
                 results["pushed (Postgres notifications)"] = await _delays(
-                    url, key, store, developer, task["id"]
+                    url, key, store, developer, task.id
                 )
         polling = ExecutionEvents(None, OLD_POLL_SECONDS)  # never started: its streams poll
         async with _served(api_app(local.pool, local.env.client, settings, polling)) as url:

@@ -18,10 +18,10 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.temporal import INDEX_DOC_WORKFLOW, TASK_EXECUTION_WORKFLOW
 from infra.store.docs import DocStore
-from infra.store.tables import EXECUTIONS, Store
+from infra.store.execution_records import Execution
+from infra.store.tables import Store
 from services.docs import Doc, index_workflow_id
 from services.errors import NotFound, Unavailable
-from services.executions.records import Execution
 
 # An execution's status as a job's state: `queued` is not started yet; from `starting` its workflow runs.
 EXECUTION_STATES = {
@@ -64,9 +64,9 @@ async def job_status(
     except ValueError:
         id_ = None  # no execution's or doc's id
     if id_ is not None:
-        execution = await store.get(EXECUTIONS, developer, id_)
+        execution = await store.get_execution(developer, id_)
         if execution is not None:
-            return _execution_job(Execution.of(execution))
+            return _execution_job(execution)
         doc = await docs.get(developer, id_)
         if doc is not None:
             return await _indexing_job(temporal, Doc.of(doc))

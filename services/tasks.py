@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from contracts.json import JsonObject
-from services import rows
+from infra.store.execution_records import TaskVersion
 from services.clients import Clients
 from services.errors import Invalid, NotFound
 from services.ids import checked_id
@@ -27,14 +27,14 @@ class Task:
     updated_at: datetime
 
     @classmethod
-    def of(cls, row: rows.Row) -> Task:
+    def of(cls, stored: TaskVersion) -> Task:
         return cls(
-            id=rows.text(row, "id"),
-            agent_id=rows.text(row, "agent_id"),
-            version=rows.integer(row, "version"),
-            document=rows.json_object(row, "document"),
-            created_at=rows.moment(row, "created_at"),
-            updated_at=rows.moment(row, "updated_at"),
+            id=stored.id,
+            agent_id=stored.agent_id,
+            version=stored.version,
+            document=stored.document,
+            created_at=stored.created_at,
+            updated_at=stored.updated_at,
         )
 
     def as_julep(self) -> dict[str, object]:

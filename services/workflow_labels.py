@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
 from contracts.temporal import MINT_AGENT, MINT_DEVELOPER, MINT_STATUS, MINT_TASK
-from services.executions.records import TaskVersion
+from infra.store.execution_records import TaskVersion
 
 # Keyword values are indexed whole, and SQL visibility keeps at most 255 characters of one (task names are
 # at most 255 characters already: this only bounds what a very long agent name adds).

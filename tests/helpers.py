@@ -105,7 +105,7 @@ async def queued_execution(store: Any, developer_name: str) -> tuple[str, str]:
     developer, _ = await store.create_developer(developer_name)
     agent = await store.insert(AGENTS, developer, {"name": "a"})
     task = await store.save_task(developer, agent["id"], None, {"name": "t", "main": []}, "dollar")
-    values = {"task_id": task["id"], "task_version": 1, "status": "queued", "input": {}}
+    values = {"task_id": task.id, "task_version": 1, "status": "queued", "input": {}}
     execution = await store.insert(EXECUTIONS, developer, values)
     return developer, execution["id"]
 

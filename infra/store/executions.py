@@ -3,13 +3,63 @@ writes are activities/transitions.py's)."""
 
 from __future__ import annotations
 
+import asyncpg
+
 from contracts.failures import error_type_of
+from contracts.json import JsonObject, JsonValue
 from contracts.transitions import TERMINAL_STATUSES, check_sequence
+from infra.store.execution_records import Execution, Transition
 from infra.store.records import QuietExecution, TransitionRow
-from infra.store.rows import Page, PoolUser, new_id, record, record_or_none
+from infra.store.rows import Conflict, Page, PoolUser, new_id, record
 
 
 class Executions(PoolUser):
+    async def create_execution(
+        self,
+        developer_id: str,
+        task: tuple[str, int],
+        input_: JsonValue,
+        metadata: JsonObject,
+        budget: JsonObject | None,
+        idempotency_key: str | None = None,
+    ) -> Execution:
+        """A new `queued` execution of the task version `task` (id, version); Conflict if another holds the
+        idempotency key."""
+        try:
+            row = await self.pool.fetchrow(
+                "INSERT INTO executions (id, developer_id, task_id, task_version, status, input, metadata, "
+                "idempotency_key, budget) VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8) RETURNING *",
+                new_id(),
+                developer_id,
+                *task,
+                input_,
+                metadata,
+                idempotency_key,
+                budget,
+            )
+        except asyncpg.UniqueViolationError:
+            raise Conflict("already exists") from None
+        return Execution.of(record(row))
+
+    async def get_execution(self, developer_id: str, execution_id: str) -> Execution | None:
+        row = await self.pool.fetchrow(
+            "SELECT * FROM executions WHERE developer_id = $1 AND id = $2", developer_id, execution_id
+        )
+        return None if row is None else Execution.of(record(row))
+
+    async def task_executions(self, developer_id: str, task_id: str, page: Page) -> list[Execution]:
+        """The executions of one of the developer's tasks (with metadata containing the page's filter)."""
+        rows = await self.pool.fetch(
+            "SELECT * FROM executions WHERE developer_id = $1 AND task_id = $2 "
+            f"AND ($3::jsonb IS NULL OR metadata @> $3::jsonb) ORDER BY {page.order()} LIMIT $4 OFFSET $5",
+            developer_id,
+            task_id,
+            page.metadata_filter or None,
+            page.limit,
+            page.offset,
+        )
+        return [Execution.of(record(r)) for r in rows]
+
     async def set_execution_status(
         self,
         developer_id: str,
@@ -53,7 +103,7 @@ class Executions(PoolUser):
 
     async def list_executions(
         self, developer_id: str, page: Page, status: str | None = None
-    ) -> list[dict[str, object]]:
+    ) -> list[Execution]:
         """The developer's executions across tasks (optionally of one status), each with its task's name."""
         rows = await self.pool.fetch(
             "SELECT e.*, t.name AS task_name FROM executions e JOIN tasks t "
@@ -67,7 +117,7 @@ class Executions(PoolUser):
             page.limit,
             page.offset,
         )
-        return [record(r) for r in rows]
+        return [Execution.of(record(r)) for r in rows]
 
     async def open_wait(self, developer_id: str, execution_id: str) -> int | None:
         """The seq of the oldest `wait` transition that no `resume` answered yet."""
@@ -161,14 +211,14 @@ class Executions(PoolUser):
             f"cancelled: {reason}",
         )
 
-    async def execution_by_key(self, developer_id: str, task_id: str, key: str) -> dict[str, object] | None:
+    async def execution_by_key(self, developer_id: str, task_id: str, key: str) -> Execution | None:
         row = await self.pool.fetchrow(
             "SELECT * FROM executions WHERE developer_id = $1 AND task_id = $2 AND idempotency_key = $3",
             developer_id,
             task_id,
             key,
         )
-        return record_or_none(row)
+        return None if row is None else Execution.of(record(row))
 
     async def list_transitions(
         self,
@@ -177,7 +227,7 @@ class Executions(PoolUser):
         page: Page,
         after_seq: int = 0,
         scope_id: str | None = None,
-    ) -> list[dict[str, object]]:
+    ) -> list[Transition]:
         direction = "ASC" if page.direction == "asc" else "DESC"
         rows = await self.pool.fetch(
             "SELECT * FROM transitions WHERE developer_id = $1 AND execution_id = $2 AND seq > $3 "
@@ -189,7 +239,7 @@ class Executions(PoolUser):
             page.limit,
             page.offset,
         )
-        return [record(r) for r in rows]
+        return [Transition.of(record(r)) for r in rows]
 
     async def all_transitions(self, developer_id: str, execution_id: str) -> list[TransitionRow]:
         """Every transition of an execution, oldest first (what its trace is built from)."""
@@ -212,7 +262,7 @@ class Executions(PoolUser):
 
     async def transitions_after(
         self, developer_id: str, execution_id: str, after_seq: int, limit: int
-    ) -> tuple[str | None, list[dict[str, object]]]:
+    ) -> tuple[str | None, list[Transition]]:
         """The execution's status and up to `limit` of its transitions after `after_seq`, oldest first, read
         in one statement (so in one snapshot: an ended status comes with every transition it ended after);
         (None, []) if the developer has no such execution. What a transition stream reads on each wake-up."""
@@ -230,18 +280,16 @@ class Executions(PoolUser):
         )
         if not rows:
             return None, []
-        found = [record(r) for r in rows if r["id"] is not None]
-        for row in found:
-            del row["execution_status"]
+        found = [Transition.of(record(r)) for r in rows if r["id"] is not None]
         return rows[0]["execution_status"], found
 
     async def get_transition(
         self, developer_id: str, execution_id: str, transition_id: str
-    ) -> dict[str, object] | None:
+    ) -> Transition | None:
         row = await self.pool.fetchrow(
             "SELECT * FROM transitions WHERE developer_id = $1 AND execution_id = $2 AND id = $3",
             developer_id,
             execution_id,
             transition_id,
         )
-        return record_or_none(row)
+        return None if row is None else Transition.of(record(row))

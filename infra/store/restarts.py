@@ -4,19 +4,20 @@ copy of those it keeps, in one transaction (so it is never seen half made)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
 
 import asyncpg
 
-from infra.store.rows import record
+from contracts.json import JsonValue
+from infra.store.execution_records import Execution, Transition
+from infra.store.rows import Row, record
 
 
 async def transitions_through(
     pool: asyncpg.Pool, developer_id: str, execution_id: str, transition_id: str
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """The execution's transitions up to and including `transition_id`, oldest first ([] if it has no such
-    transition)."""
+    transition): rows, as services/restart_plan.py reads them and create_restarted copies them."""
     rows = await pool.fetch(
         """
         SELECT t.* FROM transitions t
@@ -32,12 +33,13 @@ async def transitions_through(
 
 
 async def create_restarted(
-    pool: asyncpg.Pool, developer_id: str, values: Mapping[str, object], keep: list[dict[str, Any]]
-) -> dict[str, object]:
+    pool: asyncpg.Pool, developer_id: str, values: Mapping[str, object], keep: Sequence[Row]
+) -> Execution:
     """Insert the new execution (`queued`) already holding copies of the kept transitions (new ids, the same
     sequence numbers, outputs and times), with its counts and usage to match."""
     execution_id = str(uuid.uuid4())
-    usage = [r["metadata"].get("usage") for r in keep if isinstance(r["metadata"].get("usage"), dict)]
+    kept = [Transition.of(r) for r in keep]
+    usage = [u for t in kept if isinstance(u := t.metadata.get("usage"), dict)]
     async with pool.acquire() as conn, conn.transaction():
         row = await conn.fetchrow(
             """
@@ -55,12 +57,12 @@ async def create_restarted(
             values["metadata"],
             values["budget"],
             values["restarted_from"],
-            keep[-1]["seq"] if keep else 0,
-            keep[-1]["type"] if keep else None,
-            len(keep),
-            sum(int(u.get("prompt_tokens") or 0) for u in usage),
-            sum(int(u.get("completion_tokens") or 0) for u in usage),
-            sum(float(r["metadata"].get("cost") or 0) for r in keep if "usage" in r["metadata"]),
+            kept[-1].seq if kept else 0,
+            kept[-1].type if kept else None,
+            len(kept),
+            sum(int(_count(u.get("prompt_tokens"))) for u in usage),
+            sum(int(_count(u.get("completion_tokens"))) for u in usage),
+            sum(_count(t.metadata.get("cost")) for t in kept if "usage" in t.metadata),
         )
         await conn.executemany(
             "INSERT INTO transitions (id, execution_id, developer_id, seq, type, output, current, next, "
@@ -82,4 +84,9 @@ async def create_restarted(
                 for r in keep
             ],
         )
-    return record(row)
+    return Execution.of(record(row))
+
+
+def _count(value: JsonValue) -> float:
+    """A number a transition's metadata recorded (absent or not a number: 0)."""
+    return float(value) if isinstance(value, int | float) else 0.0

@@ -8,7 +8,9 @@ from collections.abc import Mapping
 
 import asyncpg
 
-from infra.store.rows import Conflict, Page, PoolUser, new_id, record, record_or_none
+from contracts.json import JsonObject
+from infra.store.execution_records import TaskVersion
+from infra.store.rows import Conflict, Page, PoolUser, new_id, record
 
 
 class Tasks(PoolUser):
@@ -17,9 +19,9 @@ class Tasks(PoolUser):
         developer_id: str,
         agent_id: str,
         task_id: str | None,
-        document: Mapping[str, object],
+        document: JsonObject,
         dialect: str,
-    ) -> dict[str, object]:
+    ) -> TaskVersion:
         """Create a task, or add a new version to an existing one (its executions keep their version)."""
         async with self.pool.acquire() as conn, conn.transaction():
             existing = None
@@ -39,7 +41,7 @@ class Tasks(PoolUser):
                 )
             elif await _unchanged(conn, existing, agent_id, document, dialect):
                 # Saving the same task again (`mint run` of a file that did not change) keeps its version.
-                return {**record(existing), "document": document, "dialect": dialect}
+                return TaskVersion.of({**record(existing), "document": document, "dialect": dialect})
             else:
                 row = await conn.fetchrow(
                     "UPDATE tasks SET version = version + 1, name = $3, agent_id = $4, updated_at = now() "
@@ -58,7 +60,7 @@ class Tasks(PoolUser):
                 document,
                 dialect,
             )
-        return {**record(row), "document": document, "dialect": dialect}
+        return TaskVersion.of({**record(row), "document": document, "dialect": dialect})
 
     async def delete_task(self, developer_id: str, task_id: str) -> bool:
         """Delete a task with its versions and past executions; Conflict while one of them is unfinished
@@ -84,7 +86,7 @@ class Tasks(PoolUser):
 
     async def get_task(
         self, developer_id: str, task_id: str, version: int | None = None
-    ) -> dict[str, object] | None:
+    ) -> TaskVersion | None:
         """A task with its document (the latest version unless `version` is given)."""
         row = await self.pool.fetchrow(
             "SELECT t.*, v.document, v.dialect FROM tasks t JOIN task_versions v "
@@ -94,9 +96,9 @@ class Tasks(PoolUser):
             task_id,
             version,
         )
-        return record_or_none(row)
+        return None if row is None else TaskVersion.of(record(row), version)
 
-    async def list_tasks(self, developer_id: str, agent_id: str, page: Page) -> list[dict[str, object]]:
+    async def list_tasks(self, developer_id: str, agent_id: str, page: Page) -> list[TaskVersion]:
         rows = await self.pool.fetch(
             "SELECT t.*, v.document, v.dialect FROM tasks t JOIN task_versions v "
             "ON v.developer_id = t.developer_id AND v.task_id = t.id "
@@ -107,7 +109,7 @@ class Tasks(PoolUser):
             page.limit,
             page.offset,
         )
-        return [record(r) for r in rows]
+        return [TaskVersion.of(record(r)) for r in rows]
 
 
 async def _unchanged(

@@ -11,11 +11,11 @@ from contracts.executions import ResumeInput
 from contracts.json import JsonValue
 from contracts.temporal import RESUME_SIGNAL
 from contracts.transitions import TERMINAL_STATUSES
+from infra.store.execution_records import Execution
 from infra.store.tables import Store
 from services.clients import Clients
 from services.errors import TooLarge, Unavailable, WrongState
 from services.executions.reads import execution_of
-from services.executions.records import Execution
 from services.executions.start import MAX_INPUT_BYTES, check_storable
 
 

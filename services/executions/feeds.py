@@ -9,8 +9,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from contracts.transitions import TERMINAL_STATUSES, TERMINAL_TYPES
 from infra.store.execution_events import ExecutionEvents
-from infra.store.tables import EXECUTIONS, Store
-from services.executions.records import Execution, Transition
+from infra.store.execution_records import Execution, Transition
+from infra.store.tables import Store
 
 # A quiet stream sends a keep-alive this often, and reads at most this many transitions at once.
 KEEPALIVE_SECONDS = 15.0
@@ -28,8 +28,7 @@ async def transition_feed(
         keepalive_at = loop.time() + KEEPALIVE_SECONDS
         while not await gone():
             status, batch = await store.transitions_after(developer, execution_id, after, READ_BATCH)
-            for row in batch:
-                transition = Transition.of(row)
+            for transition in batch:
                 after = transition.seq
                 yield transition
                 if transition.type in TERMINAL_TYPES:
@@ -63,10 +62,9 @@ async def status_feed(
         execution: Execution | None = None
         while not await gone():
             if woke or execution is None:
-                row = await store.get(EXECUTIONS, developer, execution_id)
-                if row is None:
+                execution = await store.get_execution(developer, execution_id)
+                if execution is None:
                     return
-                execution = Execution.of(row)
             count = execution.transition_count
             if count != seen or (first and not seen) or not woke:  # changed, first, or a keep-alive
                 seen, keepalive_at = count, loop.time() + KEEPALIVE_SECONDS

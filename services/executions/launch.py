@@ -15,12 +15,12 @@ from contracts.json import JsonObject
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.temporal import TASK_EXECUTION_WORKFLOW, tenant_priority
 from infra.settings import Settings
+from infra.store.execution_records import Execution, TaskVersion
+from infra.store.rows import json_value
 from infra.store.tables import AGENTS, Store
 from infra.telemetry.tracing import execution_context
 from services.errors import Unavailable
-from services.executions.records import Execution, TaskVersion
 from services.handoffs import AGENT_VIEW_KEYS, reachable_agents
-from services.rows import json_value
 from services.workflow_labels import workflow_labels
 from workflows.language import ToolDef
 

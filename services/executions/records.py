@@ -1,153 +1,16 @@
-"""The records an execution's use cases read and answer: a stored task version, an execution, a transition,
-an open timer."""
+"""The records the executions' routes answer with. An execution and a transition are the store's records
+(infra/store/execution_records.py), named here only for api/, which imports no store
+(tests/test_api_imports_no_store.py); services import them from the store. A timer is read from Temporal's
+history (services/executions/timers.py), not from a row."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 
-from contracts.json import JsonObject, JsonValue
-from services.rows import (
-    Row,
-    integer,
-    json_object,
-    json_value,
-    moment,
-    number,
-    optional_object,
-    optional_text,
-    text,
-)
+from infra.store.execution_records import Execution, Transition
 
-
-@dataclass(frozen=True)
-class TaskVersion:
-    """A version of a task, as an execution runs it: its document as validated, and the agent that runs it."""
-
-    id: str
-    version: int
-    agent_id: str
-    dialect: str
-    document: JsonObject
-
-    @classmethod
-    def of(cls, row: Row, version: int | None = None) -> TaskVersion:
-        """The task row (with its version's document); `version` names the version the document is of."""
-        return cls(
-            id=text(row, "id"),
-            version=integer(row, "version") if version is None else version,
-            agent_id=text(row, "agent_id"),
-            dialect=text(row, "dialect"),
-            document=json_object(row, "document"),
-        )
-
-
-@dataclass(frozen=True)
-class Usage:
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-    cost: float
-
-
-@dataclass(frozen=True)
-class Execution:
-    id: str
-    task_id: str
-    task_version: int
-    status: str
-    input: JsonValue
-    metadata: JsonObject
-    created_at: datetime
-    updated_at: datetime
-    output: JsonValue = None
-    error: str | None = None
-    transition_count: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-    restarted_from: str | None = None
-    task_name: str | None = None  # in the developer-wide list only
-
-    def moved_to(self, status: str) -> Execution:
-        return replace(self, status=status)
-
-    @property
-    def usage(self) -> Usage:
-        """The model usage its calls summed, as one object."""
-        total = self.prompt_tokens + self.completion_tokens
-        return Usage(self.prompt_tokens, self.completion_tokens, total, self.cost)
-
-    @classmethod
-    def of(cls, row: Row) -> Execution:
-        return cls(
-            id=text(row, "id"),
-            task_id=text(row, "task_id"),
-            task_version=integer(row, "task_version"),
-            status=text(row, "status"),
-            input=json_value(row, "input"),
-            metadata=json_object(row, "metadata"),
-            created_at=moment(row, "created_at"),
-            updated_at=moment(row, "updated_at"),
-            output=json_value(row, "output"),
-            error=optional_text(row, "error"),
-            transition_count=integer(row, "transition_count", 0),
-            prompt_tokens=integer(row, "prompt_tokens", 0),
-            completion_tokens=integer(row, "completion_tokens", 0),
-            cost=number(row, "cost", 0.0),
-            restarted_from=optional_text(row, "restarted_from"),
-            task_name=optional_text(row, "task_name"),
-        )
-
-
-@dataclass(frozen=True)
-class Position:
-    workflow: str
-    step: int
-    scope_id: str
-
-    @classmethod
-    def of(cls, value: JsonObject | None) -> Position | None:
-        if value is None:
-            return None
-        return cls(text(value, "workflow"), integer(value, "step"), text(value, "scope_id"))
-
-
-@dataclass(frozen=True)
-class Transition:
-    id: str
-    execution_id: str
-    seq: int
-    type: str
-    output: JsonValue
-    current: Position
-    next: Position | None
-    step_label: str | None
-    metadata: JsonObject
-    created_at: datetime
-
-    @property
-    def updated_at(self) -> datetime:
-        """A transition is never changed once written."""
-        return self.created_at
-
-    @classmethod
-    def of(cls, row: Row) -> Transition:
-        current = Position.of(json_object(row, "current"))
-        if current is None:
-            raise TypeError("stored current is null")
-        return cls(
-            id=text(row, "id"),
-            execution_id=text(row, "execution_id"),
-            seq=integer(row, "seq"),
-            type=text(row, "type"),
-            output=json_value(row, "output"),
-            current=current,
-            next=Position.of(optional_object(row, "next")),
-            step_label=optional_text(row, "step_label"),
-            metadata=json_object(row, "metadata"),
-            created_at=moment(row, "created_at"),
-        )
+__all__ = ["Execution", "Timer", "Transition"]
 
 
 @dataclass(frozen=True)

@@ -6,12 +6,13 @@ from __future__ import annotations
 from contracts.executions import ResumePoint
 from contracts.json import JsonValue
 from infra.settings import Settings
+from infra.store.execution_records import Execution
 from infra.store.restarts import create_restarted, transitions_through
+from infra.store.rows import integer
 from services.clients import Clients
 from services.errors import Invalid, NotFound, TooLarge
 from services.executions.launch import launch
 from services.executions.reads import execution_of
-from services.executions.records import Execution, TaskVersion
 from services.executions.start import (
     MAX_INPUT_BYTES,
     check_in_flight,
@@ -39,10 +40,9 @@ async def restart_execution(
     from_transition = checked_id(from_transition, "transition")
     if has_input and check_storable(new_input, "input") > MAX_INPUT_BYTES:
         raise TooLarge(f"restart input is over {MAX_INPUT_BYTES} bytes")
-    row = await store.get_task(developer, original.task_id, original.task_version)
-    if row is None:
+    task = await store.get_task(developer, original.task_id, original.task_version)  # the one it ran
+    if task is None:
         raise NotFound("task", original.task_id)
-    task = TaskVersion.of(row, original.task_version)  # the version the original ran, not the latest
     rows = await transitions_through(store.pool, developer, original.id, from_transition)
     if not rows:
         raise NotFound("transition", from_transition)
@@ -65,13 +65,13 @@ async def restart_execution(
     }
     # From main's first step nothing is kept: a fresh start (with the new input, if any).
     keep = plan.keep if plan.index else []
-    execution = Execution.of(await create_restarted(store.pool, developer, values, keep))
+    execution = await create_restarted(store.pool, developer, values, keep)
     resume = None
     if plan.index:
         resume = ResumePoint(
             frame=plan.frame,
             index=plan.index,
-            seq=keep[-1]["seq"],
+            seq=integer(keep[-1], "seq"),
             state=plan.state,
             labels=plan.labels,
             legacy=False,

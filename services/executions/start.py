@@ -11,12 +11,12 @@ from contracts.budgets import Budget
 from contracts.json import JsonObject, JsonValue
 from infra.settings import Settings
 from infra.store.budgets import Budgets
-from infra.store.tables import EXECUTIONS, Conflict, Store
+from infra.store.execution_records import Execution, TaskVersion
+from infra.store.tables import Conflict, Store
 from services.clients import Clients
 from services.errors import Invalid, TooLarge, TooMany, WrongState
 from services.executions.launch import launch
 from services.executions.reads import task_of
-from services.executions.records import Execution, TaskVersion
 from services.rows import json_fields
 from workflows.input_schema import input_problems
 
@@ -44,24 +44,18 @@ async def start_execution(
     if idempotency_key:
         existing = await store.execution_by_key(developer, task.id, idempotency_key)
         if existing is not None:
-            return await _replayed(clients, settings, developer, task, Execution.of(existing), body_input)
+            return await _replayed(clients, settings, developer, task, existing, body_input)
     await check_in_flight(store, settings, developer)
-    values = {
-        "task_id": task.id,
-        "task_version": task.version,
-        "status": "queued",
-        "input": body_input,
-        "metadata": json_fields(metadata),
-        "idempotency_key": idempotency_key,
-        "budget": await execution_budget(store, developer, task.document),
-    }
+    budget = await execution_budget(store, developer, task.document)
     try:
-        execution = Execution.of(await store.insert(EXECUTIONS, developer, values))
+        execution = await store.create_execution(
+            developer, (task.id, task.version), body_input, json_fields(metadata), budget, idempotency_key
+        )
     except Conflict:  # a concurrent request with the same key won the insert
         existing = await store.execution_by_key(developer, task.id, idempotency_key or "")
         if existing is None:
             raise
-        return await _replayed(clients, settings, developer, task, Execution.of(existing), body_input)
+        return await _replayed(clients, settings, developer, task, existing, body_input)
     await launch(clients.store, clients.temporal, settings, developer, task, execution)
     # Its workflow is started; the worker may already have moved the row on (that is what GET answers).
     return execution.moved_to("starting")
@@ -126,8 +120,6 @@ async def _replayed(
         # with the task version that execution recorded.
         store = clients.store
         recorded = await store.get_task(developer, task.id, existing.task_version)
-        version = TaskVersion.of(recorded) if recorded else task
-        await launch(store, clients.temporal, settings, developer, version, existing)
-        row = await store.get(EXECUTIONS, developer, existing.id)
-        existing = Execution.of(row) if row else existing
+        await launch(store, clients.temporal, settings, developer, recorded or task, existing)
+        existing = await store.get_execution(developer, existing.id) or existing
     return existing

@@ -17,9 +17,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from contracts.transitions import TERMINAL_STATUSES
 from infra.settings import Settings
+from infra.store.execution_records import Execution, TaskVersion
 from services.executions.control import resume_execution
 from services.executions.launch import launch
-from services.executions.records import Execution, TaskVersion
 from tests.unit.fakes import ExecutionRow, Fakes, FakeStore
 from workflows.validate import validate_task
 
@@ -124,7 +124,8 @@ class Harness:
         agent_tools = agent_tools or []
         valid = validate_task(spec, frozenset(t["name"] for t in agent_tools))
         agent_row = {**AGENT, **(agent or {})}
-        task = TaskVersion(str(uuid.uuid4()), 1, agent_row["id"], valid.dialect, valid.document)
+        now = datetime.now(UTC)
+        task = TaskVersion(str(uuid.uuid4()), 1, agent_row["id"], valid.dialect, valid.document, now, now)
         execution = _execution(str(uuid.uuid4()), "queued", input_, metadata or {})
         self.fakes.execution(execution.id)  # the `queued` row the API inserts first
         store = FakeStore(self.fakes, agent_row, agent_tools)
