@@ -8,9 +8,9 @@ from datetime import datetime
 from typing_extensions import TypedDict
 
 from contracts.json import JsonObject, JsonValue
+from infra.store import rows
 from infra.store.projects import DEFAULT
 from infra.store.tables import AGENTS
-from services import rows
 from services.canonical import canonical_name
 from services.clients import Clients
 from services.errors import Invalid, NotFound

@@ -19,10 +19,11 @@ from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.temporal import INDEX_DOC_WORKFLOW, tenant_priority
 from infra.models.embeddings import Embedders
 from infra.store.docs import SUPPORTED_DIMENSIONS, DocStore, SearchQuery
+from infra.store.rows import Row, integer, json_object, moment, optional_text, text
 from infra.store.tables import AGENTS, USERS, Page, Store
 from services.errors import Invalid, NotFound
 from services.ids import checked_id
-from services.rows import Row, integer, json_fields, json_object, moment, optional_text, text
+from services.rows import json_fields
 from workflows.problems import Problem
 
 # A create waits this long for its embeddings, so a doc is usually searchable by meaning as soon as the

@@ -12,12 +12,12 @@ from datetime import datetime
 
 from infra.store.files import FileStore
 from infra.store.projects import DEFAULT
+from infra.store.rows import Row, integer, moment, optional_text, text
 from infra.store.tables import Page
 from services.clients import Clients
 from services.errors import Invalid, NotFound, TooLarge
 from services.ids import checked_id
 from services.project_names import project_named
-from services.rows import Row, integer, moment, optional_text, text
 from workflows.problems import Problem
 
 

@@ -9,10 +9,11 @@ from datetime import datetime
 
 from contracts.json import JsonObject
 from infra.store.projects import ProjectStore
+from infra.store.rows import Row, json_object, moment, text
 from infra.store.tables import Conflict, Page
 from services.canonical import canonical_name
 from services.clients import Clients
-from services.rows import Row, json_fields, json_object, moment, text
+from services.rows import json_fields
 
 NAME_TRIES = 5  # a made canonical name that is taken (one chance in 65,536 a try) is made again
 

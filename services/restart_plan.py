@@ -24,7 +24,7 @@ from typing import Generic, TypeVar
 from contracts.executions import FrameSnapshot, StepRecord
 from contracts.json import JsonObject, JsonValue
 from contracts.transitions import Position
-from services.rows import Row, integer, json_object, json_value, optional_object, optional_text, text
+from infra.store.rows import Row, integer, json_object, json_value, optional_object, optional_text, text
 from workflows import language as lang
 
 # A stored transition row; the plan keeps the ones it is given, as they are, for the copy.

@@ -11,9 +11,9 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from contracts.json import JsonObject
+from infra.store import rows
 from infra.store.session_history import SessionHistory
 from infra.store.tables import AGENTS, SESSIONS, USERS, Store, Table
-from services import rows
 from services.clients import Clients
 from services.errors import Invalid, NotFound
 from services.ids import checked_id

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from contracts.json import JsonObject
+from infra.store import rows
 from infra.store.tables import TOOLS
-from services import rows
 from services.clients import Clients
 from services.errors import Invalid, NotFound
 from services.ids import checked_id

@@ -8,9 +8,9 @@ from datetime import datetime
 from typing_extensions import TypedDict
 
 from contracts.json import JsonObject
+from infra.store import rows
 from infra.store.projects import DEFAULT
 from infra.store.tables import USERS
-from services import rows
 from services.clients import Clients
 from services.errors import NotFound
 from services.ids import checked_id
