@@ -1,5 +1,6 @@
 """Compressing a session's context (adaptive context overflow, seed 003): rounds of three techniques, each
-written to the history as summarizer entries that name the entries they replace (infra/store/session_history).
+written to the history as summarizer entries that name the entries they replace
+(infra/store/session_history.py).
 
 A round reads the entries not yet replaced, in history order, keeps the newest KEEP_RECENT (from a user
 message on, so no tool exchange is split) and:

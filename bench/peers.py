@@ -1,4 +1,4 @@
-"""Mint against its peers (issue 15): the same workloads on Mint, raw Temporal, DBOS and LangGraph in one
+"""Mint against its peers: the same workloads on Mint, raw Temporal, DBOS and LangGraph in one
 run, on one embedded Postgres and one Temporal dev server (tuned as `mint up` tunes it). The peers run in
 this process; Mint runs as `mint up` runs it (the API here, the worker in a process of its own).
 

@@ -1,4 +1,4 @@
-"""Budgets (issue 17 item 6): limits on an execution's or a session's model calls, tokens and cost.
+"""Budgets: limits on an execution's or a session's model calls, tokens and cost.
 
 Pure data shared by the task language, the API schemas, the model call activity and chat. A limit is checked
 before each model call, against what the calls before it recorded:

@@ -42,7 +42,7 @@ class ResumePoint:
     seq: int
     state: JsonObject
     labels: dict[str, StepRecord]
-    legacy: bool = True  # the execution runs as before issue 13 (a resume point written before has no field)
+    legacy: bool = True  # log, yield and reduce in their old form (a resume point older than this has none)
     # A restart with a new input for the step it restarts: the input guardrails check that input first (a
     # continue-as-new's resume point, and one written before, has no new input).
     new_input: bool = False
@@ -108,7 +108,7 @@ class MapChunk:
     items: list[Any]
     first: int
     parallelism: int
-    legacy: bool = True  # the parent's (a chunk started by a parent from before issue 13 has no field)
+    legacy: bool = True  # the parent's (a chunk started by a parent older than this field has none)
 
 
 @dataclass

@@ -1,8 +1,8 @@
 """Transition types, the statuses they lead to, the one place that decides which sequences are allowed, and
 the shape of a transition as the workflow hands it to the writer.
 
-The store (infra/store.py) and the writer (activities/transitions.py) enforce the rules; the interpreter
-(workflows/) produces the transitions. All of them import this module, so the rules live once."""
+The store (infra/store/executions.py) and the writer (activities/transitions.py) enforce the rules; the
+interpreter (workflows/) produces the transitions. All of them import this module, so the rules live once."""
 
 from __future__ import annotations
 

@@ -106,7 +106,7 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Any, Any]] = {
         None,
     ),
     "failure": ({"name": "fail", "main": [{"evaluate": {"x": "$ 1"}}, {"error": "stop here"}]}, {}, None),
-    # Recorded before a log step passed its input through (issue 13): the log's output was its text, so the
+    # Recorded before a log step passed its input through: the log's output was its text, so the
     # `if` slept. Replaying must still sleep, or the timer in this history would not match.
     "log_text_output": (
         {
@@ -125,7 +125,7 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Any, Any]] = {
         {},
         None,
     ),
-    # Recorded before a yield at the end of an `if` branch was a tail call (issue 13): each round nested, and
+    # Recorded before a yield at the end of an `if` branch was a tail call: each round nested, and
     # unwinding 100 rounds wrote enough transitions for a second batch, a local activity this history holds.
     # Call steps in the worker (local activities carrying transitions and answers), one after another and in
     # a map: a system tool, so that recording needs no server but Mint.
@@ -161,7 +161,7 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Any, Any]] = {
         {},
         "yes",
     ),
-    # Guardrails (issue 17): the input passes its check, a tool call runs, and the output guardrail trips; the
+    # Guardrails: the input passes its check, a tool call runs, and the output guardrail trips; the
     # error transition names it.
     "guardrail_trip": (
         {
@@ -176,7 +176,7 @@ SCENARIOS: dict[str, tuple[dict[str, Any], Any, Any]] = {
         {"n": 1},
         None,
     ),
-    # Recorded before the integration providers (issue 18): a `brave` tool was "not available", and the step
+    # Recorded before the integration providers: a `brave` tool was "not available", and the step
     # failed at once, with no activity. Replaying must still fail it so (workflows/calls.py,
     # INTEGRATIONS_PATCH); recorded again today, the call would run.
     "integration_before_providers": (
@@ -273,7 +273,7 @@ def _handoff_model(call: Call) -> Reply:
 
 
 async def _record_handoff(api: httpx.AsyncClient, env: WorkflowEnvironment) -> None:
-    """A prompt step handed from one agent to another (issue 17): the transfer adds no command of its own."""
+    """A prompt step handed from one agent to another: the transfer adds no command of its own."""
     billing = (
         await api.post(
             "/agents", json={"name": "billing", "instructions": "Billing desk.", "model": "gpt-4o-mini"}
@@ -289,7 +289,7 @@ async def _record_handoff(api: httpx.AsyncClient, env: WorkflowEnvironment) -> N
     await _record(api, env, triage["id"], "handoff", (HANDOFF_TASK, {}, None))
 
 
-# Pass by reference (issue 17): a state value and a tool result become variables, the model passes both
+# Pass by reference: a state value and a tool result become variables, the model passes both
 # to a by-reference function tool (answered through the resume) and names a variable there is not (an
 # error result, no call). The model is tests/model_server.py, scripted by _by_reference_model.
 BY_REFERENCE = (

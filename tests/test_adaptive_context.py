@@ -1,4 +1,4 @@
-"""Adaptive context (seeds 000 and 003, issue 29): long conversations over the scripted model, checked at every
+"""Adaptive context (seeds 000 and 003): long conversations over the scripted model, checked at every
 turn on what the model was actually sent: within the budget, covering every message of the history (verbatim,
 or by a summarizer entry that replaces it, transitively), and valid for the provider."""
 

@@ -1,4 +1,4 @@
-"""Budgets (issue 17 item 6): executions and chats stop with BudgetExceeded before the call that would pass
+"""Budgets: executions and chats stop with BudgetExceeded before the call that would pass
 the limit, through the HTTP API on the real stack with the scripted model."""
 
 from __future__ import annotations
@@ -213,7 +213,7 @@ async def test_the_budget_example(mapi, model_server):
     assert len(model_server.calls) == 4
 
 
-# Every path that makes a model call, charged to the call (issue 27 item 3) -----------------------------------
+# Every path that makes a model call, charged to the call ----------------------------------------------------
 
 N = 3  # each row's budget: {max_model_calls: N}
 BUDGET = {"max_model_calls": N}
@@ -340,7 +340,7 @@ async def test_every_path_that_calls_a_model_is_held_to_the_budget(
     assert f"{N} model calls were made and the budget allows {N} (max_model_calls)" in error
 
 
-# Whose budget a call is charged to comes from where it runs ----------------------------------------------------
+# Whose budget a call is charged to comes from where it runs -------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -92,7 +92,7 @@ def test_the_required_variables_are_set_and_the_api_key_guards_the_api(services)
 
 
 def test_a_worker_gets_none_of_the_apis_secrets_and_the_api_none_of_the_workers(services):
-    """Issue 27: the shared x-mint-env carried the default developer's API key and the codec token to every
+    """A shared x-mint-env would carry the default developer's API key and the codec token to every
     worker. A worker gets only what it uses: what `mint up` keeps out of its worker, compose keeps out too."""
     from process.worker_process import API_ONLY_VARIABLES
 

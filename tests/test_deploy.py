@@ -93,7 +93,7 @@ def test_commands_and_variables_are_mints(manifests, name):
 
 
 def test_a_worker_gets_none_of_the_apis_secrets(manifests):
-    """Issue 27: the one Secret every Deployment took with envFrom gave each worker the default developer's
+    """One Secret every Deployment took with envFrom would give each worker the default developer's
     API key and the codec token. A worker gets only what it uses, as under `mint up` (API_ONLY_VARIABLES)."""
     from process.worker_process import API_ONLY_VARIABLES
 
@@ -180,7 +180,7 @@ def _instructions() -> list[tuple[str, str]]:
 
 
 def test_the_images_processes_run_as_a_user_that_is_not_root():
-    """Issue 27: the image's processes ran as root. The last USER (which CMD and every `command` run as) is
+    """The image's processes do not run as root: the last USER (which CMD and every `command` run as) is
     a user the image creates, numeric so that Kubernetes' runAsNonRoot can check it, and the manifests do."""
     steps = _instructions()
     users = [i for i, (op, _) in enumerate(steps) if op == "USER"]

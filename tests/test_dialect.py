@@ -1,9 +1,9 @@
-"""Issue 13 rules 1 and 6: each string read as Julep v1 reads it, and lenient where Julep was lenient.
+"""Each string read as Julep v1 reads it, and lenient where Julep was lenient.
 
-Rule 1: a string is Python, a template or text on its own (`workflows/dialect.py`); a Julep task with no `$ `
+Reading: a string is Python, a template or text on its own (`workflows/dialect.py`); a Julep task with no `$ `
 keeps its literals, a `$` task reads `_[0]` as Python, the seed's Daily Motivation still runs as written, and
-the creation answer says, with the path, how each string that could be read either way was read. Rule 6: keys
-Julep ignored are accepted and listed as warnings; list `limit`s Julep took work.
+the creation answer says, with the path, how each string that could be read either way was read. Leniency:
+keys Julep ignored are accepted and listed as warnings; list `limit`s Julep took work.
 """
 
 from __future__ import annotations

@@ -133,7 +133,7 @@ async def test_an_allow_list_entry_for_one_port_does_not_open_another():
         await EgressPolicy(("127.0.0.1:8080",)).resolve("http://127.0.0.1:9090/")
 
 
-# A host and port given apart (issue 27): checked as they are, so the host must be a host name or an address.
+# A host and port given apart: checked as they are, so the host must be a host name or an address.
 HOSTS = [
     ("mail.example.com", "mail.example.com"),
     ("MAIL.Example.COM", "mail.example.com"),

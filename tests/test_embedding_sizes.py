@@ -1,5 +1,5 @@
 """Embeddings of more than one size: a developer on Julep's 1024-dimensional model, beside one on the offline
-384-dimensional default, in the same database (issue 28). The 1024-d model is served by the local model server
+384-dimensional default, in the same database. The 1024-d model is served by the local model server
 through the real openai SDK."""
 
 from __future__ import annotations

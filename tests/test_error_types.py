@@ -1,4 +1,4 @@
-"""Every failure names its type (issue 29 item 3, seed 004): one list of error types (contracts/failures.py);
+"""Every failure names its type (seed 004): one list of error types (contracts/failures.py);
 every failed execution carries one in its error's prefix (`Type: message`), in its `error` transition's
 `error_type` and in the API's `error`; a timeout reads in seconds and attempts, never in Temporal's words;
 `retry.non_retryable` names are checked against the list when the task is created; expected failures log

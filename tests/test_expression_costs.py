@@ -1,4 +1,4 @@
-"""What expressions over big values cost (issue 13, rule 7): reading, testing membership and passing a value
+"""What expressions over big values cost: reading, testing membership and passing a value
 through cost what the operation costs, whatever the value's size; only work that walks or copies is charged
 by size."""
 

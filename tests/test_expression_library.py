@@ -1,4 +1,4 @@
-"""Julep v1's expression library in Mint's sandbox (issue 13, rule 5): every function and module member Julep's
+"""Julep v1's expression library in Mint's sandbox: every function and module member Julep's
 evaluator offered (agents_api/common/utils/evaluator.py at v1) behaves as it did there, charged by its work;
 the few Mint cannot offer safely are refused when the task is created, by name and with the reason."""
 

@@ -1,4 +1,4 @@
-"""Julep v1's files, projects and jobs (issue 28 item 1), on the real stack: each operation, the project
+"""Julep v1's files, projects and jobs, on the real stack: each operation, the project
 rules of agents, users and files, limits and bad input, and one developer's ids and names out of another's
 reach (the id routes are also in test_tenancy.py's list)."""
 

@@ -1,4 +1,4 @@
-"""Python 3.12's f-strings (PEP 701) in expressions, whatever Python runs Mint (issue 13, rule 4).
+"""Python 3.12's f-strings (PEP 701) in expressions, whatever Python runs Mint.
 
 Julep evaluated expressions on Python 3.12; its tasks reuse an f-string's quotes inside a replacement field and
 put backslashes there. Each form is evaluated in the sandbox; the forms older Pythons parse too must come out

@@ -1,4 +1,4 @@
-"""Guardrails (issue 17 item 1) through the HTTP API on the real stack, with the scripted local model: check
+"""Guardrails through the HTTP API on the real stack, with the scripted local model: check
 and prompt guardrails on an execution's input and output and in a chat, and their validation."""
 
 from __future__ import annotations

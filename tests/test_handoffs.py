@@ -1,4 +1,4 @@
-"""Handoffs (issue 17 item 2): an agent's `handoffs`, the transfer tools a tool loop offers, the agent that
+"""Handoffs: an agent's `handoffs`, the transfer tools a tool loop offers, the agent that
 takes over, and a transfer outside the list as a HandoffError; in chat and in prompt steps, over HTTP against
 the scripted model."""
 

@@ -202,10 +202,10 @@ async def test_a_refused_smtp_login_is_not_retried(mapi):
     assert BAD_KEY not in json.dumps([execution, rows])  # a password written in the task is masked too
 
 
-# The email provider's server (issue 27): `setup.host` (or MINT_SMTP_HOST) is a host name or an IP address and
+# The email provider's server: `setup.host` (or MINT_SMTP_HOST) is a host name or an IP address and
 # nothing else, `setup.port` a number from 1 to 65535, and the egress check sees exactly the host and port the
-# socket then opens. `127.0.0.1:<allowed port>/` once had the check read the allowed port while the socket
-# opened `port`. The calls go straight to the provider, against the aiosmtpd fake.
+# socket then opens. Given `127.0.0.1:<allowed port>/` as a host, a looser check would read the allowed port
+# while the socket opened `port`. The calls go straight to the provider, against the aiosmtpd fake.
 ALLOWED = ("127.0.0.0/8", "::1", "localhost")  # every loopback address and port: only the spelling may refuse
 BAD_SMTP_HOSTS = [
     "127.0.0.1:{allowed}/",

@@ -1,4 +1,4 @@
-"""Integration providers beyond tests/test_integrations.py (issue 28 item 8): `dummy`, `llama_parse`,
+"""Integration providers beyond tests/test_integrations.py: `dummy`, `llama_parse`,
 `cloudinary`, `google_sheets`, `browserbase`; each against a local fake of its service
 (tests/integration_fakes.py) on the real stack, as the others are."""
 

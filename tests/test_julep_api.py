@@ -1,4 +1,4 @@
-"""Julep v1's REST contract where Mint used to differ (issue 28): unknown body keys are ignored, as Julep
+"""Julep v1's REST contract in its finer points: unknown body keys are ignored, as Julep
 ignores them, and named in a `Warning` header; a session's PUT without participants keeps them (the SDK's
 `sessions.reset`); render answers the tools too. The raw-HTTP comparison with Julep's whole spec is
 tests/test_julep_spec.py; the error shape, status codes and docs bulk delete are checked where their kinds

@@ -1,4 +1,4 @@
-"""Julep v1's own tasks, run the way Julep runs them (issue 13: a Julep v1 drop-in).
+"""Julep v1's own tasks, run the way Julep runs them, as a Julep v1 drop-in must.
 
 Every file in `../shared/julep-tasks/` (63 tasks from Julep's cookbooks, docs, sample tasks and workflow
 tests; `SOURCES.md` there says where each comes from) is one case below: the input its source implies, what
@@ -346,7 +346,7 @@ def strings(value: Any) -> list[str]:
 
 
 async def log_rendered(text: str, world: World) -> None:
-    """Issue 13 rule 2: the rendered text of a log step goes to its transition's metadata."""
+    """As in Julep: the rendered text of a log step goes to its transition's metadata."""
     metadata = [t.get("metadata") for t in world.transitions]
     assert text in strings(metadata), f"the rendered log text {text!r} is in no transition's metadata"
 

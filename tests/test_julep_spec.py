@@ -1,4 +1,4 @@
-"""Mint answers Julep v1's REST operations as Julep's OpenAPI spec says (issue 28).
+"""Mint answers Julep v1's REST operations as Julep's OpenAPI spec says.
 
 Every operation in the spec (tests/fixtures/julep/, see PROVENANCE.md) that Mint serves is sent as raw HTTP to a
 real stack, with a body built from the spec's own request schema (its required fields, at their defaults); the
@@ -44,7 +44,7 @@ ROUTER_RESPONSE = {
     "POST /agents/{id}/tools": TOOL,  # the spec answers a string (its description); the router a Tool
     "PUT /agents/{id}/tools/{child_id}": TOOL,
     "PATCH /agents/{id}/tools/{child_id}": TOOL,
-    "DELETE /agents/{id}/docs": ITEMS,  # docs/bulk_delete_docs.py answers a ListResponse; the spec a bare array
+    "DELETE /agents/{id}/docs": ITEMS,  # Julep's bulk_delete_docs: a ListResponse; the spec: a bare array
     "DELETE /users/{id}/docs": ITEMS,
 }
 

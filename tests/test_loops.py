@@ -1,4 +1,4 @@
-"""Julep's loop idioms at scale (issue 13 rule 8), on the real stack: a yield at the end of an if/switch
+"""Julep's loop idioms at scale, on the real stack: a yield at the end of an if/switch
 branch is a tail call, deep non-tail recursion fails with the depth guard's message, and Julep's
 `results + [_]` reduce runs over 10,000 items."""
 

@@ -181,8 +181,8 @@ async def _targets(metrics: Metrics) -> dict[str, set[str]]:
 
 
 async def test_one_developer_filling_its_label_budget_leaves_anothers_targets_alone():
-    """Issue 27: 205 distinct targets of one developer's once turned every later target, anyone's, into
-    `other`. Each developer has a budget of its own; refused calls spend none of it."""
+    """With one budget for all, 205 distinct targets of one developer's would turn every later target,
+    anyone's, into `other`. Each developer has a budget of its own; refused calls spend none of it."""
     metrics, answering = Metrics(), Answering()
     for i in range(MAX_LABEL_VALUES + 5):
         await _observed(metrics, answering, _in_worker("dev-a", f"http://a{i}.example/"))

@@ -95,7 +95,7 @@ def test_mint_ups_worker_is_a_child_that_comes_back_and_never_outlives_it(tmp_pa
         up.kill()
 
 
-# One `mint up` per data dir, and no orphans (issue 16).
+# One `mint up` per data dir, and no orphans.
 
 WAITING_TASK = {
     "name": "approval",
@@ -350,7 +350,7 @@ def test_mint_up_records_owner_only_and_forgets_only_its_own_pointer(no_stack_en
     assert not pointer_path().exists()
 
 
-# Issue 27: a worker gets only what it uses; the data dir is owner-only.
+# A worker gets only what it uses; the data dir is owner-only.
 
 CODEC_TOKEN = "up-codec-token-0123456789abcdefghijklmnop"
 

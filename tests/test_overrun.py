@@ -1,9 +1,9 @@
 """A step whose expression or template would overrun fails cleanly, on the real stack (API, worker, Postgres,
 Temporal): the execution ends `failed` with a clear error, and executions beside it run on and succeed.
 
-Before issue 12, these expressions ran for seconds inside a workflow task: Temporal's deadlock detector
-failed the task, the execution sat in `starting` ignoring cancel while the task was retried forever, and
-the API (same process) froze while the GIL was held.
+Unbounded, these expressions would run for seconds inside a workflow task: Temporal's deadlock detector
+would fail the task, the execution sit in `starting` ignoring cancel while the task was retried forever,
+and the API (same process) freeze while the GIL was held.
 """
 
 from __future__ import annotations

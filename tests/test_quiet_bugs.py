@@ -1,4 +1,4 @@
-"""Quiet bugs (issue 29 item 4): what a task or a request says is done or refused, never taken and ignored.
+"""Quiet bugs: what a task or a request says is done or refused, never taken and ignored.
 
 - `wait_for_input.default` is read as `info` beside it is (a value field: `$ "x"` is the text x), and refused
   without `on_timeout: continue`, where it would never be used;

@@ -1,4 +1,4 @@
-"""map_reduce's reduce (issue 13 rule 8): Julep's `results + [x]` runs as an append, in linear time, with
+"""map_reduce's reduce: Julep's `results + [x]` runs as an append, in linear time, with
 the value the expression gives when evaluated as written."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Pass by reference (issue 17, workflows/references.py) through the HTTP API, on the real stack with the scripted
+"""Pass by reference (workflows/references.py) through the HTTP API, on the real stack with the scripted
 model: large tool results become variables the model reads a preview of, `<<var:name>>` in a tool call's
 arguments reaches the tool as the full value, by-reference-only tools are offered once a variable fits, and a bad
 reference is an error the model reads. The pure functions' cases are tests/unit/test_references.py."""

@@ -47,10 +47,10 @@ def test_histories_are_recorded():
         "failure",
         "ui_status",
         "guardrail_trip",
-        "handoff",  # a prompt step handed from one agent to another (issue 17)
-        "by_reference",  # a tool call whose argument is a reference to an earlier result (issue 17)
-        "integration_before_providers",  # an integration step recorded before the providers (issue 18)
-        "early_resume_before_patch",  # a resume dropped for coming before its wait (issue 19)
+        "handoff",  # a prompt step handed from one agent to another
+        "by_reference",  # a tool call whose argument is a reference to an earlier result
+        "integration_before_providers",  # an integration step recorded before the providers
+        "early_resume_before_patch",  # a resume dropped for coming before its wait
     }
 
 

@@ -1,4 +1,4 @@
-"""Restart from a step (issue 17 item 7): POST /executions/{id}/restart keeps the original's transitions
+"""Restart from a step: POST /executions/{id}/restart keeps the original's transitions
 before the step and runs again from there, through the HTTP API on the real stack."""
 
 from __future__ import annotations

@@ -65,7 +65,7 @@ EXPRESSION_ATTACKS = [
     "math.__loader__",
     "(i for i in range(3)).gi_frame",
     "choice.__self__",
-    # Julep's expression library (issue 13, rule 5): each function charged by what it reads and builds
+    # Julep's expression library: each function charged by what it reads and builds
     "[extract_json(t) for t in ['```json\\n[' + '1,' * 300000 + '1]\\n```'] for i in range(100)]",
     "[extract_json(t) for t in ['\"' + 'a' * 999000 + '\"'] for i in range(1000)]",
     "[chunk_doc(t) for t in ['a. ' * 300000] for i in range(100)]",
@@ -80,7 +80,7 @@ EXPRESSION_ATTACKS = [
     "statistics.quantiles(list(range(100000)), n=9999)",
     "[time.strftime('%c' * 499) for i in range(100000)]",
     "[re.subn('', 'x', 'a' * 500000) for i in range(10)]",
-    # Python 3.12 f-strings, read by Mint's own f-string parser on older Pythons (issue 13, rule 4)
+    # Python 3.12 f-strings, read by Mint's own f-string parser on older Pythons
     'f"{_["a"].__class__}"',
     'f"{f"{x.__class__}"}"',
     "f\"{'{0.__class__}'.format(1)}\"",
@@ -134,7 +134,7 @@ EXPRESSION_ATTACKS = [
     "[('q' in s) for s in ['a' * 1000000] for i in range(10000)]",
     "[l == l for l in [list(range(100000))] for i in range(9999)]",
     "[x in l for l in [list(range(100000))] for x in range(9999)]",
-    # membership and comparisons are charged by what they walk (issue 13, rule 7), still bounded
+    # membership and comparisons are charged by what they walk, still bounded
     "[[x] in l for l in [[[i] for i in range(9000)]] for x in range(9999)]",
     "[s in l for l in [['a' * 100000] * 9000] for s in ['a' * 100000] * 9999]",
     "[l < m for l in [[[i] for i in range(9000)]] for m in [[[i] for i in range(9000)]] for x in range(999)]",
@@ -168,7 +168,7 @@ EXPRESSION_ATTACKS = [
     "[statistics.variance([n, n - 1, n - 2]) for n in [0x" + "f" * 3000 + "] for i in range(10000)]",
     "[sum(l) for l in [[0x" + "f" * 3000 + "] * 1000] for i in range(10000)]",
     "[load_json(s) for s in ['[' + ('9' * 4300 + ',') * 200 + '1]'] for i in range(10)]",
-    # issue 12: a method looked up once and called many times (map, sorted/min/max keys, filter)
+    # a method looked up once and called many times (map, sorted/min/max keys, filter)
     "len(map(list(range(100000)).count, range(6000)))",
     "len(map(_['items'].index, [9999] * 9000))",
     "sorted(range(6000), key=list(range(100000)).count)",
@@ -336,7 +336,7 @@ TEMPLATE_ATTACKS = [
     "{% for i in range(10000) %}{% set y = _['items'] | select('odd') | list %}{% endfor %}",
     "{% for i in range(100000) %}{% set y = i | string | upper | lower | trim | title | capitalize | string"
     " | upper | lower | trim | title | capitalize %}{% endfor %}",
-    # issue 12: every attribute a template reads goes through the expressions' allow-list
+    # every attribute a template reads goes through the expressions' allow-list
     "{{ (1).to_bytes(10 ** 8, 'big') | length }}",
     "{{ 'a'.encode().ljust(10 ** 8) | length }}",
     "{{ 'a'.encode().center(10 ** 8) | length }}",

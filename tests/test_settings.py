@@ -78,7 +78,7 @@ def test_integration_base_urls_and_the_smtp_server_come_from_their_variables(mon
     assert (settings.smtp_host, settings.smtp_port) == ("mail.internal", 2525)
 
 
-# Secrets that are placeholders or that share a value are refused at start (issue 27, item 8).
+# Secrets that are placeholders or that share a value are refused at start.
 
 STRONG = "a-real-secret-0123456789abcdefghijklmnop"
 OTHER = "another-secret-0123456789abcdefghijklmno"

@@ -269,7 +269,7 @@ async def test_get_of_an_unset_key_is_null(api):
     ],
 )
 async def test_log_passes_its_input_through_and_records_its_text(api, spec):
-    # Julep's log (issue 13 rule 2): the output is the input; the rendered text goes to the metadata.
+    # Julep's log: the output is the input; the rendered text goes to the metadata.
     execution, rows = await succeed(api, spec, {"name": "Ada", "n": 1})
     assert execution["output"] == {"name": "Ada", "n": 1}
     logged = step_at(rows, "main", len(spec["main"]) - 1)
@@ -1059,8 +1059,8 @@ def _five_megabytes(request: Any) -> tuple[int, dict[str, str], bytes]:
 
 
 async def test_steps_after_a_5_mb_api_answer_read_it_cheaply(api):
-    """Issue 13, rule 7: a membership test, a read and len() over a big answer cost what they do, not its size
-    (each used to be charged by the answer's deep size, over the step's budget)."""
+    """A membership test, a read and len() over a big answer cost what they do, not its size (charged by
+    the answer's deep size, each would pass the step's budget)."""
     with LocalServer(_five_megabytes) as server:
         tool = {"name": "fetch", "type": "api_call", "api_call": {"method": "GET", "url": server.url}}
         spec = task(

@@ -1,4 +1,4 @@
-"""System tools speak Julep v1's calling convention (issue 13, rule 3), one real execution per operation.
+"""System tools speak Julep v1's calling convention, one real execution per operation.
 
 Each case calls one (resource, subresource, operation) the way a Julep task does (Julep's argument names:
 `agent_id`, `user_id`, `session_id`, `task_id`, `doc_id`; a `data` body for creates) and checks the answer

@@ -1,4 +1,4 @@
-"""Traces (issue 17 item 3): `GET /executions/{id}/trace` item by item, a chat answer's trace id, and the
+"""Traces: `GET /executions/{id}/trace` item by item, a chat answer's trace id, and the
 OTLP export a local collector receives, on the real stack with the scripted model."""
 
 from __future__ import annotations

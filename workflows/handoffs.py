@@ -1,4 +1,4 @@
-"""Handoffs (JAF's, issue 17): an agent with `handoffs` offers the model one `transfer_to_<name>` tool per agent
+"""Handoffs (as in JAF): an agent with `handoffs` offers the model one `transfer_to_<name>` tool per agent
 it may hand the conversation to; calling one hands the rest of the tool loop to that agent (its instructions,
 model and tools). A transfer to an agent outside the list is a HandoffError.
 

@@ -1,6 +1,6 @@
 """How much a tool call's arguments weigh once their `<<var:name>>` references are filled in
-(workflows/references.py), known before anything is built (issue 27: 200 references to a 500 KB value made a
-100 MB request).
+(workflows/references.py), known before anything is built: 200 references to a 500 KB value would make a
+100 MB request.
 
 Every reference counts its variable's whole size each time it appears, as the request repeats it; a variable is
 measured once. The arguments are held to the limits of any value in the sandbox: MAX_ELEMENTS as `bounded_size`

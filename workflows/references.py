@@ -1,4 +1,4 @@
-"""Pass by reference (issue 17, after Conatus, seed 002): the model handles names for large values.
+"""Pass by reference (after Conatus, seed 002): the model handles names for large values.
 
 With `pass_by_reference: true` in a prompt step's settings (or a session's, for chat), a tool result whose JSON
 text is longer than `reference_threshold` characters becomes a named variable, and the model reads a short

@@ -44,7 +44,7 @@ class StepRunner(Protocol):
     labels: dict[str, StepRecord]
     waits: Waits
     view: Visibility  # what the Temporal UI shows of the run
-    legacy: bool  # the execution runs as before issue 13 (see Interpreter._started_legacy)
+    legacy: bool  # log, yield and reduce in their old form (see Interpreter._started_legacy)
 
     @property
     def guards(self) -> HandedGuardrails: ...  # the task's and the agents' guardrails (read-only here)

@@ -1,4 +1,4 @@
-"""The task language's models (workflows/language.py): how a document parses into steps, and what it refuses."""
+"""The task language's models (workflows/language/): how a document parses into steps, and what it refuses."""
 
 from __future__ import annotations
 

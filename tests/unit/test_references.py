@@ -253,7 +253,7 @@ async def test_a_prompt_step_passes_a_fetched_page_and_a_state_value_by_referenc
     assert fetched["variable"] == "fetch_1" and fetched["result"]["data"]["json"] == {"text": PAGE}
 
 
-# bounded before it is built (issue 27) --------------------------------------------------------------------
+# bounded before it is built -------------------------------------------------------------------------------
 
 BIG = "x" * 500_000  # 62,501 elements as bounded_size counts them: 16 of them pass MAX_ELEMENTS
 LIST = _tool("post", {"pages": {"type": "array"}})["function"]["parameters"]

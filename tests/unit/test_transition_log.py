@@ -1,4 +1,4 @@
-"""The transition log: which sequences are allowed (workflows/transitions.py), what a value must be to be
+"""The transition log: which sequences are allowed (contracts/transitions.py), what a value must be to be
 recorded, and how the workflow batches transitions (workflows/transition_log.py), seen both directly and
 through the writes a run makes."""
 
