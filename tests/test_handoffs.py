@@ -18,8 +18,8 @@ from process.worker import workflow_runner
 from tests.helpers import create_task, start, transitions, wait_for_status
 from tests.model_server import Call, Reply
 from tests.stack import TEST_ENCRYPTION_KEY
-from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
 from workflows.agents import Agent
+from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
 from workflows.handoffs import Handoffs
 
 TRIAGE_RULE = "Send billing questions to billing"
