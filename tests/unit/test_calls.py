@@ -29,7 +29,12 @@ def values() -> ValueEvaluator:
 def plan(tool: dict, arguments: object = None, max_timeout: float = 300):
     keys = (f"key-{i}" for i in count(1))
     return tool_activity(
-        parse_tool(tool), {} if arguments is None else arguments, OWNER, values(), lambda: next(keys), max_timeout
+        parse_tool(tool),
+        {} if arguments is None else arguments,
+        OWNER,
+        values(),
+        lambda: next(keys),
+        max_timeout,
     )
 
 
@@ -207,4 +212,6 @@ def test_a_history_from_before_the_providers_still_refuses_them():
     keys = (f"key-{i}" for i in count(1))
     tool = {"name": "b", "type": "integration", "integration": {"provider": "brave"}}
     with pytest.raises(ToolError, match="provider 'brave' is not available"):
-        tool_activity(parse_tool(tool), {"query": "x"}, OWNER, values(), lambda: next(keys), 300, lambda _: False)
+        tool_activity(
+            parse_tool(tool), {"query": "x"}, OWNER, values(), lambda: next(keys), 300, lambda _: False
+        )
