@@ -60,5 +60,6 @@ class DocActivities:
                 (query.vector,) = await (await self.embedders.of(request.developer_id)).embed([query.text])
                 if request.mode == "vector":
                     query.text = None
-            docs = await self.docs.search(request.developer_id, request.owner_ids, query)
+            hits = await self.docs.search(request.developer_id, request.owner_ids, query)
+            docs = [hit.json(query.include_embeddings) for hit in hits]
             return CallAnswer(response={"docs": docs}, attempt=activity.info().attempt)

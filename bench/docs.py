@@ -120,7 +120,7 @@ async def main(count: int) -> None:
                     vector_literal(vector),
                 )
             truth = {str(r["doc_id"]) for r in exact}
-            recalls.append(len(truth & {d["id"] for d in found}) / len(truth))
+            recalls.append(len(truth & {d.id for d in found}) / len(truth))
         if "--explain" in sys.argv:  # where a query's time goes, as Postgres sees it: Mint's own SQL
             vector, text = queries[0]
             async with pool.acquire() as conn:

@@ -7,20 +7,19 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Literal
 
-from temporalio.client import Client
 from temporalio.common import WorkflowIDReusePolicy
 
 from contracts.background import DocRef, IndexedDoc
-from contracts.json import JsonObject
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
+from contracts.records.docs import Doc, SearchHit
+from contracts.records.pages import Page
 from contracts.temporal import INDEX_DOC_WORKFLOW, tenant_priority
-from infra.models.embeddings import Embedders
 from infra.store.docs import SUPPORTED_DIMENSIONS, DocStore, SearchQuery
-from infra.store.rows import Row, integer, json_object, moment, optional_text, text
-from infra.store.tables import AGENTS, USERS, Page, Store
+from infra.store.rows import text
+from infra.store.tables import AGENTS, USERS, Store
+from services.clients import Clients
 from services.errors import Invalid, NotFound
 from services.ids import checked_id
 from services.rows import json_fields
@@ -43,44 +42,6 @@ class NewDoc:
 
 
 @dataclass(frozen=True)
-class Doc:
-    id: str
-    title: str
-    content: str | list[str]
-    metadata: JsonObject
-    status: str
-    created_at: datetime
-    updated_at: datetime
-    embed_instruction: str | None = None
-    embedding_model: str | None = None
-    embedding_dimensions: int | None = None
-    embeddings: list[list[float]] | None = None
-    error: str | None = None
-
-    @classmethod
-    def of(cls, row: Row) -> Doc:
-        content = row["content"]
-        if not isinstance(content, str | list):
-            raise TypeError(f"stored content is {type(content).__name__}, not text or a list")
-        embeddings = row.get("embeddings")
-        dimensions = row.get("embedding_dimensions")
-        return cls(
-            id=text(row, "id"),
-            title=text(row, "title"),
-            content=content,
-            metadata=json_object(row, "metadata"),
-            status=text(row, "status"),
-            created_at=moment(row, "created_at"),
-            updated_at=moment(row, "updated_at"),
-            embed_instruction=optional_text(row, "embed_instruction"),
-            embedding_model=optional_text(row, "embedding_model"),
-            embedding_dimensions=None if dimensions is None else integer(row, "embedding_dimensions"),
-            embeddings=embeddings if isinstance(embeddings, list) else None,
-            error=optional_text(row, "error"),
-        )
-
-
-@dataclass(frozen=True)
 class DocSearch:
     """Julep's text, vector and hybrid search bodies in one; `mode` lets Mint embed `text` itself."""
 
@@ -100,10 +61,10 @@ class DocSearch:
 
 @dataclass(frozen=True)
 class Found:
-    """A search's answer: the docs found (each with its best snippet), how long it took, and what the caller
+    """A search's answer: the docs found (each by its best snippet), how long it took, and what the caller
     should be told of how the request was read."""
 
-    docs: list[JsonObject]
+    hits: list[SearchHit]
     time: float
     warnings: list[str]
 
@@ -117,9 +78,7 @@ async def owner_of(store: Store, developer: str, kind: OwnerKind, owner_id: str)
 
 
 async def create_doc(
-    store: Store,
-    docs: DocStore,
-    temporal: Client,
+    clients: Clients,
     task_queue: str,
     developer: str,
     owner: tuple[OwnerKind, str],
@@ -127,35 +86,29 @@ async def create_doc(
     wait: float = INDEX_WAIT_SECONDS,
 ) -> Doc:
     """Store the doc and its chunks (searchable by text at once), then embed them in a workflow."""
-    kind, owner_id = owner[0], await owner_of(store, developer, *owner)
-    doc = await _store(docs, developer, kind, owner_id, new)
-    await index(docs, temporal, task_queue, developer, doc.id, wait)
-    return await _doc(docs, developer, doc.id) or doc
+    kind, owner_id = owner[0], await owner_of(clients.store, developer, *owner)
+    doc = await _store(clients.docs, developer, kind, owner_id, new)
+    await index(clients, task_queue, developer, doc.id, wait)
+    return await clients.docs.get(developer, doc.id) or doc
 
 
 async def import_docs(
-    store: Store,
-    docs: DocStore,
-    temporal: Client,
-    task_queue: str,
-    developer: str,
-    owner: tuple[OwnerKind, str],
-    news: list[NewDoc],
+    clients: Clients, task_queue: str, developer: str, owner: tuple[OwnerKind, str], news: list[NewDoc]
 ) -> list[Doc]:
     """Many docs: stored in order (a bad one stops the import there), then their indexing started a few at a
     time, not waited for. (Started one by one, the workflow starts of a 1,000-doc import took over a minute.)"""
-    kind, owner_id = owner[0], await owner_of(store, developer, *owner)
+    kind, owner_id = owner[0], await owner_of(clients.store, developer, *owner)
     limit = asyncio.Semaphore(IMPORT_CONCURRENCY)
 
     async def start_indexing(doc: Doc) -> Doc:
         async with limit:
-            await index(docs, temporal, task_queue, developer, doc.id, wait=0)
-            return await _doc(docs, developer, doc.id) or doc
+            await index(clients, task_queue, developer, doc.id, wait=0)
+            return await clients.docs.get(developer, doc.id) or doc
 
     created: list[Doc] = []
     try:
         for new in news:
-            created.append(await _store(docs, developer, kind, owner_id, new))
+            created.append(await _store(clients.docs, developer, kind, owner_id, new))
     finally:  # the docs stored before a bad one are kept, so they get indexed too
         indexed = await asyncio.gather(*map(start_indexing, created))
     return list(indexed)
@@ -163,15 +116,9 @@ async def import_docs(
 
 async def _store(docs: DocStore, developer: str, kind: OwnerKind, owner_id: str, new: NewDoc) -> Doc:
     metadata = json_fields(new.metadata)
-    row = await docs.create(
+    return await docs.create(
         developer, kind, owner_id, new.title, new.content, metadata, new.embed_instruction
     )
-    return Doc.of(row)
-
-
-async def _doc(docs: DocStore, developer: str, doc_id: str) -> Doc | None:
-    row = await docs.get(developer, doc_id)
-    return None if row is None else Doc.of(row)
 
 
 def index_workflow_id(doc_id: str) -> str:
@@ -179,11 +126,9 @@ def index_workflow_id(doc_id: str) -> str:
     return f"index-doc-{doc_id}"
 
 
-async def index(
-    docs: DocStore, temporal: Client, task_queue: str, developer: str, doc_id: str, wait: float
-) -> None:
+async def index(clients: Clients, task_queue: str, developer: str, doc_id: str, wait: float) -> None:
     try:
-        handle = await temporal.start_workflow(
+        handle = await clients.temporal.start_workflow(
             INDEX_DOC_WORKFLOW,
             DocRef(developer_id=developer, doc_id=doc_id),
             result_type=IndexedDoc,
@@ -194,7 +139,7 @@ async def index(
             priority=tenant_priority(developer),
         )
     except Exception as exc:  # the doc must never look as if it will be indexed when nothing will do it
-        await docs.mark_failed(developer, doc_id, f"could not start indexing: {exc}")
+        await clients.docs.mark_failed(developer, doc_id, f"could not start indexing: {exc}")
         return
     if wait > 0:
         try:
@@ -204,35 +149,27 @@ async def index(
 
 
 async def list_docs(
-    store: Store,
-    docs: DocStore,
-    developer: str,
-    owner: tuple[OwnerKind, str],
-    page: Page,
-    include_embeddings: bool,
+    clients: Clients, developer: str, owner: tuple[OwnerKind, str], page: Page, include_embeddings: bool
 ) -> list[Doc]:
-    owner_id = await owner_of(store, developer, *owner)
-    return [Doc.of(row) for row in await docs.find(developer, owner[0], owner_id, page, include_embeddings)]
+    owner_id = await owner_of(clients.store, developer, *owner)
+    return await clients.docs.find(developer, owner[0], owner_id, page, include_embeddings)
 
 
-async def get_doc(docs: DocStore, developer: str, doc_id: str) -> Doc:
-    found = await _doc(docs, developer, checked_id(doc_id, "doc"))
+async def get_doc(clients: Clients, developer: str, doc_id: str) -> Doc:
+    found = await clients.docs.get(developer, checked_id(doc_id, "doc"))
     if found is None:
         raise NotFound("doc", doc_id)
     return found
 
 
-async def delete_doc(
-    store: Store, docs: DocStore, developer: str, owner: tuple[OwnerKind, str], doc_id: str
-) -> None:
-    owner_id = await owner_of(store, developer, *owner)
-    if not await docs.delete(developer, owner[0], owner_id, checked_id(doc_id, "doc")):
+async def delete_doc(clients: Clients, developer: str, owner: tuple[OwnerKind, str], doc_id: str) -> None:
+    owner_id = await owner_of(clients.store, developer, *owner)
+    if not await clients.docs.delete(developer, owner[0], owner_id, checked_id(doc_id, "doc")):
         raise NotFound("doc", doc_id)
 
 
 async def delete_docs(
-    store: Store,
-    docs: DocStore,
+    clients: Clients,
     developer: str,
     owner: tuple[OwnerKind, str],
     metadata_filter: Mapping[str, object] | None,
@@ -240,33 +177,26 @@ async def delete_docs(
 ) -> list[str]:
     """The ids of the docs deleted: those whose metadata matches `metadata_filter`, or all with `delete_all`.
     Neither (or an empty filter) deletes nothing, as on Julep."""
-    owner_id = await owner_of(store, developer, *owner)
+    owner_id = await owner_of(clients.store, developer, *owner)
     if not delete_all and not metadata_filter:
         return []
     matching = None if delete_all or metadata_filter is None else json_fields(metadata_filter)
-    return await docs.delete_matching(developer, owner[0], owner_id, matching)
+    return await clients.docs.delete_matching(developer, owner[0], owner_id, matching)
 
 
 async def embed(
-    embedders: Embedders, developer: str, texts: list[str], instruction: str | None
+    clients: Clients, developer: str, texts: list[str], instruction: str | None
 ) -> list[list[float]]:
     """The texts embedded by the developer's embedding model."""
-    embedder = await embedders.of(developer)
+    embedder = await clients.embedders.of(developer)
     return await embedder.embed(texts, instruction)
 
 
-async def search(
-    store: Store,
-    docs: DocStore,
-    embedders: Embedders,
-    developer: str,
-    owner: tuple[OwnerKind, str],
-    request: DocSearch,
-) -> Found:
+async def search(clients: Clients, developer: str, owner: tuple[OwnerKind, str], request: DocSearch) -> Found:
     """Julep's three request shapes: `text` alone is a text search, `vector` alone a vector search, both a
     hybrid one; `mode` asks Mint to embed `text` itself for a vector or hybrid search. A vector finds the
     chunks embedded in as many numbers as it has."""
-    owner_id = await owner_of(store, developer, *owner)
+    owner_id = await owner_of(clients.store, developer, *owner)
     started = time.perf_counter()
     mode = request.mode or (
         "hybrid" if request.text and request.vector else "vector" if request.vector else "text"
@@ -274,7 +204,7 @@ async def search(
     warnings: list[str] = []
     vector = request.vector
     if mode in ("vector", "hybrid"):
-        vector = await _query_vector(embedders, developer, request, mode, warnings)
+        vector = await _query_vector(clients, developer, request, mode, warnings)
     if mode in ("text", "hybrid") and not request.text:
         raise Invalid(f"a {mode} search needs `text`")
     if mode != "vector" and request.lang.split("-")[0].lower() not in ("en", "eng", "english"):
@@ -291,15 +221,15 @@ async def search(
         k_multiplier=request.k_multiplier,
         include_embeddings=request.include_embeddings,
     )
-    found: list[JsonObject] = await docs.search(developer, [owner_id], query)
-    return Found(found, time.perf_counter() - started, warnings)
+    hits = await clients.docs.search(developer, [owner_id], query)
+    return Found(hits, time.perf_counter() - started, warnings)
 
 
 async def _query_vector(
-    embedders: Embedders, developer: str, request: DocSearch, mode: str, warnings: list[str]
+    clients: Clients, developer: str, request: DocSearch, mode: str, warnings: list[str]
 ) -> list[float]:
     """The vector a vector or hybrid search looks for: the request's, checked, or its text embedded."""
-    embedder = await embedders.of(developer)
+    embedder = await clients.embedders.of(developer)
     vector = request.vector
     if vector is None:
         if not request.text:

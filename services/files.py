@@ -8,12 +8,11 @@ import base64
 import binascii
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
+from contracts.records.files import File, FileFields, StoredFile
+from contracts.records.pages import Page
 from infra.store.files import FileStore
 from infra.store.projects import DEFAULT
-from infra.store.rows import Row, integer, moment, optional_text, text
-from infra.store.tables import Page
 from services.clients import Clients
 from services.errors import Invalid, NotFound, TooLarge
 from services.ids import checked_id
@@ -30,33 +29,19 @@ class NewFile:
     project: str | None  # the developer's `default` project when None
 
 
-@dataclass(frozen=True)
-class File:
-    """A file as Julep answers it: `content` is its bytes, base64 encoded; `hash` their sha256, in hex."""
-
-    id: str
-    name: str
-    description: str
-    mime_type: str | None
-    project: str | None
-    size: int
-    hash: str
-    content: str
-    created_at: datetime
-
-    @classmethod
-    def of(cls, row: Row, content: bytes) -> File:
-        return cls(
-            id=text(row, "id"),
-            name=text(row, "name"),
-            description=optional_text(row, "description") or "",
-            mime_type=optional_text(row, "mime_type"),
-            project=optional_text(row, "project"),
-            size=integer(row, "size"),
-            hash=text(row, "hash"),
-            content=base64.b64encode(content).decode("ascii"),
-            created_at=moment(row, "created_at"),
-        )
+def _file(stored: StoredFile, content: bytes) -> File:
+    """The file as Julep answers it, its bytes base64 encoded."""
+    return File(
+        id=stored.id,
+        name=stored.name,
+        description=stored.description,
+        mime_type=stored.mime_type,
+        project=stored.project,
+        size=stored.size,
+        hash=stored.hash,
+        content=base64.b64encode(content).decode("ascii"),
+        created_at=stored.created_at,
+    )
 
 
 def _files(clients: Clients) -> FileStore:
@@ -67,13 +52,8 @@ async def create_file(clients: Clients, developer: str, new: NewFile, max_bytes:
     """Store the file's bytes (at most `max_bytes`) in its project."""
     content = _decoded(new.content, max_bytes)
     project = await project_named(clients, developer, new.project or DEFAULT)
-    fields = {
-        "name": new.name,
-        "description": new.description,
-        "mime_type": new.mime_type,
-        "project": project,
-    }
-    return File.of(await _files(clients).create(developer, fields, content), content)
+    fields = FileFields(new.name, new.description, new.mime_type, project)
+    return _file(await _files(clients).create(developer, fields, content), content)
 
 
 async def list_files(clients: Clients, developer: str, page: Page) -> AsyncIterator[File]:
@@ -82,21 +62,20 @@ async def list_files(clients: Clients, developer: str, page: Page) -> AsyncItera
     return _with_content(files, developer, await files.find(developer, page))
 
 
-async def _with_content(files: FileStore, developer: str, rows: Sequence[Row]) -> AsyncIterator[File]:
-    for row in rows:
-        content = await files.content(developer, text(row, "id"))
+async def _with_content(
+    files: FileStore, developer: str, stored: Sequence[StoredFile]
+) -> AsyncIterator[File]:
+    for each in stored:
+        content = await files.content(developer, each.id)
         if content is not None:  # else deleted since the page was read
-            yield File.of(row, content)
+            yield _file(each, content)
 
 
 async def get_file(clients: Clients, developer: str, file_id: str) -> File:
-    found = await _files(clients).get(developer, checked_id(file_id, "file"), with_content=True)
+    found = await _files(clients).get(developer, checked_id(file_id, "file"))
     if found is None:
         raise NotFound("file", file_id)
-    content = found.pop("content")
-    if not isinstance(content, bytes):
-        raise TypeError(f"stored content is {type(content).__name__}, not bytes")
-    return File.of(found, content)
+    return _file(*found)
 
 
 async def delete_file(clients: Clients, developer: str, file_id: str) -> None:

@@ -16,11 +16,11 @@ from datetime import datetime
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
+from contracts.records.docs import Doc
+from contracts.records.executions import Execution
 from contracts.temporal import INDEX_DOC_WORKFLOW, TASK_EXECUTION_WORKFLOW
-from infra.store.docs import DocStore
-from infra.store.execution_records import Execution
-from infra.store.tables import Store
-from services.docs import Doc, index_workflow_id
+from services.clients import Clients
+from services.docs import index_workflow_id
 from services.errors import NotFound, Unavailable
 
 # An execution's status as a job's state: `queued` is not started yet; from `starting` its workflow runs.
@@ -55,21 +55,19 @@ class JobStatus:
     updated_at: datetime
 
 
-async def job_status(
-    store: Store, docs: DocStore, temporal: Client, developer: str, job_id: str
-) -> JobStatus:
+async def job_status(clients: Clients, developer: str, job_id: str) -> JobStatus:
     """The JobStatus of the developer's execution or doc `job_id`; NotFound if the developer has neither."""
     try:
         id_ = str(uuid.UUID(job_id))
     except ValueError:
         id_ = None  # no execution's or doc's id
     if id_ is not None:
-        execution = await store.get_execution(developer, id_)
+        execution = await clients.store.get_execution(developer, id_)
         if execution is not None:
             return _execution_job(execution)
-        doc = await docs.get(developer, id_)
+        doc = await clients.docs.get(developer, id_)
         if doc is not None:
-            return await _indexing_job(temporal, Doc.of(doc))
+            return await _indexing_job(clients.temporal, doc)
     hint = "a job's id is that of one of your executions (its workflow) or of one of your docs (its indexing)"
     raise NotFound("job", job_id, hint)
 

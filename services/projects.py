@@ -4,39 +4,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime
 
-from contracts.json import JsonObject
+from contracts.records.pages import Page
+from contracts.records.projects import Project
 from infra.store.projects import ProjectStore
-from infra.store.rows import Row, json_object, moment, text
-from infra.store.tables import Conflict, Page
+from infra.store.rows import Conflict
 from services.canonical import canonical_name
 from services.clients import Clients
 from services.rows import json_fields
 
 NAME_TRIES = 5  # a made canonical name that is taken (one chance in 65,536 a try) is made again
-
-
-@dataclass(frozen=True)
-class Project:
-    id: str
-    name: str
-    canonical_name: str
-    metadata: JsonObject
-    created_at: datetime
-    updated_at: datetime
-
-    @classmethod
-    def of(cls, row: Row) -> Project:
-        return cls(
-            id=text(row, "id"),
-            name=text(row, "name"),
-            canonical_name=text(row, "canonical_name"),
-            metadata=json_object(row, "metadata"),
-            created_at=moment(row, "created_at"),
-            updated_at=moment(row, "updated_at"),
-        )
 
 
 async def create_project(
@@ -46,16 +23,14 @@ async def create_project(
     projects = ProjectStore(clients.store.pool)
     metadata = json_fields(fields)
     if canonical:
-        return Project.of(await projects.create(developer, canonical, name, metadata))
+        return await projects.create(developer, canonical, name, metadata)
     for _ in range(NAME_TRIES - 1):
         try:
-            return Project.of(
-                await projects.create(developer, canonical_name(name, "project"), name, metadata)
-            )
+            return await projects.create(developer, canonical_name(name, "project"), name, metadata)
         except Conflict:
             continue
-    return Project.of(await projects.create(developer, canonical_name(name, "project"), name, metadata))
+    return await projects.create(developer, canonical_name(name, "project"), name, metadata)
 
 
 async def list_projects(clients: Clients, developer: str, page: Page) -> list[Project]:
-    return [Project.of(row) for row in await ProjectStore(clients.store.pool).find(developer, page)]
+    return await ProjectStore(clients.store.pool).find(developer, page)

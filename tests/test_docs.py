@@ -355,10 +355,10 @@ async def test_a_search_for_more_candidates_than_ef_search_raises_it_for_itself_
         for i in range(40):
             doc = await docs.create(developer, "agent", owner, f"doc {i}", f"text {i}", {}, None)
             vector = [1.0, i / 40] + [0.0] * (DIMENSIONS - 2)  # further from [1, 0, ...] as i grows
-            await docs.save_embeddings(developer, doc["id"], "test", [(0, vector)])
+            await docs.save_embeddings(developer, doc.id, "test", [(0, vector)])
         query = SearchQuery(vector=[1.0] + [0.0] * (DIMENSIONS - 1), limit=30)
         found = await docs.search(developer, [owner], query)
-        assert [d["title"] for d in found] == [f"doc {i}" for i in range(30)]
+        assert [d.title for d in found] == [f"doc {i}" for i in range(30)]
         assert await pool.fetchval("SHOW hnsw.ef_search") == str(HNSW_EF_SEARCH)
     finally:
         await pool.close()

@@ -126,9 +126,9 @@ async def test_each_size_is_searched_through_its_own_hnsw_index(store, postgres_
     try:
         docs = DocStore(pool)
         doc = await docs.create(developer, "agent", owner, "one", "text", {}, None)
-        await docs.save_embeddings(developer, doc["id"], "test", [(0, [1.0] + [0.0] * (size - 1))])
+        await docs.save_embeddings(developer, doc.id, "test", [(0, [1.0] + [0.0] * (size - 1))])
         found = await docs.search(developer, [owner], SearchQuery(vector=[1.0] + [0.0] * (size - 1)))
-        assert [d["title"] for d in found] == ["one"] and found[0]["distance"] == pytest.approx(0, abs=1e-6)
+        assert [d.title for d in found] == ["one"] and found[0].distance == pytest.approx(0, abs=1e-6)
         async with pool.acquire() as conn, conn.transaction():
             await conn.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_sort = off")
             sql = "EXPLAIN " + vector_search_sql("NULL", False, size)
@@ -145,9 +145,9 @@ async def test_embeddings_of_mixed_or_unknown_sizes_are_refused_by_the_store(sto
         docs = DocStore(pool)
         doc = await docs.create(developer, "agent", str(uuid.uuid4()), "two", ["a", "b"], {}, None)
         with pytest.raises(ValueError, match="each must have one of"):
-            await docs.save_embeddings(developer, doc["id"], "test", [(0, [1.0] * 384), (1, [1.0] * 1024)])
+            await docs.save_embeddings(developer, doc.id, "test", [(0, [1.0] * 384), (1, [1.0] * 1024)])
         with pytest.raises(ValueError, match="each must have one of"):
-            await docs.save_embeddings(developer, doc["id"], "test", [(0, [1.0] * 100), (1, [1.0] * 100)])
+            await docs.save_embeddings(developer, doc.id, "test", [(0, [1.0] * 100), (1, [1.0] * 100)])
         with pytest.raises(ValueError, match="not 100"):
             vector_search_sql("NULL", False, 100)
     finally:

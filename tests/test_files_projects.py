@@ -268,7 +268,7 @@ async def test_a_docs_id_is_its_indexings_job(api, api_key, store):
     # A doc whose indexing never started (written straight to the store) is pending, not in progress.
     developer = await store.developer_for_key(api_key)
     unstarted = await DocStore(store.pool).create(developer, "agent", agent["id"], "t", "c", {}, None)
-    job = (await api.get(f"/jobs/{unstarted['id']}")).json()
+    job = (await api.get(f"/jobs/{unstarted.id}")).json()
     assert (job["state"], job["reason"]) == ("pending", "Doc status: pending: its indexing has not started")
 
 

@@ -11,8 +11,9 @@ from api import schemas
 from api.deps import ClientsDep, Developer, PageDep
 from api.errors import ERROR_RESPONSES, ApiError
 from api.warning_header import note
+from contracts.records.docs import Doc
 from services import docs as service
-from services.docs import Doc, OwnerKind
+from services.docs import OwnerKind
 
 router = APIRouter(tags=["docs"], responses=ERROR_RESPONSES)
 Owner = Annotated[str, Path(description="`agents` or `users`")]
@@ -42,9 +43,7 @@ async def create_doc(
 ) -> Doc:
     owner = _owner(owners, owner_id)
     queue = request.app.state.settings.task_queue
-    return await service.create_doc(
-        clients.store, clients.docs, clients.temporal, queue, developer, owner, _new(body)
-    )
+    return await service.create_doc(clients, queue, developer, owner, _new(body))
 
 
 @router.post(
@@ -61,10 +60,7 @@ async def import_docs(
     """Many docs in one request (up to 1,000); each is embedded in the background, none is waited for."""
     owner, news = _owner(owners, owner_id), [_new(doc) for doc in body.docs]
     queue = request.app.state.settings.task_queue
-    created = await service.import_docs(
-        clients.store, clients.docs, clients.temporal, queue, developer, owner, news
-    )
-    return {"items": created}
+    return {"items": await service.import_docs(clients, queue, developer, owner, news)}
 
 
 @router.get("/{owners}/{owner_id}/docs", response_model=schemas.ItemList[schemas.Doc])
@@ -77,18 +73,14 @@ async def list_docs(
     include_embeddings: Annotated[bool, Query()] = True,  # as on Julep
 ) -> dict[str, list[Doc]]:
     owner = _owner(owners, owner_id)
-    return {
-        "items": await service.list_docs(
-            clients.store, clients.docs, developer, owner, page, include_embeddings
-        )
-    }
+    return {"items": await service.list_docs(clients, developer, owner, page, include_embeddings)}
 
 
 @router.delete("/{owners}/{owner_id}/docs/{doc_id}", status_code=202, response_model=schemas.ResourceDeleted)
 async def delete_doc(
     owners: Owner, owner_id: str, doc_id: str, developer: Developer, clients: ClientsDep
 ) -> schemas.ResourceDeleted:
-    await service.delete_doc(clients.store, clients.docs, developer, _owner(owners, owner_id), doc_id)
+    await service.delete_doc(clients, developer, _owner(owners, owner_id), doc_id)
     return schemas.ResourceDeleted(id=doc_id, deleted_at=datetime.now(UTC))
 
 
@@ -106,16 +98,14 @@ async def delete_docs(
     given (or an empty filter) deletes nothing, as on Julep: `{"items": []}`."""
     body = body or schemas.DocsDelete()
     owner = _owner(owners, owner_id)
-    ids = await service.delete_docs(
-        clients.store, clients.docs, developer, owner, body.metadata_filter, body.delete_all
-    )
+    ids = await service.delete_docs(clients, developer, owner, body.metadata_filter, body.delete_all)
     now = datetime.now(UTC)
     return {"items": [schemas.ResourceDeleted(id=i, deleted_at=now) for i in ids]}
 
 
 @router.get("/docs/{doc_id}", response_model=schemas.Doc)
 async def get_doc(doc_id: str, developer: Developer, clients: ClientsDep) -> Doc:
-    return await service.get_doc(clients.docs, developer, doc_id)
+    return await service.get_doc(clients, developer, doc_id)
 
 
 @router.post("/{owners}/{owner_id}/search", response_model=None)  # its answer is left undeclared in OpenAPI
@@ -137,10 +127,10 @@ async def search_docs(
         lang=body.lang,
     )
     owner = _owner(owners, owner_id)
-    found = await service.search(clients.store, clients.docs, clients.embedders, developer, owner, search)
+    found = await service.search(clients, developer, owner, search)
     for warning in found.warnings:
         note(warning)
-    return {"docs": found.docs, "time": found.time}
+    return {"docs": [hit.json(search.include_embeddings) for hit in found.hits], "time": found.time}
 
 
 @router.post("/embed", response_model=None)
@@ -148,4 +138,4 @@ async def embed(
     body: schemas.Embed, developer: Developer, clients: ClientsDep
 ) -> dict[str, list[list[float]]]:
     texts = [body.text] if isinstance(body.text, str) else body.text
-    return {"vectors": await service.embed(clients.embedders, developer, texts, body.embed_instruction)}
+    return {"vectors": await service.embed(clients, developer, texts, body.embed_instruction)}

@@ -12,8 +12,9 @@ from fastapi.responses import StreamingResponse
 from api import schemas
 from api.deps import ClientsDep, Developer, PageDep
 from api.errors import ERROR_RESPONSES
+from contracts.records.files import File
 from services import files as service
-from services.files import File, NewFile
+from services.files import NewFile
 
 router = APIRouter(tags=["files"], responses=ERROR_RESPONSES)
 

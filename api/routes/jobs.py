@@ -14,4 +14,4 @@ router = APIRouter(tags=["jobs"], responses=ERROR_RESPONSES)
 
 @router.get("/jobs/{job_id}", response_model=schemas.JobStatus)
 async def get_job(job_id: str, developer: Developer, clients: ClientsDep) -> JobStatus:
-    return await job_status(clients.store, clients.docs, clients.temporal, developer, job_id)
+    return await job_status(clients, developer, job_id)

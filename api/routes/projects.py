@@ -7,8 +7,8 @@ from fastapi import APIRouter
 from api import schemas
 from api.deps import ClientsDep, Developer, PageDep
 from api.errors import ERROR_RESPONSES
+from contracts.records.projects import Project
 from services import projects as service
-from services.projects import Project
 
 router = APIRouter(tags=["projects"], responses=ERROR_RESPONSES)
 

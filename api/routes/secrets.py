@@ -14,8 +14,8 @@ from fastapi import APIRouter
 from api import schemas
 from api.deps import ClientsDep, Developer, PageDep
 from api.errors import ERROR_RESPONSES
+from contracts.records.secrets import Secret, SecretFields
 from services import secrets
-from services.secrets import Secret, SecretFields
 
 router = APIRouter(tags=["secrets"], responses=ERROR_RESPONSES)
 

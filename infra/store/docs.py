@@ -12,15 +12,17 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
 
 import asyncpg
 
+from contracts.records.docs import Doc, SearchHit
+from contracts.records.pages import Page
 from infra.store.chunking import chunk
 from infra.store.db import HNSW_EF_SEARCH
+from infra.store.doc_rows import doc_of, hit_of
 from infra.store.ranking import DocFields, Hit, best_per_doc, fuse, mmr
-from infra.store.rows import Page, new_id, record, record_or_none
+from infra.store.rows import new_id
 
 DEFAULT_DIMENSIONS = 384  # the offline all-MiniLM-L6-v2's
 # The embedding sizes a chunk may have: each has its partial HNSW index (migration 0022). 1024 is Julep's.
@@ -73,7 +75,7 @@ class DocStore:
         content: str | list[str],
         metadata: Mapping[str, object],
         embed_instruction: str | None,
-    ) -> dict[str, object]:
+    ) -> Doc:
         """The doc and its chunks (not yet embedded: status `pending`), in one transaction."""
         doc_id = new_id()
         pieces = chunk(content)
@@ -95,19 +97,18 @@ class DocStore:
                 "VALUES ($1, $2, $3, $4, $5, $6)",
                 [(doc_id, i, developer_id, owner_type, owner_id, text) for i, text in enumerate(pieces)],
             )
-        return record(row)
+        return doc_of(row)
 
-    async def get(self, developer_id: str, doc_id: str) -> dict[str, Any] | None:
-        return record_or_none(
-            await self.pool.fetchrow(
-                "SELECT * FROM docs WHERE developer_id = $1 AND id = $2", developer_id, doc_id
-            )
+    async def get(self, developer_id: str, doc_id: str) -> Doc | None:
+        row = await self.pool.fetchrow(
+            "SELECT * FROM docs WHERE developer_id = $1 AND id = $2", developer_id, doc_id
         )
+        return None if row is None else doc_of(row)
 
     async def find(
         self, developer_id: str, owner_type: str, owner_id: str, page: Page, include_embeddings: bool = False
-    ) -> list[dict[str, object]]:
-        args: list[Any] = [developer_id, owner_type, owner_id]
+    ) -> list[Doc]:
+        args: list[object] = [developer_id, owner_type, owner_id]
         where = "developer_id = $1 AND owner_type = $2 AND owner_id = $3"
         if page.metadata_filter:
             args.append(page.metadata_filter)
@@ -117,11 +118,10 @@ class DocStore:
             f"SELECT * FROM docs WHERE {where} ORDER BY {page.order()} LIMIT ${len(args) - 1} OFFSET ${len(args)}",
             *args,
         )
-        docs = [record(r) for r in rows]
-        if include_embeddings:
-            for doc in docs:
-                doc["embeddings"] = await self.embeddings(developer_id, str(doc["id"]))
-        return docs
+        docs = [doc_of(r) for r in rows]
+        if not include_embeddings:
+            return docs
+        return [replace(doc, embeddings=await self.embeddings(developer_id, doc.id)) for doc in docs]
 
     async def embeddings(self, developer_id: str, doc_id: str) -> list[list[float]]:
         rows = await self.pool.fetch(
@@ -168,7 +168,7 @@ class DocStore:
             developer_id,
             doc_id,
         )
-        return doc["embed_instruction"], [(r["idx"], r["content"]) for r in rows]
+        return doc.embed_instruction, [(r["idx"], r["content"]) for r in rows]
 
     async def save_embeddings(
         self, developer_id: str, doc_id: str, model: str, vectors: list[tuple[int, list[float]]]
@@ -232,7 +232,7 @@ class DocStore:
             developer_id,
             doc_id,
         )
-        return (doc or {}).get("embed_instruction"), [(r["idx"], r["content"]) for r in rows]
+        return (None if doc is None else doc.embed_instruction), [(r["idx"], r["content"]) for r in rows]
 
     # Search ----------------------------------------------------------------------------------------------
 
@@ -245,9 +245,7 @@ class DocStore:
         )
         return found
 
-    async def search(
-        self, developer_id: str, owner_ids: list[str], query: SearchQuery
-    ) -> list[dict[str, Any]]:
+    async def search(self, developer_id: str, owner_ids: list[str], query: SearchQuery) -> list[SearchHit]:
         """One result per doc (its best chunk), best first, at most `query.limit`."""
         want = query.limit * max(1, query.k_multiplier)
         searches = []
@@ -266,22 +264,7 @@ class DocStore:
         hits = best_per_doc(hits)
         if query.mmr_strength > 0 and query.vector is not None:
             hits = mmr(hits, query.vector, query.mmr_strength, query.limit)
-        return [
-            {
-                "id": h.doc_id,
-                "title": h.doc.title,
-                "owner": {"id": h.doc.owner_id, "role": h.doc.owner_type},
-                "snippet": {
-                    "index": h.index,
-                    "content": h.content,
-                    **({"embedding": h.embedding} if query.include_embeddings else {}),
-                },
-                "distance": h.distance if h.distance is not None else round(1 - h.score, 6),
-                "score": h.score,
-                "metadata": h.doc.metadata,
-            }
-            for h in hits[: query.limit]
-        ]
+        return [hit_of(h, query.include_embeddings) for h in hits[: query.limit]]
 
     async def _vector(
         self, developer_id: str, owner_ids: list[str], query: SearchQuery, want: int

@@ -138,7 +138,8 @@ class ContextAssembler:
             said = "\n\n".join(f"{who}: {content}" for who, content in searched).strip()
             embedder = await self.embedders.of(developer)
             (query.vector,) = await embedder.embed([said[-longest:]], RECALL_INSTRUCTION)
-        return await self.docs.search(developer, owners, query)
+        hits = await self.docs.search(developer, owners, query)
+        return [hit.json(query.include_embeddings) for hit in hits]
 
 
 def is_tool_exchange(message: Message) -> bool:
