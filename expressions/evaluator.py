@@ -78,8 +78,10 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):  # type: ignore[misc]  # simp
         try:
             with charging(self.budget):
                 return self.eval(source, previously_parsed=tree)
-        except ExpressionError:
-            raise
+        except ExpressionError as exc:  # raised by our own operators: say which expression, once
+            if source in str(exc):
+                raise
+            raise ExpressionError(f"{exc} (in {source!r})") from None
         except simpleeval.NameNotDefined as exc:
             raise ExpressionError(f"unknown name {exc.name!r} in {source!r}") from None
         except simpleeval.IterableTooLong as exc:  # simpleeval's own size limits

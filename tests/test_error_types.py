@@ -59,7 +59,12 @@ def test_every_error_type_the_code_raises_is_in_the_one_list():
     "steps, error_type, text",
     [
         ([{"evaluate": {"x": "$ 1/0"}}], "ExpressionError", "ZeroDivisionError: division by zero (in '1/0')"),
-        ([{"evaluate": {"x": "$ _.nope"}}], "ExpressionError", "no key 'nope' (keys: none)"),
+        ([{"evaluate": {"x": "$ _.nope"}}], "ExpressionError", "no key 'nope' (keys: none) (in '_.nope')"),
+        (
+            [{"evaluate": {"x": "$ {'apple': 1}['kiwi']"}}],
+            "ExpressionError",
+            "no item 'kiwi' in dict with keys 'apple' (in \"{'apple': 1}['kiwi']\")",
+        ),
         (
             [{"evaluate": {"x": "$ list(range(10**7))"}}],
             "LimitExceeded",

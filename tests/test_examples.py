@@ -156,3 +156,24 @@ async def test_adaptive_context_example_compresses_offline_from_its_recording(
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Key entities:" in done.stdout and "Summary of earlier messages:" in done.stdout, done.stdout
     assert "(replaces " in done.stdout
+
+
+async def test_budget_example_runs_offline_from_its_recording(postgres_url, temporal_env, api_key):
+    """As its header runs it, on `MINT_MODEL_REPLAY=examples/recordings.jsonl mint up`: two topics succeed, a
+    third call is refused before it is made."""
+    async with BackgroundStack(
+        postgres_url,
+        temporal_address(temporal_env),
+        task_queue=f"budget-{uuid.uuid4()}",
+        model_replay=str(EXAMPLES / "recordings.jsonl"),
+    ) as stack:
+        async with httpx.AsyncClient(
+            base_url=stack.url, headers={"Authorization": f"Bearer {api_key}"}
+        ) as api:
+            _, two = await _run(api, "budget.yaml", {"topics": ["rivers", "mountains"]})
+            done = await wait_for_status(api, two["id"])
+            assert done["status"] == "succeeded", done["error"]
+            assert len(done["output"]) == 2 and all(isinstance(s, str) and s for s in done["output"])
+            _, three = await _run(api, "budget.yaml", {"topics": ["rivers", "mountains", "deserts"]})
+            refused = await wait_for_status(api, three["id"])
+    assert refused["status"] == "failed" and refused["error"].startswith("BudgetExceeded: "), refused
