@@ -1,4 +1,5 @@
 """Every shell and Python snippet in the README runs, against a real `mint up`, so the README cannot drift.
+The documentation site's pages run the same way (tests/test_docs_site.py), each from a directory of its own.
 
 The snippets run as a reader would run them, from a fresh directory holding the repository's `examples/`,
 with three honest changes: the ports `mint up` prints (8080, 7233, 8233) become the free ones this test
@@ -30,6 +31,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SNIPPET_TIMEOUT = 300  # a guard against a hang, never a measure
 # What a reader types at `mint run`'s prompts (the approval example's wait, the email tool's answer).
 TERMINAL_ANSWERS = "approved: true\n" * 20
+# How `mint run` shows a sleep of a minute or more: `sleeping until 2026-05-02 09:00:00 UTC (in 23h 59m)`.
+LONG_SLEEP = re.compile(r"sleeping until .*\(in \d+[dhm]\b")
 
 
 @dataclass(frozen=True)
@@ -37,20 +40,27 @@ class Snippet:
     line: int  # where its opening fence is, 1-based
     lang: str
     text: str
+    page: str = "README.md"  # the file it is in, from the repository's root
 
     def __str__(self) -> str:
-        return f"README.md:{self.line} ({self.lang})"
+        return f"{self.page}:{self.line} ({self.lang})"
 
 
 def readme_snippets() -> list[Snippet]:
-    snippets, lines = [], (ROOT / "README.md").read_text().splitlines()
+    return page_snippets(ROOT / "README.md")
+
+
+def page_snippets(path: Path) -> list[Snippet]:
+    """The fenced blocks of a Markdown page that name their language, in order."""
+    page = str(path.relative_to(ROOT))
+    snippets, lines = [], path.read_text().splitlines()
     fence: tuple[int, str] | None = None
     body: list[str] = []
     for number, line in enumerate(lines, 1):
         if fence is None and line.startswith("```") and line[3:].strip():
             fence, body = (number, line[3:].strip()), []
         elif fence is not None and line.startswith("```"):
-            snippets.append(Snippet(fence[0], fence[1], "\n".join(body)))
+            snippets.append(Snippet(fence[0], fence[1], "\n".join(body), page))
             fence = None
         elif fence is not None:
             body.append(line)
@@ -59,10 +69,20 @@ def readme_snippets() -> list[Snippet]:
 
 def commands(text: str) -> Iterator[str]:
     """A shell snippet's commands: continued lines joined, trailing comments (two spaces, then #) dropped,
-    and `A && B` split where A installs (installing is what the suite's own set-up did)."""
-    for line in text.replace("\\\n", " ").splitlines():
+    a here-document kept whole with its command (its lines as written), and `A && B` split where A installs
+    (installing is what the suite's own set-up did)."""
+    lines = iter(text.replace("\\\n", " ").splitlines())
+    for line in lines:
         line = re.sub(r"\s{2,}#.*$", "", line).strip()
         if not line or line.startswith("#"):
+            continue
+        if here := re.search(r"<<-?\s*['\"]?(\w+)['\"]?", line):
+            body = [line]
+            for inside in lines:
+                body.append(inside)
+                if inside.strip() == here.group(1):
+                    break
+            yield "\n".join(body)
             continue
         first, sep, rest = line.partition(" && ")
         if sep and first.startswith("pip install"):
@@ -96,10 +116,13 @@ def check_bench(command: str) -> None:
 
 
 class Runner:
-    """Runs the README's snippets in order in one directory, starting `mint up` where they say so."""
+    """Runs a page's snippets in order in one directory, starting `mint up` where they say so. A page of the
+    documentation site may take `mint up` as running already (the README's Set up): with `implicit_up`, the
+    first snippet that talks to Mint starts one."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, implicit_up: bool = False) -> None:
         self.workdir = workdir
+        self.implicit_up = implicit_up
         self.up: MintUp | None = None
         self.up_env: dict[str, str] | None = None
         (workdir / "examples").symlink_to(ROOT / "examples")
@@ -114,6 +137,8 @@ class Runner:
             self.up.kill()
 
     def ports(self, text: str) -> str:
+        if self.up is None and self.implicit_up:
+            self.mint_up("mint up")
         assert self.up is not None, "a snippet talks to Mint before any snippet starts `mint up`"
         for default, port in (
             (8080, self.up.api_port),
@@ -145,8 +170,9 @@ class Runner:
         return {**self.env, "TEMPORAL_ADDRESS": f"127.0.0.1:{self.up.temporal_port}"}
 
     def shell(self, snippet: Snippet, script: str) -> None:
-        """Run a shell script; a `mint run` it ends with that reaches a long sleep is interrupted there, as a
-        reader would press Ctrl-C, and must say that the execution goes on."""
+        """Run a shell script; a `mint run` it ends with that reaches a long sleep (a minute or more: a short
+        one is waited out) is interrupted there, as a reader would press Ctrl-C, and must say that the
+        execution goes on."""
         process = subprocess.Popen(
             as_foreground(["bash", "-e", "-o", "pipefail", "-c", self.ports(script)]),
             cwd=self.workdir,
@@ -166,7 +192,7 @@ class Runner:
         guard.start()
         for line in process.stdout:
             output.append(line)
-            if "sleeping until" in line and not interrupted:
+            if LONG_SLEEP.search(line) and not interrupted:
                 os.killpg(process.pid, signal.SIGINT)
                 interrupted = True
         process.stdout.close()
@@ -219,6 +245,8 @@ def check_yaml(snippet: Snippet) -> None:
     document = yaml.safe_load(snippet.text)
     if isinstance(document, list):  # steps
         validate_task({"name": "readme", "main": document})
+    elif isinstance(document, dict) and "main" in document:  # a whole task
+        validate_task(document)
 
 
 def test_the_readme_names_its_snippets_languages():
