@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from contracts.json import JsonObject
 from contracts.messages import Message
+from contracts.records.sessions import HistoryEntry
 from expressions.budget import Budget
 from expressions.parsing import ExpressionError
 from expressions.templates import render_template
@@ -20,7 +20,8 @@ from services.chat.session import ChatSession
 
 # The seed's default system template, with its slips fixed: "About you" shows the agent's `about` (the seed
 # repeats its name), no double space before "and their name", and tools of every type are listed (the seed
-# fails on any but `function`). The session's `situation` and `summary` have their own paragraphs.
+# fails on any but `function`), and each document's `---` ends its line. The session's `situation` and `summary`
+# have their own paragraphs.
 DEFAULT_SYSTEM_TEMPLATE = """\
 {%- if agent.name -%}
 You are {{agent.name}}.{{" "}}
@@ -79,7 +80,7 @@ Relevant documents:{{"\\n"}}
         {{snippet}}{{"\\n"}}
       {%- endfor -%}
     {%- endif -%}
-    {{"---"}}
+    {{"---\\n"}}
   {%- endfor -%}
 {%- endif -%}"""
 
@@ -129,17 +130,9 @@ class Entry:
     tokens: int
 
     @classmethod
-    def of(cls, row: dict[str, Any]) -> Entry:
-        """A message of the session's history (infra/store/session_history.py), without what only Mint reads
-        (keys starting with `_`)."""
-        message = Message(role=row["role"], content=row["content"])
-        if "name" in row:
-            message["name"] = row["name"]
-        if "tool_calls" in row:
-            message["tool_calls"] = row["tool_calls"]
-        if "tool_call_id" in row:
-            message["tool_call_id"] = row["tool_call_id"]
-        return cls(message, int(row.get("_tokens") or count_tokens(message)))
+    def of(cls, entry: HistoryEntry) -> Entry:
+        """A message of the session's history (infra/store/session_history.py)."""
+        return cls(entry.message, entry.token_count or count_tokens(entry.message))
 
 
 def provider_valid(history: list[Entry]) -> list[Entry]:
