@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 
 from fastapi import Depends, FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from api.deps import get_developer
 from api.errors import install_error_handlers
@@ -30,7 +31,20 @@ from infra.settings import Settings
 from services.chat.chatter import Chatter
 from services.chat.slots import ChatSlots
 from services.clients import Clients
-from services.tenancy import ActingForNoTenant, acting_as
+from services.tenancy import acting_for
+
+
+class ActingForNoTenant:
+    """ASGI middleware: each request starts acting for no tenant. A server may start a request in a copy of
+    the previous request's context (uvicorn does, on a keep-alive connection), which would otherwise carry
+    that request's tenant into this one's first queries."""
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        with acting_for(None):
+            await self.app(scope, receive, send)
 
 
 def create_app(clients: Clients, settings: Settings) -> FastAPI:
@@ -78,7 +92,7 @@ def create_internal_app(clients: Clients, settings: Settings, caller: Callable[[
 
     async def acting_caller() -> AsyncIterator[str]:
         developer_id = caller()
-        with acting_as(developer_id):
+        with acting_for(developer_id):
             yield developer_id
 
     app.dependency_overrides[get_developer] = acting_caller

@@ -12,9 +12,9 @@ from fastapi import Depends, Query, Request
 from api.errors import ApiError
 from api.request_check import reject_unstorable, too_deep_error
 from contracts.json import JsonObject
+from contracts.records.pages import Page
 from services.clients import Clients
-from services.pages import Page
-from services.tenancy import acting_as, developer_for_key
+from services.tenancy import acting_for, developer_for_key
 
 
 def get_clients(request: Request) -> Clients:
@@ -44,7 +44,7 @@ async def get_developer(request: Request) -> AsyncIterator[str]:
             f"retry in {wait:.1f} s",
             headers={"Retry-After": str(max(1, round(wait)))},
         )
-    with acting_as(developer_id):
+    with acting_for(developer_id):
         yield developer_id
 
 

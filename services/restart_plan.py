@@ -19,16 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Generic, TypeVar
 
 from contracts.executions import FrameSnapshot, StepRecord
 from contracts.json import JsonObject, JsonValue
-from contracts.transitions import Position
-from infra.store.rows import Row, integer, json_object, json_value, optional_object, optional_text, text
+from contracts.records.executions import Transition
 from workflows import language as lang
-
-# A stored transition row; the plan keeps the ones it is given, as they are, for the copy.
-R = TypeVar("R", bound=Row)
 
 
 class CannotRestart(Exception):
@@ -36,71 +31,39 @@ class CannotRestart(Exception):
 
 
 @dataclass
-class RestartPlan(Generic[R]):
+class RestartPlan:
     index: int  # the top-level step of main to run again
-    keep: list[R]  # the original's transitions before it, oldest first
+    keep: list[Transition]  # the original's transitions before it, oldest first
     frame: FrameSnapshot  # main's frame
     state: JsonObject
     labels: dict[str, StepRecord]
 
 
-@dataclass(frozen=True)
-class _Transition:
-    """What the plan reads of a stored transition."""
-
-    id: str
-    seq: int
-    type: str
-    current: Position
-    next: Position | None
-    step_label: str | None
-    metadata: JsonObject
-    output: JsonValue
-
-    @classmethod
-    def of(cls, row: Row) -> _Transition:
-        nxt = optional_object(row, "next")
-        return cls(
-            id=str(row["id"]),
-            seq=integer(row, "seq"),
-            type=text(row, "type"),
-            current=_position(json_object(row, "current")),
-            next=None if nxt is None else _position(nxt),
-            step_label=optional_text(row, "step_label"),
-            metadata=json_object(row, "metadata"),
-            output=json_value(row, "output"),
-        )
-
-    @property
-    def records_output(self) -> bool:
-        """A `step` transition that records a step's output: not a model turn or tool call inside a prompt
-        step, nor a prompt guardrail's verdict (recorded at the position of the step about to run)."""
-        return self.type == "step" and not {"turn", "tool", "guardrail"} & self.metadata.keys()
-
-    @property
-    def ends_main_step(self) -> bool:
-        """A transition that ends a top-level step of main (its `next` is the step after)."""
-        nxt, current = self.next, self.current
-        return (
-            self.type == "step"
-            and current.workflow == "main"
-            and (nxt is None or (nxt.workflow == "main" and nxt.step == current.step + 1))
-        )
+def _records_output(transition: Transition) -> bool:
+    """A `step` transition that records a step's output: not a model turn or tool call inside a prompt step,
+    nor a prompt guardrail's verdict (recorded at the position of the step about to run)."""
+    return transition.type == "step" and not {"turn", "tool", "guardrail"} & transition.metadata.keys()
 
 
-def _position(stored: JsonObject) -> Position:
-    workflow, step, scope = stored.get("workflow"), stored.get("step"), stored.get("scope_id")
-    if not isinstance(workflow, str) or not isinstance(step, int) or not isinstance(scope, str):
-        raise TypeError(f"stored position {stored!r} is no (workflow, step, scope_id)")
-    return Position(workflow, step, scope)
+def _ends_main_step(transition: Transition) -> bool:
+    """A transition that ends a top-level step of main (its `next` is the step after)."""
+    nxt, current = transition.next, transition.current
+    return (
+        transition.type == "step"
+        and current.workflow == "main"
+        and (nxt is None or (nxt.workflow == "main" and nxt.step == current.step + 1))
+    )
 
 
 def plan_restart(
-    document: JsonObject, rows: Sequence[R], from_id: str, new_input: JsonValue, has_input: bool
-) -> RestartPlan[R]:
+    document: JsonObject,
+    transitions: Sequence[Transition],
+    from_id: str,
+    new_input: JsonValue,
+    has_input: bool,
+) -> RestartPlan:
     """The plan to restart at the transition `from_id`, given all transitions up to it (oldest first)."""
     task = lang.TaskSpec.model_validate(document)
-    transitions = [_Transition.of(row) for row in rows]
     if not transitions or transitions[0].type != "init":
         raise CannotRestart("the execution has no init transition to restart from")
     history = _History(transitions, _Steps.of(task))
@@ -111,14 +74,15 @@ def plan_restart(
             f"transition {from_id} comes after main's last step: there is nothing to run again"
         )
     cut = history.ended(index - 1).seq if index else transitions[0].seq
-    history.transitions = [t for t in transitions if t.seq <= cut]
+    keep = [t for t in transitions if t.seq <= cut]
+    history.transitions = keep
     inputs = [history.main_input(i) for i in range(index + 1)]
     if has_input:
         inputs[index] = new_input  # the step's `_`
     state: JsonObject = {}
     labels: dict[str, StepRecord] = {}
     for transition in history.transitions:
-        if not transition.records_output:
+        if not _records_output(transition):
             continue
         current = transition.current
         step = history.steps.at.get((current.workflow, current.step))
@@ -128,7 +92,6 @@ def plan_restart(
             step_input = history.input_of(transition, current.workflow, current.step, current.scope_id)
             labels[transition.step_label] = {"input": step_input, "output": transition.output}
     frame: FrameSnapshot = {"name": "main", "scope_id": history.main_scope, "inputs": inputs}
-    keep = [row for row, transition in zip(rows, transitions, strict=True) if transition.seq <= cut]
     return RestartPlan(index, keep, frame, state, labels)
 
 
@@ -163,14 +126,14 @@ class _Steps:
 class _History:
     """The original's transitions (oldest first), read against the task's steps."""
 
-    transitions: list[_Transition]
+    transitions: Sequence[Transition]
     steps: _Steps
 
     @property
     def main_scope(self) -> str:
         return self.transitions[0].current.scope_id
 
-    def main_step(self, transition: _Transition) -> int:
+    def main_step(self, transition: Transition) -> int:
         """The top-level step of main that a transition belongs to."""
         if transition.type == "init":
             return 0
@@ -180,7 +143,7 @@ class _History:
             before = self._before(transition, self.main_scope)
             if not before:
                 raise CannotRestart("the transition is in no step of main")
-            return self.main_step(before[-1]) + (1 if before[-1].ends_main_step else 0)
+            return self.main_step(before[-1]) + (1 if _ends_main_step(before[-1]) else 0)
         if current.workflow == "main":
             return current.step
         top = self.steps.top(current.workflow)
@@ -188,7 +151,7 @@ class _History:
             raise CannotRestart("the transition is in no step of main")
         return top
 
-    def ended(self, step: int) -> _Transition:
+    def ended(self, step: int) -> Transition:
         """The transition that ended main's top-level step `step`."""
         for transition in reversed(self.transitions):
             current = transition.current
@@ -196,7 +159,7 @@ class _History:
                 current.scope_id == self.main_scope
                 and current.workflow == "main"
                 and current.step == step
-                and transition.ends_main_step
+                and _ends_main_step(transition)
             ):
                 return transition
         raise CannotRestart(f"main[{step}] never ended, so the steps after it cannot be restarted")
@@ -205,13 +168,13 @@ class _History:
         """The input of main's top-level step `index`: the execution's input, or the step before's output."""
         return self.transitions[0].output if index == 0 else self.ended(index - 1).output
 
-    def input_of(self, transition: _Transition, workflow: str, index: int, scope: str) -> JsonValue:
+    def input_of(self, transition: Transition, workflow: str, index: int, scope: str) -> JsonValue:
         """The input of the step at (workflow, index) in `scope` that `transition` ended."""
         before = self._before(transition, scope)
         if index > 0:
             for earlier in reversed(before):
                 current = earlier.current
-                if earlier.records_output and current.workflow == workflow and current.step == index - 1:
+                if _records_output(earlier) and current.workflow == workflow and current.step == index - 1:
                     return earlier.output
             return None
         parent = self.steps.parents.get(workflow)
@@ -224,5 +187,5 @@ class _History:
             return self.main_input(parent.index)
         return self.input_of(transition, parent.workflow, parent.index, scope)
 
-    def _before(self, transition: _Transition, scope: str) -> list[_Transition]:
+    def _before(self, transition: Transition, scope: str) -> list[Transition]:
         return [t for t in self.transitions if t.seq < transition.seq and t.current.scope_id == scope]

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from contracts.json import JsonObject
-from infra.store.execution_records import TaskVersion
+from contracts.records.pages import Page
+from contracts.records.tasks import TaskVersion
 from services.clients import Clients
 from services.errors import Invalid, NotFound
 from services.ids import checked_id
-from services.pages import Page
 from workflows.language import IGNORED_TASK_FIELDS, TASK_FIELDS
 from workflows.language.nesting import with_kinds
 from workflows.problems import Problem

@@ -4,13 +4,13 @@ attributes. All of it travels in the start request itself, so it costs no extra 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 
 from temporalio.common import SearchAttributePair, TypedSearchAttributes
 
+from contracts.records.agents import Agent
+from contracts.records.tasks import TaskVersion
 from contracts.temporal import MINT_AGENT, MINT_DEVELOPER, MINT_STATUS, MINT_TASK
-from infra.store.execution_records import TaskVersion
 
 # Keyword values are indexed whole, and SQL visibility keeps at most 255 characters of one (task names are
 # at most 255 characters already: this only bounds what a very long agent name adds).
@@ -27,17 +27,19 @@ class WorkflowLabels:
 
 
 def workflow_labels(
-    task: TaskVersion, agent: Mapping[str, object], developer: str, execution_id: str, search_attributes: bool
+    task: TaskVersion, agent: Agent | None, developer: str, execution_id: str, search_attributes: bool
 ) -> WorkflowLabels:
-    """The labels of execution `execution_id` of `task` (a stored task version), run by `agent`."""
+    """The labels of execution `execution_id` of `task` (a stored task version), run by `agent` (None: an
+    agent no longer there)."""
     task_name = str(task.document.get("name") or task.id)
-    agent_name = str(agent.get("name") or agent.get("id") or "?")
+    agent_id = None if agent is None else agent.id
+    agent_name = (agent.name or agent.id) if agent is not None else "?"
     summary = _one_line(f"{task_name} · agent {agent_name}", MAX_SUMMARY_CHARS)
     details = "\n".join(
         [
             f"**Mint execution** `{execution_id}` (this workflow's id is the execution's id)",
             f"**Task** {task_name} · `{task.id}` version {task.version}",
-            f"**Agent** {agent_name} · `{agent.get('id')}`",
+            f"**Agent** {agent_name} · `{agent_id}`",
             f"**Developer** `{developer}`",
             "",
             f"From Mint: `mint status {execution_id}`, or `GET /executions/{execution_id}` on the API.",

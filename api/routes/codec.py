@@ -3,16 +3,19 @@
 Temporal's codec-server protocol: `{"payloads": [<Payload as protobuf JSON>]}` in, the same shape out. It
 runs Mint's own codec, so the operator sees decrypted, claim-check-resolved values. Its URL carries no
 secret (the UI appends `/decode` to `<API URL>/codec`); every call must come from the operator
-(api/operator_auth.py). The routes are absent (404) when MINT_CODEC_TOKEN is unset.
+(api/operator_auth.py). `mint up` serves these routes on its Temporal UI's origin too (process/ui_gateway.py),
+where the UI's calls carry the session of a browser signed in there. The routes are absent (404) when
+MINT_CODEC_TOKEN is unset.
 """
 
 from __future__ import annotations
 
 import html
+import secrets
 from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Request, Response
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, RedirectResponse
 from google.protobuf.json_format import MessageToDict, ParseDict, ParseError
 from temporalio.api.common.v1 import Payload
 
@@ -39,7 +42,7 @@ async def decode(
     payloads, cors = await _operator_payloads(request)
     response.headers.update(cors)
     try:
-        opened = await codec.reveal(clients.temporal, payloads)
+        opened = await codec.reveal(clients, payloads)
     except Invalid as exc:  # said with the CORS headers, so that the UI can read it
         raise ApiError(422, exc.message, headers=cors) from None
     return {"payloads": [MessageToDict(p) for p in opened]}
@@ -51,7 +54,7 @@ async def encode(
 ) -> dict[str, list[dict[str, object]]]:
     payloads, cors = await _operator_payloads(request)
     response.headers.update(cors)
-    sealed = await codec.seal(clients.temporal, payloads)
+    sealed = await codec.seal(clients, payloads)
     return {"payloads": [MessageToDict(p) for p in sealed]}
 
 
@@ -81,18 +84,26 @@ async def _operator_payloads(request: Request) -> tuple[list[Payload], dict[str,
 @router.get("/codec/sign-in", response_class=HTMLResponse)
 async def sign_in_page(request: Request) -> HTMLResponse:
     _config(request)
-    return HTMLResponse(_page("Sign in to Mint's codec server", _FORM))
+    return _page("Sign in to Mint's codec server", _FORM)
 
 
 @router.post("/codec/sign-in", response_class=HTMLResponse)
-async def sign_in(request: Request) -> HTMLResponse:
-    """Exchange the operator token (a form field, never a URL) for a session cookie."""
-    token, _ = _config(request)
-    given = parse_qs((await request.body()).decode(errors="replace")).get("token", [""])[0].strip()
-    if not operator_auth.is_token(given, token):
-        return HTMLResponse(_page("Wrong token", "<p>That is not MINT_CODEC_TOKEN.</p>" + _FORM), 401)
-    endpoint = html.escape(f"{str(request.base_url).rstrip('/')}/codec")
-    done = HTMLResponse(_page("Signed in", _NEXT.format(endpoint=endpoint)))
+async def sign_in(request: Request) -> Response:
+    """Exchange the operator token, or a one-time code `mint up` printed, for a session cookie. Both come as
+    form fields, never in a URL; signed in on the Temporal UI's own origin (`mint up`'s), back to the UI."""
+    token, origins = _config(request)
+    form = parse_qs((await request.body()).decode(errors="replace"))
+    code = form.get("code", [""])[0].strip()
+    given = form.get("token", [""])[0].strip()
+    if code and not operator_auth.redeem_sign_in_code(code):
+        return _page("This sign-in link is used up", _USED + _FORM, 401)
+    if not code and not operator_auth.is_token(given, token):
+        return _page("Wrong token", "<p>That is not MINT_CODEC_TOKEN.</p>" + _FORM, 401)
+    if f"http://{request.headers.get('host', '')}" in origins:
+        done: Response = RedirectResponse("/", status_code=303)  # the UI, whose codec calls now carry it
+    else:
+        endpoint = html.escape(f"{str(request.base_url).rstrip('/')}/codec")
+        done = _page("Signed in", _NEXT.format(endpoint=endpoint))
     done.set_cookie(
         operator_auth.COOKIE,
         operator_auth.new_session(token),
@@ -112,14 +123,41 @@ def _config(request: Request) -> tuple[str, tuple[str, ...]]:
     return settings.codec_token, settings.codec_origins
 
 
-_FORM = """<form method="post" action="/codec/sign-in">
+# The one-time code comes in the link's fragment, which the browser never sends: the page's own script moves
+# it into the form (and out of the address bar and history) and posts it.
+_FORM = """<form id="sign-in" method="post" action="/codec/sign-in">
+<input type="hidden" name="code">
 <label>Operator token (MINT_CODEC_TOKEN) <input type="password" name="token" autofocus></label>
-<button>Sign in</button></form>"""
+<button>Sign in</button></form>
+<script nonce="{nonce}">
+const code = location.hash.slice(1);
+history.replaceState(null, "", location.pathname);
+if (code) {
+  const form = document.getElementById("sign-in");
+  form.elements.code.value = code;
+  form.submit();
+}
+</script>"""
 
-_NEXT = """<p>This browser may now decode payloads for 12 hours. In the Temporal UI, open the codec server
-settings (the icon at the top right), use <code>{endpoint}</code> as this browser's endpoint (over any
-cluster-level one), and turn on <b>Include cross-origin credentials</b>.</p>"""
+_USED = """<p>A link from <code>mint up</code> signs in one browser, once, while that <code>mint up</code> runs.
+Sign in with the token instead (kept in the data dir's <code>codec_token</code>, or MINT_CODEC_TOKEN).</p>"""
+
+_NEXT = """<p>This browser may now decode payloads for 12 hours: in the Temporal UI of <code>mint up</code> on
+this host name, and in a Temporal UI whose codec endpoint is <code>{endpoint}</code> with cross-origin
+credentials included (<code>docker-compose.yml</code>'s).</p>"""
 
 
-def _page(title: str, body: str) -> str:
-    return f"<!doctype html><title>{title}</title><h1>{title}</h1>{body}"
+def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
+    """A page of the sign-in: no framing, no Referer, not cached, and only its own script runs."""
+    nonce = secrets.token_urlsafe(16)
+    policy = (
+        f"default-src 'none'; script-src 'nonce-{nonce}'; form-action 'self'; "
+        "frame-ancestors 'none'; base-uri 'none'"
+    )
+    headers = {
+        "Content-Security-Policy": policy,
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+    }
+    page = f"<!doctype html><title>{title}</title><h1>{title}</h1>{body.replace('{nonce}', nonce)}"
+    return HTMLResponse(page, status, headers=headers)

@@ -14,13 +14,13 @@ from pydantic import BaseModel
 from api import schemas
 from api.deps import ClientsDep, Developer, PageDep, TransitionPageDep
 from api.errors import ERROR_RESPONSES
+from contracts.records.executions import Execution, Transition
 from services.executions import reads
 from services.executions.control import change_status as change
 from services.executions.feeds import status_feed, transition_feed
-from services.executions.records import Execution, Timer, Transition
 from services.executions.restarts import restart_execution
 from services.executions.start import start_execution
-from services.executions.timers import execution_timers
+from services.executions.timers import Timer, execution_timers
 
 router = APIRouter(tags=["executions"], responses=ERROR_RESPONSES)
 
@@ -44,7 +44,7 @@ async def create_execution(
 async def list_executions(
     task_id: str, developer: Developer, clients: ClientsDep, page: PageDep
 ) -> dict[str, list[Execution]]:
-    return {"items": await reads.task_executions(clients.store, developer, task_id, page)}
+    return {"items": await reads.task_executions(clients, developer, task_id, page)}
 
 
 ExecutionStatus = Literal[
@@ -58,20 +58,20 @@ async def list_all_executions(
 ) -> dict[str, list[Execution]]:
     """The caller's executions across all tasks (newest first unless `direction=asc`), each with its task's
     name; `status` keeps those of one status."""
-    return {"items": await reads.all_executions(clients.store, developer, page, status)}
+    return {"items": await reads.all_executions(clients, developer, page, status)}
 
 
 @router.get("/executions/{execution_id}/timers", response_model=schemas.ItemList[schemas.Timer])
 async def list_timers(execution_id: str, developer: Developer, clients: ClientsDep) -> dict[str, list[Timer]]:
     """The execution's open timers, soonest first: when its sleeps wake and its waits time out (`sleep`
     writes its transition only when it ends)."""
-    timers = await execution_timers(clients.store, clients.temporal, developer, execution_id)
+    timers = await execution_timers(clients, developer, execution_id)
     return {"items": timers}
 
 
 @router.get("/executions/{execution_id}", response_model=schemas.Execution)
 async def get_execution(execution_id: str, developer: Developer, clients: ClientsDep) -> Execution:
-    return await reads.execution_of(clients.store, developer, execution_id)
+    return await reads.execution_of(clients, developer, execution_id)
 
 
 @router.put("/executions/{execution_id}", response_model=schemas.Execution)
@@ -107,7 +107,7 @@ async def list_transitions(
     page: TransitionPageDep,
     scope_id: str | None = None,
 ) -> dict[str, list[Transition]]:
-    found = await reads.transitions(clients.store, developer, execution_id, page, scope_id)
+    found = await reads.transitions(clients, developer, execution_id, page, scope_id)
     return {"items": found}
 
 
@@ -115,7 +115,7 @@ async def list_transitions(
 async def get_trace(execution_id: str, developer: Developer, clients: ClientsDep) -> schemas.Trace:
     """The execution's trace: runs, steps, model and tool calls, handoffs and guardrails, in order, under one
     trace id (built from its transitions: infra/telemetry/traces.py)."""
-    return schemas.Trace.model_validate(await reads.trace(clients.store, developer, execution_id))
+    return schemas.Trace.model_validate(await reads.trace(clients, developer, execution_id))
 
 
 @router.get(
@@ -134,11 +134,9 @@ async def stream_transitions(
     next_page_token: str | None = Query(default=None),
 ) -> StreamingResponse:
     """SSE: one `transition` event per transition (id = its sequence number), ending after the last one."""
-    execution = await reads.execution_of(clients.store, developer, execution_id)
+    execution = await reads.execution_of(clients, developer, execution_id)
     after = _resume_point(request.headers.get("last-event-id") or next_page_token)
-    feed = transition_feed(
-        clients.store, clients.events, developer, execution.id, after, request.is_disconnected
-    )
+    feed = transition_feed(clients, developer, execution.id, after, request.is_disconnected)
     return _sse(_transition_events(feed))
 
 
@@ -153,9 +151,9 @@ async def stream_status(
     execution_id: str, request: Request, developer: Developer, clients: ClientsDep
 ) -> StreamingResponse:
     """SSE: the execution each time its status or transition count changes, ending when it ends."""
-    execution = await reads.execution_of(clients.store, developer, execution_id)
+    execution = await reads.execution_of(clients, developer, execution_id)
     seen = _resume_point(request.headers.get("last-event-id"))
-    feed = status_feed(clients.store, clients.events, developer, execution.id, seen, request.is_disconnected)
+    feed = status_feed(clients, developer, execution.id, seen, request.is_disconnected)
     return _sse(_status_events(feed))
 
 
@@ -163,7 +161,7 @@ async def stream_status(
 async def get_transition(
     execution_id: str, transition_id: str, developer: Developer, clients: ClientsDep
 ) -> Transition:
-    return await reads.transition(clients.store, developer, execution_id, transition_id)
+    return await reads.transition(clients, developer, execution_id, transition_id)
 
 
 # Helpers -----------------------------------------------------------------------------------------------------

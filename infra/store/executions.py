@@ -7,10 +7,11 @@ import asyncpg
 
 from contracts.failures import error_type_of
 from contracts.json import JsonObject, JsonValue
+from contracts.records.executions import Execution, QuietExecution, Transition
+from contracts.records.pages import Page
 from contracts.transitions import TERMINAL_STATUSES, check_sequence
-from infra.store.execution_records import Execution, Transition
-from infra.store.records import QuietExecution, TransitionRow
-from infra.store.rows import Conflict, Page, PoolUser, new_id, record
+from infra.store.execution_records import read_execution, read_quiet_execution, read_transition
+from infra.store.rows import Conflict, PoolUser, new_id, record
 
 
 class Executions(PoolUser):
@@ -39,13 +40,13 @@ class Executions(PoolUser):
             )
         except asyncpg.UniqueViolationError:
             raise Conflict("already exists") from None
-        return Execution.of(record(row))
+        return read_execution(record(row))
 
     async def get_execution(self, developer_id: str, execution_id: str) -> Execution | None:
         row = await self.pool.fetchrow(
             "SELECT * FROM executions WHERE developer_id = $1 AND id = $2", developer_id, execution_id
         )
-        return None if row is None else Execution.of(record(row))
+        return None if row is None else read_execution(record(row))
 
     async def task_executions(self, developer_id: str, task_id: str, page: Page) -> list[Execution]:
         """The executions of one of the developer's tasks (with metadata containing the page's filter)."""
@@ -58,7 +59,7 @@ class Executions(PoolUser):
             page.limit,
             page.offset,
         )
-        return [Execution.of(record(r)) for r in rows]
+        return [read_execution(record(r)) for r in rows]
 
     async def set_execution_status(
         self,
@@ -117,7 +118,7 @@ class Executions(PoolUser):
             page.limit,
             page.offset,
         )
-        return [Execution.of(record(r)) for r in rows]
+        return [read_execution(record(r)) for r in rows]
 
     async def open_wait(self, developer_id: str, execution_id: str) -> int | None:
         """The seq of the oldest `wait` transition that no `resume` answered yet."""
@@ -152,10 +153,7 @@ class Executions(PoolUser):
             quiet_seconds,
             limit,
         )
-        return [
-            QuietExecution(id=str(r["id"]), developer_id=str(r["developer_id"]), status=r["status"])
-            for r in rows
-        ]
+        return [read_quiet_execution(record(r)) for r in rows]
 
     async def end_execution(
         self, developer_id: str, execution_id: str, kind: str, status: str, error: str | None
@@ -218,7 +216,7 @@ class Executions(PoolUser):
             task_id,
             key,
         )
-        return None if row is None else Execution.of(record(row))
+        return None if row is None else read_execution(record(row))
 
     async def list_transitions(
         self,
@@ -239,26 +237,16 @@ class Executions(PoolUser):
             page.limit,
             page.offset,
         )
-        return [Transition.of(record(r)) for r in rows]
+        return [read_transition(record(r)) for r in rows]
 
-    async def all_transitions(self, developer_id: str, execution_id: str) -> list[TransitionRow]:
+    async def all_transitions(self, developer_id: str, execution_id: str) -> list[Transition]:
         """Every transition of an execution, oldest first (what its trace is built from)."""
         rows = await self.pool.fetch(
-            "SELECT type, output, current, metadata, created_at FROM transitions "
-            "WHERE developer_id = $1 AND execution_id = $2 ORDER BY seq",
+            "SELECT * FROM transitions WHERE developer_id = $1 AND execution_id = $2 ORDER BY seq",
             developer_id,
             execution_id,
         )
-        return [
-            TransitionRow(
-                type=r["type"],
-                output=r["output"],
-                current=r["current"],
-                metadata=r["metadata"],
-                created_at=r["created_at"],
-            )
-            for r in rows
-        ]
+        return [read_transition(record(r)) for r in rows]
 
     async def transitions_after(
         self, developer_id: str, execution_id: str, after_seq: int, limit: int
@@ -280,7 +268,7 @@ class Executions(PoolUser):
         )
         if not rows:
             return None, []
-        found = [Transition.of(record(r)) for r in rows if r["id"] is not None]
+        found = [read_transition(record(r)) for r in rows if r["id"] is not None]
         return rows[0]["execution_status"], found
 
     async def get_transition(
@@ -292,4 +280,4 @@ class Executions(PoolUser):
             execution_id,
             transition_id,
         )
-        return None if row is None else Transition.of(record(row))
+        return None if row is None else read_transition(record(row))

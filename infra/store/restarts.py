@@ -4,20 +4,21 @@ copy of those it keeps, in one transaction (so it is never seen half made)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import asyncpg
 
-from contracts.json import JsonValue
-from infra.store.execution_records import Execution, Transition
-from infra.store.rows import Row, record
+from contracts.json import JsonObject, JsonValue
+from contracts.records.executions import Execution, Transition
+from infra.store.execution_records import read_execution, read_transition
+from infra.store.rows import record
 
 
 async def transitions_through(
     pool: asyncpg.Pool, developer_id: str, execution_id: str, transition_id: str
-) -> list[dict[str, object]]:
+) -> list[Transition]:
     """The execution's transitions up to and including `transition_id`, oldest first ([] if it has no such
-    transition): rows, as services/restart_plan.py reads them and create_restarted copies them."""
+    transition): what services/restart_plan.py reads, and create_restarted copies a first part of."""
     rows = await pool.fetch(
         """
         SELECT t.* FROM transitions t
@@ -29,17 +30,23 @@ async def transitions_through(
         execution_id,
         transition_id,
     )
-    return [record(r) for r in rows]
+    return [read_transition(record(r)) for r in rows]
 
 
 async def create_restarted(
-    pool: asyncpg.Pool, developer_id: str, values: Mapping[str, object], keep: Sequence[Row]
+    pool: asyncpg.Pool,
+    developer_id: str,
+    original: Execution,
+    input_: JsonValue,
+    budget: JsonObject | None,
+    keep: Sequence[Transition],
 ) -> Execution:
-    """Insert the new execution (`queued`) already holding copies of the kept transitions (new ids, the same
-    sequence numbers, outputs and times), with its counts and usage to match."""
+    """Insert the new execution (`queued`) of the original's task version, with its metadata, restarted from
+    it, already holding copies of the kept transitions (the original's first ones: new ids, the same sequence
+    numbers, outputs and times, copied row for row), with its counts and usage to match."""
     execution_id = str(uuid.uuid4())
-    kept = [Transition.of(r) for r in keep]
-    usage = [u for t in kept if isinstance(u := t.metadata.get("usage"), dict)]
+    usage = [u for t in keep if isinstance(u := t.metadata.get("usage"), dict)]
+    last_seq = keep[-1].seq if keep else 0
     async with pool.acquire() as conn, conn.transaction():
         row = await conn.fetchrow(
             """
@@ -51,40 +58,30 @@ async def create_restarted(
             """,
             execution_id,
             developer_id,
-            values["task_id"],
-            values["task_version"],
-            values["input"],
-            values["metadata"],
-            values["budget"],
-            values["restarted_from"],
-            kept[-1].seq if kept else 0,
-            kept[-1].type if kept else None,
-            len(kept),
+            original.task_id,
+            original.task_version,
+            input_,
+            original.metadata,
+            budget,
+            original.id,
+            last_seq,
+            keep[-1].type if keep else None,
+            len(keep),
             sum(int(_count(u.get("prompt_tokens"))) for u in usage),
             sum(int(_count(u.get("completion_tokens"))) for u in usage),
-            sum(_count(t.metadata.get("cost")) for t in kept if "usage" in t.metadata),
+            sum(_count(t.metadata.get("cost")) for t in keep if "usage" in t.metadata),
         )
-        await conn.executemany(
+        await conn.execute(
             "INSERT INTO transitions (id, execution_id, developer_id, seq, type, output, current, next, "
-            "step_label, metadata, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
-            [
-                (
-                    str(uuid.uuid4()),
-                    execution_id,
-                    developer_id,
-                    r["seq"],
-                    r["type"],
-                    r["output"],
-                    r["current"],
-                    r["next"],
-                    r["step_label"],
-                    r["metadata"],
-                    r["created_at"],
-                )
-                for r in keep
-            ],
+            "step_label, metadata, created_at) "
+            "SELECT gen_random_uuid(), $1, developer_id, seq, type, output, current, next, step_label, metadata, "
+            "created_at FROM transitions WHERE developer_id = $2 AND execution_id = $3 AND seq <= $4",
+            execution_id,
+            developer_id,
+            original.id,
+            last_seq,
         )
-    return Execution.of(record(row))
+    return read_execution(record(row))
 
 
 def _count(value: JsonValue) -> float:

@@ -1,4 +1,4 @@
-"""What every store module shares: the connection pool they read through, the paging of a list, the
+"""What every store module shares: the connection pool they read through, the
 conflict a write may meet, a row as a plain dict, and the readers of its columns (each column narrowed to the
 type a record holds; a row that does not fit is a bug in the store, said as a TypeError naming the column)."""
 
@@ -7,7 +7,6 @@ from __future__ import annotations
 import hashlib
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 
 import asyncpg
@@ -19,22 +18,6 @@ Row = Mapping[str, object]
 
 class Conflict(Exception):
     """A write collided with an existing row: a taken id, or a name that must be unique."""
-
-
-@dataclass(frozen=True)
-class Page:
-    limit: int = 100
-    offset: int = 0
-    sort_by: str = "created_at"
-    direction: str = "desc"
-    metadata_filter: Mapping[str, object] | None = None  # a JSON object the rows' metadata must contain
-
-    def order(self, alias: str = "") -> str:
-        """The ORDER BY terms; `alias` qualifies the columns in a join (`e` for `e.created_at`)."""
-        at = f"{alias}." if alias else ""
-        column = "updated_at" if self.sort_by == "updated_at" else "created_at"
-        direction = "ASC" if self.direction == "asc" else "DESC"
-        return f"{at}{column} {direction}, {at}id {direction}"
 
 
 def record(row: asyncpg.Record) -> dict[str, object]:

@@ -9,8 +9,10 @@ from collections.abc import Mapping
 import asyncpg
 
 from contracts.json import JsonObject
-from infra.store.execution_records import TaskVersion
-from infra.store.rows import Conflict, Page, PoolUser, new_id, record
+from contracts.records.pages import Page
+from contracts.records.tasks import TaskVersion
+from infra.store.execution_records import read_task_version
+from infra.store.rows import Conflict, PoolUser, new_id, record
 
 
 class Tasks(PoolUser):
@@ -41,7 +43,7 @@ class Tasks(PoolUser):
                 )
             elif await _unchanged(conn, existing, agent_id, document, dialect):
                 # Saving the same task again (`mint run` of a file that did not change) keeps its version.
-                return TaskVersion.of({**record(existing), "document": document, "dialect": dialect})
+                return read_task_version({**record(existing), "document": document, "dialect": dialect})
             else:
                 row = await conn.fetchrow(
                     "UPDATE tasks SET version = version + 1, name = $3, agent_id = $4, updated_at = now() "
@@ -60,7 +62,7 @@ class Tasks(PoolUser):
                 document,
                 dialect,
             )
-        return TaskVersion.of({**record(row), "document": document, "dialect": dialect})
+        return read_task_version({**record(row), "document": document, "dialect": dialect})
 
     async def delete_task(self, developer_id: str, task_id: str) -> bool:
         """Delete a task with its versions and past executions; Conflict while one of them is unfinished
@@ -96,7 +98,7 @@ class Tasks(PoolUser):
             task_id,
             version,
         )
-        return None if row is None else TaskVersion.of(record(row), version)
+        return None if row is None else read_task_version(record(row), version)
 
     async def list_tasks(self, developer_id: str, agent_id: str, page: Page) -> list[TaskVersion]:
         rows = await self.pool.fetch(
@@ -109,7 +111,7 @@ class Tasks(PoolUser):
             page.limit,
             page.offset,
         )
-        return [TaskVersion.of(record(r)) for r in rows]
+        return [read_task_version(record(r)) for r in rows]
 
 
 async def _unchanged(

@@ -14,7 +14,6 @@ import contextlib
 import uuid
 from collections.abc import Iterator
 from contextvars import ContextVar
-from typing import Any
 
 import asyncpg
 
@@ -74,16 +73,3 @@ class TenantConnection(asyncpg.Connection):
 
     def set_scope(self, developer_id: str | None) -> None:
         self.scope = developer_id
-
-
-class ActingForNoTenant:
-    """ASGI middleware: each request starts acting for no tenant. A server may start a request in a copy of
-    the previous request's context (uvicorn does, on a keep-alive connection), which would otherwise carry
-    that request's tenant into this one's first queries."""
-
-    def __init__(self, app: Any):
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        with acting_as(None):
-            await self.app(scope, receive, send)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from contracts.json import JsonObject, JsonValue
-from infra.store.records import TransitionRow
+from contracts.records.executions import Position, Transition
 
 # `main[1].map[0].then` holds the containers main[1] and main[1].map[0]: a step of a branch or body runs
 # inside the step whose path it extends.
@@ -45,23 +45,21 @@ class _Transition:
 
     kind: str
     output: JsonValue
-    current: JsonObject
+    current: Position
     metadata: JsonObject
     at: str
 
     @classmethod
-    def of(cls, row: TransitionRow) -> _Transition:
-        created = row["created_at"]
-        at = created.isoformat() if isinstance(created, datetime) else str(created)
-        return cls(row["type"], row["output"], row["current"], row.get("metadata") or {}, at)
+    def of(cls, stored: Transition) -> _Transition:
+        return cls(stored.type, stored.output, stored.current, stored.metadata, stored.created_at.isoformat())
 
     @property
     def scope_id(self) -> str:
-        return str(self.current["scope_id"])
+        return self.current.scope_id
 
     @property
     def workflow(self) -> str:
-        return str(self.current["workflow"])
+        return self.current.workflow
 
     def note(self, name: str) -> str | None:
         """A text the metadata holds under `name` (None when it holds none, or something else)."""
@@ -142,13 +140,7 @@ class _Builder:
         self.item("step_end", key[0], at, {**start, **(data or {})})
 
     def step_key(self, run_id: str, transition: _Transition) -> StepKey:
-        step = transition.current["step"]
-        return (
-            run_id,
-            transition.workflow,
-            step if isinstance(step, int) else 0,
-            transition.metadata.get("item"),
-        )
+        return (run_id, transition.workflow, transition.current.step, transition.metadata.get("item"))
 
     def open_containers(self, run_id: str, transition: _Transition, at: str) -> None:
         """Open the steps whose branches or bodies hold this transition's step (outermost first)."""
@@ -160,7 +152,7 @@ class _Builder:
             self.open_step((owner, workflow, step, in_item), at)
 
 
-def build_trace(execution: Mapping[str, str], transitions: Sequence[TransitionRow]) -> JsonObject:
+def build_trace(execution: Mapping[str, str], transitions: Sequence[Transition]) -> JsonObject:
     """The trace of an execution (its `id` is read) from its transitions (oldest first)."""
     builder = _Builder()
     for row in transitions:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 
-from infra.store.records import QuietExecution
+from contracts.records.executions import QuietExecution
 from infra.store.tables import Store
 
 log = logging.getLogger("mint.reconciler")
@@ -55,13 +55,13 @@ class Reconciler:
         return ended
 
     async def _reconcile(self, execution: QuietExecution) -> int:
-        handle = self.temporal.get_workflow_handle(execution["id"])
+        handle = self.temporal.get_workflow_handle(execution.id)
         try:
             description = await handle.describe()
         except RPCError as exc:
             if exc.status != RPCStatusCode.NOT_FOUND:
                 raise
-            if execution["status"] in ("queued", "starting"):
+            if execution.status in ("queued", "starting"):
                 message = "ExecutionLost: the execution's workflow never started (its start request was lost)"
                 return await self._end(execution, "error", "failed", message)
             return 0
@@ -84,9 +84,7 @@ class Reconciler:
         )
 
     async def _end(self, execution: QuietExecution, kind: str, status: str, message: str | None) -> int:
-        ended = await self.store.end_execution(
-            execution["developer_id"], execution["id"], kind, status, message
-        )
+        ended = await self.store.end_execution(execution.developer_id, execution.id, kind, status, message)
         if ended:
-            log.warning("ended execution %s as %s: %s", execution["id"], status, message)
+            log.warning("ended execution %s as %s: %s", execution.id, status, message)
         return int(ended)

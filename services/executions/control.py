@@ -9,9 +9,9 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.executions import ResumeInput
 from contracts.json import JsonValue
+from contracts.records.executions import Execution
 from contracts.temporal import RESUME_SIGNAL
 from contracts.transitions import TERMINAL_STATUSES
-from infra.store.execution_records import Execution
 from infra.store.tables import Store
 from services.clients import Clients
 from services.errors import TooLarge, Unavailable, WrongState
@@ -29,12 +29,12 @@ async def change_status(
 ) -> Execution:
     """`running` resumes the execution with `value`; `cancelled` cancels it (`reason` kept as its error).
     The execution as it is after."""
-    execution = await execution_of(clients.store, developer, execution_id)
+    execution = await execution_of(clients, developer, execution_id)
     if status == "running":
         await resume_execution(clients.store, clients.temporal, developer, execution, value)
     else:
         await cancel_execution(clients.store, clients.temporal, developer, execution, reason)
-    return await execution_of(clients.store, developer, execution.id)
+    return await execution_of(clients, developer, execution.id)
 
 
 async def resume_execution(

@@ -7,10 +7,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 
+from contracts.records.executions import Execution, Transition
 from contracts.transitions import TERMINAL_STATUSES, TERMINAL_TYPES
-from infra.store.execution_events import ExecutionEvents
-from infra.store.execution_records import Execution, Transition
-from infra.store.tables import Store
+from services.clients import Clients
 
 # A quiet stream sends a keep-alive this often, and reads at most this many transitions at once.
 KEEPALIVE_SECONDS = 15.0
@@ -20,14 +19,16 @@ Disconnected = Callable[[], Awaitable[bool]]  # whether the client has gone
 
 
 async def transition_feed(
-    store: Store, events: ExecutionEvents, developer: str, execution_id: str, after: int, gone: Disconnected
+    clients: Clients, developer: str, execution_id: str, after: int, gone: Disconnected
 ) -> AsyncIterator[Transition | None]:
     """The execution's transitions after seq `after`, ending after the last one; None is a keep-alive."""
     loop = asyncio.get_running_loop()
-    with events.watch(execution_id) as watch:  # before the first read: a change made after it wakes the watch
+    with clients.events.watch(
+        execution_id
+    ) as watch:  # before the first read: a change made after it wakes the watch
         keepalive_at = loop.time() + KEEPALIVE_SECONDS
         while not await gone():
-            status, batch = await store.transitions_after(developer, execution_id, after, READ_BATCH)
+            status, batch = await clients.store.transitions_after(developer, execution_id, after, READ_BATCH)
             for transition in batch:
                 after = transition.seq
                 yield transition
@@ -48,7 +49,7 @@ async def transition_feed(
 
 
 async def status_feed(
-    store: Store, events: ExecutionEvents, developer: str, execution_id: str, seen: int, gone: Disconnected
+    clients: Clients, developer: str, execution_id: str, seen: int, gone: Disconnected
 ) -> AsyncIterator[Execution]:
     """The execution each time its status or transition count changes (first at once, unless `seen` is its
     count), and again as a keep-alive when quiet; ending when it ends."""
@@ -56,13 +57,13 @@ async def status_feed(
     # `id:` was sent, so keep-alives re-send the current state instead (as last read: had it changed since,
     # the watch would have woken).
     loop = asyncio.get_running_loop()
-    with events.watch(execution_id) as watch:
+    with clients.events.watch(execution_id) as watch:
         first, woke = True, True
         keepalive_at = loop.time() + KEEPALIVE_SECONDS
         execution: Execution | None = None
         while not await gone():
             if woke or execution is None:
-                execution = await store.get_execution(developer, execution_id)
+                execution = await clients.store.get_execution(developer, execution_id)
                 if execution is None:
                     return
             count = execution.transition_count

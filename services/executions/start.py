@@ -5,19 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
 
 from contracts.budgets import Budget
 from contracts.json import JsonObject, JsonValue
+from contracts.records.executions import Execution
+from contracts.records.tasks import TaskVersion
 from infra.settings import Settings
 from infra.store.budgets import Budgets
-from infra.store.execution_records import Execution, TaskVersion
-from infra.store.tables import Conflict, Store
+from infra.store.rows import Conflict
 from services.clients import Clients
 from services.errors import Invalid, TooLarge, TooMany, WrongState
 from services.executions.launch import launch
 from services.executions.reads import task_of
-from services.rows import json_fields
 from workflows.input_schema import input_problems
 
 # Large inputs cross Temporal by reference (infra/temporal/claim_check.py); this bounds what a request may carry.
@@ -32,24 +31,24 @@ async def start_execution(
     developer: str,
     task_id: str,
     body_input: JsonValue,
-    metadata: Mapping[str, object],
+    metadata: JsonObject,
     idempotency_key: str | None = None,
 ) -> Execution:
     """Validate the input, insert the execution (`queued`), start its workflow; a failed start is recorded.
 
     With an idempotency key, a repeated request returns the execution the first one created."""
     store = clients.store
-    task = await task_of(store, developer, task_id)
+    task = await task_of(clients, developer, task_id)
     await check_input(task.document, body_input)
     if idempotency_key:
         existing = await store.execution_by_key(developer, task.id, idempotency_key)
         if existing is not None:
             return await _replayed(clients, settings, developer, task, existing, body_input)
-    await check_in_flight(store, settings, developer)
-    budget = await execution_budget(store, developer, task.document)
+    await check_in_flight(clients, settings, developer)
+    budget = await execution_budget(clients, developer, task.document)
     try:
         execution = await store.create_execution(
-            developer, (task.id, task.version), body_input, json_fields(metadata), budget, idempotency_key
+            developer, (task.id, task.version), body_input, metadata, budget, idempotency_key
         )
     except Conflict:  # a concurrent request with the same key won the insert
         existing = await store.execution_by_key(developer, task.id, idempotency_key or "")
@@ -61,9 +60,9 @@ async def start_execution(
     return execution.moved_to("starting")
 
 
-async def check_in_flight(store: Store, settings: Settings, developer: str) -> None:
+async def check_in_flight(clients: Clients, settings: Settings, developer: str) -> None:
     """Refused (TooMany) when the developer has as many executions in flight as allowed."""
-    in_flight = await store.executions_in_flight(developer)
+    in_flight = await clients.store.executions_in_flight(developer)
     if in_flight >= settings.max_executions_in_flight:
         raise TooMany(
             f"{in_flight} executions are already in flight for this developer; the limit is "
@@ -72,12 +71,12 @@ async def check_in_flight(store: Store, settings: Settings, developer: str) -> N
         )
 
 
-async def execution_budget(store: Store, developer: str, document: JsonObject) -> JsonObject | None:
+async def execution_budget(clients: Clients, developer: str, document: JsonObject) -> JsonObject | None:
     """The limits an execution runs within, fixed when it starts: the task's `budget`, else the developer's
     default (GET/PUT /developer/settings); None when neither sets one."""
     if document.get("budget") is not None:
         return Budget.model_validate(document["budget"]).limits()
-    return await Budgets(store.pool).default_budget(developer)
+    return await Budgets(clients.store.pool).default_budget(developer)
 
 
 def check_storable(value: JsonValue, what: str) -> int:

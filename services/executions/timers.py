@@ -7,7 +7,8 @@ time limit of a `wait_for_input` is a timer too.
 
 from __future__ import annotations
 
-from datetime import UTC
+from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.history.v1 import HistoryEvent
@@ -16,10 +17,9 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.transitions import TERMINAL_STATUSES
-from infra.store.tables import Store
+from services.clients import Clients
 from services.errors import Unavailable
 from services.executions.reads import execution_of
-from services.executions.records import Timer
 
 # Newest events first, read this far back at most: a timer still open that long ago in a busy history is
 # left unreported rather than the whole history read.
@@ -29,12 +29,21 @@ PAGE_SIZE = 200
 SHORTEST = 0.01
 
 
-async def execution_timers(store: Store, temporal: Client, developer: str, execution_id: str) -> list[Timer]:
+@dataclass(frozen=True)
+class Timer:
+    """An open timer of an execution's workflow: a `sleep`, or the time limit of a `wait_for_input`."""
+
+    started_at: datetime
+    fires_at: datetime
+    seconds: float
+
+
+async def execution_timers(clients: Clients, developer: str, execution_id: str) -> list[Timer]:
     """The execution's open timers, soonest first: none once it ended."""
-    execution = await execution_of(store, developer, execution_id)
+    execution = await execution_of(clients, developer, execution_id)
     if execution.status in TERMINAL_STATUSES:
         return []
-    return await open_timers(temporal, execution.id)
+    return await open_timers(clients.temporal, execution.id)
 
 
 async def open_timers(temporal: Client, execution_id: str) -> list[Timer]:

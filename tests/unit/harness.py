@@ -15,9 +15,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
+from contracts.records.executions import Execution
+from contracts.records.tasks import TaskVersion
 from contracts.transitions import TERMINAL_STATUSES
 from infra.settings import Settings
-from infra.store.execution_records import Execution, TaskVersion
 from services.executions.control import resume_execution
 from services.executions.launch import launch
 from tests.unit.fakes import ExecutionRow, Fakes, FakeStore

@@ -5,21 +5,28 @@ them. (Executions that make them are tested through the API where those features
 from __future__ import annotations
 
 import uuid
+from datetime import datetime
 from typing import Any
 
+from contracts.records.executions import Position, Transition
 from infra.telemetry.traces import build_trace
 
 RUN = str(uuid.uuid4())
 
 
-def _row(kind: str, at: str, step: int = 0, output: Any = None, **metadata: Any) -> dict[str, Any]:
-    return {
-        "type": kind,
-        "output": output,
-        "current": {"workflow": "main", "step": step, "scope_id": RUN},
-        "metadata": metadata,
-        "created_at": f"2026-01-01T00:00:{at}+00:00",
-    }
+def _row(kind: str, at: str, step: int = 0, output: Any = None, **metadata: Any) -> Transition:
+    return Transition(
+        id=str(uuid.uuid4()),
+        execution_id=RUN,
+        seq=0,
+        type=kind,
+        output=output,
+        current=Position("main", step, RUN),
+        next=None,
+        step_label=None,
+        metadata=metadata,
+        created_at=datetime.fromisoformat(f"2026-01-01T00:00:{at}+00:00"),
+    )
 
 
 def test_a_handoff_and_a_guardrail_trip_appear_where_they_were_recorded():

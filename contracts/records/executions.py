@@ -1,0 +1,83 @@
+"""Executions and their transitions as the store answers them (infra/store/execution_records.py reads them
+from their rows)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from contracts.json import JsonObject, JsonValue
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    cost: float
+
+
+@dataclass(frozen=True)
+class Execution:
+    id: str
+    task_id: str
+    task_version: int
+    status: str
+    input: JsonValue
+    metadata: JsonObject
+    created_at: datetime
+    updated_at: datetime
+    output: JsonValue = None
+    error: str | None = None
+    transition_count: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    restarted_from: str | None = None
+    task_name: str | None = None  # in the developer-wide list only
+
+    def moved_to(self, status: str) -> Execution:
+        return replace(self, status=status)
+
+    @property
+    def usage(self) -> Usage:
+        """The model usage its calls summed, as one object."""
+        total = self.prompt_tokens + self.completion_tokens
+        return Usage(self.prompt_tokens, self.completion_tokens, total, self.cost)
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where a transition ran: a named workflow (or a nested path), a step, a run's scope."""
+
+    workflow: str
+    step: int
+    scope_id: str
+
+
+@dataclass(frozen=True)
+class Transition:
+    id: str
+    execution_id: str
+    seq: int
+    type: str
+    output: JsonValue
+    current: Position
+    next: Position | None
+    step_label: str | None
+    metadata: JsonObject  # {} for none
+    created_at: datetime
+
+    @property
+    def updated_at(self) -> datetime:
+        """A transition is never changed once written."""
+        return self.created_at
+
+
+@dataclass(frozen=True)
+class QuietExecution:
+    """A live execution the reconciler claimed for a check (infra/temporal/reconciler.py)."""
+
+    id: str
+    developer_id: str
+    status: str
