@@ -8,6 +8,7 @@ from datetime import datetime
 from typing_extensions import TypedDict
 
 from contracts.json import JsonObject, JsonValue
+from contracts.records.pages import Page
 from infra.store import rows
 from infra.store.projects import DEFAULT
 from infra.store.tables import AGENTS
@@ -16,7 +17,6 @@ from services.clients import Clients
 from services.errors import Invalid, NotFound
 from services.handoffs import checked_handoffs
 from services.ids import checked_id
-from services.pages import Page
 from services.project_names import project_named
 from workflows.guardrails import guardrail_problems
 from workflows.language import Guardrails

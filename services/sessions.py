@@ -11,13 +11,13 @@ from typing import Any
 from typing_extensions import TypedDict
 
 from contracts.json import JsonObject
+from contracts.records.pages import Page
 from infra.store import rows
 from infra.store.session_history import SessionHistory
 from infra.store.tables import AGENTS, SESSIONS, USERS, Store, Table
 from services.clients import Clients
 from services.errors import Invalid, NotFound
 from services.ids import checked_id
-from services.pages import Page
 
 
 async def owned_row(store: Store, table: Table, developer: str, id_: str) -> dict[str, Any] | None:

@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from contracts.json import JsonObject
+from contracts.records.pages import Page
 from infra.store import rows
 from infra.store.tables import TOOLS
 from services.clients import Clients
 from services.errors import Invalid, NotFound
 from services.ids import checked_id
-from services.pages import Page
 from services.store_errors import Conflict
 from workflows import ignored_keys
 from workflows.language import ToolDef

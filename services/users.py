@@ -8,13 +8,13 @@ from datetime import datetime
 from typing_extensions import TypedDict
 
 from contracts.json import JsonObject
+from contracts.records.pages import Page
 from infra.store import rows
 from infra.store.projects import DEFAULT
 from infra.store.tables import USERS
 from services.clients import Clients
 from services.errors import NotFound
 from services.ids import checked_id
-from services.pages import Page
 from services.project_names import project_named
 
 

@@ -12,12 +12,13 @@ from typing import Any
 
 import asyncpg
 
+from contracts.records.pages import Page
 from infra.store.developers import Developers
 from infra.store.executions import Executions
-from infra.store.rows import Conflict, Page, new_id, record, record_or_none
+from infra.store.rows import Conflict, new_id, record, record_or_none
 from infra.store.tasks import Tasks
 
-# What other modules import from here: Conflict and Page are defined in infra/store/rows.py, which the Store's
+# What other modules import from here: Conflict is defined in infra/store/rows.py, which the Store's
 # parts share.
 __all__ = [
     "AGENTS",
@@ -27,7 +28,6 @@ __all__ = [
     "TOOLS",
     "USERS",
     "Conflict",
-    "Page",
     "Store",
     "Table",
 ]

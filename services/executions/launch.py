@@ -13,9 +13,10 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from contracts.executions import ExecutionParams, ResumePoint
 from contracts.json import JsonObject
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
+from contracts.records.executions import Execution
+from contracts.records.tasks import TaskVersion
 from contracts.temporal import TASK_EXECUTION_WORKFLOW, tenant_priority
 from infra.settings import Settings
-from infra.store.execution_records import Execution, TaskVersion
 from infra.store.rows import json_value
 from infra.store.tables import AGENTS, Store
 from infra.telemetry.tracing import execution_context
