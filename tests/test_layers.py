@@ -187,9 +187,9 @@ async def f(store):
 
 
 def _layout_table() -> dict[str, set[str]]:
-    """The README's Layout table: each layer's folder and what it says the layer may import."""
-    readme = (ROOT / "README.md").read_text()
-    table = readme[readme.index("| layer | what it holds | may import |") :].split("\n\n")[0]
+    """The Layout table (docs/layout.md): each layer's folder and what it says the layer may import."""
+    page = (ROOT / "docs" / "layout.md").read_text()
+    table = page[page.index("| layer | what it holds | may import |") :].split("\n\n")[0]
     rows = {}
     for line in table.splitlines()[2:]:
         folder, _, may = (cell.strip() for cell in line.strip("|").split(" | "))
