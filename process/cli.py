@@ -15,6 +15,7 @@ from infra.settings import Settings
 from process.admin_cli import developer, docs
 from process.cli_settings import external_settings
 from process.executions_cli import COMMANDS as EXECUTION_COMMANDS
+from process.exit_codes import MintGroup
 from process.local_stack import (
     announce,
     embedded_postgres,
@@ -30,7 +31,7 @@ from process.stack_file import DATA_DIR_OPTION, URL_OPTION
 from process.worker_options import WORKER_SIZING, sized
 
 
-@click.group()
+@click.group(cls=MintGroup)
 def cli() -> None:
     """Mint: a durable workflow engine for AI agents."""
 
@@ -55,8 +56,12 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
     """Start Postgres, Temporal (with its UI), a worker and the API on this machine. Ctrl-C stops all."""
     from process.data_dir_lock import hold_data_dir
     from process.data_dir_mode import make_owner_only
+    from process.up_ports import check_ports, up_ports
 
     data_dir = data_dir.resolve()
+    settings = up_settings(api_port)
+    # A busy port is said before anything is written (the data dir is not even created).
+    check_ports(up_ports(settings, temporal_port, ui_port), data_dir)
     make_owner_only(data_dir)
     # One `mint up` per data dir (held until this process exits), said at once, before the slow imports;
     # then anything a crashed one left running here is ours to stop.
@@ -66,8 +71,8 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
     from process.leftovers import clear_leftovers
     from process.stack import StackOptions
     from process.stack_file import forget_stack, record_stack
+    from process.ui_gateway import UiGateway
 
-    settings = up_settings(api_port)
     for line in clear_leftovers(data_dir):
         click.echo(line)
     api_url = f"http://{settings.api_host}:{settings.api_port}"
@@ -75,7 +80,7 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
     key = settings.api_key or stored_key(data_dir)
     token_file = None if settings.codec_token else data_dir / "codec_token"
     settings, worker_metrics = local_settings(settings, data_dir, ui_port)
-    postgres = guard = temporal = worker = None
+    postgres = guard = temporal = worker = gateway = None
     try:
         database_url = settings.database_url
         if not database_url:
@@ -83,11 +88,15 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
             # Postgres runs detached from us (pg_ctl starts it): the guard stops it if we are killed.
             guard = local_services.guard_postgres(postgres)
             database_url = local_services.postgres_url(postgres)
-        temporal = (
-            None
-            if settings.temporal_address
-            else local_services.start_temporal(data_dir, temporal_port, ui_port, die_with_us=True)
-        )
+        if not settings.temporal_address:
+            gateway = UiGateway(ui_port, api_url).start()  # the UI's port, with the codec server on it
+            temporal = local_services.start_temporal(
+                data_dir,
+                temporal_port,
+                gateway.upstream_port,
+                codec_endpoint=gateway.codec_endpoint,
+                die_with_us=True,
+            )
         address = settings.temporal_address or f"127.0.0.1:{temporal_port}"
         announce(api_url, ui_port if temporal else None, key, token_file)
         worker = worker_process(
@@ -105,6 +114,8 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
             worker.stop()
         if temporal:
             local_services.stop_process(temporal)
+        if gateway:
+            gateway.stop()
         if guard:
             local_services.stop_guard(guard)
         if postgres:
@@ -239,7 +250,7 @@ def _serve(
         raise click.ClickException(str(exc)) from None
 
 
-for _command in (developer, docs, *EXECUTION_COMMANDS):  # and mint ls, status, watch, logs, resume, cancel
+for _command in (developer, docs, *EXECUTION_COMMANDS):  # and mint ls, status, watch, logs, resume, cancel, restart
     cli.add_command(_command)
 
 

@@ -175,13 +175,14 @@ def start_temporal(
     ui_port: int = 8233,
     headless: bool = False,
     die_with_us: bool = False,
+    codec_endpoint: str | None = None,
 ) -> subprocess.Popen[bytes]:
     """Start `temporal server start-dev` with its state in data_dir/temporal.db (owner-only); wait until it
-    listens. `die_with_us`: it gets SIGTERM when this process dies, even by SIGKILL (call from the main thread)."""
+    listens. `die_with_us`: it gets SIGTERM when this process dies, even by SIGKILL (call from the main thread).
+    `codec_endpoint`: where its UI asks to decode payloads (`mint up`'s: process/ui_gateway.py)."""
     if not port_free(port):
         raise RuntimeError(
-            f"port {port} is busy: is another Temporal server running? "
-            "Set TEMPORAL_ADDRESS to use it instead."
+            f"port {port} (the Temporal server) is busy; give `mint up` another port with --temporal-port"
         )
     args = [
         find_binary("temporal"),
@@ -198,6 +199,7 @@ def start_temporal(
         *dev_server_args(),
     ]
     args += ["--headless"] if headless else ["--ui-port", str(ui_port), "--ui-disable-news-fetch"]
+    args += ["--ui-codec-endpoint", codec_endpoint] if codec_endpoint and not headless else []
     if die_with_us:
         args = lifeline.command_tied_to_this_process(args)
     # Its own session: a Ctrl-C in the terminal reaches only `mint up`, which stops its parts in order. What it

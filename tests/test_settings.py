@@ -159,6 +159,7 @@ def test_mint_api_and_worker_refuse_a_placeholder_in_one_line(command):
     from click.testing import CliRunner
 
     from process.cli import cli
+    from process.exit_codes import ExitCode
 
     env = {
         "MINT_DATABASE_URL": "postgresql://mint:pw@127.0.0.1:1/mint",
@@ -167,7 +168,7 @@ def test_mint_api_and_worker_refuse_a_placeholder_in_one_line(command):
         "MINT_PARENT_PID": None,
     }
     result = CliRunner().invoke(cli, [command], env=env)
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == ExitCode.ERROR, result.output
     assert result.output.strip().splitlines() == [
         "Error: MINT_ENCRYPTION_KEY still holds an example's CHANGE-ME placeholder: set a real value"
     ]

@@ -21,6 +21,7 @@ from contracts.temporal import (
 )
 from infra.settings import Settings
 from process.cli import cli
+from process.exit_codes import ExitCode
 
 WORKER_VARIABLES = (
     "MINT_MODEL_QUEUE",
@@ -112,12 +113,12 @@ def test_absurd_sizes_and_an_unreachable_postgres_are_one_line_errors():
         "TEMPORAL_ADDRESS": "127.0.0.1:1",
     }
     result = CliRunner().invoke(cli, ["worker", "--max-activities", str(10**23)], env=env)
-    assert result.exit_code == 2 and "1<=x<=1000000" in result.output
+    assert result.exit_code == ExitCode.USAGE and "1<=x<=1000000" in result.output
     result = CliRunner().invoke(cli, ["worker"], env={**env, "MINT_WORKER_MAX_ACTIVITIES": str(10**23)})
-    assert result.exit_code == 1 and "must be at most 1,000,000" in result.output
+    assert result.exit_code == ExitCode.ERROR and "must be at most 1,000,000" in result.output
     # In a process of its own: getting that far sets up the process's logging.
     command = [sys.executable, "-m", "process.cli", "worker"]
     ran = subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
-    assert ran.returncode == 1, ran.stderr
+    assert ran.returncode == ExitCode.ERROR, ran.stderr
     (line,) = ran.stderr.strip().splitlines()  # one line, no traceback
     assert line.startswith("Error: cannot connect to Postgres (MINT_DATABASE_URL): "), line
