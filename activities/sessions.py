@@ -18,7 +18,6 @@ write is one transaction, so a retry after a crash carries on from what was writ
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from temporalio import activity
 
@@ -26,6 +25,8 @@ from activities.heartbeat import heartbeating
 from contracts.background import Compressed, SessionRef
 from contracts.calls import ModelRequest, Owner
 from contracts.messages import ContentPart, Message
+from contracts.records.agents import Agent
+from contracts.records.sessions import HistoryEntry
 from contracts.temporal import COMPRESS_SESSION
 from infra.models.client import ModelClient
 from infra.models.tokens import count_tokens
@@ -54,30 +55,6 @@ TRIM_INSTRUCTIONS = (
 )
 
 
-class Entry(Message, total=False):
-    """A history entry as infra/store/session_history.py reads it: the message, and Mint's own keys."""
-
-    _id: str
-    _order: int  # where it sits in the history
-    _tokens: int
-    _source: str | None  # SUMMARIZER for compression's entries
-
-
-def _entry(row: dict[str, Any]) -> Entry:
-    """A history row (the store answers untyped dicts) as an Entry, with the keys it has."""
-    entry: Entry = {"role": row["role"], "content": row["content"]}
-    if "name" in row:
-        entry["name"] = row["name"]
-    if "tool_calls" in row:
-        entry["tool_calls"] = row["tool_calls"]
-    if "tool_call_id" in row:
-        entry["tool_call_id"] = row["tool_call_id"]
-    entry.update(
-        {"_tokens": row["_tokens"], "_id": row["_id"], "_order": row["_order"], "_source": row["_source"]}
-    )
-    return entry
-
-
 class SessionActivities:
     def __init__(self, store: Store, models: ModelClient):
         self.store = store
@@ -93,25 +70,32 @@ class SessionActivities:
             session = await self.store.get(SESSIONS, developer, session_id)
             if session is None:
                 return Compressed(folded=0)
-            agent = await self.store.get(AGENTS, developer, session["agents"][0]) or {}
-            model = (agent.get("default_settings") or {}).get("model") or agent.get("model")
-            compression = Compression(self.history, self.models, developer, session_id, model)
+            agent = await self.store.get(AGENTS, developer, session.agents[0])
+            compression = Compression(self.history, self.models, developer, session_id, _model(agent))
             return Compressed(folded=await compression.run(request.target_tokens))
 
 
-def is_entities(message: Entry) -> bool:
-    return message.get("_source") == SUMMARIZER and str(message.get("content") or "").startswith(ENTITIES)
+def _model(agent: Agent | None) -> str | None:
+    """The model compression asks: the agent's default setting's, else its own."""
+    if agent is None:
+        return None
+    setting = (agent.default_settings or {}).get("model")
+    return setting if isinstance(setting, str) and setting else agent.model
 
 
-def is_summary(message: Entry) -> bool:
-    return message.get("_source") == SUMMARIZER and message["role"] == "system" and not is_entities(message)
+def is_entities(entry: HistoryEntry) -> bool:
+    return entry.source == SUMMARIZER and str(entry.message.get("content") or "").startswith(ENTITIES)
 
 
-def split(history: list[Entry]) -> tuple[list[Entry], list[Entry]]:
+def is_summary(entry: HistoryEntry) -> bool:
+    return entry.source == SUMMARIZER and entry.message["role"] == "system" and not is_entities(entry)
+
+
+def split(history: list[HistoryEntry]) -> tuple[list[HistoryEntry], list[HistoryEntry]]:
     """(older, kept): the newest KEEP_RECENT (or more) are kept, from a user message on; older is empty when
     there is nothing to summarise but earlier summaries."""
     cut = len(history) - KEEP_RECENT
-    starts = [i for i, m in enumerate(history) if m["role"] == "user" and i > 0]
+    starts = [i for i, e in enumerate(history) if e.message["role"] == "user" and i > 0]
     at = max((i for i in starts if i <= cut), default=None) or min(
         (i for i in starts if i > cut), default=None
     )
@@ -120,13 +104,16 @@ def split(history: list[Entry]) -> tuple[list[Entry], list[Entry]]:
     return history[:at], history[at:]
 
 
-def transcript(header: str, messages: list[Entry]) -> str | list[ContentPart]:
-    """The messages as text for the model, after `header`; with images (OpenAI's image_url parts), a list of
-    parts with each image after its message's text."""
+def transcript(header: str, entries: list[HistoryEntry]) -> str | list[ContentPart]:
+    """The entries' messages as text for the model, after `header`; with images (OpenAI's image_url parts), a
+    list of parts with each image after its message's text."""
     parts: list[ContentPart] = [{"type": "text", "text": header}]
-    for m in messages:
+    for entry in entries:
+        m = entry.message
         label = (
-            "earlier summary" if is_summary(m) else m["role"] + (f" ({m['name']})" if m.get("name") else "")
+            "earlier summary"
+            if is_summary(entry)
+            else m["role"] + (f" ({m['name']})" if m.get("name") else "")
         )
         content = m.get("content")
         images = [p for p in content if p.get("type") == "image_url"] if isinstance(content, list) else []
@@ -144,8 +131,8 @@ def transcript(header: str, messages: list[Entry]) -> str | list[ContentPart]:
     return parts[0]["text"] if len(parts) == 1 else parts
 
 
-def _tokens(messages: list[Entry]) -> int:
-    return sum(int(m.get("_tokens") or count_tokens(m)) for m in messages)
+def _tokens(entries: list[HistoryEntry]) -> int:
+    return sum(e.token_count or count_tokens(e.message) for e in entries)
 
 
 class Compression:
@@ -172,59 +159,60 @@ class Compression:
             replaced += gained
         return replaced
 
-    async def _history(self) -> list[Entry]:
-        _, rows = await self.history.unsummarized(self.developer, self.session_id)
-        return [_entry(row) for row in rows]
+    async def _history(self) -> list[HistoryEntry]:
+        _, entries = await self.history.unsummarized(self.developer, self.session_id)
+        return entries
 
-    async def round(self, history: list[Entry], target: int | None) -> int:
+    async def round(self, history: list[HistoryEntry], target: int | None) -> int:
         """The three techniques over the history as it is; how many entries they replaced."""
         entities = [m for m in history if is_entities(m)]
         older, kept = split([m for m in history if not is_entities(m)])
         replaced = 0
         if older:
             # Before every other entry (a chat may read the history before the summary lands).
-            replaced += await self.extract(history[0]["_order"] - 1, entities, older)
+            replaced += await self.extract(history[0].order - 1, entities, older)
             replaced += await self.summarise(older)
         limit = TRIM_TOKENS if target is None else min(TRIM_TOKENS, max(32, target // (KEEP_RECENT + 2)))
         for message in kept:
             replaced += await self.trim(message, limit)
         return replaced
 
-    async def extract(self, first: int, entities: list[Entry], older: list[Entry]) -> int:
+    async def extract(self, first: int, entities: list[HistoryEntry], older: list[HistoryEntry]) -> int:
         """Key entities: one entry, first in the history, replacing the previous one."""
-        previous = "\n".join(str(m["content"])[len(ENTITIES) :] for m in entities) or "(none)"
+        previous = "\n".join(str(e.message.get("content"))[len(ENTITIES) :] for e in entities) or "(none)"
         header = f"Previous key entities:\n{previous}\n\nMessages:"
         text = await self._ask(ENTITIES_INSTRUCTIONS, transcript(header, older), "session-entities")
         if text is None:
             return 0
         entry: Message = {"role": "system", "content": ENTITIES + text}
-        return await self._write([m["_id"] for m in entities], entry, first) and len(entities)
+        return await self._write([e.id for e in entities], entry, first) and len(entities)
 
-    async def summarise(self, older: list[Entry]) -> int:
+    async def summarise(self, older: list[HistoryEntry]) -> int:
         """Summarise and merge: one entry replacing the older messages (earlier summaries included)."""
         text = await self._ask(SUMMARY_INSTRUCTIONS, transcript("Messages:", older), "session-summary")
         if text is None:
             return 0
         entry: Message = {"role": "system", "content": SUMMARY + text}
-        return await self._write([m["_id"] for m in older], entry, older[0]["_order"]) and len(older)
+        return await self._write([e.id for e in older], entry, older[0].order) and len(older)
 
-    async def trim(self, message: Entry, limit: int) -> int:
+    async def trim(self, kept: HistoryEntry, limit: int) -> int:
         """Trim: a user or assistant message over `limit` tokens, shortened in its place."""
+        message = kept.message
         if message["role"] not in ("user", "assistant") or message.get("tool_calls"):
             return 0
-        if message.get("content") is None or int(message["_tokens"]) <= limit:
+        if message.get("content") is None or kept.token_count <= limit:
             return 0
-        text = await self._ask(TRIM_INSTRUCTIONS, transcript("The message:", [message]), "session-trim")
+        text = await self._ask(TRIM_INSTRUCTIONS, transcript("The message:", [kept]), "session-trim")
         entry: Message = {"role": message["role"], "content": text}
         if "name" in message:
             entry["name"] = message["name"]
-        if text is None or count_tokens(entry) >= int(message["_tokens"]):
+        if text is None or count_tokens(entry) >= kept.token_count:
             return 0
-        return await self._write([message["_id"]], entry, message["_order"]) and 1
+        return await self._write([kept.id], entry, kept.order) and 1
 
     async def _write(self, replaced: list[str], entry: Message, at: int) -> bool:
         return await self.history.replace(
-            self.developer, self.session_id, replaced, [(dict(entry), count_tokens(entry), at)]
+            self.developer, self.session_id, replaced, [(entry, count_tokens(entry), at)]
         )
 
     async def _ask(self, instructions: str, content: str | list[ContentPart], at: str) -> str | None:

@@ -25,7 +25,6 @@ from services.chat.chatter import Chatter
 from services.chat.context import count_tokens
 from services.chat.session import ChatSession
 from services.chat.slots import ChatSlots
-from workflows.agents import Agent
 
 RUNS, HISTORY = 200, 200
 
@@ -65,8 +64,8 @@ async def main() -> None:
             SESSIONS,
             developer,
             {
-                "agents": [agent["id"]],
-                "users": [user["id"]],
+                "agents": [agent.id],
+                "users": [user.id],
                 "token_budget": 4000,
                 "context_overflow": "truncate",
             },
@@ -82,12 +81,12 @@ async def main() -> None:
             "INSERT INTO entries (id, session_id, developer_id, role, content, token_count, source) "
             "VALUES ($1, $2, $3, $4, $5, $6, 'api_request')",
             [
-                (uuid.uuid4(), session["id"], developer, m["role"], m["content"], count_tokens(m))
+                (uuid.uuid4(), session.id, developer, m["role"], m["content"], count_tokens(m))
                 for m in messages
             ],
         )
         chatter = Chatter(store, None, None, None, None, "", ChatSlots(0))  # type: ignore[arg-type]  # no model, no recall
-        chat_session, chat_agent = ChatSession.of(session), Agent.of(agent)
+        chat_session, chat_agent = ChatSession.of(session), agent
         body = schemas.Chat(messages=[{"role": "user", "content": "and what next?"}], recall=False)
         cast = await chatter.cast(developer, chat_session, chat_agent, body)
         context, _ = await chatter.prepare(developer, chat_session, body, cast)
@@ -108,7 +107,7 @@ async def main() -> None:
         floor = await _timed(
             lambda: pool.fetch(
                 "SELECT role, content, token_count FROM entries WHERE session_id = $1 ORDER BY seq",
-                session["id"],
+                session.id,
             )
         )
     finally:

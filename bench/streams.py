@@ -29,10 +29,11 @@ import httpx
 import uvicorn
 
 from activities.transitions import TransitionWriter
+from contracts.records.executions import Execution
 from contracts.transitions import TransitionBatch, TransitionRow
 from infra.settings import Settings
 from infra.store.execution_events import ExecutionEvents
-from infra.store.tables import AGENTS, EXECUTIONS, Store
+from infra.store.tables import AGENTS, Store
 from process.stack import api_app
 from tests.stack import LocalMint, free_port
 
@@ -77,21 +78,27 @@ async def _read(response: httpx.Response, arrived: dict[int, float]) -> None:
             arrived[int(line[4:])] = time.perf_counter()
 
 
+async def _running(store: Store, developer: str, task_id: str) -> Execution:
+    """A new execution of the task, `running` (as its worker's first write leaves it)."""
+    execution = await store.create_execution(developer, (task_id, 1), {}, {}, None)
+    await store.set_execution_status(developer, execution.id, "running", ("queued",))
+    return execution
+
+
 async def _delays(url: str, key: str, store: Store, developer: str, task_id: str) -> list[float]:
     """Milliseconds from each write's commit to its event at the client."""
-    values = {"task_id": task_id, "task_version": 1, "status": "running", "input": {}}
-    execution = await store.insert(EXECUTIONS, developer, values)
+    execution = await _running(store, developer, task_id)
     writer, committed, arrived = TransitionWriter(store.pool), {}, {}
     headers = {"Authorization": f"Bearer {key}"}
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=60) as client:
-        path = f"/executions/{execution['id']}/transitions.stream"
+        path = f"/executions/{execution.id}/transitions.stream"
         async with client.stream("GET", path) as response:
             reading = asyncio.create_task(_read(response, arrived))
             for seq in range(1, WRITES + 2):
                 kind = "init" if seq == 1 else "finish" if seq == WRITES + 1 else "step"
                 status = "succeeded" if kind == "finish" else "running"
                 await writer.write_transitions(
-                    TransitionBatch(execution["id"], developer, [_row(seq, kind)], status)
+                    TransitionBatch(execution.id, developer, [_row(seq, kind)], status)
                 )
                 committed[seq] = time.perf_counter()
                 while seq not in arrived:
@@ -110,8 +117,7 @@ async def _write_costs(store: Store, developer: str, task_id: str) -> dict[str, 
         variants.reverse()  # each goes first in half the rounds
         for name, switch in variants:
             await store.pool.execute(f"ALTER TABLE executions {switch} TRIGGER execution_changed")
-            values = {"task_id": task_id, "task_version": 1, "status": "running", "input": {}}
-            execution_id = (await store.insert(EXECUTIONS, developer, values))["id"]
+            execution_id = (await _running(store, developer, task_id)).id
             for seq in range(1, WRITES // 4 + 1):
                 batch = TransitionBatch(
                     execution_id, developer, [_row(seq, "init" if seq == 1 else "step")], "running"
@@ -153,7 +159,7 @@ async def main() -> None:
         store = Store(local.pool)
         developer, key = await store.create_developer("bench-streams")
         agent = await store.insert(AGENTS, developer, {"name": "bench"})
-        task = await store.save_task(developer, agent["id"], None, {"name": "t", "main": []}, "dollar")
+        task = await store.save_task(developer, agent.id, None, {"name": "t", "main": []}, "dollar")
         settings = replace(Settings(), rate_limit_per_minute=0, stream_poll_seconds=OLD_POLL_SECONDS)
         results = await _notify_floor(local.database_url)
         async with ExecutionEvents(local.database_url, settings.stream_poll_seconds) as events:
@@ -165,7 +171,7 @@ async def main() -> None:
         polling = ExecutionEvents(None, OLD_POLL_SECONDS)  # never started: its streams poll
         async with _served(api_app(local.pool, local.env.client, settings, polling)) as url:
             results[f"polled every {OLD_POLL_SECONDS * 1000:g} ms (before)"] = await _delays(
-                url, key, store, developer, task["id"]
+                url, key, store, developer, task.id
             )
     finally:
         await local.close()

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-
 from typing_extensions import TypedDict
 
-from contracts.json import JsonObject, JsonValue
+from contracts.json import JsonObject
+from contracts.records.agents import Agent
 from contracts.records.pages import Page
-from infra.store import rows
 from infra.store.projects import DEFAULT
 from infra.store.tables import AGENTS
 from services.canonical import canonical_name
@@ -39,59 +36,21 @@ class AgentChange(TypedDict, total=False):
     guardrails: Guardrails | None
 
 
-@dataclass(frozen=True)
-class Agent:
-    id: str
-    name: str
-    canonical_name: str | None
-    about: str | None
-    model: str | None
-    instructions: JsonValue  # a string or a list of them, as written
-    default_settings: JsonObject | None
-    default_system_template: str | None
-    project: str | None
-    metadata: JsonObject
-    handoffs: list[str]
-    guardrails: JsonObject | None
-    created_at: datetime
-    updated_at: datetime
-
-    @classmethod
-    def of(cls, row: rows.Row) -> Agent:
-        handoffs = rows.json_value(row, "handoffs") or []
-        return cls(
-            id=rows.text(row, "id"),
-            name=rows.text(row, "name"),
-            canonical_name=rows.optional_text(row, "canonical_name"),
-            about=rows.optional_text(row, "about"),
-            model=rows.optional_text(row, "model"),
-            instructions=rows.json_value(row, "instructions"),
-            default_settings=rows.optional_object(row, "default_settings"),
-            default_system_template=rows.optional_text(row, "default_system_template"),
-            project=rows.optional_text(row, "project"),
-            metadata=rows.json_object(row, "metadata"),
-            handoffs=[str(id_) for id_ in handoffs] if isinstance(handoffs, list) else [],
-            guardrails=rows.optional_object(row, "guardrails"),
-            created_at=rows.moment(row, "created_at"),
-            updated_at=rows.moment(row, "updated_at"),
-        )
-
-
 async def create(clients: Clients, developer: str, change: AgentChange) -> Agent:
     values = await _checked(clients, developer, _values(change))
-    return Agent.of(await clients.store.insert(AGENTS, developer, _named(values)))
+    return await clients.store.insert(AGENTS, developer, _named(values))
 
 
 async def find(clients: Clients, developer: str, page: Page) -> list[Agent]:
-    return [Agent.of(row) for row in await clients.store.find(AGENTS, developer, page)]
+    return await clients.store.find(AGENTS, developer, page)
 
 
 async def get(clients: Clients, developer: str, agent_id: str) -> Agent:
     """The developer's agent with this id; NotFound otherwise."""
-    row = await clients.store.get(AGENTS, developer, checked_id(agent_id, "agent"))
-    if row is None:
+    agent = await clients.store.get(AGENTS, developer, checked_id(agent_id, "agent"))
+    if agent is None:
         raise NotFound("agent", agent_id)
-    return Agent.of(row)
+    return agent
 
 
 async def create_or_update(clients: Clients, developer: str, agent_id: str, change: AgentChange) -> Agent:
@@ -100,7 +59,9 @@ async def create_or_update(clients: Clients, developer: str, agent_id: str, chan
     agent_id = checked_id(agent_id, "agent")
     values = await _checked(clients, developer, _values(change), agent_id, DEFAULT)
     updated = await clients.store.update(AGENTS, developer, agent_id, values)
-    return Agent.of(updated or await clients.store.insert(AGENTS, developer, _named(values), id_=agent_id))
+    if updated is not None:
+        return updated
+    return await clients.store.insert(AGENTS, developer, _named(values), id_=agent_id)
 
 
 async def reset(clients: Clients, developer: str, agent_id: str, change: AgentChange) -> Agent:
@@ -110,7 +71,7 @@ async def reset(clients: Clients, developer: str, agent_id: str, change: AgentCh
     updated = await clients.store.update(AGENTS, developer, agent_id, values)
     if updated is None:
         raise NotFound("agent", agent_id)
-    return Agent.of(updated)
+    return updated
 
 
 async def patch(clients: Clients, developer: str, agent_id: str, change: AgentChange) -> Agent:
@@ -126,7 +87,7 @@ async def patch(clients: Clients, developer: str, agent_id: str, change: AgentCh
     updated = await clients.store.update(AGENTS, developer, agent.id, values)
     if updated is None:  # deleted meanwhile
         raise NotFound("agent", agent_id)
-    return Agent.of(updated)
+    return updated
 
 
 async def delete(clients: Clients, developer: str, agent_id: str) -> None:

@@ -17,7 +17,6 @@ from contracts.records.docs import Doc, SearchHit
 from contracts.records.pages import Page
 from contracts.temporal import INDEX_DOC_WORKFLOW, tenant_priority
 from infra.store.docs import SUPPORTED_DIMENSIONS, DocStore, SearchQuery
-from infra.store.rows import text
 from infra.store.tables import AGENTS, USERS, Store
 from services.clients import Clients
 from services.errors import Invalid, NotFound
@@ -71,10 +70,16 @@ class Found:
 
 async def owner_of(store: Store, developer: str, kind: OwnerKind, owner_id: str) -> str:
     """The id of the developer's agent or user `owner_id`; NotFound unless it is the caller's."""
-    row = await store.get(AGENTS if kind == "agent" else USERS, developer, checked_id(owner_id, kind))
-    if row is None:
+    stored_id = checked_id(owner_id, kind)
+    if kind == "agent":
+        agent = await store.get(AGENTS, developer, stored_id)
+        found = None if agent is None else agent.id
+    else:
+        user = await store.get(USERS, developer, stored_id)
+        found = None if user is None else user.id
+    if found is None:
         raise NotFound(kind, owner_id)
-    return text(row, "id")
+    return found
 
 
 async def create_doc(

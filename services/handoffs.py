@@ -6,17 +6,31 @@ from __future__ import annotations
 import asyncio
 
 from contracts.json import JsonObject
+from contracts.records.agents import Agent
 from infra.store.tables import AGENTS, Store
 from services.errors import Invalid, NotFound
-from services.sessions import owned_row
-from workflows.agents import Agent
+from services.sessions import owned
 
 # The most agents one execution carries in its parameters (the starting agent's handoffs, theirs, and so on):
 # a chain longer than this is cut off there, rather than copying a developer's whole roster into Temporal.
 MAX_REACHABLE_AGENTS = 50
 
-# What an execution knows of each agent it may be handed to (the keys the interpreter reads).
+# What an execution knows of each agent it may be handed to (the keys the interpreter reads), agent_view's.
 AGENT_VIEW_KEYS = ("id", "name", "about", "model", "instructions", "metadata", "default_settings", "handoffs")
+
+
+def agent_view(agent: Agent) -> JsonObject:
+    """The agent as an execution knows it (AGENT_VIEW_KEYS, in that order), as stored."""
+    return {
+        "id": agent.id,
+        "name": agent.name,
+        "about": agent.about,
+        "model": agent.model,
+        "instructions": agent.instructions,
+        "metadata": agent.metadata,
+        "default_settings": agent.default_settings,
+        "handoffs": [*agent.handoffs],
+    }
 
 
 async def checked_handoffs(store: Store, developer: str, ids: list[str], own_id: str | None) -> list[str]:
@@ -25,40 +39,38 @@ async def checked_handoffs(store: Store, developer: str, ids: list[str], own_id:
     unique = list(dict.fromkeys(ids))
     if own_id is not None and own_id in unique:
         raise Invalid(f"handoffs: agent {own_id} cannot hand off to itself")
-    rows = await asyncio.gather(*(owned_row(store, AGENTS, developer, id_) for id_ in unique))
-    for id_, row in zip(unique, rows, strict=True):
-        if row is None:
+    agents = await asyncio.gather(*(owned(store, AGENTS, developer, id_) for id_ in unique))
+    for id_, agent in zip(unique, agents, strict=True):
+        if agent is None:
             raise NotFound("agent", id_)
-    return [row["id"] for row in rows if row is not None]
+    return [agent.id for agent in agents if agent is not None]
 
 
 async def handoff_targets(store: Store, developer: str, agent: Agent) -> list[Agent]:
     """The agents `agent` may hand off to, in its list's order; deleted ones are left out."""
-    rows = await asyncio.gather(*(owned_row(store, AGENTS, developer, i) for i in agent.handoffs))
-    return [Agent.of(row) for row in rows if row is not None]
+    targets = await asyncio.gather(*(owned(store, AGENTS, developer, i) for i in agent.handoffs))
+    return [target for target in targets if target is not None]
 
 
-async def reachable_agents(store: Store, developer: str, agent: JsonObject) -> dict[str, JsonObject]:
-    """Every agent a conversation that starts with `agent` (its row) could be handed to, by id, each with its
-    own tools (`tools`: their task-language specs): what an execution reads once, at its start, so that a
-    handoff inside the workflow is deterministic. Empty when the agent hands off to nobody (the common case
-    costs nothing)."""
+async def reachable_agents(store: Store, developer: str, agent: Agent) -> dict[str, JsonObject]:
+    """Every agent a conversation that starts with `agent` could be handed to, by id, each as agent_view has
+    it with its own tools (`tools`: their task-language specs): what an execution reads once, at its start,
+    so that a handoff inside the workflow is deterministic. Empty when the agent hands off to nobody (the
+    common case costs nothing)."""
     found: dict[str, JsonObject] = {}
-    start = Agent.of(agent)
-    frontier = [start]
+    frontier = [agent]
     while frontier and len(found) < MAX_REACHABLE_AGENTS:
-        wanted = {i for a in frontier for i in a.handoffs} - found.keys() - {start.id}
+        wanted = {i for a in frontier for i in a.handoffs} - found.keys() - {agent.id}
         wanted_ids = sorted(wanted)[: MAX_REACHABLE_AGENTS - len(found)]
-        rows = [r for r in await asyncio.gather(*(store.get(AGENTS, developer, i) for i in wanted_ids)) if r]
-        tools = await asyncio.gather(*(store.agent_tools(developer, r["id"]) for r in rows))
-        for row, tool_rows in zip(rows, tools, strict=True):
-            found[row["id"]] = {
-                **{k: row.get(k) for k in AGENT_VIEW_KEYS},
-                "tools": [t["spec"] for t in tool_rows],
-            }
-            if row.get("guardrails"):  # whichever agent answers a prompt step, its guardrails apply
-                found[row["id"]]["guardrails"] = row["guardrails"]
-        frontier = [Agent.of(row) for row in rows]
+        targets = [
+            t for t in await asyncio.gather(*(store.get(AGENTS, developer, i) for i in wanted_ids)) if t
+        ]
+        tools = await asyncio.gather(*(store.agent_tools(developer, t.id) for t in targets))
+        for target, its_tools in zip(targets, tools, strict=True):
+            found[target.id] = {**agent_view(target), "tools": [t.spec for t in its_tools]}
+            if target.guardrails:  # whichever agent answers a prompt step, its guardrails apply
+                found[target.id]["guardrails"] = target.guardrails
+        frontier = targets
     return found
 
 
@@ -75,6 +87,6 @@ async def reaches_output_guardrails(store: Store, developer: str, agent: Agent) 
         seen.update(wanted)
         if len(seen) > MAX_REACHABLE_AGENTS:
             return True
-        rows = await asyncio.gather(*(owned_row(store, AGENTS, developer, i) for i in wanted))
-        frontier = [Agent.of(row) for row in rows if row is not None]
+        targets = await asyncio.gather(*(owned(store, AGENTS, developer, i) for i in wanted))
+        frontier = [target for target in targets if target is not None]
     return False

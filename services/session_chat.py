@@ -12,8 +12,7 @@ from services.chat.session import ChatSession
 from services.clients import Clients
 from services.errors import NotFound
 from services.ids import checked_id
-from services.sessions import session_row
-from workflows.agents import Agent
+from services.sessions import get as get_session
 
 
 @dataclass(frozen=True)
@@ -27,11 +26,11 @@ class Rendered:
 
 async def render(clients: Clients, chatter: Chatter, developer: str, session_id: str, body: Chat) -> Rendered:
     """The exact messages a chat with this body would send, and the tools and docs with them."""
-    session = ChatSession.of(await session_row(clients, developer, session_id))
+    session = ChatSession.of(await get_session(clients, developer, session_id))
     agent_id = body.agent or session.agents[0]
     agent = await clients.store.get(AGENTS, developer, checked_id(agent_id, "agent"))
     if agent is None:
         raise NotFound("agent", agent_id)
-    cast = await chatter.cast(developer, session, Agent.of(agent), body)
+    cast = await chatter.cast(developer, session, agent, body)
     context, docs = await chatter.prepare(developer, session, body, cast)
     return Rendered(context.messages, cast.offered_tools(), docs, context.dropped)

@@ -6,22 +6,24 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TypeVar
 
 from typing_extensions import TypedDict
 
 from contracts.json import JsonObject
 from contracts.records.pages import Page
-from infra.store import rows
+from contracts.records.sessions import HistoryEntry, Session
 from infra.store.session_history import SessionHistory
 from infra.store.tables import AGENTS, SESSIONS, USERS, Store, Table
 from services.clients import Clients
 from services.errors import Invalid, NotFound
 from services.ids import checked_id
 
+R = TypeVar("R")
 
-async def owned_row(store: Store, table: Table, developer: str, id_: str) -> dict[str, Any] | None:
-    """The developer's row with this id, or None (an id that is no UUID names no row)."""
+
+async def owned(store: Store, table: Table[R], developer: str, id_: str) -> R | None:
+    """The developer's record with this id, or None (an id that is no UUID names none)."""
     try:
         return await store.get(table, developer, str(uuid.UUID(id_)))
     except ValueError:
@@ -39,10 +41,12 @@ async def participants(store: Store, developer: str, agents: list[str], users: l
     repeats."""
     if not agents:
         raise Invalid("a session needs at least one agent (`agent` or `agents`)")
-    for kind, table, ids in (("agent", AGENTS, agents), ("user", USERS, users)):
-        for id_ in ids:
-            if await owned_row(store, table, developer, id_) is None:
-                raise NotFound(kind, id_)
+    for id_ in agents:
+        if await owned(store, AGENTS, developer, id_) is None:
+            raise NotFound("agent", id_)
+    for id_ in users:
+        if await owned(store, USERS, developer, id_) is None:
+            raise NotFound("user", id_)
     return Participants(list(dict.fromkeys(agents)), list(dict.fromkeys(users)))
 
 
@@ -62,82 +66,21 @@ class SessionChange(TypedDict, total=False):
     budget: dict[str, object] | None
 
 
-@dataclass(frozen=True)
-class Session:
-    id: str
-    agents: list[str]
-    users: list[str]
-    situation: str | None
-    system_template: str | None
-    token_budget: int | None
-    context_overflow: str | None
-    render_templates: bool
-    recall_options: JsonObject | None
-    auto_run_tools: bool
-    forward_tool_calls: bool
-    summary: str | None
-    settings: JsonObject | None
-    metadata: JsonObject
-    budget: JsonObject | None
-    created_at: datetime
-    updated_at: datetime
-
-    @classmethod
-    def of(cls, row: rows.Row) -> Session:
-        return cls(
-            id=rows.text(row, "id"),
-            agents=_ids(row, "agents"),
-            users=_ids(row, "users"),
-            situation=rows.optional_text(row, "situation"),
-            system_template=rows.optional_text(row, "system_template"),
-            token_budget=None if row.get("token_budget") is None else rows.integer(row, "token_budget"),
-            context_overflow=rows.optional_text(row, "context_overflow"),
-            render_templates=_flag(row, "render_templates"),
-            recall_options=rows.optional_object(row, "recall_options"),
-            auto_run_tools=_flag(row, "auto_run_tools"),
-            forward_tool_calls=_flag(row, "forward_tool_calls"),
-            summary=rows.optional_text(row, "summary"),
-            settings=rows.optional_object(row, "settings"),
-            metadata=rows.json_object(row, "metadata"),
-            budget=rows.optional_object(row, "budget"),
-            created_at=rows.moment(row, "created_at"),
-            updated_at=rows.moment(row, "updated_at"),
-        )
-
-
-def _flag(row: rows.Row, key: str) -> bool:
-    value = row[key]
-    if not isinstance(value, bool):
-        raise TypeError(f"stored {key} is {type(value).__name__}, not a bool")
-    return value
-
-
-def _ids(row: rows.Row, key: str) -> list[str]:
-    value = row.get(key) or []
-    if not isinstance(value, list):
-        raise TypeError(f"stored {key} is {type(value).__name__}, not a list")
-    return [str(id_) for id_ in value]
-
-
-async def session_row(clients: Clients, developer: str, session_id: str) -> dict[str, Any]:
-    """The developer's session with this id, as stored (what the chat service reads); NotFound otherwise."""
-    row = await clients.store.get(SESSIONS, developer, checked_id(session_id, "session"))
-    if row is None:
-        raise NotFound("session", session_id)
-    return row
-
-
 async def get(clients: Clients, developer: str, session_id: str) -> Session:
-    return Session.of(await session_row(clients, developer, session_id))
+    """The developer's session with this id; NotFound otherwise."""
+    session = await clients.store.get(SESSIONS, developer, checked_id(session_id, "session"))
+    if session is None:
+        raise NotFound("session", session_id)
+    return session
 
 
 async def find(clients: Clients, developer: str, page: Page) -> list[Session]:
-    return [Session.of(row) for row in await clients.store.find(SESSIONS, developer, page)]
+    return await clients.store.find(SESSIONS, developer, page)
 
 
 async def create(clients: Clients, developer: str, named: Participants, change: SessionChange) -> Session:
     who = await participants(clients.store, developer, named.agents, named.users)
-    return Session.of(await clients.store.insert(SESSIONS, developer, _values(change, who)))
+    return await clients.store.insert(SESSIONS, developer, _values(change, who))
 
 
 async def create_or_update(
@@ -147,7 +90,9 @@ async def create_or_update(
     session_id = checked_id(session_id, "session")
     values = _values(change, await participants(clients.store, developer, named.agents, named.users))
     updated = await clients.store.update(SESSIONS, developer, session_id, values)
-    return Session.of(updated or await clients.store.insert(SESSIONS, developer, values, id_=session_id))
+    if updated is not None:
+        return updated
+    return await clients.store.insert(SESSIONS, developer, values, id_=session_id)
 
 
 async def reset(
@@ -180,21 +125,15 @@ async def delete(clients: Clients, developer: str, session_id: str) -> None:
 @dataclass(frozen=True)
 class History:
     session_id: str
-    entries: list[dict[str, object]]  # the stored entries, each with Julep's `tokenizer` and `timestamp`
+    entries: list[HistoryEntry]
     created_at: datetime
 
 
 async def history(clients: Clients, developer: str, session_id: str) -> History:
-    """Every entry of the session, replaced or not, in history order. Token counts are cl100k_base's
-    (services/chat/context.py); `timestamp`, Julep's name for when an entry was made, is required by its
-    Entry."""
+    """Every entry of the session, replaced or not, in history order."""
     session = await get(clients, developer, session_id)
     entries = await SessionHistory(clients.store.pool).entries(developer, session.id)
-    return History(
-        session.id,
-        [{**e, "tokenizer": "cl100k_base", "timestamp": e["created_at"]} for e in entries],
-        session.created_at,
-    )
+    return History(session.id, entries, session.created_at)
 
 
 async def clear_history(clients: Clients, developer: str, session_id: str) -> str:
@@ -226,4 +165,4 @@ async def _updated(clients: Clients, developer: str, session: Session, values: d
     updated = await clients.store.update(SESSIONS, developer, session.id, values)
     if updated is None:  # deleted meanwhile
         raise NotFound("session", session.id)
-    return Session.of(updated)
+    return updated

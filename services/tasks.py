@@ -68,7 +68,7 @@ async def save(
     limits, and saved: a new task, or a new
     version of `task_id` (unless it equals the latest). The agent is known to be the developer's."""
     agent_id = checked_id(agent_id, "agent")
-    agent_tools = {t["name"] for t in await clients.store.agent_tools(developer, agent_id)}
+    agent_tools = {t.name for t in await clients.store.agent_tools(developer, agent_id)}
     try:
         valid = validate_task(document, frozenset(agent_tools), limits)
     except TaskInvalid as exc:

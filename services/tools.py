@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-
-from contracts.json import JsonObject
 from contracts.records.pages import Page
-from infra.store import rows
+from contracts.records.tools import Tool
 from infra.store.tables import TOOLS
 from services.clients import Clients
 from services.errors import Invalid, NotFound
@@ -17,25 +13,6 @@ from workflows import ignored_keys
 from workflows.language import ToolDef
 from workflows.problems import Problem, capped_warnings
 from workflows.validate import tool_timeout_problems
-
-
-@dataclass(frozen=True)
-class Tool:
-    id: str
-    agent_id: str
-    spec: JsonObject  # the definition as written
-    created_at: datetime
-    updated_at: datetime
-
-    @classmethod
-    def of(cls, row: rows.Row) -> Tool:
-        return cls(
-            id=rows.text(row, "id"),
-            agent_id=rows.text(row, "agent_id"),
-            spec=rows.json_object(row, "spec"),
-            created_at=rows.moment(row, "created_at"),
-            updated_at=rows.moment(row, "updated_at"),
-        )
 
 
 def invalid_tool(problems: list[Problem]) -> Invalid:
@@ -58,21 +35,21 @@ async def add(clients: Clients, developer: str, agent_id: str, tool: ToolDef) ->
     """A new tool (checked by the caller, with `checked`) of the agent, which exists; Conflict if it has one
     of that name."""
     stored_id = checked_id(agent_id, "agent")
-    if any(t["name"] == tool.name for t in await clients.store.agent_tools(developer, stored_id)):
+    if any(t.name == tool.name for t in await clients.store.agent_tools(developer, stored_id)):
         raise Conflict(f"agent {agent_id} already has a tool named {tool.name!r}")
-    return Tool.of(await clients.store.insert(TOOLS, developer, {"agent_id": stored_id, **_values(tool)}))
+    return await clients.store.insert(TOOLS, developer, {"agent_id": stored_id, **_values(tool)})
 
 
 async def find(clients: Clients, developer: str, agent_id: str, page: Page) -> list[Tool]:
-    return [Tool.of(row) for row in await clients.store.find(TOOLS, developer, page, parent_id=agent_id)]
+    return await clients.store.find(TOOLS, developer, page, parent_id=agent_id)
 
 
 async def get(clients: Clients, developer: str, agent_id: str, tool_id: str) -> Tool:
     """The agent's tool with this id; NotFound otherwise (another agent's tool too)."""
-    row = await clients.store.get(TOOLS, developer, checked_id(tool_id, "tool"))
-    if row is None or row["agent_id"] != checked_id(agent_id, "agent"):
+    tool = await clients.store.get(TOOLS, developer, checked_id(tool_id, "tool"))
+    if tool is None or tool.agent_id != checked_id(agent_id, "agent"):
         raise NotFound("tool", tool_id)
-    return Tool.of(row)
+    return tool
 
 
 async def replace(clients: Clients, developer: str, tool_id: str, tool: ToolDef) -> Tool:
@@ -80,7 +57,7 @@ async def replace(clients: Clients, developer: str, tool_id: str, tool: ToolDef)
     updated = await clients.store.update(TOOLS, developer, tool_id, _values(tool))
     if updated is None:  # deleted meanwhile
         raise NotFound("tool", tool_id)
-    return Tool.of(updated)
+    return updated
 
 
 async def delete(clients: Clients, developer: str, tool_id: str) -> None:

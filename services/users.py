@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import datetime
-
 from typing_extensions import TypedDict
 
 from contracts.json import JsonObject
 from contracts.records.pages import Page
-from infra.store import rows
+from contracts.records.users import User
 from infra.store.projects import DEFAULT
 from infra.store.tables import USERS
 from services.clients import Clients
@@ -27,44 +24,21 @@ class UserChange(TypedDict, total=False):
     metadata: JsonObject | None
 
 
-@dataclass(frozen=True)
-class User:
-    id: str
-    name: str | None
-    about: str | None
-    project: str | None
-    metadata: JsonObject
-    created_at: datetime
-    updated_at: datetime
-
-    @classmethod
-    def of(cls, row: rows.Row) -> User:
-        return cls(
-            id=rows.text(row, "id"),
-            name=rows.optional_text(row, "name"),
-            about=rows.optional_text(row, "about"),
-            project=rows.optional_text(row, "project"),
-            metadata=rows.json_object(row, "metadata"),
-            created_at=rows.moment(row, "created_at"),
-            updated_at=rows.moment(row, "updated_at"),
-        )
-
-
 async def create(clients: Clients, developer: str, change: UserChange) -> User:
     values = await _values(clients, developer, change)
-    return User.of(await clients.store.insert(USERS, developer, values))
+    return await clients.store.insert(USERS, developer, values)
 
 
 async def find(clients: Clients, developer: str, page: Page) -> list[User]:
-    return [User.of(row) for row in await clients.store.find(USERS, developer, page)]
+    return await clients.store.find(USERS, developer, page)
 
 
 async def get(clients: Clients, developer: str, user_id: str) -> User:
     """The developer's user with this id; NotFound otherwise."""
-    row = await clients.store.get(USERS, developer, checked_id(user_id, "user"))
-    if row is None:
+    user = await clients.store.get(USERS, developer, checked_id(user_id, "user"))
+    if user is None:
         raise NotFound("user", user_id)
-    return User.of(row)
+    return user
 
 
 async def create_or_update(clients: Clients, developer: str, user_id: str, change: UserChange) -> User:
@@ -72,7 +46,9 @@ async def create_or_update(clients: Clients, developer: str, user_id: str, chang
     user_id = checked_id(user_id, "user")
     values = await _values(clients, developer, change)
     updated = await clients.store.update(USERS, developer, user_id, values)
-    return User.of(updated or await clients.store.insert(USERS, developer, values, id_=user_id))
+    if updated is not None:
+        return updated
+    return await clients.store.insert(USERS, developer, values, id_=user_id)
 
 
 async def reset(clients: Clients, developer: str, user_id: str, change: UserChange) -> User:
@@ -102,7 +78,7 @@ async def _updated(clients: Clients, developer: str, user: User, values: dict[st
     updated = await clients.store.update(USERS, developer, user.id, values)
     if updated is None:  # deleted meanwhile
         raise NotFound("user", user.id)
-    return User.of(updated)
+    return updated
 
 
 async def _values(clients: Clients, developer: str, change: UserChange) -> dict[str, object]:

@@ -100,14 +100,13 @@ async def wait_indexed(api: httpx.AsyncClient, doc_id: str, timeout: float = 60)
 
 async def queued_execution(store: Any, developer_name: str) -> tuple[str, str]:
     """A new developer's `queued` execution of an empty task, written straight to the store: (developer, id)."""
-    from infra.store.tables import AGENTS, EXECUTIONS
+    from infra.store.tables import AGENTS
 
     developer, _ = await store.create_developer(developer_name)
     agent = await store.insert(AGENTS, developer, {"name": "a"})
-    task = await store.save_task(developer, agent["id"], None, {"name": "t", "main": []}, "dollar")
-    values = {"task_id": task.id, "task_version": 1, "status": "queued", "input": {}}
-    execution = await store.insert(EXECUTIONS, developer, values)
-    return developer, execution["id"]
+    task = await store.save_task(developer, agent.id, None, {"name": "t", "main": []}, "dollar")
+    execution = await store.create_execution(developer, (task.id, 1), {}, {}, None)
+    return developer, execution.id
 
 
 # A command started from a background job (`cmd &` in a script, as CI runners and nohup do) inherits SIGINT

@@ -6,7 +6,6 @@ import uuid
 import httpx
 import pytest_asyncio
 
-from infra.store.tables import EXECUTIONS
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
 from tests.stack import BackgroundStack
@@ -48,9 +47,7 @@ async def test_an_execution_whose_start_was_lost_fails(reconciling, store, api_k
     api = reconciling
     task = await create_task(api, (await create_agent(api))["id"], WAITING)
     developer = await store.developer_for_key(api_key)
-    lost = await store.insert(
-        EXECUTIONS, developer, {"task_id": task["id"], "task_version": 1, "status": "queued", "input": {}}
-    )
-    done = await wait_for_status(api, lost["id"], timeout=30)
+    lost = await store.create_execution(developer, (task["id"], 1), {}, {}, None)
+    done = await wait_for_status(api, lost.id, timeout=30)
     assert done["status"] == "failed" and "never started" in done["error"]
-    assert await transitions(api, lost["id"]) == []
+    assert await transitions(api, lost.id) == []

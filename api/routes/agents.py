@@ -12,10 +12,11 @@ from api.deps import ClientsDep, Developer, PageDep
 from api.errors import ERROR_RESPONSES
 from api.warning_header import note_ignored
 from contracts.json import JsonObject
+from contracts.records.agents import Agent
+from contracts.records.tools import Tool
 from infra.models.catalog import available_models
 from services import agents, tools
-from services.agents import Agent
-from services.tools import Tool, invalid_tool
+from services.tools import invalid_tool
 from workflows.language import ToolDef
 from workflows.plain_errors import plain_problems
 

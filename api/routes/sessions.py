@@ -17,12 +17,12 @@ from api import schemas
 from api.deps import ClientsDep, Developer, PageDep
 from api.errors import ERROR_RESPONSES, ApiError
 from api.warning_header import note
+from contracts.records.sessions import HistoryEntry, Session
 from services import sessions
 from services.chat.chatter import ChatAnswer, Chatter, Reply
 from services.chat.session import ChatSession
 from services.errors import ServiceError
 from services.session_chat import render as render_chat
-from services.sessions import Session
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["sessions"], responses=ERROR_RESPONSES)
@@ -82,9 +82,30 @@ async def get_history(session_id: str, developer: Developer, clients: ClientsDep
     found = await sessions.history(clients, developer, session_id)
     return {
         "session_id": found.session_id,
-        "entries": found.entries,
+        "entries": [_entry_out(entry) for entry in found.entries],
         "relations": [],
         "created_at": found.created_at,
+    }
+
+
+def _entry_out(entry: HistoryEntry) -> dict[str, object]:
+    """An entry as Julep answers it: its message's keys (unset ones null), its token count (cl100k_base's,
+    services/chat/context.py) and `tokenizer`, and `timestamp`, Julep's name for when it was made, which its
+    Entry requires."""
+    message = entry.message
+    return {
+        "id": entry.id,
+        "role": message["role"],
+        "name": message.get("name"),
+        "content": message.get("content"),
+        "tool_calls": message.get("tool_calls"),
+        "tool_call_id": message.get("tool_call_id"),
+        "token_count": entry.token_count,
+        "source": entry.source,
+        "replaces": entry.replaces,
+        "created_at": entry.created_at,
+        "tokenizer": "cl100k_base",
+        "timestamp": entry.created_at,
     }
 
 
@@ -121,7 +142,7 @@ async def render(
 async def chat(
     session_id: str, body: schemas.Chat, developer: Developer, clients: ClientsDep, request: Request
 ) -> Any:
-    session = ChatSession.of(await sessions.session_row(clients, developer, session_id))
+    session = ChatSession.of(await sessions.get(clients, developer, session_id))
     if body.remember:
         note("`remember` is ignored: Julep v1 did nothing with it either")
     reply = Reply()  # its id and time go in every chunk of a stream, as Julep's chunks carry them

@@ -9,8 +9,8 @@ from fastapi import APIRouter
 from api import schemas
 from api.deps import ClientsDep, Developer, PageDep
 from api.errors import ERROR_RESPONSES
+from contracts.records.users import User
 from services import users
-from services.users import User
 
 router = APIRouter(tags=["users"], responses=ERROR_RESPONSES)
 

@@ -7,54 +7,84 @@ History order is (coalesce(at_seq, seq), seq): a summarizer entry sits where the
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import TypeGuard
 
 import asyncpg
 
-from contracts.messages import Message
+from contracts.json import JsonValue
+from contracts.messages import ContentPart, Message, ToolCall
+from contracts.records.sessions import HistoryEntry
+from infra.store.rows import Row, integer, json_value, moment, optional_text, record, text
 
 _ENTRY_COLUMNS = "role, name, content, tool_calls, tool_call_id, token_count"
+# What an entry is read with: its columns, what only Mint reads (its source, what it replaces, its time) and
+# its order key.
+_READ = f"id, {_ENTRY_COLUMNS}, source, replaces, created_at, coalesce(at_seq, seq) AS order_key"
 _ORDER = "ORDER BY coalesce(at_seq, seq), seq"
 SUMMARIZER = "summarizer"  # the source of compression's entries, as Julep's Entry.source names it
 
 
-def _message(row: asyncpg.Record) -> dict[str, Any]:
-    """An entry as a chat message; what only Mint needs (its id, order key, source, token count and what it
-    replaces) under keys starting with `_`, which the context leaves out."""
-    message: dict[str, Any] = {"role": row["role"], "content": row["content"]}
-    for key in ("name", "tool_calls", "tool_call_id"):
-        if row[key] is not None:
-            message[key] = row[key]
-    message.update(
-        _tokens=row["token_count"],
-        _id=str(row["id"]),
-        _order=row["order_key"],
-        _source=row["source"],
-        _replaces=[str(r) for r in row["replaces"] or []],
+def _entry(row: Row) -> HistoryEntry:
+    """An entry; its message holds only the keys that are set."""
+    content, tool_calls = json_value(row, "content"), json_value(row, "tool_calls")
+    if not (content is None or isinstance(content, str) or _parts(content)):
+        raise TypeError(f"stored content is {type(content).__name__}, not a message's content")
+    message = Message(role=text(row, "role"), content=content)
+    name, tool_call_id = optional_text(row, "name"), optional_text(row, "tool_call_id")
+    if name is not None:
+        message["name"] = name
+    if tool_calls is not None:
+        if not _calls(tool_calls):
+            raise TypeError("stored tool_calls are not a message's tool calls")
+        message["tool_calls"] = tool_calls
+    if tool_call_id is not None:
+        message["tool_call_id"] = tool_call_id
+    replaces = row.get("replaces") or []
+    return HistoryEntry(
+        id=text(row, "id"),
+        message=message,
+        token_count=integer(row, "token_count"),
+        source=text(row, "source"),
+        replaces=[str(r) for r in replaces] if isinstance(replaces, list) else [],
+        order=integer(row, "order_key"),
+        created_at=moment(row, "created_at"),
     )
-    return message
+
+
+def _parts(value: JsonValue) -> TypeGuard[list[ContentPart]]:
+    """Content parts, as chats write them (each a JSON object naming its type)."""
+    return isinstance(value, list) and all(
+        isinstance(p, dict) and isinstance(p.get("type"), str) for p in value
+    )
+
+
+def _calls(value: JsonValue) -> TypeGuard[list[ToolCall]]:
+    """Tool calls, as models answer them (each a JSON object naming its function)."""
+    return isinstance(value, list) and all(
+        isinstance(c, dict) and isinstance(c.get("id"), str) and isinstance(c.get("function"), dict)
+        for c in value
+    )
 
 
 class SessionHistory:
     def __init__(self, pool: asyncpg.Pool):
         self.pool = pool
 
-    async def unsummarized(self, developer: str, session_id: str) -> tuple[str | None, list[dict[str, Any]]]:
-        """The session's summary (the column older compressions wrote) and the messages not replaced by a
-        summarizer entry, read in one snapshot (a compression landing in between must not lose the messages
-        it replaces). Each message carries its token count as `_tokens` (and `_id`, `_order`, `_source`,
-        `_replaces`)."""
+    async def unsummarized(self, developer: str, session_id: str) -> tuple[str | None, list[HistoryEntry]]:
+        """The session's summary (the column older compressions wrote) and the entries not replaced by a
+        summarizer entry, in history order, read in one snapshot (a compression landing in between must not
+        lose the entries it replaces)."""
         async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
             summary = await conn.fetchval(
                 "SELECT summary FROM sessions WHERE developer_id = $1 AND id = $2", developer, session_id
             )
             rows = await conn.fetch(
-                f"SELECT id, {_ENTRY_COLUMNS}, source, replaces, coalesce(at_seq, seq) AS order_key "
-                f"FROM entries WHERE developer_id = $1 AND session_id = $2 AND NOT summarized {_ORDER}",
+                f"SELECT {_READ} FROM entries "
+                f"WHERE developer_id = $1 AND session_id = $2 AND NOT summarized {_ORDER}",
                 developer,
                 session_id,
             )
-        return summary, [_message(r) for r in rows]
+        return summary, [_entry(record(r)) for r in rows]
 
     async def append(self, developer: str, session_id: str, entries: list[tuple[Message, str, int]]) -> None:
         """Add messages to the history, each given as (message, source, token count)."""
@@ -83,7 +113,7 @@ class SessionHistory:
         developer: str,
         session_id: str,
         replaced: list[str],
-        new: list[tuple[dict[str, Any], int, int]],
+        new: list[tuple[Message, int, int]],
     ) -> bool:
         """Summarizer entries, each (message, token count, order key), standing for the entries `replaced`,
         which leave the context: all of it in one transaction, and only if none of them was replaced
@@ -100,7 +130,7 @@ class SessionHistory:
         developer: str,
         session_id: str,
         ids: list[uuid.UUID],
-        new: list[tuple[dict[str, Any], int, int]],
+        new: list[tuple[Message, int, int]],
     ) -> None:
         async with self.pool.acquire() as conn, conn.transaction():
             marked = await conn.execute(
@@ -122,18 +152,15 @@ class SessionHistory:
                 ],
             )
 
-    async def entries(self, developer: str, session_id: str) -> list[dict[str, Any]]:
+    async def entries(self, developer: str, session_id: str) -> list[HistoryEntry]:
         """Every entry of the session, replaced or not, in history order; a summarizer entry names the
         entries it `replaces`."""
         rows = await self.pool.fetch(
-            f"SELECT id, {_ENTRY_COLUMNS}, source, replaces, created_at FROM entries "
-            f"WHERE developer_id = $1 AND session_id = $2 {_ORDER}",
+            f"SELECT {_READ} FROM entries WHERE developer_id = $1 AND session_id = $2 {_ORDER}",
             developer,
             session_id,
         )
-        return [
-            {**dict(r), "id": str(r["id"]), "replaces": [str(i) for i in r["replaces"] or []]} for r in rows
-        ]
+        return [_entry(record(r)) for r in rows]
 
     async def clear(self, developer: str, session_id: str) -> None:
         """Delete every entry of the session (its summary is the session row's, cleared by the caller)."""

@@ -6,38 +6,36 @@ tenant's rows: there is no unscoped read here, and ids from another tenant behav
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Generic, TypeVar
 
 import asyncpg
 
 from contracts.records.pages import Page
+from contracts.records.tools import Tool
 from infra.store.developers import Developers
 from infra.store.executions import Executions
-from infra.store.rows import Conflict, new_id, record, record_or_none
+from infra.store.resource_records import agent_of, session_of, tool_of, user_of
+from infra.store.rows import Conflict, Row, new_id, record
 from infra.store.tasks import Tasks
 
 # What other modules import from here: Conflict is defined in infra/store/rows.py, which the Store's
 # parts share.
-__all__ = [
-    "AGENTS",
-    "EXECUTIONS",
-    "SESSIONS",
-    "TASKS",
-    "TOOLS",
-    "USERS",
-    "Conflict",
-    "Store",
-    "Table",
-]
+__all__ = ["AGENTS", "SESSIONS", "TOOLS", "USERS", "Conflict", "Store", "Table"]
+
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
 
 
 @dataclass(frozen=True)
-class Table:
+class Table(Generic[R_co]):
+    """A resource's table: the columns callers may write, and how a row of it reads as its record."""
+
     name: str
-    columns: tuple[str, ...]  # the columns callers may write
-    parent: str | None = None  # the owning resource's id column (tools and tasks belong to agents)
+    columns: tuple[str, ...]
+    read: Callable[[Row], R_co]
+    parent: str | None = None  # the owning resource's id column (tools belong to agents)
 
 
 AGENTS = Table(
@@ -55,8 +53,9 @@ AGENTS = Table(
         "handoffs",
         "guardrails",
     ),
+    agent_of,
 )
-USERS = Table("users", ("name", "about", "project", "metadata"))
+USERS = Table("users", ("name", "about", "project", "metadata"), user_of)
 SESSIONS = Table(
     "sessions",
     (
@@ -75,24 +74,9 @@ SESSIONS = Table(
         "metadata",
         "budget",
     ),
+    session_of,
 )
-TOOLS = Table("tools", ("name", "type", "description", "spec"), parent="agent_id")
-TASKS = Table("tasks", ("name", "version"), parent="agent_id")
-EXECUTIONS = Table(
-    "executions",
-    (
-        "task_id",
-        "task_version",
-        "status",
-        "input",
-        "metadata",
-        "error",
-        "idempotency_key",
-        "budget",
-        "restarted_from",
-    ),
-    parent="task_id",
-)
+TOOLS = Table("tools", ("name", "type", "description", "spec"), tool_of, parent="agent_id")
 
 
 class Store(Developers, Tasks, Executions):
@@ -106,8 +90,8 @@ class Store(Developers, Tasks, Executions):
     # Generic resources ---------------------------------------------------------------------------------
 
     async def insert(
-        self, table: Table, developer_id: str, values: Mapping[str, object], id_: str | None = None
-    ) -> dict[str, object]:
+        self, table: Table[R], developer_id: str, values: Mapping[str, object], id_: str | None = None
+    ) -> R:
         cols = [c for c in values if c in table.columns or c == table.parent]
         sql = (
             f"INSERT INTO {table.name} (id, developer_id, {', '.join(cols)}) "
@@ -119,19 +103,19 @@ class Store(Developers, Tasks, Executions):
             raise Conflict(
                 f"id {id_} is already in use; choose another id" if id_ else "already exists"
             ) from None
-        return record(row)
+        return table.read(record(row))
 
-    async def get(self, table: Table, developer_id: str, id_: str) -> dict[str, Any] | None:
+    async def get(self, table: Table[R], developer_id: str, id_: str) -> R | None:
         row = await self.pool.fetchrow(
             f"SELECT * FROM {table.name} WHERE developer_id = $1 AND id = $2", developer_id, id_
         )
-        return record_or_none(row)
+        return None if row is None else table.read(record(row))
 
     async def find(
-        self, table: Table, developer_id: str, page: Page, parent_id: str | None = None
-    ) -> list[dict[str, object]]:
+        self, table: Table[R], developer_id: str, page: Page, parent_id: str | None = None
+    ) -> list[R]:
         where: list[str] = ["developer_id = $1"]
-        args: list[Any] = [developer_id]
+        args: list[object] = [developer_id]
         if parent_id is not None and table.parent:
             args.append(parent_id)
             where.append(f"{table.parent} = ${len(args)}")
@@ -143,11 +127,11 @@ class Store(Developers, Tasks, Executions):
             f"SELECT * FROM {table.name} WHERE {' AND '.join(where)} ORDER BY {page.order()} "
             f"LIMIT ${len(args) - 1} OFFSET ${len(args)}"
         )
-        return [record(r) for r in await self.pool.fetch(sql, *args)]
+        return [table.read(record(r)) for r in await self.pool.fetch(sql, *args)]
 
     async def update(
-        self, table: Table, developer_id: str, id_: str, values: Mapping[str, object]
-    ) -> dict[str, object] | None:
+        self, table: Table[R], developer_id: str, id_: str, values: Mapping[str, object]
+    ) -> R | None:
         cols = [c for c in values if c in table.columns]
         if not cols:
             return await self.get(table, developer_id, id_)
@@ -157,20 +141,19 @@ class Store(Developers, Tasks, Executions):
             f"WHERE developer_id = $1 AND id = $2 RETURNING *"
         )
         try:
-            return record_or_none(
-                await self.pool.fetchrow(sql, developer_id, id_, *(values[c] for c in cols))
-            )
+            row = await self.pool.fetchrow(sql, developer_id, id_, *(values[c] for c in cols))
         except asyncpg.UniqueViolationError as exc:
             raise Conflict(
                 f"this change conflicts with an existing {table.name[:-1]}: {exc.detail}"
             ) from None
+        return None if row is None else table.read(record(row))
 
-    async def delete(self, table: Table, developer_id: str, id_: str) -> bool:
+    async def delete(self, table: Table[R], developer_id: str, id_: str) -> bool:
         result: str = await self.pool.execute(
             f"DELETE FROM {table.name} WHERE developer_id = $1 AND id = $2", developer_id, id_
         )
         return result != "DELETE 0"
 
-    async def agent_tools(self, developer_id: str, agent_id: str) -> list[dict[str, Any]]:
-        """An agent's tools (rows; `spec` is the task-language definition), oldest first."""
+    async def agent_tools(self, developer_id: str, agent_id: str) -> list[Tool]:
+        """An agent's tools, oldest first."""
         return await self.find(TOOLS, developer_id, Page(limit=1000, direction="asc"), parent_id=agent_id)

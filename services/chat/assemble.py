@@ -23,7 +23,7 @@ from services.chat.context import (
     token_budget,
 )
 from services.chat.request import Chat
-from services.chat.session import ChatSession
+from services.chat.session import ChatSession, template_view
 from services.errors import Invalid, TooLarge
 
 # Julep's recall options, as its session model defaults them (a session whose recall_options is null recalls
@@ -56,8 +56,8 @@ class ContextAssembler:
         recalled (as the doc store finds them). An `adaptive` session's context over budget is
         NeedsCompression, for the caller to act on."""
         new = [m.message() for m in body.messages]
-        summary, rows = await self.history.unsummarized(developer, session.id)
-        history = [Entry.of(row) for row in rows]
+        summary, entries = await self.history.unsummarized(developer, session.id)
+        history = [Entry.of(entry) for entry in entries]
         said = [*(e.message for e in history), *new]
         docs = await self._recall(developer, session, cast, said) if body.recall else []
         if not body.recall_tools:  # Julep's recall_tools: false sends the history without its tool exchanges
@@ -87,19 +87,17 @@ class ContextAssembler:
         template or situation as written)."""
         if not session.render_templates:
             return session.system_template or session.situation or ""
-        agent, users, tools = cast.agent, cast.users, cast.agent_tools
+        agent, users, tools = cast.stored, cast.users, cast.agent_tools
         scope: Mapping[str, object] = {
-            "agent": agent.view,
-            "user": users[0] if users else None,
-            "users": users,
+            "agent": template_view(agent),
+            "user": template_view(users[0]) if users else None,
+            "users": [template_view(u) for u in users],
             "session": session.view,
             "situation": session.situation,
             "summary": summary,
-            "tools": [{"name": t["name"], "type": t["type"], "description": t["description"]} for t in tools],
+            "tools": [{"name": t.name, "type": t.type, "description": t.description} for t in tools],
             "docs": [{"title": d["title"], "content": d["snippet"]["content"]} for d in docs],
-            "metadata": metadata_layers(
-                agent.metadata, *(_object(u.get("metadata")) for u in users), session.metadata
-            ),
+            "metadata": metadata_layers(agent.metadata, *(u.metadata for u in users), session.metadata),
         }
         try:
             return render_system(session.system_template, scope)
@@ -122,7 +120,7 @@ class ContextAssembler:
             for m in messages[-_int(options["num_search_messages"]) :]
             if m["role"] in ("user", "assistant") and isinstance(content := m.get("content"), str)
         ]
-        owners = [str(cast.agent.id), *(str(u["id"]) for u in cast.users)]
+        owners = [cast.stored.id, *(u.id for u in cast.users)]
         if not searched or not await self.docs.any_owned_by(developer, owners):
             return []
         metadata_filter = options.get("metadata_filter")
@@ -154,10 +152,6 @@ def without_tool_calls(message: Message) -> Message:
     kept = Message(**message)
     del kept["tool_calls"]
     return kept
-
-
-def _object(value: object) -> JsonObject | None:
-    return value if isinstance(value, dict) else None
 
 
 def _int(value: JsonValue) -> int:

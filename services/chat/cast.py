@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from contracts.json import JsonObject
 from contracts.messages import ToolCall
+from contracts.records.agents import Agent as StoredAgent
+from contracts.records.tools import Tool as StoredTool
+from contracts.records.users import User
 from infra.store.tables import USERS, Store
 from services.chat.request import Chat
 from services.chat.session import ChatSession
-from services.sessions import owned_row
+from services.handoffs import agent_view
+from services.sessions import owned
 from workflows import prompts
 from workflows.agents import Agent
 from workflows.language import ToolDef
@@ -19,13 +23,14 @@ from workflows.tool_kinds import Tool, parse_tool, runs_on_client
 
 @dataclass
 class Cast:
-    """One agent's turn: the agent, the session's users (their rows), the agent's tool rows, every tool
-    offered (the agent's and the request's) by name, as stored (`specs`, what a tool's run takes) and as
-    its kind (`tools`), and the arguments x-tool-parameters fixes for each."""
+    """One agent's turn: the agent (as it acts, and as stored), the session's users, the agent's own tools,
+    every tool offered (the agent's and the request's) by name, as stored (`specs`, what a tool's run takes)
+    and as its kind (`tools`), and the arguments x-tool-parameters fixes for each."""
 
     agent: Agent
-    users: Sequence[Mapping[str, object]]
-    agent_tools: Sequence[Mapping[str, object]]
+    stored: StoredAgent
+    users: Sequence[User]
+    agent_tools: Sequence[StoredTool]
     specs: dict[str, JsonObject]
     tools: dict[str, Tool]
     fixed: dict[str, JsonObject]
@@ -41,20 +46,22 @@ class Cast:
         return tool is not None and not runs_on_client(tool)
 
 
-async def cast(store: Store, developer: str, session: ChatSession, agent: Agent, body: Chat) -> Cast:
+def acting(agent: StoredAgent) -> Agent:
+    """The agent as a chat's turn runs it (workflows/agents.py): what an execution knows of it, and its
+    guardrails."""
+    return Agent.of({**agent_view(agent), "guardrails": agent.guardrails})
+
+
+async def cast(store: Store, developer: str, session: ChatSession, stored: StoredAgent, body: Chat) -> Cast:
     """Who takes part in one agent's turn and with which tools, read once per turn."""
-    users = [u for u in [await owned_row(store, USERS, developer, i) for i in session.users] if u]
-    agent_tools = await store.agent_tools(developer, str(agent.id))
-    specs: dict[str, JsonObject] = {t["spec"]["name"]: t["spec"] for t in agent_tools}
+    users = [u for u in [await owned(store, USERS, developer, i) for i in session.users] if u]
+    agent_tools = await store.agent_tools(developer, stored.id)
+    specs: dict[str, JsonObject] = {t.name: t.spec for t in agent_tools}
     for extra in body.tools or []:
         spec = ToolDef.model_validate(extra).model_dump(mode="json", by_alias=True, exclude_none=True)
         specs[spec["name"]] = spec
     tools = {name: parse_tool(spec) for name, spec in specs.items()}
     # x-tool-parameters: session over user over agent.
-    layers = [agent.metadata, *(_object(u.get("metadata")) for u in users), session.metadata]
+    layers = [stored.metadata, *(u.metadata for u in users), session.metadata]
     fixed = {name: prompts.fixed_arguments(tool, layers) for name, tool in tools.items()}
-    return Cast(agent, users, agent_tools, specs, tools, fixed)
-
-
-def _object(value: object) -> JsonObject | None:
-    return value if isinstance(value, dict) else None
+    return Cast(acting(stored), stored, users, agent_tools, specs, tools, fixed)

@@ -22,6 +22,7 @@ from temporalio.client import Client
 from contracts.calls import ModelAnswer
 from contracts.json import JsonValue
 from contracts.messages import Choice, Message, ToolCall
+from contracts.records.agents import Agent as StoredAgent
 from infra.models.client import ModelClient
 from infra.models.embeddings import Embedders
 from infra.models.tokens import count_tokens
@@ -32,7 +33,7 @@ from infra.store.session_history import SessionHistory
 from infra.store.tables import AGENTS, Store
 from services.chat.assemble import ContextAssembler
 from services.chat.calls import ChatCalls
-from services.chat.cast import Cast, cast
+from services.chat.cast import Cast, acting, cast
 from services.chat.compressing import Compressor
 from services.chat.context import Context, NeedsCompression
 from services.chat.guardrails import ChatGuardrails, TextGate
@@ -43,7 +44,7 @@ from services.chat.slots import ChatSlots
 from services.chat.spending import ChatSpending
 from services.errors import Busy, Invalid, ModelFailed, NotFound, TooLarge
 from services.handoffs import handoff_targets, reaches_output_guardrails
-from services.sessions import owned_row
+from services.sessions import owned
 from workflows import prompts, references
 from workflows.agents import Agent
 from workflows.storable import find_unstorable, format_path
@@ -173,7 +174,7 @@ class Chatter:
         self.guardrails = ChatGuardrails(models)
         self.compressor = Compressor(temporal, task_queue, adaptive_start)
 
-    async def cast(self, developer: str, session: ChatSession, agent: Agent, body: Chat) -> Cast:
+    async def cast(self, developer: str, session: ChatSession, agent: StoredAgent, body: Chat) -> Cast:
         """Who takes part in one agent's turn and with which tools."""
         return await cast(self.store, developer, session, agent, body)
 
@@ -278,13 +279,13 @@ class Chatter:
         asked = [m.message() for m in body.messages]
         for agent_id in agent_ids:
             agent = await self._agent(developer, agent_id)
-            await self.guardrails.check_input(developer, session.id, agent, asked, spending)
+            await self.guardrails.check_input(developer, session.id, acting(agent), asked, spending)
 
-    async def _agent(self, developer: str, agent_id: str) -> Agent:
-        row = await owned_row(self.store, AGENTS, developer, agent_id)
-        if row is None:
+    async def _agent(self, developer: str, agent_id: str) -> StoredAgent:
+        agent = await owned(self.store, AGENTS, developer, agent_id)
+        if agent is None:
             raise NotFound("agent", agent_id)
-        return Agent.of(row)
+        return agent
 
     def _tool_loop(
         self,
@@ -310,7 +311,7 @@ class Chatter:
             if holder.pending is not None:
                 await self._hand_over(developer, session, body, turn_body, holder, reply, messages, spending)
                 if gate is not None and not gate.held:  # the new holder, or its own targets, may be guarded
-                    gate.held = await reaches_output_guardrails(self.store, developer, holder.cast.agent)
+                    gate.held = await reaches_output_guardrails(self.store, developer, holder.cast.stored)
             cast, tools = holder.cast, holder.offered_tools()
             # With variables, a by-reference tool is offered once one fits it.
             offered = variables.offer(tools) if variables is not None else tools
@@ -351,11 +352,11 @@ class Chatter:
         """The agent a transfer named takes the turn: its cast, and the context (system message, history,
         recalled docs) the session gives it, as if it had been asked. Its input guardrails check what it is
         handed first (the request's messages and the answers before this turn's, then the turn's exchange)."""
-        agent = holder.pending
+        agent = holder.taking_over()
         assert agent is not None
         asked = [m.message() for m in turn_body.messages]
         handed = [*asked, *messages[holder.base :]]
-        await self.guardrails.check_input(developer, session.id, agent, handed, spending)
+        await self.guardrails.check_input(developer, session.id, acting(agent), handed, spending)
         cast = await self.cast(developer, session, agent, body)
         context, docs = await self.prepare(developer, session, turn_body, cast)
         reply.recall(docs)

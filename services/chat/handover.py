@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 from contracts.json import JsonObject
 from contracts.messages import Message, ToolCall
-from services.chat.cast import Cast
+from contracts.records.agents import Agent as StoredAgent
+from services.chat.cast import Cast, acting
 from services.errors import Refused
 from workflows import prompts
 from workflows.agents import Agent
@@ -20,18 +21,25 @@ from workflows.handoffs import HandoffRefused, Handoffs, transfer_data
 @dataclass
 class Holder:
     """The agent holding the turn (its cast), the context it was given (system, history, the new messages),
-    its handoffs, and the transfer waiting for the next model call. `base` is how many messages the turn's
-    first context had: what the loop adds after them (tool exchanges) carries over a handoff."""
+    its handoffs (and their targets as stored, by id), and the transfer waiting for the next model call.
+    `base` is how many messages the turn's first context had: what the loop adds after them (tool exchanges)
+    carries over a handoff."""
 
     cast: Cast
     context: list[Message]
     handoffs: Handoffs
+    targets: dict[str, StoredAgent]
     base: int
     pending: Agent | None = None
 
     @classmethod
-    def start(cls, cast: Cast, context: list[Message], targets: list[Agent]) -> Holder:
-        return cls(cast, context, Handoffs.of(cast.agent, targets, set(cast.tools)), len(context))
+    def start(cls, cast: Cast, context: list[Message], targets: list[StoredAgent]) -> Holder:
+        handoffs = Handoffs.of(cast.agent, [acting(t) for t in targets], set(cast.tools))
+        return cls(cast, context, handoffs, {t.id: t for t in targets}, len(context))
+
+    def taking_over(self) -> StoredAgent | None:
+        """The agent the pending transfer names, as stored (None: no transfer is pending)."""
+        return None if self.pending is None else self.targets[str(self.pending.id)]
 
     def offered_tools(self) -> list[JsonObject]:
         """The agent's tools, then its transfer tools."""
@@ -53,10 +61,11 @@ class Holder:
         now = time.monotonic()
         return prompts.tool_result("success", now, now, transfer_data(self.cast.agent, self.pending))
 
-    def hand_over(self, cast: Cast, context: list[Message], targets: list[Agent]) -> None:
+    def hand_over(self, cast: Cast, context: list[Message], targets: list[StoredAgent]) -> None:
         """The pending agent holds the turn now, with its cast and the context built for it."""
         self.cast, self.context, self.pending = cast, context, None
-        self.handoffs = Handoffs.of(cast.agent, targets, set(cast.tools))
+        self.handoffs = Handoffs.of(cast.agent, [acting(t) for t in targets], set(cast.tools))
+        self.targets = {t.id: t for t in targets}
 
     def conversation(self, messages: list[Message]) -> list[Message]:
         """What the model reads: the holding agent's context, then what the loop added since the turn began."""

@@ -4,7 +4,6 @@ tools, and the agents it may be handed to."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 
 from temporalio.client import Client
 from temporalio.common import Priority, WorkflowIDReusePolicy
@@ -13,15 +12,15 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from contracts.executions import ExecutionParams, ResumePoint
 from contracts.json import JsonObject
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
+from contracts.records.agents import Agent
 from contracts.records.executions import Execution
 from contracts.records.tasks import TaskVersion
 from contracts.temporal import TASK_EXECUTION_WORKFLOW, tenant_priority
 from infra.settings import Settings
-from infra.store.rows import json_value
 from infra.store.tables import AGENTS, Store
 from infra.telemetry.tracing import execution_context
 from services.errors import Unavailable
-from services.handoffs import AGENT_VIEW_KEYS, reachable_agents
+from services.handoffs import AGENT_VIEW_KEYS, agent_view, reachable_agents
 from services.workflow_labels import workflow_labels
 from workflows.language import ToolDef
 
@@ -37,13 +36,13 @@ async def launch(
 ) -> None:
     """Start the workflow (id = execution id); a start that fails leaves a `failed` execution saying why.
     With `resume` (a restart), the interpreter picks up there instead of at main's first step."""
-    agent_row, tools = await asyncio.gather(
+    agent, tools = await asyncio.gather(
         store.get(AGENTS, developer, task.agent_id), _task_tools(store, developer, task)
     )
-    agent = agent_row or {}
     # The agents it may be handed to are read now, so a handoff in the workflow is deterministic.
-    handoff_agents = await reachable_agents(store, developer, agent)  # no handoffs: no reads
-    params = _params(settings, developer, task, execution, agent, tools, resume, handoff_agents)
+    handoff_agents = {} if agent is None else await reachable_agents(store, developer, agent)
+    view = _agent_view(agent)
+    params = _params(settings, developer, task, execution, view, tools, resume, handoff_agents)
     with_attributes = settings.search_attributes == "on"  # `auto` was resolved when the API started
     labels = workflow_labels(task, agent, developer, execution.id, with_attributes)
     try:
@@ -79,7 +78,7 @@ def _params(
     developer: str,
     task: TaskVersion,
     execution: Execution,
-    agent: Mapping[str, object],
+    agent: JsonObject,
     tools: list[JsonObject],
     resume: ResumePoint | None,
     handoff_agents: dict[str, JsonObject],
@@ -91,7 +90,7 @@ def _params(
         task=task.document,
         dialect=task.dialect,
         input=execution.input,
-        agent=_agent_view(agent),
+        agent=agent,
         tools=tools,
         task_info={
             "id": task.id,
@@ -110,14 +109,16 @@ def _params(
     )
 
 
-def _agent_view(agent: Mapping[str, object]) -> JsonObject:
-    """What the execution knows of its agent, as stored."""
-    view = {key: json_value(agent, key) for key in AGENT_VIEW_KEYS}
+def _agent_view(agent: Agent | None) -> JsonObject:
+    """What the execution knows of its agent, as stored (one deleted meanwhile: nothing, each key null)."""
+    if agent is None:
+        return {key: None for key in AGENT_VIEW_KEYS if key != "handoffs"}
+    view = agent_view(agent)
     # Only when set: an execution's input is as before for an agent without handoffs or guardrails.
-    if not view["handoffs"]:
+    if not agent.handoffs:
         del view["handoffs"]
-    if agent.get("guardrails"):
-        view["guardrails"] = json_value(agent, "guardrails")
+    if agent.guardrails:
+        view["guardrails"] = agent.guardrails
     return view
 
 
@@ -130,9 +131,5 @@ async def _task_tools(store: Store, developer: str, task: TaskVersion) -> list[J
     ]
     if task.document.get("inherit_tools", True):
         names = {t["name"] for t in tools}
-        tools += [
-            t["spec"]
-            for t in await store.agent_tools(developer, task.agent_id)
-            if t["spec"]["name"] not in names
-        ]
+        tools += [t.spec for t in await store.agent_tools(developer, task.agent_id) if t.name not in names]
     return tools

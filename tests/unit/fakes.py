@@ -9,8 +9,10 @@ shape, this is the one module to update.
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from temporalio import activity
@@ -18,6 +20,8 @@ from temporalio.exceptions import ApplicationError
 
 from activities.registered import activities_by_name
 from contracts.calls import WorkerCall
+from contracts.records.agents import Agent
+from contracts.records.tools import Tool
 from contracts.temporal import (
     CALL_API,
     CALL_IN_WORKER,
@@ -35,6 +39,7 @@ from contracts.temporal import (
     WRITE_TRANSITIONS,
 )
 from contracts.transitions import TERMINAL_STATUSES, InvalidTransition, TransitionBatch, check_sequence
+from infra.store.resource_records import agent_of
 
 Handler = Callable[[dict[str, Any]], Any]
 
@@ -256,13 +261,17 @@ class FakeStore:
 
     def __init__(self, fakes: Fakes, agent: dict[str, Any], agent_tools: list[dict[str, Any]]):
         self.fakes = fakes
-        self.agent = agent
-        self.tools = [{"spec": spec} for spec in agent_tools]
+        now = datetime.now(UTC)
+        self.agent = agent_of({"created_at": now, "updated_at": now, **agent})
+        self.tools = [
+            Tool(str(uuid.uuid4()), self.agent.id, t["name"], t["type"], t.get("description"), t, now, now)
+            for t in agent_tools
+        ]
 
-    async def get(self, table: Any, developer_id: str, id_: str) -> dict[str, Any] | None:
-        return self.agent if id_ == self.agent.get("id") else None
+    async def get(self, table: Any, developer_id: str, id_: str) -> Agent | None:
+        return self.agent if id_ == self.agent.id else None
 
-    async def agent_tools(self, developer_id: str, agent_id: str) -> list[dict[str, Any]]:
+    async def agent_tools(self, developer_id: str, agent_id: str) -> list[Tool]:
         return self.tools
 
     async def set_execution_status(
