@@ -1,6 +1,7 @@
 """Acting for one tenant: queries made inside `acting_as(developer_id)` run under row-level security.
 
-The API enters it for each request once the API key names the developer (api/deps.py). Every connection
+The API enters it for each request once the API key names the developer (api/deps.py, through
+services/tenancy.py's `acting_for`). Every connection
 the pool hands out meanwhile switches to the role `mint_tenant` with `mint.developer_id` set, and the
 policies of migration 0012 then show and accept only that developer's rows. So a query that forgets its
 `developer_id = $1` still cannot read or write another tenant's data. Outside `acting_as` (worker,
