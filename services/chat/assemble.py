@@ -4,10 +4,10 @@ new messages, fitted to the token budget; and the docs recalled for it."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from contracts.json import JsonObject, JsonValue
 from contracts.messages import Message
+from contracts.records.docs import SearchHit
 from infra.models.embeddings import Embedders
 from infra.store.docs import DocStore, SearchQuery
 from infra.store.session_history import SessionHistory
@@ -51,7 +51,7 @@ class ContextAssembler:
 
     async def assemble(
         self, developer: str, session: ChatSession, body: Chat, cast: Cast
-    ) -> tuple[Context, list[dict[str, Any]]]:
+    ) -> tuple[Context, list[JsonObject]]:
         """The context to send (its messages, and how many history messages it left out) and the docs
         recalled (as the doc store finds them). An `adaptive` session's context over budget is
         NeedsCompression, for the caller to act on."""
@@ -59,14 +59,14 @@ class ContextAssembler:
         summary, entries = await self.history.unsummarized(developer, session.id)
         history = [Entry.of(entry) for entry in entries]
         said = [*(e.message for e in history), *new]
-        docs = await self._recall(developer, session, cast, said) if body.recall else []
+        hits, embedded = await self._recall(developer, session, cast, said) if body.recall else ([], False)
         if not body.recall_tools:  # Julep's recall_tools: false sends the history without its tool exchanges
             history = [
                 Entry(without_tool_calls(e.message), e.tokens)
                 for e in history
                 if not is_tool_exchange(e.message)
             ]
-        system_text = self._system_text(session, cast, summary, docs)
+        system_text = self._system_text(session, cast, summary, hits)
         system = Message(role="system", content=system_text) if system_text else None
         agent = cast.agent
         setting = agent.setting("model")
@@ -78,10 +78,10 @@ class ContextAssembler:
             raise
         except ContextTooLarge as exc:
             raise TooLarge(str(exc)) from None
-        return context, docs
+        return context, [hit.json(embedded) for hit in hits]
 
     def _system_text(
-        self, session: ChatSession, cast: Cast, summary: str | None, docs: list[dict[str, Any]]
+        self, session: ChatSession, cast: Cast, summary: str | None, hits: list[SearchHit]
     ) -> str:
         """The session's system template rendered over who takes part (or, with render_templates off, the
         template or situation as written)."""
@@ -96,7 +96,7 @@ class ContextAssembler:
             "situation": session.situation,
             "summary": summary,
             "tools": [{"name": t.name, "type": t.type, "description": t.description} for t in tools],
-            "docs": [{"title": d["title"], "content": d["snippet"]["content"]} for d in docs],
+            "docs": [{"title": hit.title, "content": hit.snippet.content} for hit in hits],
             "metadata": metadata_layers(agent.metadata, *(u.metadata for u in users), session.metadata),
         }
         try:
@@ -106,13 +106,13 @@ class ContextAssembler:
 
     async def _recall(
         self, developer: str, session: ChatSession, cast: Cast, messages: list[Message]
-    ) -> list[dict[str, Any]]:
+    ) -> tuple[list[SearchHit], bool]:
         """The docs of the agent and the session's users that match the conversation's last messages, as
         Julep recalls them: only in a session with recall_options, searching by its last
         `num_search_messages` user and assistant messages (the text search by the last of them). None, and
-        no embedding, when the owners have no docs."""
+        no embedding, when the owners have no docs. With them, whether the answer shows their embeddings."""
         if session.recall_options is None:
-            return []
+            return [], False
         options = {**DEFAULT_RECALL, **session.recall_options}
         longest = _int(options["max_query_length"])
         searched = [
@@ -122,7 +122,7 @@ class ContextAssembler:
         ]
         owners = [cast.stored.id, *(u.id for u in cast.users)]
         if not searched or not await self.docs.any_owned_by(developer, owners):
-            return []
+            return [], False
         metadata_filter = options.get("metadata_filter")
         query = SearchQuery(
             text=searched[-1][1].strip()[:longest] if options["mode"] != "vector" else None,
@@ -136,8 +136,7 @@ class ContextAssembler:
             said = "\n\n".join(f"{who}: {content}" for who, content in searched).strip()
             embedder = await self.embedders.of(developer)
             (query.vector,) = await embedder.embed([said[-longest:]], RECALL_INSTRUCTION)
-        hits = await self.docs.search(developer, owners, query)
-        return [hit.json(query.include_embeddings) for hit in hits]
+        return await self.docs.search(developer, owners, query), query.include_embeddings
 
 
 def is_tool_exchange(message: Message) -> bool:

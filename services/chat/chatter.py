@@ -15,12 +15,12 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from temporalio.client import Client
 
 from contracts.calls import ModelAnswer
-from contracts.json import JsonValue
+from contracts.json import JsonObject, JsonValue
 from contracts.messages import Choice, Message, ToolCall
 from contracts.records.agents import Agent as StoredAgent
 from infra.models.client import ModelClient
@@ -85,7 +85,7 @@ class ChatAnswer(TypedDict):
     created_at: datetime
     choices: list[AnswerChoice]
     usage: dict[str, int]
-    docs: list[dict[str, Any]]
+    docs: list[JsonObject]
     jobs: list[str]
     agent_id: str | None
 
@@ -100,7 +100,7 @@ class Reply:
     usage: dict[str, int] = field(
         default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
     )
-    recalled: list[dict[str, Any]] = field(default_factory=list)
+    recalled: list[JsonObject] = field(default_factory=list)
     answered: list[Message] = field(default_factory=list)
     unsupported: set[str] = field(default_factory=set)  # settings asked for that a provider does not take
     # Known from the start, so that a streamed chat's chunks carry them before the answer is whole.
@@ -114,7 +114,7 @@ class Reply:
         self.usage["completion_tokens"] += int(used.get("completion_tokens") or 0)
         self.usage["total_tokens"] += int(used.get("total_tokens") or 0)
 
-    def recall(self, docs: list[dict[str, Any]]) -> None:
+    def recall(self, docs: list[JsonObject]) -> None:
         """Add the docs one agent's turn recalled, each once."""
         self.recalled += [d for d in docs if d["id"] not in {r["id"] for r in self.recalled}]
 
@@ -180,7 +180,7 @@ class Chatter:
 
     async def prepare(
         self, developer: str, session: ChatSession, body: Chat, cast: Cast
-    ) -> tuple[Context, list[dict[str, Any]]]:
+    ) -> tuple[Context, list[JsonObject]]:
         """The context one agent's turn sends, and the docs recalled (also what `/render` shows). An
         `adaptive` session's context over budget waits for its history to be compressed (never sent with a
         message left out that no summary covers); if it still does not fit, the chat is refused."""

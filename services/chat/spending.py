@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from contracts.calls import ModelAnswer
+from contracts.json import JsonObject
 from infra.store.budgets import Budgets, OverBudget, tokens_of
 from services.errors import OutOfBudget
 
@@ -19,7 +19,7 @@ from services.errors import OutOfBudget
 class ChatSpending:
     budgets: Budgets
     session_id: str
-    default_budget: dict[str, Any] | None  # the developer's, for a session that sets none
+    default_budget: JsonObject | None  # the developer's, for a session that sets none
     count: Callable[[ModelAnswer], None]  # adds a call's usage to the chat's answer
 
     async def before_call(self) -> None:
