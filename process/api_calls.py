@@ -11,17 +11,26 @@ import httpx
 import yaml
 
 from contracts.json import JsonObject, JsonValue
+from process.stack_file import MintApi
 
 
-def call(api: httpx.Client, method: str, path: str, **kwargs: Any) -> JsonObject:
+def call(api: MintApi, method: str, path: str, **kwargs: Any) -> JsonObject:
     """The JSON object one request answers; an error answer ends the command with the API's words."""
     response = api.request(method, path, **kwargs)
     if response.status_code >= 400:
-        raise click.ClickException(error_text(response))
+        raise api_error(api, response)
     body = response.json()
     if not isinstance(body, dict):
-        raise click.ClickException(f"{method} {path} answered {type(body).__name__}, not a JSON object")
+        raise click.ClickException(
+            f"{method} {path} answered {type(body).__name__}, not a JSON object, from {api.stack.where()}"
+        )
     return body
+
+
+def api_error(api: MintApi, response: httpx.Response) -> click.ClickException:
+    """The error `response` says, naming the API that said it (and how the command found that API)."""
+    first, *problems = error_text(response).split("\n")
+    return click.ClickException("\n".join([f"{first}, from {api.stack.where()}", *problems]))
 
 
 def as_object(value: JsonValue) -> JsonObject:

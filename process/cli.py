@@ -18,6 +18,7 @@ from process.executions_cli import COMMANDS as EXECUTION_COMMANDS
 from process.exit_codes import MintGroup
 from process.local_stack import (
     announce,
+    claim_data_dir,
     embedded_postgres,
     local_settings,
     stored_key,
@@ -54,27 +55,15 @@ def cli() -> None:
 )
 def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -> None:
     """Start Postgres, Temporal (with its UI), a worker and the API on this machine. Ctrl-C stops all."""
-    from process.data_dir_lock import hold_data_dir
-    from process.data_dir_mode import make_owner_only
-    from process.up_ports import check_ports, up_ports
-
     data_dir = data_dir.resolve()
     settings = up_settings(api_port)
-    # A busy port is said before anything is written (the data dir is not even created).
-    check_ports(up_ports(settings, temporal_port, ui_port), data_dir)
-    make_owner_only(data_dir)
-    # One `mint up` per data dir (held until this process exits), said at once, before the slow imports;
-    # then anything a crashed one left running here is ours to stop.
-    hold_data_dir(data_dir)
+    claim_data_dir(data_dir, settings, temporal_port, ui_port)  # before the slow imports
 
     from process import local_services
-    from process.leftovers import clear_leftovers
     from process.stack import StackOptions
     from process.stack_file import forget_stack, record_stack
     from process.ui_gateway import UiGateway
 
-    for line in clear_leftovers(data_dir):
-        click.echo(line)
     api_url = f"http://{settings.api_host}:{settings.api_port}"
     record_stack(data_dir, api_url)
     key = settings.api_key or stored_key(data_dir)
@@ -250,7 +239,8 @@ def _serve(
         raise click.ClickException(str(exc)) from None
 
 
-for _command in (developer, docs, *EXECUTION_COMMANDS):  # and mint ls, status, watch, logs, resume, cancel, restart
+# mint developer and docs, and the execution commands (ls, status, watch, logs, resume, cancel, restart)
+for _command in (developer, docs, *EXECUTION_COMMANDS):
     cli.add_command(_command)
 
 

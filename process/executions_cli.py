@@ -1,5 +1,5 @@
-"""`mint ls`, `status`, `watch`, `logs`, `resume` and `cancel`: executions from the command line, through the
-API of the stack `mint up` recorded (or MINT_API_URL / MINT_API_KEY)."""
+"""`mint ls`, `status`, `watch`, `logs`, `resume`, `cancel` and `restart`: executions from the command line,
+through the API of the stack `mint up` recorded (or MINT_API_URL / MINT_API_KEY)."""
 
 from __future__ import annotations
 
@@ -11,21 +11,18 @@ from pathlib import Path
 from typing import Any
 
 import click
-import httpx
 
 from contracts.json import JsonObject, JsonValue
 from process.api_calls import as_object, call, items, parse_value
+from process.exit_codes import OUTCOMES
 from process.follow import (
-    TERMINAL,
-    Detached,
     follow,
     position,
-    say_detached,
     show_wait,
     wait_info,
     when,
 )
-from process.stack_file import DATA_DIR_OPTION, URL_OPTION, api_client, find_stack
+from process.stack_file import DATA_DIR_OPTION, URL_OPTION, MintApi, api_client, find_stack
 
 STATUSES = ("queued", "starting", "running", "awaiting_input", "succeeded", "failed", "cancelled")
 PAGE = 1000  # transitions read per request
@@ -36,7 +33,7 @@ def _stack_options(command: Callable[..., Any]) -> Callable[..., Any]:
     return URL_OPTION(DATA_DIR_OPTION(command))
 
 
-def _api(data_dir: Path | None, url: str | None) -> httpx.Client:
+def _api(data_dir: Path | None, url: str | None) -> MintApi:
     return api_client(find_stack(data_dir, url))
 
 
@@ -79,14 +76,14 @@ def show_status(execution_id: str, data_dir: Path, url: str | None) -> None:
     if transitions:
         last = transitions[-1]
         label = f" ({last['step_label']})" if last.get("step_label") else ""
-        if last.get("next") and status not in TERMINAL:
+        if last.get("next") and status not in OUTCOMES:
             click.echo(f"step       {position(last['next'])}")
         click.echo(f"last       {last['type']} at {position(last.get('current'))}{label}")
     if timers:
         click.echo(f"sleeping   until {when(str(timers[0]['fires_at']))}")
     for where, info in _open_waits(transitions) if status == "awaiting_input" else []:
         show_wait(where, info)
-        click.echo(f"answer it with: mint resume {execution['id']} --input JSON")
+        click.echo(f"answer it with: {api.stack.command('resume', str(execution['id']), '--input', 'JSON')}")
     if status == "succeeded":
         output = json.dumps(execution["output"], indent=2, ensure_ascii=False)
         click.echo("output     " + output.replace("\n", "\n           "))
@@ -101,11 +98,7 @@ def watch(execution_id: str, data_dir: Path, url: str | None) -> None:
     """Follow an execution's transitions live until it ends; exit 0 only if it succeeded."""
     with _api(data_dir, url) as api:
         execution = call(api, "GET", f"/executions/{execution_id}")  # a wrong id fails here, in one line
-        try:
-            code = follow(api, str(execution["id"]), answer_waits=False)
-        except Detached as detached:
-            say_detached(api, str(execution["id"]), detached.reason)
-            code = detached.code
+        code = follow(api, str(execution["id"]), answer_waits=False)
     raise SystemExit(code)
 
 
@@ -119,8 +112,9 @@ def logs(execution_id: str, data_dir: Path, url: str | None) -> None:
         for seq, transition in enumerate(_transitions(api, execution_id), start=1):
             label = f" ({transition['step_label']})" if transition.get("step_label") else ""
             where = position(transition.get("current"))
+            created = _local(str(transition["created_at"]))
             click.echo(
-                f"#{seq:<4} {transition['type']!s:<13} {where}{label}  {_local(str(transition['created_at']))}"
+                f"#{seq:<4} {transition['type']!s:<13} {where}{label}  {created}  id {transition['id']}"
             )
             output = json.dumps(transition.get("output"), indent=2, ensure_ascii=False)
             click.echo("\n".join(f"      {line}" for line in output.splitlines()))
@@ -143,7 +137,9 @@ def resume(execution_id: str, input_text: str, data_dir: Path, url: str | None) 
         execution = call(
             api, "PUT", f"/executions/{execution_id}", json={"status": "running", "input": value}
         )
-    click.echo(f"resumed execution {execution['id']}; follow it with: mint watch {execution['id']}")
+    click.echo(
+        f"resumed execution {execution['id']}; follow it with: {api.stack.command('watch', str(execution['id']))}"
+    )
 
 
 @click.command("cancel")
@@ -156,19 +152,64 @@ def cancel(execution_id: str, reason: str | None, data_dir: Path, url: str | Non
     with _api(data_dir, url) as api:
         execution = call(api, "PUT", f"/executions/{execution_id}", json=body)
         deadline = time.monotonic() + CANCEL_WAIT_SECONDS
-        while execution["status"] not in TERMINAL and time.monotonic() < deadline:
+        while execution["status"] not in OUTCOMES and time.monotonic() < deadline:
             time.sleep(0.2)
             execution = call(api, "GET", f"/executions/{execution['id']}")
-    if execution["status"] in TERMINAL:
+    if execution["status"] in OUTCOMES:
         click.echo(f"execution {execution['id']} {execution['status']}")
     else:
         click.echo(f"cancel requested; execution {execution['id']} is still {execution['status']}")
 
 
-COMMANDS = (list_executions, show_status, watch, logs, resume, cancel)
+@click.command("restart")
+@click.argument("execution_id")
+@click.option(
+    "--from",
+    "from_transition",
+    required=True,
+    help="The transition to run again from: its id, or its number in `mint logs` (3 or #3).",
+)
+@click.option("--input", "input_text", default=None, help="That step's input instead, as JSON (or YAML).")
+@_stack_options
+def restart(
+    execution_id: str, from_transition: str, input_text: str | None, data_dir: Path, url: str | None
+) -> None:
+    """Run an execution again from a step: a new execution keeps the transitions before it and runs on from
+    there. Followed like `mint run` (a wait prompts for its answer); exits with its outcome."""
+    body: JsonObject = {}
+    if input_text is not None:
+        try:
+            body["input"] = parse_value(input_text)
+        except ValueError as exc:
+            raise click.ClickException(f"cannot read --input: {exc}") from None
+    with _api(data_dir, url) as api:
+        body["from_transition"] = _transition_id(api, execution_id, from_transition)
+        started = call(api, "POST", f"/executions/{execution_id}/restart", json=body)
+        click.echo(
+            f"execution {started['id']} restarted from execution {execution_id}, transition {from_transition}"
+        )
+        code = follow(api, str(started["id"]), answer_waits=True)
+    raise SystemExit(code)
 
 
-def _transitions(api: httpx.Client, execution_id: str) -> Iterator[JsonObject]:
+def _transition_id(api: MintApi, execution_id: str, given: str) -> str:
+    """The id of the transition `given` names: an id, or a number as `mint logs` shows it (#1 is the first)."""
+    number = given.removeprefix("#")
+    if not number.isdigit():
+        return given
+    listed = list(_transitions(api, execution_id))
+    if not 1 <= int(number) <= len(listed):
+        raise click.ClickException(
+            f"execution {execution_id} has {len(listed)} transitions (see `mint logs {execution_id}`): "
+            f"none is #{number}"
+        )
+    return str(listed[int(number) - 1]["id"])
+
+
+COMMANDS = (list_executions, show_status, watch, logs, resume, cancel, restart)
+
+
+def _transitions(api: MintApi, execution_id: str) -> Iterator[JsonObject]:
     offset = 0
     while True:
         params = {"direction": "asc", "limit": PAGE, "offset": offset}

@@ -4,6 +4,11 @@ what a wait asks for, when a sleep wakes, and the outcome; Ctrl-C leaves the exe
 The stream is read in a thread of its own and handed over through a queue, so the terminal stays live (a
 spinner, the prompt for a wait) while nothing arrives. Each transition comes with its sequence number, and a
 stream that ends early is reopened after the last one seen, so none is shown twice.
+
+While `mint run` prompts for a wait's answer it keeps reading that queue (and asks for the execution's status
+now and then): when the wait is answered elsewhere (`mint resume`, another client, its timeout), it stops
+prompting, says so, and follows on. Without stdin to read (it ended), it says how to answer the wait and
+follows on too: the command ends with the execution's outcome either way.
 """
 
 from __future__ import annotations
@@ -22,24 +27,18 @@ import click
 import httpx
 
 from contracts.json import JsonObject, JsonValue
-from process.api_calls import as_object, call, error_text, items, parse_value
+from process.api_calls import api_error, as_object, call, items, parse_value
+from process.exit_codes import OUTCOMES, ExitCode
+from process.stack_file import MintApi
+from process.terminal_input import TerminalInput
 
-TERMINAL = {"succeeded": 0, "failed": 1, "cancelled": 2}
-INTERRUPTED = 130  # the shell's code for a command stopped by Ctrl-C
 # How long after the last transition the follower asks what a quiet execution is doing (then every 10 s).
 QUIET_CHECKS = (0.5, 2.0, 10.0)
 TICK = 0.2  # the spinner's pace
 SPINNER = "|/-\\"
 STREAM_TIMEOUT = httpx.Timeout(30.0, read=60.0)  # the stream sends a keep-alive every 15 s
-
-
-class Detached(Exception):
-    """Following stopped while the execution goes on (Ctrl-C, or no terminal to answer a wait on)."""
-
-    def __init__(self, reason: str, code: int):
-        super().__init__(reason)
-        self.reason = reason
-        self.code = code
+STATUS_CHECK = 2.0  # while prompting, how often the execution's status is asked for (the stream is faster)
+PROMPT = "input (JSON or YAML; empty for {}): "
 
 
 @dataclass
@@ -48,6 +47,8 @@ class _Wait:
     where: str
     info: JsonValue
     asked: bool = False
+    # Whether the execution was seen awaiting input since this wait began (its status may lag its `wait`).
+    awaited: bool = False
 
 
 @dataclass
@@ -59,45 +60,50 @@ class _State:
     checks: int = 0
 
 
-def follow(api: httpx.Client, execution_id: str, answer_waits: bool) -> int:
-    """Print the execution's transitions as they happen until it ends; return the exit code for its status.
-    With `answer_waits`, a wait prompts on the terminal for its input. Raises Detached on Ctrl-C."""
+def follow(api: MintApi, execution_id: str, answer_waits: bool) -> int:
+    """Print the execution's transitions as they happen until it ends; return the exit code of its outcome.
+    With `answer_waits`, a wait prompts on the terminal for its input. On Ctrl-C, say that the execution goes
+    on and how to get back to it, and return INTERRUPTED."""
     try:
         return _Follower(api, execution_id, answer_waits).run()
     except KeyboardInterrupt:
-        raise Detached("stopped following", INTERRUPTED) from None
+        say_detached(api, execution_id, "stopped following")
+        return ExitCode.INTERRUPTED
 
 
-def say_detached(api: httpx.Client, execution_id: str, reason: str) -> None:
+def say_detached(api: MintApi, execution_id: str, reason: str) -> None:
     """Tell the person that the execution goes on without them, and how to get back to it."""
     status = _status_quietly(api, execution_id)
     if sys.stdout.isatty():
         click.echo(_clear())  # off the line of the spinner, the prompt or the ^C
     going = f" ({status})" if status else ""
+    command = api.stack.command
     lines = [
         f"{reason}: execution {execution_id} goes on{going}.",
-        f"  follow it:  mint watch {execution_id}",
+        f"  follow it:  {command('watch', execution_id)}",
     ]
     if status in (None, "awaiting_input"):
-        lines.append(f"  answer it:  mint resume {execution_id} --input JSON")
-    lines.append(f"  cancel it:  mint cancel {execution_id}")
+        lines.append(f"  answer it:  {command('resume', execution_id, '--input', 'JSON')}")
+    lines.append(f"  cancel it:  {command('cancel', execution_id)}")
     click.echo("\n".join(lines), err=True)
 
 
 class _Follower:
-    def __init__(self, api: httpx.Client, execution_id: str, answer_waits: bool):
+    def __init__(self, api: MintApi, execution_id: str, answer_waits: bool):
         self.api = api
         self.execution_id = execution_id
         self.answer_waits = answer_waits
         self.events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self.held: list[tuple[str, Any]] = []  # taken from `events` while prompting, handled after
         self.state = _State(quiet_since=time.monotonic())
         self.tick = 0
+        self.input = TerminalInput()
 
     def run(self) -> int:
         self._open_stream()
         while True:
             try:
-                kind, item = self.events.get(timeout=TICK)
+                kind, item = self.held.pop(0) if self.held else self.events.get(timeout=TICK)
             except queue.Empty:  # caught up with the stream: waits seen now are still open
                 self._ask_open_waits()
                 self._quiet()
@@ -108,7 +114,7 @@ class _Follower:
                 raise item
             else:  # the stream ended: the execution ended, or the connection did
                 execution = call(self.api, "GET", f"/executions/{self.execution_id}")
-                if execution["status"] in TERMINAL:
+                if execution["status"] in OUTCOMES:
                     return _outcome(execution)
                 time.sleep(1)
                 self._open_stream()
@@ -125,7 +131,7 @@ class _Follower:
             ) as response:
                 if response.status_code >= 400:
                     response.read()
-                    raise click.ClickException(error_text(response))
+                    raise api_error(self.api, response)
                 for seq, transition in _sse_transitions(response.iter_lines()):
                     self.events.put(("transition", (seq, transition)))
         except httpx.TransportError:
@@ -155,22 +161,43 @@ class _Follower:
                 continue
             wait.asked = True
             show_wait(wait.where, wait.info)
-            if not self.answer_waits:
-                click.echo(f"answer it with: mint resume {self.execution_id} --input JSON")
-                continue
-            self._answer()
+            if self.answer_waits:
+                self._answer(wait)
+            if not self.answer_waits:  # never asked, or stdin ended
+                click.echo(
+                    f"answer it with: {self.api.stack.command('resume', self.execution_id, '--input', 'JSON')}"
+                )
 
-    def _answer(self) -> None:
+    def _answer(self, wait: _Wait) -> None:
+        """Prompt for the wait's answer and send it; stop prompting when the wait is answered elsewhere."""
+        click.echo(PROMPT, nl=False)
+        checked = time.monotonic()
         while True:
-            text = _read_line("input (JSON or YAML; empty for {}): ")
+            try:
+                text = self.input.line(TICK)
+            except EOFError:
+                click.echo("")
+                click.echo("no input on stdin: following on until the execution ends", err=True)
+                self.answer_waits = False
+                return
             if text is None:
-                raise Detached("no input on stdin", 1)
+                ask_status = time.monotonic() - checked >= STATUS_CHECK
+                checked = time.monotonic() if ask_status else checked
+                if (gone := self._no_longer_open(wait, ask_status)) is not None:
+                    click.echo(f"\n{gone}")
+                    return
+                continue
+            if not self.input.is_terminal():
+                click.echo(text)  # piped input is not echoed: show what was read
             try:
                 value = parse_value(text) if text.strip() else {}
             except ValueError as exc:
                 click.echo(f"cannot read that: {exc}; try again", err=True)
+                click.echo(PROMPT, nl=False)
                 continue
-            break
+            return self._resume(value)
+
+    def _resume(self, value: JsonValue) -> None:
         try:
             call(
                 self.api,
@@ -180,6 +207,34 @@ class _Follower:
             )
         except click.ClickException as exc:  # answered meanwhile (another client, a timeout): go on
             click.echo(f"could not resume: {exc.message}", err=True)
+
+    def _no_longer_open(self, wait: _Wait, ask_status: bool) -> str | None:
+        """What ended the wait while we prompted, or None while it is open: a resume naming it in the
+        stream (what arrives is held for the main loop), else, when `ask_status` (or the stream ended), a
+        status that moved on from awaiting_input."""
+        while True:
+            try:
+                kind, item = self.events.get_nowait()
+            except queue.Empty:
+                break
+            self.held.append((kind, item))
+            if kind != "transition":
+                ask_status = True  # the stream ended (or failed): the status says why
+                continue
+            transition = item[1]
+            answered = as_object(transition.get("metadata")).get("wait_seq")
+            if transition.get("type") == "resume" and answered == wait.seq:
+                return f"the wait at {wait.where} was answered elsewhere; following on"
+        if not ask_status:
+            return None
+        status = _status_quietly(self.api, self.execution_id)
+        if status in OUTCOMES:
+            return f"the wait at {wait.where} is over: the execution {status}"
+        if status == "awaiting_input" or status is None:
+            wait.awaited = wait.awaited or status == "awaiting_input"
+            return None
+        # Its status may lag its `wait`: only a move away from awaiting_input says it was answered.
+        return f"the wait at {wait.where} was answered elsewhere; following on" if wait.awaited else None
 
     def _quiet(self) -> None:
         """Nothing arrived for a while: say what the execution is waiting on (a sleep's end), spin."""
@@ -252,14 +307,14 @@ def _duration(seconds: float) -> str:
     return "in " + " ".join(parts[:2])
 
 
-def _outcome(execution: JsonObject) -> int:
+def _outcome(execution: JsonObject) -> ExitCode:
     status = str(execution["status"])
     click.echo(f"{_clear()}{status}")
     if status == "succeeded":
         click.echo(json.dumps(execution["output"], indent=2, ensure_ascii=False))
     elif execution.get("error"):
         click.echo(f"error: {execution['error']}", err=True)
-    return TERMINAL[status]
+    return OUTCOMES[status]
 
 
 def _sse_transitions(lines: Iterator[str]) -> Iterator[tuple[int, JsonObject]]:
@@ -279,17 +334,7 @@ def _sse_transitions(lines: Iterator[str]) -> Iterator[tuple[int, JsonObject]]:
             data.append(line[5:].removeprefix(" "))
 
 
-def _read_line(prompt: str) -> str | None:
-    """A line from stdin (None at its end); Ctrl-C raises KeyboardInterrupt, which click.prompt would
-    turn into an "Aborted!" that says nothing of the execution."""
-    click.echo(prompt, nl=False)
-    line = sys.stdin.readline()
-    if line and not sys.stdin.isatty():
-        click.echo(line.rstrip("\n"))  # piped input is not echoed: show what was read
-    return None if line == "" else line.rstrip("\n")
-
-
-def _status_quietly(api: httpx.Client, execution_id: str) -> str | None:
+def _status_quietly(api: MintApi, execution_id: str) -> str | None:
     try:
         response = api.get(f"/executions/{execution_id}", timeout=5)
         return response.json()["status"] if response.status_code == 200 else None

@@ -29,11 +29,30 @@ def up_settings(api_port: int | None) -> Settings:
     return dataclasses.replace(settings, api_port=api_port) if api_port is not None else settings
 
 
+def claim_data_dir(data_dir: Path, settings: Settings, temporal_port: int, ui_port: int) -> None:
+    """Make data_dir this `mint up`'s: its ports checked before anything is written (a busy one stops it
+    with the data dir not even created), the dir made owner-only, its lock held until this process exits (a
+    second `mint up` on it is told at once), and whatever a crashed `mint up` left running on it stopped."""
+    from process.data_dir_lock import hold_data_dir
+    from process.data_dir_mode import make_owner_only
+    from process.leftovers import clear_leftovers
+    from process.up_ports import check_ports, up_ports
+
+    check_ports(up_ports(settings, temporal_port, ui_port), data_dir)
+    make_owner_only(data_dir)
+    hold_data_dir(data_dir)
+    for line in clear_leftovers(data_dir):
+        click.echo(line)
+
+
 def announce(api_url: str, ui_port: int | None, key: str, token_file: Path | None) -> None:
     """What `mint up` serves, and how to reach it."""
+    from process.ui_gateway import sign_in_link
+
     click.echo(f"Mint API      {api_url}")
     if ui_port is not None:
         click.echo(f"Temporal UI   http://127.0.0.1:{ui_port}")
+        click.echo(f"              decoded in the browser that opens, once: {sign_in_link(ui_port)}")
     click.echo(f"API key       {key}")
     click.echo(codec_help(api_url, token_file))
     click.echo("Ctrl-C stops everything.", nl=True)
@@ -44,10 +63,10 @@ def local_settings(settings: Settings, data_dir: Path, ui_port: int) -> tuple[Se
 
     Secrets and Temporal payloads are encrypted under `mint up` as in production, with a key kept in the
     data dir unless MINT_ENCRYPTION_KEY names one; the operator decodes them through Mint's codec server,
-    whose token is kept there too. The dev UI is not told the codec endpoint: it could not send the
-    operator's session with it (the dev server has no setting for that), so the operator sets it in the
-    browser. The worker serves its metrics on a loopback port of its own, asking for a token of their own
-    (MINT_METRICS_TOKEN, else a new one each run) that the API's /metrics sends when it includes them."""
+    whose token is kept there too; its UI calls the codec server on the UI's own origin
+    (process/ui_gateway.py), which MINT_CODEC_ORIGINS names. The worker serves its metrics on a loopback
+    port of its own, asking for a token of their own (MINT_METRICS_TOKEN, else a new one each run) that
+    the API's /metrics sends when it includes them."""
     from infra.telemetry.metrics import free_loopback_port
 
     ui_origins = (f"http://127.0.0.1:{ui_port}", f"http://localhost:{ui_port}")
@@ -100,8 +119,7 @@ def codec_help(api_url: str, token_file: Path | None) -> str:
     )
     return (
         f"Codec server  {api_url}/codec (decodes payloads for the operator; token in {source})\n"
-        f"              Temporal UI: sign in at {api_url}/codec/sign-in, then in the UI's codec server\n"
-        f'              settings use {api_url}/codec with "Include cross-origin credentials" on\n'
+        f"              another browser: sign in with the token at {api_url}/codec/sign-in\n"
         f"              CLI: temporal workflow show -w ID --codec-endpoint {api_url}/codec "
         f'--codec-auth "Bearer {shell}"'
     )

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import click
-import httpx
 import yaml
 
 from contracts.json import JsonValue
 from process.api_calls import call, items, parse_value
-from process.follow import INTERRUPTED, Detached, follow, say_detached
-from process.stack_file import StackAddress, api_client
+from process.exit_codes import ExitCode
+from process.follow import follow
+from process.stack_file import MintApi, StackAddress, api_client
 
 
 def run_task_file(stack: StackAddress, file: Path, input_text: str | None, agent_name: str) -> int:
@@ -31,12 +31,8 @@ def run_task_file(stack: StackAddress, file: Path, input_text: str | None, agent
             execution_id = _start(api, document, task_input, agent_name)
         except KeyboardInterrupt:
             click.echo("\nstopped: no execution was started.", err=True)
-            return INTERRUPTED
-        try:
-            return follow(api, execution_id, answer_waits=True)
-        except Detached as detached:
-            say_detached(api, execution_id, detached.reason)
-            return detached.code
+            return ExitCode.INTERRUPTED
+        return follow(api, execution_id, answer_waits=True)
 
 
 @dataclass(frozen=True)
@@ -49,7 +45,7 @@ class _SavedTask:
     warnings: list[str]  # how its ambiguous strings were read, and the keys ignored
 
 
-def _start(api: httpx.Client, document: Any, task_input: JsonValue, agent_name: str) -> str:
+def _start(api: MintApi, document: Any, task_input: JsonValue, agent_name: str) -> str:
     task = _save_task(api, _agent_id(api, agent_name), document)
     for warning in task.warnings:  # said before it runs
         click.echo(f"warning: {warning}", err=True)
@@ -58,7 +54,7 @@ def _start(api: httpx.Client, document: Any, task_input: JsonValue, agent_name: 
     return str(execution["id"])
 
 
-def _agent_id(api: httpx.Client, name: str) -> str:
+def _agent_id(api: MintApi, name: str) -> str:
     """The agent called `name`, created if there is none."""
     for agent in items(call(api, "GET", "/agents", params={"limit": 1000})):
         if agent.get("name") == name:
@@ -66,7 +62,7 @@ def _agent_id(api: httpx.Client, name: str) -> str:
     return str(call(api, "POST", "/agents", json={"name": name})["id"])
 
 
-def _save_task(api: httpx.Client, agent_id: str, document: Any) -> _SavedTask:
+def _save_task(api: MintApi, agent_id: str, document: Any) -> _SavedTask:
     """Create the task, or update the agent's task of the same name (the API keeps its version when the
     document did not change)."""
     name = document.get("name") if isinstance(document, dict) else None

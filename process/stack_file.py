@@ -12,8 +12,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -48,8 +49,21 @@ class StackRecord(TypedDict):
 
 @dataclass(frozen=True)
 class StackAddress:
+    """Where a client command sends its requests, with its key; `found` says how that API was chosen (every
+    error names it), `flags` are the options that choose it again (the hints a command prints carry them)."""
+
     url: str
     key: str
+    found: str = field(default="", compare=False)
+    flags: tuple[str, ...] = field(default=(), compare=False)
+
+    def where(self) -> str:
+        """`the Mint API at URL (how it was found)`, for a sentence."""
+        return f"the Mint API at {self.url}" + (f" ({self.found})" if self.found else "")
+
+    def command(self, *words: str) -> str:
+        """A `mint` command line to suggest: `words`, then the flags that reach this same API."""
+        return " ".join(("mint", *words, *(shlex.quote(flag) for flag in self.flags)))
 
 
 def record_stack(data_dir: Path, api_url: str) -> None:
@@ -84,7 +98,7 @@ def pointer_path() -> Path:
 
 
 def find_stack(data_dir: Path | None = None, url: str | None = None) -> StackAddress:
-    """The API URL and key for a client command.
+    """The API URL and key for a client command, and how they were found.
 
     URL: `url` (a flag), else MINT_API_URL, else the running `mint up` of data_dir; when no data dir is
     given, the one of ./.mint, else the `mint up` this user started last (wherever its data dir is); else
@@ -92,55 +106,96 @@ def find_stack(data_dir: Path | None = None, url: str | None = None) -> StackAdd
     MINT_API_PORT). Records of processes that are gone are ignored.
     Key: MINT_API_KEY, else the key `mint up` keeps in the data dir the URL came from."""
     local = (data_dir or DEFAULT_DATA_DIR).resolve()
-    key_dir = local
-    base = url or os.environ.get("MINT_API_URL")
-    if not base:
-        record = running_stack(local)
-        if record is None and data_dir is None:
-            record = _live(_read_json(pointer_path()))
-            if record is not None:
-                key_dir = Path(record["data_dir"])
-        last_url = record["api_url"] if record else (_read_json(local / STACK_FILE) or {}).get("api_url")
-        port = os.environ.get("MINT_API_PORT") or "8080"
-        base = last_url if isinstance(last_url, str) and last_url else f"http://127.0.0.1:{port}"
-    key = os.environ.get("MINT_API_KEY") or _read(key_dir / "api_key")
+    given = ("--data-dir", str(local)) if data_dir else ()
+    if url:
+        found = _Found(url, "given by --url", local, ("--url", url, *given))
+    elif os.environ.get("MINT_API_URL"):
+        found = _Found(os.environ["MINT_API_URL"], "from MINT_API_URL", local, given)
+    else:
+        found = _recorded(local, data_dir is not None)
+    key = os.environ.get("MINT_API_KEY") or _read(found.key_dir / "api_key")
+    stack = StackAddress(found.url.rstrip("/"), key or "", found.how, found.flags)
     if not key:
         raise click.ClickException(
-            f"no API key: `mint up` keeps one in {key_dir} (use --data-dir) or set MINT_API_KEY"
+            f"no API key for {stack.where()}: `mint up` keeps one in {found.key_dir} (use --data-dir) "
+            "or set MINT_API_KEY"
         )
-    return StackAddress(base.rstrip("/"), key)
+    return stack
 
 
-def api_client(stack: StackAddress, timeout: float = 30) -> httpx.Client:
+@dataclass(frozen=True)
+class _Found:
+    url: str
+    how: str  # for a person: how this URL was chosen
+    key_dir: Path  # where `mint up` keeps the key that goes with it
+    flags: tuple[str, ...]  # what chooses it again
+
+
+def _recorded(local: Path, named: bool) -> _Found:
+    """The API a `mint up` recorded: the running one of `local` (named by --data-dir, or ./.mint), else (when
+    no data dir was named) the one this user started last, else where `local`'s served last, else the
+    default port."""
+    flags = ("--data-dir", str(local))
+    which = "--data-dir" if named else "./.mint"
+    record = running_stack(local)
+    if record is not None:
+        return _Found(record["api_url"], f"the running `mint up` of {which} {local}", local, flags)
+    latest = None if named else _live(_read_json(pointer_path()))
+    if latest is not None:
+        elsewhere = Path(latest["data_dir"])
+        how = f"the `mint up` you started last, data dir {elsewhere}; --data-dir or --url chooses another"
+        return _Found(latest["api_url"], how, elsewhere, ("--data-dir", str(elsewhere)))
+    last_url = (_read_json(local / STACK_FILE) or {}).get("api_url")
+    if isinstance(last_url, str) and last_url:
+        return _Found(
+            last_url, f"where the `mint up` of {which} {local} served last; it is not running", local, flags
+        )
+    port = os.environ.get("MINT_API_PORT")
+    how = (
+        f"{'MINT_API_PORT' if port else 'the default port'}: no `mint up` is running for {local} or this user"
+    )
+    return _Found(f"http://127.0.0.1:{port or 8080}", how, local, flags if named else ())
+
+
+def api_client(stack: StackAddress, timeout: float = 30) -> MintApi:
     """An HTTP client for the Mint API at `stack`, authenticated with its key. When the API cannot be
     reached (or drops the connection), a request raises a one-line click.ClickException saying what to do,
-    instead of httpx's traceback."""
-    return httpx.Client(
-        base_url=stack.url,
-        headers={"Authorization": f"Bearer {stack.key}"},
-        timeout=timeout,
-        transport=_ExplainingTransport(stack.url),
-    )
+    and which API it asked, instead of httpx's traceback."""
+    return MintApi(stack, timeout)
 
 
-def unreachable_message(url: str) -> str:
-    return f"cannot reach the Mint API at {url}: start it with `mint up` (or set MINT_API_URL)"
+class MintApi(httpx.Client):
+    """An HTTP client of the Mint API, knowing the stack it talks to (its errors name it)."""
+
+    def __init__(self, stack: StackAddress, timeout: float):
+        super().__init__(
+            base_url=stack.url,
+            headers={"Authorization": f"Bearer {stack.key}"},
+            timeout=timeout,
+            transport=_ExplainingTransport(stack),
+        )
+        self.stack = stack
+
+
+def unreachable_message(url: str, found: str = "") -> str:
+    where = StackAddress(url, "", found).where()
+    return f"cannot reach {where}: start it with `mint up` (or set MINT_API_URL)"
 
 
 class _ExplainingTransport(httpx.BaseTransport):
     """httpx's transport, with its connection errors (also while a response streams) said in one line."""
 
-    def __init__(self, url: str):
-        self.url = url
+    def __init__(self, stack: StackAddress):
+        self.stack = stack
         self.inner = httpx.HTTPTransport()
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        with _explained_errors(self.url):
+        with _explained_errors(self.stack):
             response = self.inner.handle_request(request)
         return httpx.Response(
             response.status_code,
             headers=response.headers,
-            stream=_ExplainedStream(response.stream, self.url),
+            stream=_ExplainedStream(response.stream, self.stack),
             extensions=response.extensions,
         )
 
@@ -149,12 +204,12 @@ class _ExplainingTransport(httpx.BaseTransport):
 
 
 class _ExplainedStream(httpx.SyncByteStream):
-    def __init__(self, inner: Any, url: str):
+    def __init__(self, inner: Any, stack: StackAddress):
         self.inner = inner
-        self.url = url
+        self.stack = stack
 
     def __iter__(self) -> Iterator[bytes]:
-        with _explained_errors(self.url):
+        with _explained_errors(self.stack):
             yield from self.inner
 
     def close(self) -> None:
@@ -162,17 +217,18 @@ class _ExplainedStream(httpx.SyncByteStream):
 
 
 @contextlib.contextmanager
-def _explained_errors(url: str) -> Iterator[None]:
-    """httpx's transport errors, as a click.ClickException naming the URL and what to do."""
+def _explained_errors(stack: StackAddress) -> Iterator[None]:
+    """httpx's transport errors, as a click.ClickException naming the API (and how it was found) and what to
+    do."""
     try:
         yield
     except (httpx.ConnectError, httpx.ConnectTimeout):
-        raise click.ClickException(unreachable_message(url)) from None
+        raise click.ClickException(unreachable_message(stack.url, stack.found)) from None
     except httpx.TimeoutException:
-        raise click.ClickException(f"the Mint API at {url} did not answer in time") from None
+        raise click.ClickException(f"{stack.where()} did not answer in time") from None
     except httpx.TransportError as error:
         raise click.ClickException(
-            f"lost the connection to the Mint API at {url} ({error or type(error).__name__}): "
+            f"lost the connection to {stack.where()} ({error or type(error).__name__}): "
             "is `mint up` still running?"
         ) from None
 

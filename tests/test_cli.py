@@ -12,6 +12,7 @@ from pathlib import Path
 
 import httpx
 
+from process.exit_codes import ExitCode
 from tests.helpers import as_foreground, create_agent, create_task, start, transitions, wait_for_status
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -265,12 +266,13 @@ async def test_commands_say_in_one_line_what_is_wrong(stack, api_key):
         stack.url,
         env={"MINT_API_KEY": api_key},
     )
-    assert missing.returncode == 1
-    assert (
-        missing.stderr.strip() == "Error: execution 00000000-0000-0000-0000-000000000000 not found (HTTP 404)"
+    assert missing.returncode == ExitCode.ERROR
+    assert missing.stderr.strip() == (
+        "Error: execution 00000000-0000-0000-0000-000000000000 not found (HTTP 404), "
+        f"from the Mint API at {stack.url} (given by --url)"
     )
     down = await asyncio.to_thread(_mint, "ls", "--url", "http://127.0.0.1:9", env={"MINT_API_KEY": api_key})
-    assert down.returncode == 1 and len(down.stderr.strip().splitlines()) == 1, down.stderr
+    assert down.returncode == ExitCode.ERROR and len(down.stderr.strip().splitlines()) == 1, down.stderr
     assert "cannot reach the Mint API at http://127.0.0.1:9" in down.stderr
 
 

@@ -248,11 +248,14 @@ def test_a_client_command_that_cannot_reach_the_api_says_so_in_one_line(tmp_path
     env = {**os.environ, "MINT_API_KEY": "mint_some_key", "XDG_STATE_HOME": str(tmp_path / "state")}
     env.pop("MINT_API_URL", None)
     dead = f"http://127.0.0.1:{free_port()}"
-    for args, extra in ((["--url", dead], {}), ([], {"MINT_API_URL": dead})):
+    for args, extra, found in (
+        (["--url", dead], {}, "given by --url"),
+        ([], {"MINT_API_URL": dead}, "from MINT_API_URL"),
+    ):
         ran = _mint("run", "add.yaml", *args, env={**env, **extra}, cwd=tmp_path)
         said = (ran.stdout + ran.stderr).strip()
         assert ran.returncode != 0, said
-        assert said == f"Error: {unreachable_message(dead)}", said
+        assert said == f"Error: {unreachable_message(dead, found)}", said
 
 
 def test_api_client_turns_a_refused_connection_into_one_line():
