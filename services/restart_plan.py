@@ -68,7 +68,8 @@ def plan_restart(
         raise CannotRestart("the execution has no init transition to restart from")
     history = _History(transitions, _Steps.of(task))
     chosen = next(t for t in transitions if t.id == from_id)
-    index = history.main_step(chosen)
+    # A finish is recorded at the last step it ran, but comes after it: nothing is left to run.
+    index = len(task.workflows["main"]) if chosen.type == "finish" else history.main_step(chosen)
     if index >= len(task.workflows["main"]):
         raise CannotRestart(
             f"transition {from_id} comes after main's last step: there is nothing to run again"

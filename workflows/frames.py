@@ -36,6 +36,10 @@ class Frame:
         """Where the frame is now: the step about to run, or one past the last."""
         return Position(self.name, len(self.inputs) - 1, self.scope_id)
 
+    def last_position(self) -> Position:
+        """The step that ran last (the first, before any ran): where a finish is recorded, as on Julep."""
+        return Position(self.name, max(len(self.inputs) - 2, 0), self.scope_id)
+
     def snapshot(self) -> FrameSnapshot:
         return {"name": self.name, "scope_id": self.scope_id, "inputs": self.inputs}
 

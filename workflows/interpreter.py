@@ -99,7 +99,7 @@ class Interpreter:
             await self.guards.run_input(frame, index)
             output, frame = await self._run_frame(frame, index)
             await self.guards.run("output", output, frame)
-            self.log.add("finish", output, frame.position())
+            self.log.add("finish", output, frame.last_position())
             await self.log.flush(status="succeeded", output=output)
             return output
         except asyncio.CancelledError:
@@ -158,6 +158,7 @@ class Interpreter:
                 else:
                     return frame.inputs[-1], frame
         except Returned as returned:
+            frame.inputs.append(returned.value)  # the step that returned ran last (Frame.last_position)
             return returned.value, frame
 
     def _tail_call(self, call: TailCall, frame: Frame) -> Frame:
@@ -367,7 +368,7 @@ class Interpreter:
         callee = self._new_frame(step.workflow, arguments, depth=frame.depth + 1)
         self.log.add("init_branch", arguments, Position(step.workflow, 0, callee.scope_id), metadata=caller)
         output, callee = await self._run_nested(callee)
-        self.log.add("finish_branch", output, callee.position())
+        self.log.add("finish_branch", output, callee.last_position())
         return output
 
     async def _run_nested(self, callee: Frame) -> tuple[Any, Frame]:

@@ -228,6 +228,20 @@ async def test_return_in_a_yielded_workflow_ends_only_that_workflow(mint):
     assert done.types == ["init", "init_branch", "step", "finish_branch", "step", "step", "finish"]
 
 
+async def test_a_finish_is_recorded_at_the_last_step_that_ran_as_on_julep(mint):
+    spec = task(
+        {"workflow": "helper"},
+        {"evaluate": {"b": "$ 2"}},
+        {"evaluate": {"c": "$ 3"}},
+        helper=[{"evaluate": {"h": "$ 1"}}, {"return": "$ 'done'"}, {"evaluate": {"never": "$ 1"}}],
+    )
+    done = await mint.succeed(spec)
+    (finish,) = done.of_type("finish")
+    (branch,) = done.of_type("finish_branch")
+    assert (finish["current"]["workflow"], finish["current"]["step"]) == ("main", 2)  # no main[3] in 3 steps
+    assert (branch["current"]["workflow"], branch["current"]["step"]) == ("helper", 1)  # its return
+
+
 # error -----------------------------------------------------------------------------------------------------------
 
 
