@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from infra.store import tables
 from infra.store.db import DatabaseBusy
 from infra.store.db_errors import LOCKED, PERMANENT, UNREACHABLE, explain
+from infra.store.rows import Conflict as StoreConflict
 from infra.store.secrets import SecretsUnavailable
 from services.errors import Invalid, ServiceError, Unavailable
 
@@ -46,7 +46,7 @@ def _said(kind: Callable[[str], ServiceError]) -> Callable[[Exception], ServiceE
 
 # Each failure by its class; the first class in an exception's MRO that is listed says what it is.
 _TRANSLATIONS: dict[type[Exception], Callable[[Exception], ServiceError]] = {
-    tables.Conflict: _said(Conflict),
+    StoreConflict: _said(Conflict),
     SecretsUnavailable: _said(Unavailable),
     DatabaseBusy: _busy,
     OSError: _down,  # the socket is gone

@@ -20,10 +20,6 @@ from infra.store.resource_records import agent_of, session_of, tool_of, user_of
 from infra.store.rows import Conflict, Row, new_id, record
 from infra.store.tasks import Tasks
 
-# What other modules import from here: Conflict is defined in infra/store/rows.py, which the Store's
-# parts share.
-__all__ = ["AGENTS", "SESSIONS", "TOOLS", "USERS", "Conflict", "Store", "Table"]
-
 R = TypeVar("R")
 R_co = TypeVar("R_co", covariant=True)
 
