@@ -9,7 +9,7 @@ from typing import Any
 import click
 import yaml
 
-from contracts.json import JsonValue
+from contracts.json import JsonObject, JsonValue
 from process.api_calls import call, items, parse_value
 from process.exit_codes import ExitCode
 from process.follow import follow
@@ -78,9 +78,14 @@ def _save_task(api: MintApi, agent_id: str, document: Any) -> _SavedTask:
         str(task["id"]),
         str(task["name"]),
         str(task["version"]),
-        [
-            f"{w.get('path')}: {w.get('message')}"
-            for w in (warnings if isinstance(warnings, list) else [])
-            if isinstance(w, dict)
-        ],
+        _grouped([w for w in (warnings if isinstance(warnings, list) else []) if isinstance(w, dict)]),
     )
+
+
+def _grouped(warnings: list[JsonObject]) -> list[str]:
+    """One line per message, naming every path it applies to: a task in the seed dialect gets the same
+    explanation for each string it reads as Python, said once."""
+    paths: dict[str, list[str]] = {}
+    for warning in warnings:
+        paths.setdefault(str(warning.get("message")), []).append(str(warning.get("path")))
+    return [f"{', '.join(where)}: {message}" for message, where in paths.items()]

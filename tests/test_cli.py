@@ -90,6 +90,18 @@ async def test_run_prints_how_ambiguous_strings_were_read(stack, api_key, tmp_pa
     assert '"location": "New York"' in result.stdout and '"n": 86400' in result.stdout
 
 
+async def test_run_says_a_warning_shared_by_many_strings_once(stack, api_key, tmp_path):
+    julep = tmp_path / "julep.yaml"
+    julep.write_text("name: sums\nmain:\n- evaluate:\n    a: 1+1\n    b: 2*3\n- sleep: 0*1\n")
+    result = await asyncio.to_thread(
+        _mint, "run", str(julep), "--url", stack.url, env={"MINT_API_KEY": api_key}
+    )
+    assert result.returncode == 0, result.stderr
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1, result.stderr
+    assert warnings[0].startswith("warning: main[0].evaluate.a, main[0].evaluate.b, main[1].sleep: read as Python")
+
+
 async def test_developer_create_prints_a_key_that_works(stack, postgres_url):
     result = await asyncio.to_thread(
         _mint, "developer", "create", "acme", env={"MINT_DATABASE_URL": postgres_url}
