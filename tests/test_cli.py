@@ -99,7 +99,9 @@ async def test_run_says_a_warning_shared_by_many_strings_once(stack, api_key, tm
     assert result.returncode == 0, result.stderr
     warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
     assert len(warnings) == 1, result.stderr
-    assert warnings[0].startswith("warning: main[0].evaluate.a, main[0].evaluate.b, main[1].sleep: read as Python")
+    assert warnings[0].startswith(
+        "warning: main[0].evaluate.a, main[0].evaluate.b, main[1].sleep: read as Python"
+    )
 
 
 async def test_developer_create_prints_a_key_that_works(stack, postgres_url):
