@@ -6,8 +6,12 @@ operator proves it in one of two ways:
 
 - `Authorization: Bearer <token>`: the Temporal CLI (`--codec-auth "Bearer <token>"`), scripts.
 - a session cookie, set by signing in at `/codec/sign-in`, for the Temporal UI in a browser. The UI sends it
-  when its codec setting "Include cross-origin credentials" is on; the cookie counts only on a request
-  whose `Origin` is one of MINT_CODEC_ORIGINS (the UI's origin), and CORS names that origin, never `*`.
+  with codec calls to its own origin (`mint up`'s UI, process/ui_gateway.py), or to another when its codec
+  setting "Include cross-origin credentials" is on; the cookie counts only on a request whose `Origin` is
+  one of MINT_CODEC_ORIGINS (the UI's origin), and CORS names that origin, never `*`.
+
+A browser signs in with the token, or with a one-time link that `mint up` prints to its own terminal
+(`sign_in_code`): the code is good once, and only in the process that printed it.
 
 The cookie holds an expiry and an HMAC of it under the token, never the token: it expires by itself, and
 changing the token ends every session.
@@ -17,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import secrets
 import time
 
 from fastapi import Request
@@ -24,6 +29,28 @@ from fastapi import Request
 COOKIE = "mint_codec_session"
 SESSION_SECONDS = 12 * 3600
 ALLOWED_HEADERS = "Authorization, Authorization-Extras, Content-Type, X-Namespace"
+
+
+# Digests of the one-time sign-in codes this process printed and nobody has used yet: a code lives in memory
+# only, so that a link left in a terminal's scrollback dies with the `mint up` that printed it.
+_unused_codes: set[str] = set()
+
+
+def sign_in_code() -> str:
+    """A new one-time code that signs one browser in, for a link's fragment (never sent to a server, so never
+    in a log or a Referer); good until it is used or this process stops."""
+    code = secrets.token_urlsafe(32)
+    _unused_codes.add(hashlib.sha256(code.encode()).hexdigest())
+    return code
+
+
+def redeem_sign_in_code(code: str) -> bool:
+    """Whether `code` is one this process printed and nobody used yet; a code redeemed is used up."""
+    digest = hashlib.sha256(code.encode()).hexdigest()
+    if digest not in _unused_codes:
+        return False
+    _unused_codes.discard(digest)
+    return True
 
 
 def session_value(token: str, expires: int) -> str:
