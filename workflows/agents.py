@@ -29,7 +29,8 @@ class Agent:
 
     @classmethod
     def of(cls, raw: JsonObject) -> Agent:
-        """The agent from its JSON (a store row will do); a key of the wrong type reads as unset."""
+        """The agent from its JSON (services/handoffs.py agent_view makes it); a key of the wrong type reads as
+        unset."""
         instructions = raw.get("instructions")
         return cls(
             id=_text(raw.get("id")),
