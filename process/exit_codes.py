@@ -8,6 +8,7 @@ command did": click's own codes (1 for an error, 2 for a usage error) would read
 
 from __future__ import annotations
 
+import traceback
 from enum import IntEnum
 
 import click
@@ -28,9 +29,9 @@ OUTCOMES = {"succeeded": ExitCode.OK, "failed": ExitCode.FAILED, "cancelled": Ex
 
 class MintGroup(click.Group):
     """click's command group, ending with ExitCode's codes: its errors with ERROR, its usage errors with USAGE
-    (for the group's own flags, a command it does not have, or a command's flags and arguments), and a
-    Ctrl-C it did not expect with INTERRUPTED instead of click's "Aborted!". The error is said as click says
-    it."""
+    (for the group's own flags, a command it does not have, or a command's flags and arguments), a Ctrl-C it
+    did not expect with INTERRUPTED instead of click's "Aborted!", and an exception nothing caught (a
+    traceback) with ERROR. The error is said as click says it."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
@@ -46,6 +47,14 @@ class MintGroup(click.Group):
         except KeyboardInterrupt:
             click.echo("", err=True)  # off the line of the ^C
             raise SystemExit(ExitCode.INTERRUPTED) from None
+        except (click.exceptions.Exit, click.Abort):
+            raise
+        except Exception as exc:
+            if isinstance(exc, BrokenPipeError):
+                raise  # output piped into `head`: click quiets it
+            # A bug: its traceback, and ERROR rather than Python's 1, which would read as `failed`.
+            traceback.print_exc()
+            raise SystemExit(ExitCode.ERROR) from None
 
 
 def _said(exc: click.ClickException) -> SystemExit:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import click
 import httpx
 
 from process.exit_codes import ExitCode
@@ -163,6 +164,24 @@ def test_exit_codes_are_distinct_and_usage_errors_have_their_own(tmp_path):
         ran = _mint(*args, env=env)
         assert ran.returncode == ExitCode.USAGE, (args, ran.stderr)
     assert _mint("ls", env=env).returncode == ExitCode.ERROR  # nothing listens there
+
+
+def test_a_crash_exits_with_error_not_with_pythons_1_which_reads_as_failed():
+    from click.testing import CliRunner
+
+    from process.exit_codes import MintGroup
+
+    @click.group(cls=MintGroup)
+    def group() -> None:
+        pass
+
+    @group.command()
+    def crash() -> None:
+        raise ZeroDivisionError("a bug")
+
+    crashed = CliRunner().invoke(group, ["crash"])
+    assert crashed.exit_code == ExitCode.ERROR and "ZeroDivisionError: a bug" in crashed.output
+    assert CliRunner().invoke(group, ["--help"]).exit_code == ExitCode.OK
 
 
 async def test_restart_runs_again_from_a_step_and_follows_the_new_execution(stack, api_key, tmp_path):
