@@ -9,13 +9,15 @@ cut at 256 tokens.
 from __future__ import annotations
 
 import json
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from infra.models.embeddings import LOCAL_MODEL, EmbeddingChoice, LocalEmbedder, embedder_for
-from infra.models.minilm import MAX_TOKENS, MiniLM
+from infra.models.minilm import MAX_TOKENS, MiniLM, model_zip
+from infra.models.wordpiece import WordPiece
 
 REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "embedder_reference.json").read_text())
 TEXTS: list[str] = REFERENCE["texts"]
@@ -25,6 +27,27 @@ EXPECTED = np.array(REFERENCE["vectors"], dtype=np.float32)
 @pytest.fixture(scope="module")
 def model() -> MiniLM:
     return MiniLM.load()
+
+
+# Texts and the ids the `tokenizers` library gives them with the model's tokenizer.json: special tokens
+# written in the text, final sigma, dotted capital I, a word too long to cut, ligatures, a zero-width space and
+# no-break space, controls.
+TOKENIZED = {
+    "[CLS] hello [SEP] x[MASK]y": [101, 101, 7592, 102, 1060, 103, 1061, 102],
+    "ΣΑΣ ΟΔΟΣ": [101, 1173, 14608, 29733, 1169, 29722, 29730, 29733, 102],
+    "İstanbul": [101, 9960, 102],
+    "a" * 150 + " ok": [101, 100, 7929, 102],
+    "ﬁnance ①②": [101, 1984, 7229, 3401, 100, 102],
+    "naïve\u200bzero\xa0nbsp": [101, 15743, 6290, 2080, 1050, 5910, 2361, 102],
+    "x\x1cy\x85z": [101, 1060, 2100, 2480, 102],
+}
+
+
+def test_tokens_match_the_tokenizers_library() -> None:
+    with zipfile.ZipFile(model_zip()) as files:
+        tokenizer = WordPiece(files.read("tokenizer.json").decode(), MAX_TOKENS)
+    assert {text: tokenizer.encode(text) for text in TOKENIZED} == TOKENIZED
+    assert len(tokenizer.encode(TEXTS[-1])) == MAX_TOKENS
 
 
 def test_vectors_match_sentence_transformers(model: MiniLM) -> None:

