@@ -48,7 +48,16 @@ class UiGateway:
         self.upstream_port = free_loopback_port()
         self.codec_endpoint = f"http://127.0.0.1:{port}/codec"
         app = _GatewayApp(port, f"http://127.0.0.1:{self.upstream_port}", api_url)
-        self._server = uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="off"))
+        self._server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                log_config=None,
+                access_log=False,
+                lifespan="off",
+                server_header=False,  # the UI's own headers, not a second server and date
+                date_header=False,
+            )
+        )
         self._thread = threading.Thread(target=self._run, name="temporal-ui-gateway", daemon=True)
         self._socket: socket.socket | None = None
 

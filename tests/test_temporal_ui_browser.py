@@ -146,3 +146,11 @@ def test_the_operator_signs_in_once_with_the_link_and_sees_the_execution_decoded
     other.close()
     # The code never reached a server's log or a URL it served: the one line `mint up` printed holds it.
     assert up.output().count(code) == 1
+
+
+def test_the_ui_answers_only_to_its_own_names(up):
+    """A page whose host name resolves to this machine (DNS rebinding) cannot drive the UI through its port."""
+    ui = f"http://127.0.0.1:{up.ui_port}"
+    assert httpx.get(f"{ui}/api/v1/settings", timeout=10).status_code == 200
+    for host in (f"rebound.example:{up.ui_port}", "127.0.0.1"):
+        assert httpx.get(f"{ui}/api/v1/settings", headers={"Host": host}, timeout=10).status_code == 421
