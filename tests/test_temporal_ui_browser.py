@@ -1,10 +1,12 @@
 """`mint up`'s Temporal UI, in a real browser (Debian's Chromium, driven by Playwright): the operator who
 opens the sign-in link `mint up` printed sees an execution's input, result and steps decoded; a browser that
-did not sign in sees ciphertext; the link works once and leaks nowhere. The screenshots are the ones
-docs/temporal-ui.md shows."""
+did not sign in sees ciphertext; the link works once and leaks nowhere. Its screenshots are the ones
+docs/temporal-ui.md shows: `MINT_SCREENSHOTS=docs pytest tests/test_temporal_ui_browser.py` writes them into
+docs/images/; any other run keeps them in the test's own directory, so the suite leaves the tree as it was."""
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -17,7 +19,7 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from tests.stack import MintUp
 
 CHROMIUM = Path("/usr/bin/chromium")
-IMAGES = Path(__file__).resolve().parents[1] / "docs" / "images"
+DOCS_IMAGES = Path(__file__).resolve().parents[1] / "docs" / "images"
 
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(), reason="needs Debian's Chromium (apt-get install chromium)"
@@ -37,6 +39,14 @@ TASK = {
 INPUT = {"release": 42, "change": "the parser fix"}
 RESULT = "Release 42: the parser fix is approved"
 STEP = 'main[1] "settle"'  # the sleep's timer, as its summary names it
+
+
+@pytest.fixture(scope="module")
+def images(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the screenshots go (the module docstring says when that is docs/images/)."""
+    if os.environ.get("MINT_SCREENSHOTS") == "docs":
+        return DOCS_IMAGES
+    return tmp_path_factory.mktemp("screenshots")
 
 
 @pytest.fixture(scope="module")
@@ -97,19 +107,20 @@ def _open_execution(page: Page, up: MintUp, execution_id: str) -> int:
     return first.value.status
 
 
-def test_a_browser_that_did_not_sign_in_sees_no_plaintext(up, execution_id, browser):
+def test_a_browser_that_did_not_sign_in_sees_no_plaintext(up, execution_id, browser, images):
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     assert _open_execution(page, up, execution_id) == 401
     page.wait_for_timeout(3000)  # every codec call it makes is refused alike
     shown = page.content()
     for plain in (RESULT, INPUT["change"], "Release Manager", STEP):
         assert plain not in shown
-    IMAGES.mkdir(exist_ok=True)
-    page.screenshot(path=IMAGES / "temporal-ui-signed-out.png")
+    page.screenshot(path=images / "temporal-ui-signed-out.png")
     page.close()
 
 
-def test_the_operator_signs_in_once_with_the_link_and_sees_the_execution_decoded(up, execution_id, browser):
+def test_the_operator_signs_in_once_with_the_link_and_sees_the_execution_decoded(
+    up, execution_id, browser, images
+):
     link = _sign_in_link(up)
     code = link.partition("#")[2]
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
@@ -126,15 +137,14 @@ def test_the_operator_signs_in_once_with_the_link_and_sees_the_execution_decoded
     assert _open_execution(page, up, execution_id) == 200
     page.get_by_text(RESULT).first.wait_for(timeout=60_000)
     page.get_by_text(INPUT["change"]).first.wait_for()
-    IMAGES.mkdir(exist_ok=True)
-    page.screenshot(path=IMAGES / "temporal-ui-decoded.png")
+    page.screenshot(path=images / "temporal-ui-decoded.png")
     step = page.get_by_text(STEP).first
     step.wait_for(timeout=60_000)
     step.scroll_into_view_if_needed()
     box = step.bounding_box()
     assert box is not None
     timeline = {"x": 260, "y": max(0, box["y"] - 140), "width": 1120, "height": 260}
-    page.screenshot(path=IMAGES / "temporal-ui-timeline.png", clip=timeline)
+    page.screenshot(path=images / "temporal-ui-timeline.png", clip=timeline)
     context.close()
 
     # The link signs in one browser: a second use is refused, and it sets no session.
