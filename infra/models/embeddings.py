@@ -53,16 +53,16 @@ class LocalEmbedder:
 
     def load_soon(self) -> None:
         """Start loading the model in the background (about a second), so the first search does not wait."""
-        threading.Thread(target=self._loaded, name="embedder-load", daemon=True).start()
+        threading.Thread(target=self.load, name="embedder-load", daemon=True).start()
 
-    def _loaded(self) -> MiniLM:
+    def load(self) -> MiniLM:
         with self._lock:
             if self._model is None:
                 self._model = MiniLM.load()
             return self._model
 
     def _encode(self, texts: list[str]) -> list[list[float]]:
-        model = self._loaded()
+        model = self.load()
         with self._lock:  # one encode at a time: one batch keeps a core busy
             vectors = model.encode(texts)
         return [[float(x) for x in v] for v in vectors]
@@ -102,6 +102,13 @@ def load_soon(model: str) -> None:
     """Start loading the local model in the background when `model` (a server's setting) names it."""
     if model == LOCAL_MODEL:
         _LOCAL.load_soon()
+
+
+async def loaded(model: str) -> None:
+    """Return once the local model is loaded, when `model` names it (the load `load_soon` started, or a new
+    one if that failed, raising what went wrong)."""
+    if model == LOCAL_MODEL:
+        await asyncio.to_thread(_LOCAL.load)
 
 
 @dataclass(frozen=True)
