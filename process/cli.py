@@ -204,10 +204,12 @@ def _serve(
     """Run the stack (and `beside()`, if given) until SIGINT or SIGTERM. Stopping is bounded: the stack
     gives work in flight `shutdown_grace_seconds`, and past a deadline (or at a second signal) it is
     cancelled outright."""
+    from infra.models.embeddings import load_soon
     from infra.telemetry.logs import setup_logging
     from process.stack import CannotStart, run_stack
 
     setup_logging(settings.log_format, settings.log_level)
+    load_soon(settings.embedding_model)  # while the stack connects (run_stack waits for it before serving)
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -30,7 +30,7 @@ from activities.system import SystemActivities, system_caller
 from activities.transitions import TransitionWriter
 from api.app import create_app, create_internal_app
 from infra.models.client import model_client
-from infra.models.embeddings import Embedders, EmbeddingChoice, embedder_for, load_soon, loaded
+from infra.models.embeddings import Embedders, EmbeddingChoice, embedder_for, loaded
 from infra.settings import Settings
 from infra.store.budgets import Budgets
 from infra.store.counts import live_executions
@@ -250,7 +250,6 @@ async def run_stack(
     # One per process, listening only where the API runs: the worker's in-process API (system tools) shares it.
     events = ExecutionEvents(options.database_url, settings.stream_poll_seconds)
     tracing = Tracing(settings.otlp_endpoint) if settings.otlp_endpoint else None
-    load_soon(settings.embedding_model)  # while the pools and Temporal connect
     try:
         worker_pool, api_pool = await _pools(settings, options)
         main_pool = worker_pool or api_pool
@@ -266,7 +265,7 @@ async def run_stack(
         temporal = await _temporal(settings, main_pool, options.temporal_address, interceptors)
         if api_pool is not None:  # the API starts the workflows, with Mint's search attributes or without
             settings = await resolve_search_attributes(settings, temporal)
-        await loaded(settings.embedding_model)  # the first request to embed does not wait for the model
+        await loaded(settings.embedding_model)  # before serving: no request waits for the model to load
         async with contextlib.AsyncExitStack() as parts:
             if worker_pool is not None:
                 for worker in worker_for(temporal, worker_pool, http, settings, events, metrics, tracing):
