@@ -17,6 +17,7 @@ import argparse
 import asyncio
 import cProfile
 import dataclasses
+import gc
 import statistics
 import time
 import uuid
@@ -28,7 +29,7 @@ from typing import Any
 import temporalio.converter
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
-from temporalio.worker import Worker
+from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from bench.pure_workflows import PureChainWorkflow, RecordedChainWorkflow
 from contracts.records.executions import Execution
@@ -56,6 +57,25 @@ def chain(steps: int) -> dict[str, Any]:
     return {"name": "chain", "main": [{"evaluate": {"i": f"$ {i} + 1"}} for i in range(steps)]}
 
 
+class _Collections:
+    """CPU the garbage collector spends (any thread): part of what a step costs, counted apart too."""
+
+    def __init__(self) -> None:
+        self.spent = 0.0
+        self._started: float | None = None
+        gc.callbacks.append(self._callback)
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.thread_time()
+        elif self._started is not None:
+            self.spent += time.thread_time() - self._started
+            self._started = None
+
+
+COLLECTIONS = _Collections()
+
+
 class _WorkflowThread:
     """The worker's one workflow thread (workflows run there, not on the event loop): its CPU clock, and a
     cProfile of it (on CPU time, so that waits for the GIL are not counted) while `profiling`."""
@@ -75,28 +95,35 @@ class _WorkflowThread:
             await self._in_thread(self.profile.enable if on else self.profile.disable)
 
 
-async def cpu_ms(run: Callable[[], Awaitable[Any]], thread: _WorkflowThread) -> tuple[float, float]:
-    """CPU ms of the process and of the workflow thread over `run`."""
-    start, start_thread = time.process_time(), await thread.cpu()
+async def cpu_ms(run: Callable[[], Awaitable[Any]], thread: _WorkflowThread) -> tuple[float, float, float]:
+    """CPU ms of the process, of the workflow thread and of garbage collections over `run`."""
+    start, start_thread, start_gc = time.process_time(), await thread.cpu(), COLLECTIONS.spent
     await run()
-    return (time.process_time() - start) * 1000, (await thread.cpu() - start_thread) * 1000
+    end_thread = await thread.cpu()
+    return (
+        (time.process_time() - start) * 1000,
+        (end_thread - start_thread) * 1000,
+        (COLLECTIONS.spent - start_gc) * 1000,
+    )
 
 
 async def per_step(
     run: Callable[[int], Awaitable[Any]], steps: int, runs: int, thread: _WorkflowThread
-) -> tuple[float, float, float]:
-    """Median CPU ms of a 1-step run, and per step of a `steps`-step run beyond it: the process's and the
-    workflow thread's."""
+) -> tuple[float, ...]:
+    """Median CPU ms of a 1-step run, and per step of a `steps`-step run beyond it: the process's, the
+    workflow thread's and the garbage collector's."""
     await run(1)
     await run(steps)  # warm up
     ones, many = [], []
     for _ in range(runs):
         ones.append(await cpu_ms(lambda: run(1), thread))
         many.append(await cpu_ms(lambda: run(steps), thread))
-    one = statistics.median(p for p, _ in ones)
-    step = (statistics.median(p for p, _ in many) - one) / (steps - 1)
-    in_thread = (statistics.median(t for _, t in many) - statistics.median(t for _, t in ones)) / (steps - 1)
-    return one, step, in_thread
+    one = statistics.median(m[0] for m in ones)
+    per_step = [
+        (statistics.median(m[i] for m in many) - statistics.median(m[i] for m in ones)) / (steps - 1)
+        for i in range(3)
+    ]
+    return one, *per_step
 
 
 async def main() -> None:
@@ -104,6 +131,9 @@ async def main() -> None:
     parser.add_argument("--steps", default="100,1000", help="chain lengths, comma-separated")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--profile", help="write a cProfile of the workflow thread here")
+    parser.add_argument(
+        "--unsandboxed", action="store_true", help="run workflows outside the sandbox (as the unit tests do)"
+    )
     args = parser.parse_args()
     lengths = [int(n) for n in args.steps.split(",")]
     env = await WorkflowEnvironment.start_time_skipping(
@@ -123,7 +153,7 @@ async def main() -> None:
             task_queue=queue,
             workflows=[*WORKFLOWS, PureChainWorkflow, RecordedChainWorkflow],
             activities=fakes.activities(),
-            workflow_runner=workflow_runner(),
+            workflow_runner=UnsandboxedWorkflowRunner() if args.unsandboxed else workflow_runner(),
             workflow_task_executor=thread.executor,
         ):
             harness = Harness(env, queue, fakes)
@@ -153,11 +183,11 @@ async def main() -> None:
             for steps in lengths:
                 for name, run in (("mint evaluate", mint), ("raw python", raw), ("raw recorded", recorded)):
                     await thread.profiling(run is mint)
-                    one, step, in_thread = await per_step(run, steps, args.runs, thread)
+                    one, step, in_thread, collecting = await per_step(run, steps, args.runs, thread)
                     await thread.profiling(False)
                     print(
                         f"{name:<14} {steps:>5} steps: 1-step run {one:6.2f} ms; per step {step:7.4f} ms "
-                        f"(workflow thread {in_thread:7.4f} ms)"
+                        f"(workflow thread {in_thread:7.4f} ms, garbage collection {collecting:7.4f} ms)"
                     )
     finally:
         if thread.profile is not None:

@@ -13,12 +13,11 @@ Sizes and plain-data rules are in `data.py`, Python's operators as the sandbox g
 
 from __future__ import annotations
 
-import contextlib
 import contextvars
 import gc
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 MAX_STRING_LENGTH = 1_000_000
@@ -138,19 +137,10 @@ class Budget:
         running = 0.0 if self._cpu_since is None else step_clock() - self._cpu_since
         return self._cpu_used + running
 
-    @contextlib.contextmanager
-    def evaluating(self) -> Iterator[None]:
+    def evaluating(self) -> Counting:
         """Count the CPU of the block (one evaluation, which runs start to end on one thread: never across
         an await, where other workflows run on this thread and this one may move to another)."""
-        if self._cpu_since is not None:  # nested: the outer block counts it
-            yield
-            return
-        self._cpu_since = step_clock()
-        try:
-            yield
-        finally:
-            self._cpu_used += step_clock() - self._cpu_since
-            self._cpu_since = None
+        return Counting(self, None)
 
     def yielded(self) -> None:
         self._earlier = self.left - self.per_step
@@ -169,15 +159,41 @@ class Budget:
 _ACTIVE: contextvars.ContextVar[Budget | None] = contextvars.ContextVar("mint_budget", default=None)
 
 
-@contextlib.contextmanager
-def charging(budget: Budget) -> Iterator[None]:
+class Counting:
+    """A block of evaluation: it counts its CPU into the budget's step (a nested block leaves that to the
+    outer one) and, given a context variable, makes the budget the one plain-function helpers charge.
+
+    A class, not a generator-based context manager: every pure step opens a few of these, and a generator's
+    setup costs more than the step's own expression."""
+
+    __slots__ = ("budget", "active", "token", "outer")
+
+    def __init__(self, budget: Budget, active: contextvars.ContextVar[Budget | None] | None) -> None:
+        self.budget = budget
+        self.active = active
+        self.token: contextvars.Token[Budget | None] | None = None
+        self.outer = False
+
+    def __enter__(self) -> None:
+        budget = self.budget
+        if self.active is not None:
+            self.token = self.active.set(budget)
+        self.outer = budget._cpu_since is None
+        if self.outer:
+            budget._cpu_since = step_clock()
+
+    def __exit__(self, *exc: object) -> None:
+        budget = self.budget
+        if self.outer and budget._cpu_since is not None:
+            budget._cpu_used += step_clock() - budget._cpu_since
+            budget._cpu_since = None
+        if self.token is not None and self.active is not None:
+            self.active.reset(self.token)
+
+
+def charging(budget: Budget) -> Counting:
     """Make `budget` the one plain-function helpers charge while the block runs, and count its CPU."""
-    token = _ACTIVE.set(budget)
-    try:
-        with budget.evaluating():
-            yield
-    finally:
-        _ACTIVE.reset(token)
+    return Counting(budget, _ACTIVE)
 
 
 def active_budget() -> Budget | None:

@@ -51,6 +51,10 @@ _NUMBER_OPERATORS = {
 CALL_UNITS = 4
 SETUP_UNITS = 8
 _CONTAINERS = frozenset({list, dict})
+# (name, whether it holds only data, whether it is a held value of its own): _track reads these every step.
+_ROOTS = tuple(
+    (name, name in DATA_ROOTS, name in DATA_ROOTS and name != "outputs") for name in DATA_ROOTS | LIVE_ROOTS
+)
 
 
 class Evaluator(simpleeval.EvalWithCompoundTypes):  # type: ignore[misc]  # simpleeval has no types
@@ -104,15 +108,16 @@ class Evaluator(simpleeval.EvalWithCompoundTypes):  # type: ignore[misc]  # simp
         # held value on free, not `_`, `_.x` and `_.x.x` (which hold the same text) each (values._Measured).
         # The live roots' members, and `outputs`'s (separate step outputs), are held values of their own.
         self.roots: dict[int, int] = {}
-        for name in DATA_ROOTS | LIVE_ROOTS:
+        for name, data, root in _ROOTS:
             value = names.get(name)
             if value is None:
                 continue
-            self._holders[id(value)] = value
-            if name in DATA_ROOTS and (value.__class__ in _CONTAINERS or value.__class__ is str):
-                self.shared[id(value)] = value
-                if name != "outputs":
-                    self.roots[id(value)] = id(value)
+            key = id(value)
+            self._holders[key] = value
+            if data and (value.__class__ in _CONTAINERS or value.__class__ is str):
+                self.shared[key] = value
+                if root:
+                    self.roots[key] = key
 
     def _share(self, holder: Any, item: Any) -> Any:
         """`item`, read out of `holder`: noted as shared data when `holder` holds only data (a string too,

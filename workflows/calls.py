@@ -8,7 +8,7 @@ import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, TypeVar, assert_never
+from typing import Any, TypeVar, assert_never, final
 
 from temporalio.common import RetryPolicy
 
@@ -361,6 +361,7 @@ def _render(value: Any, scope: Names, values: ValueEvaluator) -> Any:
     return value
 
 
+@final
 @dataclass
 class CallResult:
     """A call's output, how many attempts it took and, for model calls, the tokens used and their cost

@@ -92,12 +92,12 @@ def julep_shape(text: str) -> bool:
     )
 
 
-@functools.lru_cache(maxsize=20_000)
 def dialect_of(name: str) -> Dialect:
     """A stored task's dialect (ExecutionParams.dialect): `seed`, or `dollar`, the only other one."""
     return "seed" if name == "seed" else "dollar"
 
 
+@functools.lru_cache(maxsize=20_000)
 def read_value(raw: str, dialect: Dialect) -> Reading:
     """How a string in a value field (evaluate, set, arguments, return, info, sleep, initial, search) is
     read (cached: each step reads its strings every time it runs)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, replace
-from typing import Any, assert_never
+from typing import Any, assert_never, final
 
 from temporalio import workflow
 
@@ -48,6 +48,7 @@ MAX_YIELD_DEPTH = 200
 JULEP_LOOPS_PATCH = "issue-13-log-passes-input-tail-branch-yields"
 
 
+@final
 @dataclass
 class TailCall:
     """A yield in tail position, handed up to the run of its workflow, which becomes the callee's run."""
@@ -150,7 +151,7 @@ class Interpreter:
                     value = frame.inputs[index]
                     tail = last and not self.legacy
                     output = await self._run_step(step, value, frame, position, not last, tail=tail)
-                    if isinstance(output, TailCall):
+                    if output.__class__ is TailCall:
                         frame, index = self._tail_call(output, frame), 0
                         break
                     frame.inputs.append(output)  # step index's output, and the next step's input
@@ -181,8 +182,10 @@ class Interpreter:
         """Continue-as-new between top-level steps of the root frame once the history grows long.
 
         Only there is nothing else in flight, so the whole interpreter state fits in a ResumePoint."""
+        if not frame.root:
+            return
         info = workflow.info()
-        if not frame.root or not (
+        if not (
             info.is_continue_as_new_suggested()
             or info.get_current_history_length() > self.params.max_history_events
         ):
@@ -233,9 +236,11 @@ class Interpreter:
         self.start_budget()
         try:
             output = await self._execute(step, value, names, frame, position, metadata, tail)
-            if isinstance(output, TailCall):  # the workflow's run goes on as the callee's: nothing to record
+            # By exact class: isinstance is slow in the workflow sandbox, and this runs for every step.
+            kind = output.__class__
+            if kind is TailCall:  # the workflow's run goes on as the callee's: nothing to record
                 return output
-            if isinstance(output, CallResult | Logged):  # attempts, usage or log text go on the transition
+            if kind is CallResult or kind is Logged:  # attempts, usage or log text go on the transition
                 output, metadata = output.output, {**(metadata or {}), **output.metadata()}
         except Returned as returned:
             self.log.add("step", returned.value, position, None, getattr(step, "label", None), metadata)

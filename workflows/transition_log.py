@@ -10,8 +10,8 @@ import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, final
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -37,6 +37,8 @@ MAX_VALUE_BYTES = 64 * 1024 * 1024
 
 # The metadata key of a log step's rendered text: user data, so checked and measured like an output.
 LOG_NOTE = "log"
+# json.dumps(value, ensure_ascii=False, allow_nan=False), built once: dumps builds an encoder per call.
+_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
 class UnrecordableValue(Exception):
@@ -56,7 +58,7 @@ def encode(value: Any, where: Position, kind: str = "step") -> str:
     else:
         what = f"the output of {where.workflow}[{where.step}]"
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        text = _JSON.encode(value)
     except ValueError as exc:
         problem = "an integer too long to write" if "digits" in str(exc) else "NaN or Infinity"
         raise UnrecordableValue(f"{what} contains {problem}, which JSON cannot hold") from None
@@ -106,6 +108,8 @@ class TransitionLog:
         self.pending: list[TransitionRow] = []
         self.pending_bytes = 0
         self.seq = 0
+        self._now: datetime | None = None  # the workflow time last written, and its text
+        self._now_text = ""
         self.open_waits = 0  # branches waiting for input (the status says awaiting_input meanwhile)
         self.sleeping = 0  # branches on a timer
         self._lock = asyncio.Lock()
@@ -170,9 +174,17 @@ class TransitionLog:
                 "next": next_.to_dict() if next_ else None,
                 "step_label": label,
                 "metadata": metadata or {},
-                "created_at": workflow.now().isoformat(),
+                "created_at": self._created_at(),
             }
         )
+
+    def _created_at(self) -> str:
+        """The workflow's time as text: it stands still while a workflow task runs, so a run of steps writes it
+        once (isoformat costs more than the rest of a pure step's bookkeeping)."""
+        now = workflow.now()
+        if now != self._now:
+            self._now, self._now_text = now, now.isoformat()
+        return self._now_text
 
     def take(self) -> list[TransitionRow]:
         """Hand over the collected transitions (a child workflow's, for its parent to adopt); the last says
@@ -330,6 +342,7 @@ def batch_summary(batch: list[TransitionRow]) -> str:
     return f"{span}, up to {last['type']} at {at}"
 
 
+@final
 @dataclass
 class Logged:
     """A log step's outcome: its input passes through, its rendered text goes in the transition's metadata."""

@@ -99,7 +99,12 @@ class ValueEvaluator:
         return self._value(raw, names, self._result())
 
     def _value(self, raw: Any, names: Names, result: _Measured | None) -> Any:
-        if isinstance(raw, str):
+        # By exact type first: a task's fields are JSON, and isinstance is slow in the workflow sandbox.
+        kind: type | None = raw.__class__
+        if kind is not str and kind is not dict and kind is not list:
+            kinds = (str, dict, list)
+            kind = next((k for k in kinds if isinstance(raw, k)), None)
+        if kind is str:
             reading = read_value(raw, self.dialect)
             if reading.how == "python":
                 return self._data(reading.source, names, result)
@@ -107,9 +112,9 @@ class ValueEvaluator:
                 text = self._render(raw, names)
                 return text if result is None else result.add(text, {}, {})
             return raw
-        if isinstance(raw, dict):
+        if kind is dict:
             return {key: self._value(item, names, result) for key, item in raw.items()}
-        if isinstance(raw, list):
+        if kind is list:
             return [self._value(item, names, result) for item in raw]
         return raw
 

@@ -349,12 +349,16 @@ NOT_A_STEP = "not a step: a step is a mapping with one of the keys " + ", ".join
 
 def step_kind(raw: Any) -> str | None:
     """Which step kind a raw mapping (or a parsed step, when serializing) is."""
-    if isinstance(raw, StepModel):
-        return raw.KIND
-    if not isinstance(raw, dict):
-        return None
+    # A dict by exact type first: every step of a task is read here as each execution starts, and isinstance
+    # is slow inside the workflow sandbox.
+    if raw.__class__ is not dict:
+        if isinstance(raw, StepModel):
+            return raw.KIND
+        if not isinstance(raw, dict):
+            return None
     kind = raw.get("kind_")
-    if isinstance(kind, str) and kind in STEP_KINDS:  # anything else is left to the `kind_` field to refuse
+    # anything else is left to the `kind_` field to refuse
+    if kind is not None and isinstance(kind, str) and kind in STEP_KINDS:
         return kind
     for key, kind in STEP_KEYS.items():
         if key in raw:
