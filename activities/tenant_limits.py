@@ -9,7 +9,7 @@ coroutine). The cap bounds what one developer takes of what lies behind the slot
 rate limit, the worker's CPU); it frees no slot (a waiting call holds one), so the worker has many slots
 (Settings.worker_max_activities, 1000, ten times Settings.max_calls_per_developer): one developer's flood must
 pass that before another's call finds none free, and past it the fairness key decides who gets the next
-(bench/fairness.py measures both; the README has the figures).
+(bench/fairness.py measures both; docs/fairness.md has the figures).
 
 A waiting call must not fail for having waited. Heartbeats go on while it waits (activities/heartbeat.py), so
 the heartbeat timeout does not cut it off; the attempt's start-to-close timeout keeps counting, though, and it

@@ -7,7 +7,7 @@ services all read this one list; tests/test_error_types.py checks that every kin
 
 from __future__ import annotations
 
-# name -> what it means, in the user's words (the README's table of error types is this list).
+# name -> what it means, in the user's words (docs/task-language.md's table of error types is this list).
 ERROR_KINDS: dict[str, str] = {
     # The agent framework's (JAF's) kinds.
     "MaxTurnsExceeded": "a tool loop still asked for tools after its last allowed round",

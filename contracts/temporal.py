@@ -40,7 +40,7 @@ RESUME_SIGNAL = "resume"
 
 # Search attributes (all Keyword), by which the Temporal UI's workflow list shows and filters executions
 # (`MintTask="daily motivation"`). They must be registered on the namespace first: `mint up` registers them on
-# its dev server (process/local_services.py); on another cluster an operator does (README), and until
+# its dev server (process/local_services.py); on another cluster an operator does (docs/operations.md), and until
 # then Mint sets none (infra/temporal/search_attributes.py).
 MINT_TASK = SearchAttributeKey.for_keyword("MintTask")  # the task's name
 MINT_AGENT = SearchAttributeKey.for_keyword("MintAgent")  # the agent's name
@@ -105,7 +105,7 @@ SIGNALS: dict[str, type] = {RESUME_SIGNAL: ResumeInput}
 def tenant_priority(developer: str) -> Priority:
     """What every workflow Mint starts for a developer carries: the developer as Temporal's fairness key, so
     that a task queue's backlog is dispatched round-robin between developers instead of first come, first
-    served (README: Fairness between tenants). Its activities and child workflows inherit it (Temporal's
+    served (docs/fairness.md). Its activities and child workflows inherit it (Temporal's
     Priority docs), so only the start sets it; a server without fairness on ignores it. Keys are at most 64
     bytes: a developer's id is a UUID (36)."""
     return Priority(fairness_key=developer[:64])

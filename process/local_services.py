@@ -137,7 +137,7 @@ def port_free(port: int, host: str = "127.0.0.1") -> bool:
 # Eager workflow start (the API and the worker share a process and a client in `mint up`): the start
 # request returns the workflow's first task to that worker, skipping a trip through the task queue.
 # What a Temporal server needs for Mint's fairness keys (contracts/temporal.py tenant_priority); a cluster
-# Mint does not manage needs them set too (README), Temporal Cloud a switch in the namespace's settings.
+# Mint does not manage needs them set too (docs/operations.md), Temporal Cloud a switch in the namespace's settings.
 FAIRNESS_DYNAMIC_CONFIG: dict[str, object] = {
     "matching.useNewMatcher": True,
     "matching.enableFairness": True,
@@ -150,7 +150,7 @@ DEV_SERVER_DYNAMIC_CONFIG: dict[str, object] = {
         for scope in ("", "Host")
     },
     "system.enableEagerWorkflowStart": True,
-    # Task queue fairness (README: Fairness between tenants): the new matcher, fairness keys honoured, and
+    # Task queue fairness (docs/fairness.md): the new matcher, fairness keys honoured, and
     # the migration that drains a backlog queued before fairness was on.
     **FAIRNESS_DYNAMIC_CONFIG,
 }

@@ -1,5 +1,5 @@
 """`mint worker`'s sizing flags: which task queues it polls and how much it runs at once. Each flag overrides
-its MINT_WORKER_* variable (infra/settings/); the README's "Sizing workers" says how to choose them."""
+its MINT_WORKER_* variable (infra/settings/); docs/operations.md ("Sizing workers") says how to choose them."""
 
 from __future__ import annotations
 

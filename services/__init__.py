@@ -1,1 +1,1 @@
-"""Business logic that is more than one store call, between the API and the layers below (README, Layout)."""
+"""Business logic that is more than one store call, between the API and the layers below (docs/layout.md)."""

@@ -1,5 +1,5 @@
 """The API holds routes, schemas, auth and the mapping of errors to HTTP; the use cases are services/, and only
-they talk to the store (README, Layout). Read from the import statements, function-level ones included."""
+they talk to the store (docs/layout.md). Read from the import statements, function-level ones included."""
 
 from __future__ import annotations
 

@@ -70,7 +70,7 @@ async def test_daily_motivation_without_a_model_stops_clearly_at_its_first_promp
 
 
 async def test_pass_by_reference_example_runs_offline_from_its_recording(postgres_url, temporal_env, api_key):
-    """As the README runs it: `MINT_MODEL_REPLAY=examples/recordings.jsonl mint up`, then `mint run`."""
+    """As the docs run it: `MINT_MODEL_REPLAY=examples/recordings.jsonl mint up`, then `mint run`."""
     async with BackgroundStack(
         postgres_url,
         temporal_address(temporal_env),
@@ -142,7 +142,7 @@ async def test_errors_example_fails_naming_its_type(api):
 async def test_adaptive_context_example_compresses_offline_from_its_recording(
     postgres_url, temporal_env, api_key, tmp_path
 ):
-    """As the README runs it: `MINT_MODEL_REPLAY=examples/recordings.jsonl mint up`, then the script."""
+    """As the docs run it: `MINT_MODEL_REPLAY=examples/recordings.jsonl mint up`, then the script."""
     (tmp_path / ".mint").mkdir()
     (tmp_path / ".mint" / "api_key").write_text(api_key)
     async with BackgroundStack(

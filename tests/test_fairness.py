@@ -36,7 +36,7 @@ async def test_a_tenants_quick_executions_are_not_queued_behind_anothers_flood(
         temporal_address(temporal_env),
         task_queue=f"fairness-test-{local}",
         # The fairness key alone: past the slots it is what helps; the per-developer cap, which frees no slot
-        # and slows their turnover, has its own tests (tests/unit/test_tenant_limits.py; README).
+        # and slows their turnover, has its own tests (tests/unit/test_tenant_limits.py; docs/fairness.md).
         max_calls_per_developer=0,
         worker_max_activities=SLOTS,
         worker_max_local_activities=SLOTS,

@@ -1,4 +1,4 @@
-"""The code's rooms and what each may import (README, Layout): no import cycle, and no import that runs from a
+"""The code's rooms and what each may import (README.md and docs/layout.md, Layout): no import cycle, and no import that runs from a
 lower layer up to a higher one. Read from the source's import statements (function-level ones included), so
 the rule holds for what runs, not only for what is imported at the top of a file."""
 
@@ -129,7 +129,7 @@ def test_no_import_runs_up_a_layer():
         for target in targets
         if _layer(target) not in MAY_IMPORT[_layer(module)]
     }
-    assert upward - KNOWN == set(), "imports from a lower layer to a higher one (see README, Layout)"
+    assert upward - KNOWN == set(), "imports from a lower layer to a higher one (see docs/layout.md)"
     assert KNOWN - upward == set(), "gone: take these out of KNOWN"
 
 
@@ -186,9 +186,10 @@ async def f(store):
     assert _database_use('ApiError(404, "agent not found"); router.delete("/sessions/{id}")') == []
 
 
-def _layout_table() -> dict[str, set[str]]:
-    """The Layout table (docs/layout.md): each layer's folder and what it says the layer may import."""
-    page = (ROOT / "docs" / "layout.md").read_text()
+def _layout_table(path: Path) -> dict[str, set[str]]:
+    """A Layout table (README.md's, docs/layout.md's): each layer's folder and what it says the layer may
+    import."""
+    page = path.read_text()
     table = page[page.index("| layer | what it holds | may import |") :].split("\n\n")[0]
     rows = {}
     for line in table.splitlines()[2:]:
@@ -200,8 +201,9 @@ def _layout_table() -> dict[str, set[str]]:
 
 
 def test_the_readme_layout_is_the_folders():
-    rows = _layout_table()
-    assert list(rows) == list(PACKAGES), "the README's Layout table names the packages, top down"
-    assert {name: may | {name} for name, may in rows.items()} == MAY_IMPORT
+    for page in (ROOT / "README.md", ROOT / "docs" / "layout.md"):
+        rows = _layout_table(page)
+        assert list(rows) == list(PACKAGES), f"{page.name}'s Layout table names the packages, top down"
+        assert {name: may | {name} for name, may in rows.items()} == MAY_IMPORT, page.name
     folders = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()}
     assert folders - {"tests", "bench"} == set(PACKAGES), "a package at the top that the Layout does not name"

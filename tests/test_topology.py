@@ -337,7 +337,7 @@ async def _check_outputs(apis: Apis, progress: Progress) -> None:
 
 
 def _print_figures(progress: Progress, duration: float, effects: Effects, apis: Apis) -> None:
-    """The figures the README quotes (`pytest -s`)."""
+    """The figures docs/operations.md quotes (`pytest -s`)."""
     kills = progress.kills
     gaps = [gap for kill in kills for gap in kill.gaps.values()]
     print(

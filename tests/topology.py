@@ -1,5 +1,5 @@
 """The production topology in processes: `mint api` and `mint worker`, the real commands, configured only by
-environment as the README says, on a Postgres and a Temporal server that run as processes of their own
+environment as docs/operations.md says, on a Postgres and a Temporal server that run as processes of their own
 (tests/test_topology.py). The test can SIGKILL and restart any of them."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ class Cluster:
 
     def __init__(self, database_url: str, temporal_address: str, logs: Path, apis: int = 2, workers: int = 3):
         self.logs = logs
-        # Only what the README's Configuration names, nothing inherited from the test's own environment.
+        # Only what docs/operations.md's Configuration names, nothing inherited from the test's own environment.
         inherited = {k: v for k, v in os.environ.items() if not k.startswith(("MINT_", "TEMPORAL_"))}
         self.env = {
             **inherited,

@@ -55,7 +55,7 @@ async def call(service: Service, method: str, setup: JsonObject, arguments: Json
     if (problem := await confined.problem(binary, ["-version"])) is not None:
         raise errors.permanent(
             f"ffmpeg cannot run confined on this worker, so it does not run: {problem} (the worker needs "
-            "bubblewrap and user namespaces: see the README's threat model)",
+            "bubblewrap and user namespaces: see docs/security.md)",
             "IntegrationUnavailable",
         )
     try:

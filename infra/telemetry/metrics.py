@@ -4,7 +4,7 @@ metrics beside Mint's.
 What is counted where: executions by live status are read from Postgres when scraped, so every API answers
 the same; step durations and transitions are recorded by the transition writer, calls (and model tokens) by
 the activities' interceptor (activities/observe.py), connection pools and Temporal's task slots when scraped.
-The README's Metrics section lists every series.
+docs/operations.md's "Logs and metrics" lists every series.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ with MINT_SEARCH_ATTRIBUTES=auto (the default) the API asks the namespace which 
 them only when all of Mint's are there. `mint up` starts its dev server with them (dev_server_args()), but the
 dev server registers those flags only when it creates its database, so on a data dir from before them the
 API registers what is missing itself: that Temporal is Mint's own (TEMPORAL_ADDRESS unset). A cluster Mint
-does not manage needs an operator to (README, "The Temporal UI").
+does not manage needs an operator to (docs/temporal-ui.md).
 """
 
 from __future__ import annotations
