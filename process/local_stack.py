@@ -52,7 +52,7 @@ def announce(api_url: str, ui_port: int | None, key: str, token_file: Path | Non
     click.echo(f"Mint API      {api_url}")
     if ui_port is not None:
         click.echo(f"Temporal UI   http://127.0.0.1:{ui_port}")
-        click.echo(f"              decoded in the browser that opens, once: {sign_in_link(ui_port)}")
+        click.echo(f"              payloads decoded: open once, in your browser: {sign_in_link(ui_port)}")
     click.echo(f"API key       {key}")
     click.echo(codec_help(api_url, token_file))
     click.echo("Ctrl-C stops everything.", nl=True)
