@@ -32,6 +32,7 @@ from workflows.failures import Returned, StepFailed, TypedFailure, failure_messa
 from workflows.fan_out import CHUNK_ITEMS, FanOut
 from workflows.frames import Frame, StepsView
 from workflows.inbox import Inbox
+from workflows.language.task import parse_task
 from workflows.prompts import task_metadata
 from workflows.pure_steps import run_pure_step
 from workflows.storable import storable_text
@@ -62,7 +63,7 @@ class Interpreter:
 
     def __init__(self, params: ExecutionParams, inbox: Inbox, chunk: bool = False):
         self.params = params
-        self.task = lang.TaskSpec.model_validate(params.task)
+        self.task = parse_task(params.task)
         dialect = dialect_of(params.dialect)
         self.values = ValueEvaluator(dialect, workflow.random(), workflow.now, params.null_text)
         self.view = Visibility(params.execution_id)  # what the Temporal UI shows of the run

@@ -81,22 +81,25 @@ class ValueEvaluator:
         return self._data(python_source(source), names, self._result())
 
     def _data(self, source: str, names: Names, result: _Measured | None) -> Any:
-        value = self.expressions.evaluate(source, names)
-        if type(value) in _AS_IS and reads_data(source):
-            # a part of data the execution already holds: no copy to make or pay for, unless it repeats
-            return value if result is None else result.passed_on(value, self.expressions.roots)
-        try:
-            with charging(self.budget):  # printing a key charges too, and the copy counts as the step's CPU
+        # One block for the evaluation and the copy: printing a key charges too, and the copy counts as the
+        # step's CPU (the evaluation's own block nests in it, reading no clock).
+        with charging(self.budget):
+            value = self.expressions.evaluate(source, names)
+            if type(value) in _AS_IS and reads_data(source):
+                # a part of data the execution already holds: no copy to make or pay for, unless it repeats
+                return value if result is None else result.passed_on(value, self.expressions.roots)
+            try:
                 if result is None:
                     return to_data(value, self.budget, self.expressions.shared)
                 return result.add(value, self.expressions.shared, self.expressions.roots)
-        except LimitExceeded as exc:
-            raise ExpressionError(f"LimitExceeded: {exc} (in {source!r})") from None
+            except LimitExceeded as exc:
+                raise ExpressionError(f"LimitExceeded: {exc} (in {source!r})") from None
 
     def value(self, raw: Any, names: Names) -> Any:
         """Evaluate a value field (recursing into mappings and lists), each string read as its dialect says;
-        the whole of it is one result, measured as one."""
-        return self._value(raw, names, self._result())
+        the whole of it is one result, measured as one (and its CPU counted in one block)."""
+        with charging(self.budget):
+            return self._value(raw, names, self._result())
 
     def _value(self, raw: Any, names: Names, result: _Measured | None) -> Any:
         # By exact type first: a task's fields are JSON, and isinstance is slow in the workflow sandbox.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -94,3 +95,24 @@ class TaskSpec(BaseModel):
         for name, steps in self.workflows.items():
             body[name] = [dump_step(s) for s in steps]
         return body
+
+
+# Parsed tasks a worker keeps, by their document's JSON text (so many, each up to this much text): every
+# execution of a task, and every fan-out chunk of one, parses the same document, which costs more per step than
+# running a pure step does. Nothing writes into a parsed task (its steps are frozen models): runs share one.
+PARSED_TASKS = 32
+PARSED_TEXT_LIMIT = 256 * 1024
+_parsed: dict[str, TaskSpec] = {}
+
+
+def parse_task(document: JsonObject) -> TaskSpec:
+    """The task a stored document holds (ExecutionParams.task), parsed once per worker while it is kept."""
+    text = json.dumps(document, ensure_ascii=False)
+    task = _parsed.get(text)
+    if task is None:
+        task = TaskSpec.model_validate(document)
+        if len(text) <= PARSED_TEXT_LIMIT:
+            if len(_parsed) >= PARSED_TASKS:
+                _parsed.clear()  # not an LRU: plain dict operations, safe from any workflow thread
+            _parsed[text] = task
+    return task
