@@ -1,6 +1,6 @@
 """CPU time per pure step: a low-noise measure of the interpreter's own cost, beside raw Python in a workflow.
 
-Run: python -m bench.pure_steps [--steps 100,1000] [--runs 5] [--profile FILE] [--unsandboxed]
+Run: python -m bench.pure_steps [--steps 100,1000] [--runs 5] [--step JSON] [--profile FILE] [--unsandboxed]
 
 Runs chains of `evaluate` steps through the real workflow (started as the API starts it, on the unit layer's
 time-skipping server, with the worker's sandbox and payload converter and the unit layer's fake activities:
@@ -19,6 +19,7 @@ import asyncio
 import cProfile
 import dataclasses
 import gc
+import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -52,9 +53,10 @@ def _validated(spec: dict[str, Any]) -> TaskVersion:
     return TaskVersion(str(uuid.uuid4()), 1, AGENT["id"], valid.dialect, valid.document, NOW, NOW)
 
 
-def chain(steps: int) -> dict[str, Any]:
-    """The task bench/peers.py runs: `steps` evaluate steps, each adding one."""
-    return {"name": "chain", "main": [{"evaluate": {"i": f"$ {i} + 1"}} for i in range(steps)]}
+def chain(steps: int, step: str | None = None) -> dict[str, Any]:
+    """The task bench/peers.py runs, `steps` evaluate steps each adding one; or `steps` copies of `step`."""
+    main = [json.loads(step) if step else {"evaluate": {"i": f"$ {i} + 1"}} for i in range(steps)]
+    return {"name": "chain", "main": main}
 
 
 class _Collections:
@@ -129,6 +131,7 @@ async def main() -> None:
     parser.add_argument("--steps", default="100,1000", help="chain lengths, comma-separated")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--profile", help="write a cProfile of the workflow thread here")
+    parser.add_argument("--step", help='the step Mint\'s chain repeats, as JSON (e.g. \'{"get": "x"}\')')
     parser.add_argument(
         "--unsandboxed", action="store_true", help="run workflows outside the sandbox (as the unit tests do)"
     )
@@ -157,7 +160,7 @@ async def main() -> None:
             harness = Harness(env, queue, fakes)
             harness.temporal = _KeepsHandles(client)
 
-            tasks = {steps: _validated(chain(steps)) for steps in {1, *lengths}}
+            tasks = {steps: _validated(chain(steps, args.step)) for steps in {1, *lengths}}
 
             async def mint(steps: int) -> None:
                 execution = Execution(str(uuid.uuid4()), "", 1, "queued", {}, {}, NOW, NOW)

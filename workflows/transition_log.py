@@ -37,7 +37,9 @@ MAX_VALUE_BYTES = 64 * 1024 * 1024
 
 # The metadata key of a log step's rendered text: user data, so checked and measured like an output.
 LOG_NOTE = "log"
-# json.dumps(value, ensure_ascii=False, allow_nan=False), built once: dumps builds an encoder per call.
+# json.dumps(value, ensure_ascii=False, allow_nan=False), built once (dumps builds an encoder per call) and
+# called through iterencode, which is what encode() calls after two isinstance tests: those are slow inside
+# the workflow sandbox, and every transition is encoded here.
 _JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
 
 
@@ -58,7 +60,7 @@ def encode(value: Any, where: Position, kind: str = "step") -> str:
     else:
         what = f"the output of {where.workflow}[{where.step}]"
     try:
-        text = _JSON.encode(value)
+        text = "".join(_JSON.iterencode(value, _one_shot=True))
     except ValueError as exc:
         problem = "an integer too long to write" if "digits" in str(exc) else "NaN or Infinity"
         raise UnrecordableValue(f"{what} contains {problem}, which JSON cannot hold") from None
