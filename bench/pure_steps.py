@@ -33,6 +33,7 @@ from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 from bench.pure_workflows import PureChainWorkflow, RecordedChainWorkflow
+from contracts.json import JsonObject, JsonValue
 from contracts.records.executions import Execution
 from contracts.records.tasks import TaskVersion
 from infra.temporal.payload_codec import MintPayloadConverter
@@ -47,15 +48,17 @@ from workflows.validate import validate_task
 NOW = datetime.now(UTC)
 
 
-def _validated(spec: dict[str, Any]) -> TaskVersion:
+def _validated(spec: JsonObject) -> TaskVersion:
     """The task as the API stores it, validated once (at creation, not per execution, as on `mint up`)."""
     valid = validate_task(spec, frozenset())
-    return TaskVersion(str(uuid.uuid4()), 1, AGENT["id"], valid.dialect, valid.document, NOW, NOW)
+    return TaskVersion(str(uuid.uuid4()), 1, str(AGENT["id"]), valid.dialect, valid.document, NOW, NOW)
 
 
-def chain(steps: int, step: str | None = None) -> dict[str, Any]:
+def chain(steps: int, step: str | None = None) -> JsonObject:
     """The task bench/peers.py runs, `steps` evaluate steps each adding one; or `steps` copies of `step`."""
-    main = [json.loads(step) if step else {"evaluate": {"i": f"$ {i} + 1"}} for i in range(steps)]
+    main: list[JsonValue] = [
+        json.loads(step) if step else {"evaluate": {"i": f"$ {i} + 1"}} for i in range(steps)
+    ]
     return {"name": "chain", "main": main}
 
 
