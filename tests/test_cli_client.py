@@ -124,7 +124,9 @@ async def test_run_stops_prompting_when_the_wait_is_answered_elsewhere(stack, ap
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         env=_env(tmp_path, MINT_API_KEY=api_key),
     )  # fmt: skip
-    seen = await _read_until(run, "Ship it?")  # the prompt follows, with stdin open and nothing typed
+    # Answered once it prompts (with stdin open and nothing typed): the wait's transition line comes first,
+    # and an answer sent then ends the wait before `mint run` ever asks.
+    seen = await _read_until(run, "waiting for input at main[1]")
     execution_id = re.search(r"execution (\S+)", seen).group(1)
     async with _client(stack, api_key) as api:
         answered = await api.put(
