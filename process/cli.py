@@ -78,7 +78,8 @@ def up(data_dir: Path, temporal_port: int, ui_port: int, api_port: int | None) -
             guard = local_services.guard_postgres(postgres)
             database_url = local_services.postgres_url(postgres)
         if not settings.temporal_address:
-            gateway = UiGateway(ui_port, api_url).start()  # the UI's port, with the codec server on it
+            # The UI's port, with the codec server on it.
+            gateway = UiGateway(ui_port, api_url, settings.max_body_bytes).start()
             temporal = local_services.start_temporal(
                 data_dir,
                 temporal_port,

@@ -43,11 +43,11 @@ class UiGateway:
     from the dev server's UI, which is to listen on `upstream_port` (a free loopback port) and call
     `codec_endpoint`. `start` binds the port at once: a busy one is a RuntimeError."""
 
-    def __init__(self, port: int, api_url: str):
+    def __init__(self, port: int, api_url: str, max_body_bytes: int):
         self.port = port
         self.upstream_port = free_loopback_port()
         self.codec_endpoint = f"http://127.0.0.1:{port}/codec"
-        app = _GatewayApp(port, f"http://127.0.0.1:{self.upstream_port}", api_url)
+        app = _GatewayApp(port, f"http://127.0.0.1:{self.upstream_port}", api_url, max_body_bytes)
         self._server = uvicorn.Server(
             uvicorn.Config(
                 app,
@@ -85,7 +85,8 @@ class _GatewayApp:
     """The gateway's ASGI app: each request forwarded as it came (its Host too, so that the API builds
     links on this origin), each answer streamed back."""
 
-    def __init__(self, port: int, ui_url: str, api_url: str):
+    def __init__(self, port: int, ui_url: str, api_url: str, max_body_bytes: int):
+        self._max_body = max_body_bytes  # the API's own limit: a body is held whole before it is forwarded
         self._hosts = {f"127.0.0.1:{port}", f"localhost:{port}"}
         self._ui_url, self._api_url = ui_url.rstrip("/"), api_url.rstrip("/")
         self._http: httpx.AsyncClient | None = None  # made in the server's event loop, in its thread
@@ -100,6 +101,10 @@ class _GatewayApp:
                 send, 421, b"this is the Temporal UI of `mint up`: address it as 127.0.0.1 or localhost"
             )
             return
+        body = await _body(receive, self._max_body)
+        if body is None:
+            await _answer(send, 413, b"the request body is larger than MINT_MAX_BODY_BYTES")
+            return
         path = scope["raw_path"].decode("latin-1")
         query = scope["query_string"].decode("latin-1")
         upstream = self._api_url if path == "/codec" or path.startswith("/codec/") else self._ui_url
@@ -107,7 +112,7 @@ class _GatewayApp:
             scope["method"],
             upstream + path + (f"?{query}" if query else ""),
             headers=[(k, v) for k, v in headers if k not in _HOP_BY_HOP],
-            content=await _body(receive),
+            content=body,
         )
         try:
             answer = await self._client().send(request, stream=True)
@@ -137,11 +142,17 @@ class _GatewayApp:
         return self._http
 
 
-async def _body(receive: Receive) -> bytes:
+async def _body(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body, or None once it passes `limit` bytes (the rest is not read)."""
     chunks: list[bytes] = []
+    size = 0
     while True:
         message: Message = await receive()
-        chunks.append(message.get("body", b""))
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
         if not message.get("more_body"):
             return b"".join(chunks)
 
