@@ -1,7 +1,7 @@
 """The documentation site (mkdocs.yml, docs/): every page's shell and Python snippets run against a real
 `mint up`, as the README's do (tests/test_readme.py says how), one page at a time, each from a fresh
 directory of its own in which the first snippet that talks to Mint finds `mint up` started (the pages take it
-as running, as the README's Set up leaves it). Also: the README stays a first hour, its links into the site
+as running, as the README's Set up leaves it): one `mint up` per environment, shared by the pages. Also: the README stays a first hour, its links into the site
 lead somewhere, and the API reference is the app's own OpenAPI document.
 
 One page alone: `pytest tests/test_docs_site.py -k task-language.md`.
@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.test_readme import ROOT, Runner, page_snippets
+from tests.test_readme import ROOT, Runner, SharedStacks, page_snippets
 
 DOCS = ROOT / "docs"
 PAGES = sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md"))
@@ -48,9 +49,16 @@ def test_every_page_names_its_snippets_languages():
     assert not unknown, f"snippets the tests cannot run: {unknown}"
 
 
+@pytest.fixture(scope="module")
+def stacks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedStacks]:
+    shared = SharedStacks(tmp_path_factory.mktemp("stacks"))
+    yield shared
+    shared.close()
+
+
 @pytest.mark.parametrize("page", PAGES)
-def test_every_snippet_on_the_page_runs(page: str, tmp_path: Path):
-    runner = Runner(tmp_path, implicit_up=True)
+def test_every_snippet_on_the_page_runs(page: str, tmp_path: Path, stacks: SharedStacks):
+    runner = Runner(tmp_path, implicit_up=True, shared=stacks)
     try:
         for snippet in page_snippets(DOCS / page):
             runner.run(snippet)

@@ -115,14 +115,40 @@ def check_bench(command: str) -> None:
         assert f'"{flag}"' in source, f"{command}: {module} takes no {flag}"
 
 
+class SharedStacks:
+    """One `mint up` per environment, shared by the pages of a test module (each page in a directory of its
+    own whose `.mint` points at the stack's data dir): a stack takes seconds to start, a page's snippets less."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.stacks: dict[frozenset[tuple[str, str]], MintUp] = {}
+
+    def up(self, env: dict[str, str]) -> MintUp:
+        key = frozenset(env.items())
+        if key not in self.stacks:
+            workdir = self.root / f"stack{len(self.stacks)}"
+            workdir.mkdir(parents=True)
+            runner = Runner(workdir)
+            runner.mint_up(" ".join([*(f"{k}={shlex.quote(v)}" for k, v in env.items()), "mint", "up"]))
+            assert runner.up is not None
+            self.stacks[key] = runner.up
+        return self.stacks[key]
+
+    def close(self) -> None:
+        for up in self.stacks.values():
+            up.stop()
+            up.kill()
+
+
 class Runner:
     """Runs a page's snippets in order in one directory, starting `mint up` where they say so. A page of the
     documentation site may take `mint up` as running already (the README's Set up): with `implicit_up`, the
     first snippet that talks to Mint starts one."""
 
-    def __init__(self, workdir: Path, implicit_up: bool = False) -> None:
+    def __init__(self, workdir: Path, implicit_up: bool = False, shared: SharedStacks | None = None) -> None:
         self.workdir = workdir
         self.implicit_up = implicit_up
+        self.shared = shared
         self.up: MintUp | None = None
         self.up_env: dict[str, str] | None = None
         (workdir / "examples").symlink_to(ROOT / "examples")
@@ -132,7 +158,7 @@ class Runner:
         self.env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{self.env.get('PATH', '')}"
 
     def close(self) -> None:
-        if self.up is not None:
+        if self.up is not None and self.shared is None:
             self.up.stop()
             self.up.kill()
 
@@ -155,6 +181,12 @@ class Runner:
         env = dict(w.split("=", 1) for w in words[: words.index("mint")])
         assert words[words.index("mint") + 1 :] == ["up"], f"{command}: flags the test does not pass on"
         if self.up is not None and env == self.up_env:
+            return
+        if self.shared is not None:
+            self.up, self.up_env = self.shared.up(env), env
+            link = self.workdir / ".mint"
+            link.unlink(missing_ok=True)
+            link.symlink_to(self.up.data_dir)  # where the snippets' `mint` commands and `.mint/api_key` look
             return
         self.close()
         # No MINT_API_KEY: `mint up` makes one and keeps it in .mint/api_key, where the snippets read it.
