@@ -76,6 +76,10 @@ class ExecutionParams:
     # field and replays printing "None". (An input field, not a workflow.patched marker: each marker upserts
     # a search attribute, which cost every execution's start measurably on the dev server.)
     null_text: str = "None"
+    # The changes of behaviour (patch ids) this run takes from its start without recording patch markers
+    # (workflows/patches.py): every one there is, for executions started now; none for a run recorded before
+    # the field, which asks its history's markers.
+    patches: list[str] = field(default_factory=list)
     resume: ResumePoint | None = None  # set when the execution continued as new
     # The agents a prompt step may be handed to (the agent's handoffs, theirs, ...), by id, each with its
     # `tools`: read when the execution starts, so a handoff inside the workflow is deterministic.

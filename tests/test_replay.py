@@ -15,7 +15,7 @@ from infra.temporal.payload_codec import data_converter
 from process.worker import workflow_runner
 from tests.helpers import create_agent, create_task, start, wait_for_status
 from tests.stack import TEST_ENCRYPTION_KEY
-from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
+from workflows.execution import CURRENT_PATCHES, MapChunkWorkflow, TaskExecutionWorkflow
 
 HISTORIES = sorted((Path(__file__).parent / "histories").glob("*.json"))
 
@@ -82,3 +82,15 @@ async def test_a_fresh_history_replays(api, temporal_env, store):
         history, raise_on_replay_failure=False
     )
     assert result.replay_failure is None
+
+
+async def test_a_fresh_execution_records_no_patch_markers(api, temporal_env):
+    """An execution started now takes every change of behaviour from its input (ExecutionParams.patches):
+    its history has no patch marker and no TemporalChangeVersion upsert, each a command on every start."""
+    task = await create_task(api, (await create_agent(api))["id"], BUSY_TASK)
+    execution = await start(api, task["id"])
+    assert (await wait_for_status(api, execution["id"]))["status"] == "succeeded"
+    history = await temporal_env.client.get_workflow_handle(execution["id"]).fetch_history()
+    recorded = b"".join(event.SerializeToString() for event in history.events)
+    assert b"TemporalChangeVersion" not in recorded
+    assert not [p for p in CURRENT_PATCHES if p.encode() in recorded]

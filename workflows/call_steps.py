@@ -99,7 +99,7 @@ class CallSteps:
                 self.interpreter.values,
                 lambda: str(workflow.uuid4()),
                 params.max_tool_timeout,
-                workflow.patched,
+                self.interpreter.patched,
             )
         except ToolError as exc:
             raise StepFailed(str(exc)) from None
@@ -128,7 +128,9 @@ class CallSteps:
         longest = timeout.total_seconds() if deadline is None else min(deadline, timeout.total_seconds())
         queue = self.interpreter.params.queues.get(name)  # a task queue of its own (ExecutionParams.queues)
         try:
-            if runs_in_worker(step, defaults, longest, queue) and workflow.patched(CALLS_IN_WORKER_PATCH):
+            if runs_in_worker(step, defaults, longest, queue) and self.interpreter.patched(
+                CALLS_IN_WORKER_PATCH
+            ):
                 answer = await self.in_worker.call(name, request, result_type, timeout, retry, summary)
             else:
                 self.interpreter.log.submit()
@@ -313,9 +315,11 @@ class CallSteps:
     def _variables(self, settings: references.ReferenceSettings) -> references.Variables | None:
         """A prompt step's variables, starting with the task's state, when its settings pass by reference
         (an execution that started before the feature existed replays without it)."""
-        if not settings.enabled or not workflow.patched(references.REFERENCES_PATCH):
+        if not settings.enabled or not self.interpreter.patched(references.REFERENCES_PATCH):
             return None
-        bounded = workflow.patched(references.BOUNDED_PATCH)  # a run from before the bound replays unbounded
+        bounded = self.interpreter.patched(
+            references.BOUNDED_PATCH
+        )  # a run from before the bound replays unbounded
         budget = self.interpreter.values.budget  # the step's: filling references in is charged to it
         return references.Variables.start(settings, self.interpreter.state, budget, bounded)
 

@@ -189,7 +189,7 @@ def tool_activity(
     `owner` is whose tools these are, and so whose secrets they may use. `new_key`
     makes the api_call's Idempotency-Key: the same on every attempt (retries reuse the activity's input), so
     the server can drop repeats. An api_call's timeout may not exceed `max_timeout` seconds. `patched` is
-    the workflow's `workflow.patched` (INTEGRATIONS_PATCH)."""
+    the run's workflows/patches.py Patches (INTEGRATIONS_PATCH)."""
     if not isinstance(arguments, dict):
         raise ToolError(f"arguments for {tool.type} tool {tool.name!r} must be a mapping")
     match tool:

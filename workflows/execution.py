@@ -10,9 +10,31 @@ from temporalio.exceptions import ApplicationError
 
 from contracts.executions import ChunkOutcome, ExecutionParams, MapChunk, ResumeInput
 from contracts.temporal import MAP_CHUNK_WORKFLOW, RESUME_SIGNAL, TASK_EXECUTION_WORKFLOW
+from workflows.calls import CALLS_IN_WORKER_PATCH, INTEGRATIONS_PATCH
 from workflows.failures import StepFailed
+from workflows.fan_out import SERIAL_WINDOW_PATCH, WRITE_ENDED_BRANCHES_PATCH
 from workflows.inbox import Inbox
-from workflows.interpreter import Interpreter
+from workflows.interpreter import JULEP_LOOPS_PATCH, Interpreter
+from workflows.references import BOUNDED_PATCH, REFERENCES_PATCH
+from workflows.values import RESULTS_PATCH
+from workflows.visibility import MINT_STATUS_PATCH
+from workflows.waits import DEFAULT_EVALUATED_PATCH, EARLY_RESUME_PATCH
+
+# Every change of behaviour a replay must respect: an execution started now takes them all from its start
+# (ExecutionParams.patches; see workflows/patches.py).
+CURRENT_PATCHES = (
+    JULEP_LOOPS_PATCH,
+    RESULTS_PATCH,
+    MINT_STATUS_PATCH,
+    CALLS_IN_WORKER_PATCH,
+    INTEGRATIONS_PATCH,
+    REFERENCES_PATCH,
+    BOUNDED_PATCH,
+    SERIAL_WINDOW_PATCH,
+    WRITE_ENDED_BRANCHES_PATCH,
+    EARLY_RESUME_PATCH,
+    DEFAULT_EVALUATED_PATCH,
+)
 
 
 @workflow.defn(name=TASK_EXECUTION_WORKFLOW)

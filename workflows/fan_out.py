@@ -92,7 +92,7 @@ class FanOut:
         self, body: list[Any], items: list[Any], first: int, frame: Frame, path: str, parallelism: int
     ) -> list[Any]:
         """Run `body` for every item, at most `parallelism` at a time; item i is numbered first + i."""
-        if parallelism == 1 and workflow.patched(SERIAL_WINDOW_PATCH):
+        if parallelism == 1 and self.interpreter.patched(SERIAL_WINDOW_PATCH):
             run = self.interpreter.run_sequence
             return [await run(body, item, frame, path, {"item": first + i}) for i, item in enumerate(items)]
         window = asyncio.Semaphore(parallelism)
@@ -108,7 +108,7 @@ class FanOut:
         """Run one item or branch; if it ends while another is parked, write what it added now."""
         output = await run
         log = self.interpreter.log
-        if log.pending and log.parked and workflow.patched(WRITE_ENDED_BRANCHES_PATCH):
+        if log.pending and log.parked and self.interpreter.patched(WRITE_ENDED_BRANCHES_PATCH):
             log.submit()
         return output
 

@@ -33,6 +33,7 @@ from workflows.fan_out import CHUNK_ITEMS, FanOut
 from workflows.frames import Frame, StepsView
 from workflows.inbox import Inbox
 from workflows.language.task import parse_task
+from workflows.patches import Patches
 from workflows.prompts import task_metadata
 from workflows.pure_steps import run_pure_step
 from workflows.storable import storable_text
@@ -65,8 +66,9 @@ class Interpreter:
         self.params = params
         self.task = parse_task(params.task)
         dialect = dialect_of(params.dialect)
-        self.values = ValueEvaluator(dialect, workflow.random(), workflow.now, params.null_text)
-        self.view = Visibility(params.execution_id)  # what the Temporal UI shows of the run
+        self.patched = Patches(params.patches)
+        self.values = ValueEvaluator(dialect, workflow.random(), workflow.now, params.null_text, self.patched)
+        self.view = Visibility(params.execution_id, self.patched)  # what the Temporal UI shows of the run
         self.log = TransitionLog(params.execution_id, params.developer_id, chunk, self.view.status_changed)
         self.log.write_queue = params.queues.get(WRITE_TRANSITIONS)  # background writes' own queue, if any
         self.chunk = chunk  # running part of a fan-out in a child workflow (see FanOut.run_chunk)
@@ -76,23 +78,24 @@ class Interpreter:
         self.metadata = task_metadata(params)  # what `metadata` reads: execution > task > agent
         self.labels: dict[str, StepRecord] = {}
         self.depth = 0  # nested (non-tail) yields, counted here in legacy runs only (Frame.depth otherwise)
-        self.legacy = True if chunk else self._started_legacy(params)  # a chunk's is its parent's (run_chunk)
+        self.legacy = True if chunk else self._started_legacy()  # a chunk's is its parent's (run_chunk)
         self.fan_out = FanOut(self)  # foreach, map_reduce, parallel
-        self.waits = Waits(self.log, inbox, self.values, CHUNK_ITEMS if chunk else None, self.view)
+        self.waits = Waits(
+            self.log, inbox, self.values, CHUNK_ITEMS if chunk else None, self.view, self.patched
+        )
         self.call_steps = CallSteps(self)  # tool calls, prompts, search
         self.guards = ExecutionGuardrails(self, self.call_steps, self._names)  # the task's and agent's
         self.root: Frame  # main's frame, or what replaced it through tail yields (set by _start)
 
-    @staticmethod
-    def _started_legacy(params: ExecutionParams) -> bool:
+    def _started_legacy(self) -> bool:
         """Whether this execution started before log, yield and reduce took their present form.
 
         Decided once, when the execution starts: a workflow that records the patch marker takes the new
         behaviour, and a history without it (replayed by an upgraded worker) the old. The answer goes on
         through continue-as-new, so a long-running execution never changes behaviour midway."""
-        if params.resume is not None:
-            return params.resume.legacy
-        return not workflow.patched(JULEP_LOOPS_PATCH)
+        if self.params.resume is not None:
+            return self.params.resume.legacy
+        return not self.patched(JULEP_LOOPS_PATCH)
 
     async def run(self) -> Any:
         """Run `main` (or pick up where the previous run left off) and write the final transition."""

@@ -12,6 +12,7 @@ from contracts.transitions import Position
 from workflows import language as lang
 from workflows.agents import Agent
 from workflows.frames import Frame
+from workflows.patches import Patches
 from workflows.tool_kinds import Tool
 from workflows.transition_log import TransitionLog
 from workflows.values import Names, ValueEvaluator
@@ -45,6 +46,7 @@ class StepRunner(Protocol):
     waits: Waits
     view: Visibility  # what the Temporal UI shows of the run
     legacy: bool  # log, yield and reduce in their old form (see Interpreter._started_legacy)
+    patched: Patches  # which changes of behaviour the run takes
 
     @property
     def guards(self) -> HandedGuardrails: ...  # the task's and the agents' guardrails (read-only here)

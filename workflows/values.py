@@ -2,8 +2,7 @@
 
 Which of the three a string is, `workflows.dialect` decides, string by string (Julep v1's rule, and the seed's
 bare expressions in a task with no `$ `). Template fields (prompts, `log`, `error`) are Jinja in both dialects;
-`$ expr` there is an expression too.
-"""
+`$ expr` there is an expression too."""
 
 from __future__ import annotations
 
@@ -59,18 +58,19 @@ class ValueEvaluator:
         rng: _random.Random | None = None,
         now: Callable[[], datetime] | None = None,
         null_text: str = "",  # what a template prints for a null (ExecutionParams.null_text)
+        patched: Callable[[str], bool] = workflow.patched,  # workflows/patches.py Patches, in an execution
     ):
         self.dialect = dialect
         self.budget = Budget()
         self.expressions = Evaluator(rng, now, self.budget)
         self._helpers = {**self.expressions.functions, **self.expressions.modules}
         self._measures: bool | None = None  # RESULTS_PATCH, asked once per run (at its first result)
-        self._null_text = null_text
+        self._null_text, self._patched = null_text, patched
 
     def _result(self) -> _Measured | None:
         """A new result's measure, or None in a run recorded before results were measured."""
         if self._measures is None:
-            self._measures = not workflow.in_workflow() or workflow.patched(RESULTS_PATCH)
+            self._measures = not workflow.in_workflow() or self._patched(RESULTS_PATCH)
         return _Measured(self.budget) if self._measures else None
 
     def _render(self, raw: str, names: Names) -> str:

@@ -12,7 +12,7 @@ namespace that has it registered: an unregistered one would fail the workflow ta
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from itertools import islice
 from typing import Any
@@ -47,8 +47,9 @@ def quoted(value: Any, limit: int = MAX_ASK_CHARS) -> str:
 class Visibility:
     """One workflow's details and MintStatus."""
 
-    def __init__(self, execution_id: str) -> None:
+    def __init__(self, execution_id: str, patched: Callable[[str], bool] = workflow.patched) -> None:
         self.execution_id = execution_id
+        self.patched = patched  # workflows/patches.py Patches
         # Started with MintStatus: the namespace has it registered, so changing it cannot fail the workflow.
         self.tracks_status = workflow.info().typed_search_attributes.get(MINT_STATUS) is not None
         self.status = "running"
@@ -62,7 +63,7 @@ class Visibility:
         if status == self.status:
             return
         self.status, self.error = status, error
-        if self.tracks_status and workflow.patched(MINT_STATUS_PATCH):
+        if self.tracks_status and self.patched(MINT_STATUS_PATCH):
             workflow.upsert_search_attributes([MINT_STATUS.value_set(status)])
         self._show()
 

@@ -3,6 +3,7 @@ the execution until a resume input addressed to it arrives (also used by a promp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
@@ -31,11 +32,13 @@ class Waits:
         values: ValueEvaluator,
         chunk_items: int | None,
         view: Visibility,
+        patched: Callable[[str], bool] = workflow.patched,  # workflows/patches.py Patches
     ):
         self.log = log
         self.inbox = inbox
         self.values = values
         self.view = view
+        self.patched = patched
         # Set when running part of a large fan-out (chunks of up to this many items) in a child workflow,
         # which no resume can reach.
         self.chunk_items = chunk_items
@@ -93,7 +96,7 @@ class Waits:
         wait_seq = self.log.seq
         self.inbox.opened(wait_seq)
         # Before this patch a resume that came before its wait opened was dropped (see inbox.py).
-        if wait_seq in self.inbox.early and workflow.patched(EARLY_RESUME_PATCH):
+        if wait_seq in self.inbox.early and self.patched(EARLY_RESUME_PATCH):
             self.inbox.take_early(wait_seq)
         self.view.waiting(wait_seq, _asks(output, where(position, label)))
         await self.log.flush()
@@ -106,7 +109,7 @@ class Waits:
                     "WaitTimeout", f"{position.workflow}[{position.step}]: no input within {timeout} seconds"
                 ) from None
             received = on_timeout.default
-            if names is not None and workflow.patched(DEFAULT_EVALUATED_PATCH):
+            if names is not None and self.patched(DEFAULT_EVALUATED_PATCH):
                 received = self.values.value(on_timeout.default, names)
             metadata = {**(metadata or {}), "timed_out": True}
         finally:

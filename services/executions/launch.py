@@ -22,6 +22,7 @@ from infra.telemetry.tracing import execution_context
 from services.errors import Unavailable
 from services.handoffs import AGENT_VIEW_KEYS, agent_view, reachable_agents
 from services.workflow_labels import workflow_labels
+from workflows.execution import CURRENT_PATCHES
 from workflows.language import ToolDef
 
 
@@ -100,6 +101,7 @@ def _params(
         },
         execution_info={"id": execution.id, "metadata": execution.metadata},
         null_text="",
+        patches=list(CURRENT_PATCHES),
         max_history_events=settings.max_history_events,
         max_fan_out=settings.max_fan_out,
         max_tool_timeout=settings.max_tool_timeout,
