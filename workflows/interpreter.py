@@ -23,6 +23,7 @@ from contracts.json import JsonObject
 from contracts.temporal import WRITE_TRANSITIONS
 from contracts.transitions import Position
 from workflows import language as lang
+from workflows.activation import Activation
 from workflows.agents import Agent
 from workflows.call_steps import CallSteps
 from workflows.calls import CallResult
@@ -67,6 +68,7 @@ class Interpreter:
         self.task = parse_task(params.task)
         dialect = dialect_of(params.dialect)
         self.patched = Patches(params.patches)
+        self.activation = Activation()  # what Temporal says of the activation running now
         self.values = ValueEvaluator(dialect, workflow.random(), workflow.now, params.null_text, self.patched)
         self.view = Visibility(params.execution_id, self.patched)  # what the Temporal UI shows of the run
         self.log = TransitionLog(params.execution_id, params.developer_id, chunk, self.view.status_changed)
@@ -188,11 +190,8 @@ class Interpreter:
         Only there is nothing else in flight, so the whole interpreter state fits in a ResumePoint."""
         if not frame.root:
             return
-        info = workflow.info()
-        if not (
-            info.is_continue_as_new_suggested()
-            or info.get_current_history_length() > self.params.max_history_events
-        ):
+        now = self.activation.current()
+        if not (now.continue_as_new_suggested or now.history_length > self.params.max_history_events):
             return
         await self.log.flush()
         resume = ResumePoint(
@@ -273,7 +272,7 @@ class Interpreter:
         # - a step that passed the first time must pass again on replay, however slow the replaying worker:
         #   a guard tripping there would issue different commands, a nondeterminism error, and Temporal
         #   would retry that workflow task forever.
-        self.values.budget.start_step(cpu_guard=not workflow.unsafe.is_replaying())
+        self.values.budget.start_step(cpu_guard=not self.activation.current().replaying)
 
     def _names(self, value: Any, frame: Frame) -> Names:
         return {

@@ -11,7 +11,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, final
+from typing import TYPE_CHECKING, Any, final
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -21,7 +21,11 @@ from contracts.json import JsonObject, JsonValue
 from contracts.liveness import HEARTBEAT_TIMEOUT, WRITE_TIMEOUT
 from contracts.temporal import MARK_FAILED, WRITE_TRANSITIONS
 from contracts.transitions import Position, TransitionBatch, TransitionRow
+from workflows.activation import new_uuid4
 from workflows.storable import SURROGATE, find_unstorable, format_path
+
+if TYPE_CHECKING:
+    from random import Random
 
 # Writes retry until Postgres answers: losing a transition is never an option.
 WRITE_RETRY = RetryPolicy(
@@ -112,6 +116,7 @@ class TransitionLog:
         self.seq = 0
         self._now: datetime | None = None  # the workflow time last written, and its text
         self._now_text = ""
+        self._random: Random | None = None
         self.open_waits = 0  # branches waiting for input (the status says awaiting_input meanwhile)
         self.sleeping = 0  # branches on a timer
         self._lock = asyncio.Lock()
@@ -168,7 +173,7 @@ class TransitionLog:
         self.pending_bytes += size
         self.pending.append(
             {
-                "id": str(workflow.uuid4()),
+                "id": self._new_id(),
                 "seq": self.seq,
                 "type": kind,
                 "output": encoded,  # JSON text: measured once here, stored as is by the writer
@@ -179,6 +184,12 @@ class TransitionLog:
                 "created_at": self._created_at(),
             }
         )
+
+    def _new_id(self) -> str:
+        """A transition's id: workflow.uuid4()'s, from the same random bits, for a fraction of its cost."""
+        if self._random is None:
+            self._random = workflow.random()  # the run's one generator (reseeded in place, never replaced)
+        return new_uuid4(self._random.getrandbits(128))
 
     def _created_at(self) -> str:
         """The workflow's time as text: it stands still while a workflow task runs, so a run of steps writes it

@@ -4,7 +4,7 @@ through the writes a run makes."""
 
 from __future__ import annotations
 
-import uuid
+import random
 from datetime import UTC, datetime
 
 import pytest
@@ -92,7 +92,7 @@ def test_a_yields_arguments_and_a_log_text_are_named_as_such():
 
 @pytest.fixture
 def log(monkeypatch) -> TransitionLog:
-    monkeypatch.setattr(workflow, "uuid4", uuid.uuid4)
+    monkeypatch.setattr(workflow, "random", random.Random)
     monkeypatch.setattr(workflow, "now", lambda: datetime(2026, 1, 1, tzinfo=UTC))
     return TransitionLog("execution", "developer")
 
