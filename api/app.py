@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Callable
 
 from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from api import mcp_server
 from api.deps import get_developer
 from api.errors import install_error_handlers
 from api.limits import RateLimiter
@@ -21,6 +23,7 @@ from api.routes import (
     jobs,
     metrics,
     projects,
+    schedules,
     secrets,
     sessions,
     tasks,
@@ -48,15 +51,24 @@ class ActingForNoTenant:
 
 
 def create_app(clients: Clients, settings: Settings) -> FastAPI:
+    mcp = mcp_server.McpServer(clients, settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        async with mcp.run():  # /mcp answers only inside (api/mcp_server.py); run_stack enters it
+            yield
+
     app = FastAPI(
         title="Mint",
         version="0.1.0",
         description="A durable workflow engine for AI agents, speaking Julep's v1 REST API.",
         max_body_size=settings.max_body_bytes,
         dependencies=[Depends(check_request)],  # every request's values, checked in one place
+        lifespan=lifespan,
     )
     app.state.clients = clients  # what routes hand the services (api/deps.py ClientsDep)
     app.state.settings = settings
+    app.state.mcp = mcp
     app.state.rate_limiter = RateLimiter(settings.rate_limit_per_minute)
     app.state.chatter = Chatter(
         clients.store,
@@ -72,8 +84,8 @@ def create_app(clients: Clients, settings: Settings) -> FastAPI:
     install_error_handlers(app)
     app.add_middleware(ActingForNoTenant)
     app.add_middleware(WarningHeader)
-    routers = (agents, users, tasks, executions, docs, sessions, secrets, files, projects, jobs)
-    for module in (*routers, codec, metrics, developer):
+    routers = (agents, users, tasks, executions, schedules, docs, sessions, secrets, files, projects, jobs)
+    for module in (*routers, codec, metrics, developer, mcp_server):
         app.include_router(module.router)
 
     @app.get("/healthz", tags=["health"])

@@ -45,6 +45,7 @@ from infra.telemetry.tracing import Tracing
 from infra.temporal.client import connect_from_settings
 from infra.temporal.reconciler import Reconciler, ReconcilerSettings
 from infra.temporal.search_attributes import resolve_search_attributes
+from process.scheduled_runs import ScheduledRuns
 from process.worker import WorkerActivities, build_workers
 from services.clients import Clients
 
@@ -200,6 +201,7 @@ def worker_for(
         ),
         docs=DocActivities(clients.docs, clients.embedders),
         sessions=SessionActivities(clients.store, clients.models),
+        schedules=ScheduledRuns(clients, settings),
     )
     return build_workers(temporal, activities, settings, [ActivityObserver(metrics)])
 
@@ -278,9 +280,9 @@ async def run_stack(
                 parts.push_async_callback(_cancel, asyncio.create_task(reconciler.run_forever()))
             if api_pool is not None:
                 await parts.enter_async_context(events)  # stopped after the server (exit runs in reverse)
-                await parts.enter_async_context(
-                    _serving(api_app(api_pool, temporal, settings, events, metrics), settings)
-                )
+                app = api_app(api_pool, temporal, settings, events, metrics)
+                await parts.enter_async_context(app.router.lifespan_context(app))  # /mcp's (api/app.py)
+                await parts.enter_async_context(_serving(app, settings))
             if settings.metrics_port is not None:
                 port_app = metrics_app(metrics, settings.metrics_port_token())
                 await parts.enter_async_context(_serving(port_app, settings, settings.metrics_port))

@@ -24,9 +24,11 @@ from activities.tenant_limits import DeveloperLimiter, TenantLimits
 from activities.transitions import TransitionWriter
 from activities.worker_calls import WorkerCalls
 from contracts.liveness import HEARTBEAT_THROTTLE, STICKY_TIMEOUT
+from contracts.schedules import SCHEDULE_ACTIVITIES
 from contracts.temporal import QUEUE_KINDS, WORKER_CALLS, WORKFLOWS_KIND
 from infra.settings import Settings
 from infra.temporal.workflow_slots import WorkflowTaskSlots
+from process.scheduled_runs import ScheduledRuns
 from workflows.registered import WORKFLOWS
 
 # Temporal's local activity slots: a waiting call holds one (activities/tenant_limits.py admits them), and
@@ -78,6 +80,7 @@ class WorkerActivities:
     integrations: IntegrationActivities
     docs: DocActivities
     sessions: SessionActivities
+    schedules: ScheduledRuns  # a schedule's firings (contracts/schedules.py), on the main queue
 
 
 def activity_table(activities: WorkerActivities) -> dict[str, Activity]:
@@ -114,9 +117,9 @@ def build_workers(
     workers = []
     for queue, kinds in settings.polled_queues().items():
         if WORKFLOWS_KIND in kinds:
-            workers.append(
-                _worker(client, queue, list(every.values()), WORKFLOWS, settings, interceptors, slots)
-            )
+            firings = activities_by_name(activities.schedules, names=SCHEDULE_ACTIVITIES)
+            main = [*every.values(), *firings.values()]
+            workers.append(_worker(client, queue, main, WORKFLOWS, settings, interceptors, slots))
         else:
             own = [every[name] for kind in kinds for name in QUEUE_KINDS[kind]]
             workers.append(_worker(client, queue, own, [], settings, interceptors, None))

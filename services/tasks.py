@@ -8,9 +8,11 @@ from datetime import datetime
 from contracts.json import JsonObject
 from contracts.records.pages import Page
 from contracts.records.tasks import TaskVersion
+from infra.store.schedules import ScheduleStore
 from services.clients import Clients
 from services.errors import Invalid, NotFound
 from services.ids import checked_id
+from services.schedules.temporal import delete_all as delete_schedules
 from workflows.language import IGNORED_TASK_FIELDS, TASK_FIELDS
 from workflows.language.nesting import with_kinds
 from workflows.problems import Problem
@@ -89,9 +91,11 @@ async def get(clients: Clients, developer: str, task_id: str) -> Task:
 
 
 async def delete(clients: Clients, developer: str, task_id: str) -> None:
-    """A task gone with its finished executions; Conflict while one is unfinished."""
+    """A task gone with its finished executions and its schedules; Conflict while one is unfinished."""
+    schedules = await ScheduleStore(clients.store.pool).ids_for_task(developer, checked_id(task_id, "task"))
     if not await clients.store.delete_task(developer, checked_id(task_id, "task")):
         raise NotFound("task", task_id)
+    await delete_schedules(clients.temporal, schedules)
 
 
 def _typed(key: str, value: object) -> object:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from workflows.docs import IndexDocWorkflow
 from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
+from workflows.scheduled import ScheduledRunWorkflow
 from workflows.sessions import CompressSessionWorkflow
 from workflows.tools import RunToolWorkflow
 
@@ -14,4 +15,5 @@ WORKFLOWS = [
     IndexDocWorkflow,
     CompressSessionWorkflow,
     RunToolWorkflow,
+    ScheduledRunWorkflow,
 ]

@@ -20,11 +20,13 @@ async def execution_of(clients: Clients, developer: str, execution_id: str) -> E
     return execution
 
 
-async def task_of(clients: Clients, developer: str, task_id: str) -> TaskVersion:
-    """The developer's task `task_id`, at its latest version."""
-    task = await clients.store.get_task(developer, checked_id(task_id, "task"))
+async def task_of(
+    clients: Clients, developer: str, task_id: str, version: int | None = None
+) -> TaskVersion:
+    """The developer's task `task_id`, at its latest version (or at `version`)."""
+    task = await clients.store.get_task(developer, checked_id(task_id, "task"), version)
     if task is None:
-        raise NotFound("task", task_id)
+        raise NotFound("task", task_id if version is None else f"{task_id} version {version}")
     return task
 
 

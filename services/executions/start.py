@@ -33,12 +33,14 @@ async def start_execution(
     body_input: JsonValue,
     metadata: JsonObject,
     idempotency_key: str | None = None,
+    version: int | None = None,
 ) -> Execution:
     """Validate the input, insert the execution (`queued`), start its workflow; a failed start is recorded.
 
-    With an idempotency key, a repeated request returns the execution the first one created."""
+    With an idempotency key, a repeated request returns the execution the first one created. `version`: the
+    task's version to run (a schedule's pinned one), else its latest."""
     store = clients.store
-    task = await task_of(clients, developer, task_id)
+    task = await task_of(clients, developer, task_id, version)
     await check_input(task.document, body_input)
     if idempotency_key:
         existing = await store.execution_by_key(developer, task.id, idempotency_key)
