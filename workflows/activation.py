@@ -3,32 +3,48 @@ is), read once per activation rather than once per step: each read is a lookup o
 and together they cost a pure step more than its own work.
 
 The workflow's time stands still while an activation runs and moves with the next one, so a change of
-`workflow.now()` marks a new activation. Every value here is deterministic (a replay sees the same), so
+`workflow.time_ns()` marks a new activation. Every value here is deterministic (a replay sees the same), so
 the decisions taken from them are too."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from temporalio import workflow
 
 
 class Activation:
     def __init__(self) -> None:
-        self.now: datetime | None = None
+        self.time_ns: int | None = None
+        self.now_text = ""  # the workflow's time as ISO text, as transitions record it
         self.replaying = False
         self.history_length = 0
         self.continue_as_new_suggested = False
+        self._unread = True  # a new activation whose values are not read yet
+
+    def tick(self) -> str:
+        """The workflow's time as text (a transition's created_at), noting a new activation."""
+        now = workflow.time_ns()
+        if now != self.time_ns:
+            # workflow.now()'s own arithmetic, so that the text is the same
+            self.time_ns, self.now_text = now, datetime.fromtimestamp(now / 1e9, UTC).isoformat()
+            self._unread = True
+        return self.now_text
 
     def current(self) -> Activation:
         """Brought up to date with the activation running now."""
-        now = workflow.now()
-        if now != self.now:
+        self.tick()
+        return self.read()
+
+    def read(self) -> Activation:
+        """The values of the newest activation seen (by `tick` or `current`): one awaited since is not seen
+        yet, which only delays what waits for a long history by a step."""
+        if self._unread:
             info = workflow.info()
-            self.now = now
             self.replaying = workflow.unsafe.is_replaying()
             self.history_length = info.get_current_history_length()
             self.continue_as_new_suggested = info.is_continue_as_new_suggested()
+            self._unread = False
         return self
 
 

@@ -72,6 +72,7 @@ class Interpreter:
         self.values = ValueEvaluator(dialect, workflow.random(), workflow.now, params.null_text, self.patched)
         self.view = Visibility(params.execution_id, self.patched)  # what the Temporal UI shows of the run
         self.log = TransitionLog(params.execution_id, params.developer_id, chunk, self.view.status_changed)
+        self.log.activation = self.activation  # one reading of each activation, for the log and the steps
         self.log.write_queue = params.queues.get(WRITE_TRANSITIONS)  # background writes' own queue, if any
         self.chunk = chunk  # running part of a fan-out in a child workflow (see FanOut.run_chunk)
         self.agent = Agent.of(params.agent)
@@ -190,7 +191,7 @@ class Interpreter:
         Only there is nothing else in flight, so the whole interpreter state fits in a ResumePoint."""
         if not frame.root:
             return
-        now = self.activation.current()
+        now = self.activation.read()
         if not (now.continue_as_new_suggested or now.history_length > self.params.max_history_events):
             return
         await self.log.flush()

@@ -10,7 +10,7 @@ import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, final
 
 from temporalio import workflow
@@ -21,7 +21,7 @@ from contracts.json import JsonObject, JsonValue
 from contracts.liveness import HEARTBEAT_TIMEOUT, WRITE_TIMEOUT
 from contracts.temporal import MARK_FAILED, WRITE_TRANSITIONS
 from contracts.transitions import Position, TransitionBatch, TransitionRow
-from workflows.activation import new_uuid4
+from workflows.activation import Activation, new_uuid4
 from workflows.storable import SURROGATE, find_unstorable, format_path
 
 if TYPE_CHECKING:
@@ -114,8 +114,9 @@ class TransitionLog:
         self.pending: list[TransitionRow] = []
         self.pending_bytes = 0
         self.seq = 0
-        self._now: datetime | None = None  # the workflow time last written, and its text
-        self._now_text = ""
+        # The workflow's time as text, made once per activation (isoformat costs more than the rest of a pure
+        # step's bookkeeping); the interpreter's, which also reads the rest of the activation's values.
+        self.activation = Activation()
         self._random: Random | None = None
         self.open_waits = 0  # branches waiting for input (the status says awaiting_input meanwhile)
         self.sleeping = 0  # branches on a timer
@@ -181,7 +182,7 @@ class TransitionLog:
                 "next": next_.to_dict() if next_ else None,
                 "step_label": label,
                 "metadata": metadata or {},
-                "created_at": self._created_at(),
+                "created_at": self.activation.tick(),
             }
         )
 
@@ -190,14 +191,6 @@ class TransitionLog:
         if self._random is None:
             self._random = workflow.random()  # the run's one generator (reseeded in place, never replaced)
         return new_uuid4(self._random.getrandbits(128))
-
-    def _created_at(self) -> str:
-        """The workflow's time as text: it stands still while a workflow task runs, so a run of steps writes it
-        once (isoformat costs more than the rest of a pure step's bookkeeping)."""
-        now = workflow.now()
-        if now != self._now:
-            self._now, self._now_text = now, now.isoformat()
-        return self._now_text
 
     def take(self) -> list[TransitionRow]:
         """Hand over the collected transitions (a child workflow's, for its parent to adopt); the last says

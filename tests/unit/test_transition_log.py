@@ -93,7 +93,7 @@ def test_a_yields_arguments_and_a_log_text_are_named_as_such():
 @pytest.fixture
 def log(monkeypatch) -> TransitionLog:
     monkeypatch.setattr(workflow, "random", random.Random)
-    monkeypatch.setattr(workflow, "now", lambda: datetime(2026, 1, 1, tzinfo=UTC))
+    monkeypatch.setattr(workflow, "time_ns", lambda: int(datetime(2026, 1, 1, tzinfo=UTC).timestamp() * 1e9))
     return TransitionLog("execution", "developer")
 
 
