@@ -4,6 +4,8 @@ tools, and the agents it may be handed to."""
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Coroutine
 
 from temporalio.client import Client
 from temporalio.common import Priority, WorkflowIDReusePolicy
@@ -25,6 +27,8 @@ from services.workflow_labels import workflow_labels
 from workflows.execution import CURRENT_PATCHES
 from workflows.language import ToolDef
 
+log = logging.getLogger(__name__)
+
 
 async def launch(
     store: Store,
@@ -34,12 +38,12 @@ async def launch(
     task: TaskVersion,
     execution: Execution,
     resume: ResumePoint | None = None,
+    read: LaunchReads | None = None,
 ) -> None:
     """Start the workflow (id = execution id); a start that fails leaves a `failed` execution saying why.
-    With `resume` (a restart), the interpreter picks up there instead of at main's first step."""
-    agent, tools = await asyncio.gather(
-        store.get(AGENTS, developer, task.agent_id), _task_tools(store, developer, task)
-    )
+    With `resume` (a restart), the interpreter picks up there instead of at main's first step. `read`: what
+    launch_reads answered, when the caller read it already."""
+    agent, tools = read or await launch_reads(store, developer, task)
     # The agents it may be handed to are read now, so a handoff in the workflow is deterministic.
     handoff_agents = {} if agent is None else await reachable_agents(store, developer, agent)
     view = _agent_view(agent)
@@ -71,7 +75,33 @@ async def launch(
         error = f"could not start the workflow: {exc}"
         await store.set_execution_status(developer, execution.id, "failed", ("queued",), error=error)
         raise Unavailable(f"could not start execution {execution.id}: {exc}") from None
-    await store.mark_started(developer, execution.id)
+    # `queued` -> `starting` after the answer, not before it: the reconciler treats both alike, and the
+    # worker's first write moves the row on anyway.
+    _after_answer(store.mark_started(developer, execution.id))
+
+
+LaunchReads = tuple[Agent | None, list[JsonObject]]
+_pending: set[asyncio.Task[None]] = set()  # held until done (the loop keeps only weak references)
+
+
+async def launch_reads(store: Store, developer: str, task: TaskVersion) -> LaunchReads:
+    """The task's agent and its tools, what launch reads (a start reads them while it writes its row)."""
+    agent, tools = await asyncio.gather(
+        store.get(AGENTS, developer, task.agent_id), _task_tools(store, developer, task)
+    )
+    return agent, tools
+
+
+def _after_answer(write: Coroutine[None, None, None]) -> None:
+    task = asyncio.create_task(write)
+    _pending.add(task)
+    task.add_done_callback(_written)
+
+
+def _written(task: asyncio.Task[None]) -> None:
+    _pending.discard(task)
+    if not task.cancelled() and (error := task.exception()) is not None:
+        log.warning("an execution stays `queued` (the reconciler treats it alike): %s", error)
 
 
 def _params(

@@ -15,8 +15,9 @@ from infra.store.budgets import Budgets
 from infra.store.rows import Conflict
 from services.clients import Clients
 from services.errors import Invalid, TooLarge, TooMany, WrongState
-from services.executions.launch import launch
+from services.executions.launch import launch, launch_reads
 from services.executions.reads import task_of
+from services.ids import checked_id
 from workflows.input_schema import input_problems
 
 # Large inputs cross Temporal by reference (infra/temporal/claim_check.py); this bounds what a request may carry.
@@ -40,31 +41,49 @@ async def start_execution(
     With an idempotency key, a repeated request returns the execution the first one created. `version`: the
     task's version to run (a schedule's pinned one), else its latest."""
     store = clients.store
-    task = await task_of(clients, developer, task_id, version)
+    # What a start reads, read at once (each on a connection of its own) rather than one after another.
+    task, existing, in_flight, default_budget = await asyncio.gather(
+        task_of(clients, developer, task_id, version),
+        _by_key(clients, developer, task_id, idempotency_key),
+        store.executions_in_flight(developer),
+        Budgets(store.pool).default_budget(developer),
+    )
     await check_input(task.document, body_input)
-    if idempotency_key:
-        existing = await store.execution_by_key(developer, task.id, idempotency_key)
-        if existing is not None:
-            return await _replayed(clients, settings, developer, task, existing, body_input)
-    await check_in_flight(clients, settings, developer)
-    budget = await execution_budget(clients, developer, task.document)
+    if existing is not None:
+        return await _replayed(clients, settings, developer, task, existing, body_input)
+    refuse_past_limit(settings, in_flight)
+    budget = limits(task.document, default_budget)
     try:
-        execution = await store.create_execution(
-            developer, (task.id, task.version), body_input, metadata, budget, idempotency_key
+        # The row is written while the agent and tools the workflow starts with are read.
+        execution, read = await asyncio.gather(
+            store.create_execution(
+                developer, (task.id, task.version), body_input, metadata, budget, idempotency_key
+            ),
+            launch_reads(store, developer, task),
         )
     except Conflict:  # a concurrent request with the same key won the insert
         existing = await store.execution_by_key(developer, task.id, idempotency_key or "")
         if existing is None:
             raise
         return await _replayed(clients, settings, developer, task, existing, body_input)
-    await launch(clients.store, clients.temporal, settings, developer, task, execution)
+    await launch(clients.store, clients.temporal, settings, developer, task, execution, read=read)
     # Its workflow is started; the worker may already have moved the row on (that is what GET answers).
     return execution.moved_to("starting")
 
 
+async def _by_key(clients: Clients, developer: str, task_id: str, key: str | None) -> Execution | None:
+    """The execution an earlier request with this idempotency key started, if any."""
+    if not key:
+        return None
+    return await clients.store.execution_by_key(developer, checked_id(task_id, "task"), key)
+
+
 async def check_in_flight(clients: Clients, settings: Settings, developer: str) -> None:
     """Refused (TooMany) when the developer has as many executions in flight as allowed."""
-    in_flight = await clients.store.executions_in_flight(developer)
+    refuse_past_limit(settings, await clients.store.executions_in_flight(developer))
+
+
+def refuse_past_limit(settings: Settings, in_flight: int) -> None:
     if in_flight >= settings.max_executions_in_flight:
         raise TooMany(
             f"{in_flight} executions are already in flight for this developer; the limit is "
@@ -77,8 +96,15 @@ async def execution_budget(clients: Clients, developer: str, document: JsonObjec
     """The limits an execution runs within, fixed when it starts: the task's `budget`, else the developer's
     default (GET/PUT /developer/settings); None when neither sets one."""
     if document.get("budget") is not None:
-        return Budget.model_validate(document["budget"]).limits()
+        return limits(document, None)
     return await Budgets(clients.store.pool).default_budget(developer)
+
+
+def limits(document: JsonObject, default: JsonObject | None) -> JsonObject | None:
+    """The task's `budget`'s limits, else `default` (the developer's)."""
+    if document.get("budget") is not None:
+        return Budget.model_validate(document["budget"]).limits()
+    return default
 
 
 def check_storable(value: JsonValue, what: str) -> int:
