@@ -97,6 +97,9 @@ class Settings:
     # Execution streams are woken by Postgres notifications (infra/store/execution_events.py); while those are
     # not arriving (the listening connection is reconnecting, or was never started), they re-read this often.
     stream_poll_seconds: float = 1.0
+    # The MCP server (api/mcp_server.py): how long a tool call waits for its execution to end before it
+    # answers the execution's id and status instead of its output.
+    mcp_wait: float = 60.0
     # Stopping: in-flight requests and activities get this long to finish before they are cut off.
     shutdown_grace_seconds: float = 5.0
     # Limits on a task, checked when it is created (4xx): its size in bytes, the characters of one expression,

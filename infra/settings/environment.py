@@ -108,6 +108,7 @@ class Environment(BaseSettings):
     worker_db_pool_size: int | None = _env("MINT_WORKER_DB_POOL_SIZE")
     db_acquire_timeout: float | None = _env("MINT_DB_ACQUIRE_TIMEOUT")
     shutdown_grace_seconds: float | None = _env("MINT_SHUTDOWN_GRACE_SECONDS")
+    mcp_wait: Annotated[float | None, Field(ge=0, le=3600, allow_inf_nan=False)] = _env("MINT_MCP_WAIT")
     max_task_bytes: int | None = _env("MINT_MAX_TASK_BYTES")
     max_expression_length: int | None = _env("MINT_MAX_EXPRESSION_LENGTH")
     max_steps: int | None = _env("MINT_MAX_STEPS")
