@@ -182,17 +182,26 @@ class ModelClient:
         self, provider: str, model: str, request: ModelRequest, key: str | None, on_text: OnText | None
     ) -> Completion:
         arguments, settings = openai_arguments(provider, model, request)
+        # The SDK walks each argument through its parameter types before sending it: a no-op on JSON like
+        # this, at 0.2 ms of CPU a message (41 ms for a 200-message history). The body's extra keys go out
+        # as they are.
+        raw = {**arguments.pop("extra_body", {}), "messages": arguments["messages"]}
+        arguments["messages"] = []
         client = self._openai_client(provider, key)
         if on_text is None:
             # The SDK's own parameter types (TypedDicts per role) are not Mint's: the arguments are the
             # same JSON, so the call is typed by what it returns.
             create: Callable[..., Awaitable[ChatCompletion]] = client.chat.completions.create
-            answer = (await create(**arguments, **settings)).model_dump(mode="json", exclude_unset=True)
+            answer = (await create(**arguments, **settings, extra_body=raw)).model_dump(
+                mode="json", exclude_unset=True
+            )
             if not is_completion(answer):
                 raise errors.transient(f"{provider} answered no chat completion", "InvalidModelOutput")
             return answer
         start: Callable[..., Awaitable[AsyncStream[ChatCompletionChunk]]] = client.chat.completions.create
-        stream = await start(**arguments, **settings, stream=True, stream_options={"include_usage": True})
+        stream = await start(
+            **arguments, **settings, extra_body=raw, stream=True, stream_options={"include_usage": True}
+        )
         return await joined(stream, on_text)
 
     async def _anthropic(
