@@ -19,7 +19,8 @@ from api.errors import ERROR_RESPONSES, ApiError
 from api.warning_header import note
 from contracts.records.sessions import HistoryEntry, Session
 from services import sessions
-from services.chat.chatter import ChatAnswer, Chatter, Reply
+from services.chat.chatter import Chatter
+from services.chat.reply import ChatAnswer, Reply
 from services.chat.session import ChatSession
 from services.errors import ServiceError
 from services.session_chat import render as render_chat

@@ -8,20 +8,17 @@ model calls and tool runs are ChatCalls' (services/chat/calls.py).
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import json
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from typing import TypedDict
 
 from temporalio.client import Client
 
 from contracts.calls import ModelAnswer
 from contracts.json import JsonObject, JsonValue
-from contracts.messages import Choice, Message, ToolCall
+from contracts.messages import Message, ToolCall
 from contracts.records.agents import Agent as StoredAgent
 from infra.models.client import ModelClient
 from infra.models.embeddings import Embedders
@@ -31,6 +28,7 @@ from infra.store.chat_turns import ChatTurns, SessionBusy
 from infra.store.docs import DocStore
 from infra.store.session_history import SessionHistory
 from infra.store.tables import AGENTS, Store
+from services.chat.ahead import ReadsAhead
 from services.chat.assemble import ContextAssembler
 from services.chat.calls import ChatCalls
 from services.chat.cast import Cast, acting, cast
@@ -38,6 +36,7 @@ from services.chat.compressing import Compressor
 from services.chat.context import Context, NeedsCompression
 from services.chat.guardrails import ChatGuardrails, TextGate
 from services.chat.handover import Holder
+from services.chat.reply import ChatAnswer, Reply
 from services.chat.request import Chat, ChatMessage
 from services.chat.session import ChatSession
 from services.chat.slots import ChatSlots
@@ -46,9 +45,8 @@ from services.errors import Busy, Invalid, ModelFailed, NotFound, TooLarge
 from services.handoffs import handoff_targets, reaches_output_guardrails
 from services.sessions import owned
 from workflows import prompts, references
-from workflows.agents import Agent
 from workflows.storable import find_unstorable, format_path
-from workflows.tool_loop import LoopEnd, MaxTurnsExceeded, ToolLoop
+from workflows.tool_loop import MaxTurnsExceeded, ToolLoop
 
 # Chats in one session are serialised: a second waits up to this long for the first, then is refused (Busy).
 CHAT_TURN_WAIT_SECONDS = 30.0
@@ -69,83 +67,6 @@ def _fill_fixed(answer: ModelAnswer, cast: Cast) -> None:
     for call in _message(answer).get("tool_calls") or []:
         fixed = cast.fixed.get(call["function"]["name"], {})
         call["function"]["arguments"] = json.dumps({**prompts.call_arguments(call), **fixed})
-
-
-class AnswerChoice(Choice, total=False):
-    """A choice of a chat's answer: an agent's answer, and which agent gave it."""
-
-    agent_id: str | None
-
-
-class ChatAnswer(TypedDict):
-    """What a chat answers (Julep's chat response)."""
-
-    id: str
-    trace_id: str
-    created_at: datetime
-    choices: list[AnswerChoice]
-    usage: dict[str, int]
-    docs: list[JsonObject]
-    jobs: list[str]
-    agent_id: str | None
-
-
-@dataclass
-class Reply:
-    """What a chat answers, gathered agent by agent. `answered` holds the messages the agents added (tool
-    exchanges, then each answer): what the next agent reads after the request's, and what is saved. The docs
-    recalled are as the doc store finds them."""
-
-    choices: list[AnswerChoice] = field(default_factory=list)
-    usage: dict[str, int] = field(
-        default_factory=lambda: {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
-    )
-    recalled: list[JsonObject] = field(default_factory=list)
-    answered: list[Message] = field(default_factory=list)
-    unsupported: set[str] = field(default_factory=set)  # settings asked for that a provider does not take
-    # Known from the start, so that a streamed chat's chunks carry them before the answer is whole.
-    id: uuid.UUID = field(default_factory=uuid.uuid4)
-    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
-
-    def count(self, answer: ModelAnswer) -> None:
-        """Add one model call's tokens to the usage."""
-        used = answer.usage
-        self.usage["prompt_tokens"] += int(used.get("prompt_tokens") or 0)
-        self.usage["completion_tokens"] += int(used.get("completion_tokens") or 0)
-        self.usage["total_tokens"] += int(used.get("total_tokens") or 0)
-
-    def recall(self, docs: list[JsonObject]) -> None:
-        """Add the docs one agent's turn recalled, each once."""
-        self.recalled += [d for d in docs if d["id"] not in {r["id"] for r in self.recalled}]
-
-    def add(self, end: LoopEnd[ModelAnswer], agent: Agent, named: bool) -> None:
-        """One agent's tool exchanges and answer; with several agents, each answer is named by its agent."""
-        self.answered += end.exchange
-        choice = end.answer.response["choices"][0]
-        message = choice["message"]
-        answer = Message(role=message["role"])
-        if message.get("content"):
-            answer["content"] = message.get("content")
-        if message.get("tool_calls"):
-            answer["tool_calls"] = message.get("tool_calls")
-        if named:
-            answer["name"] = agent.name
-        self.answered.append(answer)
-        # Each choice says which agent answered it: after a handoff, not the one the session named.
-        self.choices.append({**choice, "index": len(self.choices), "agent_id": agent.id})
-
-    def response(self) -> ChatAnswer:
-        return {
-            "id": str(self.id),
-            # The chat's trace id (as an execution's is its id's hex digits: infra/telemetry/traces.py).
-            "trace_id": self.id.hex,
-            "created_at": self.created_at,
-            "choices": self.choices,
-            "usage": self.usage,
-            "docs": self.recalled,
-            "jobs": [],
-            "agent_id": self.choices[-1].get("agent_id") if self.choices else None,  # who answered last
-        }
 
 
 class Chatter:
@@ -213,19 +134,44 @@ class Chatter:
         agent_ids = [body.agent] if body.agent else list(session.agents)
         if body.agent and body.agent not in session.agents:
             raise Invalid(f"agent {body.agent} is not part of session {session.id}")
-        async with self._turn(developer, session.id):
-            reply = reply or Reply()
+        reads = ReadsAhead(
+            agent_ids,
+            functools.partial(self._agent, developer),
+            lambda agent: self.cast(developer, session, agent, body),
             # The developer's default budget applies to a session that sets none.
-            default_budget = None if session.has_budget else await self.budgets.default_budget(developer)
-            spending = ChatSpending(self.budgets, session.id, default_budget, reply.count)
-            await self._check_input(developer, session, body, agent_ids, spending)
+            None if session.has_budget else self.budgets.default_budget(developer),
+        )
+        try:
+            async with self._turn(developer, session.id):
+                reply = reply or Reply()
+                await self._turn_of(developer, session, body, agent_ids, reads, reply, on_text)
+        finally:
+            await reads.close()
+        return reply.response()
+
+    async def _turn_of(
+        self,
+        developer: str,
+        session: ChatSession,
+        body: Chat,
+        agent_ids: list[str],
+        reads: ReadsAhead,
+        reply: Reply,
+        on_text: OnChoiceText | None,
+    ) -> None:
+        """The chat inside the session's turn: the input checked, each agent's answer, the exchange saved
+        (beside the last call's usage being written)."""
+        spending = ChatSpending(self.budgets, session.id, await reads.default_budget(), reply.count)
+        try:
+            await self._check_input(developer, session, body, agent_ids, reads, spending)
             named = len(agent_ids) > 1
             for agent_id in agent_ids:
-                await self._answer(developer, session, body, agent_id, reply, spending, on_text, named)
-            if body.save:
-                asked = [m.message() for m in body.messages]
-                await self._save(developer, session.id, asked, reply.answered)
-        return reply.response()
+                await self._answer(developer, session, body, agent_id, reads, reply, spending, on_text, named)
+            asked = [m.message() for m in body.messages]
+            saved = self._save(developer, session.id, asked, reply.answered) if body.save else None
+            await asyncio.gather(spending.settled(), *([saved] if saved else []))
+        finally:
+            await spending.close()
 
     async def _answer(
         self,
@@ -233,17 +179,19 @@ class Chatter:
         session: ChatSession,
         body: Chat,
         agent_id: str,
+        reads: ReadsAhead,
         reply: Reply,
         spending: ChatSpending,
         on_text: OnChoiceText | None,
         named: bool,
     ) -> None:
         """One agent's answer, reading the answers before it; what it adds goes on `reply`."""
-        agent = await self._agent(developer, agent_id)
+        agent = await reads.agent(agent_id)
         turn = body.model_copy(
             update={"messages": [*body.messages, *map(ChatMessage.model_validate, reply.answered)]}
         )
-        cast = await self.cast(developer, session, agent, body)
+        cast = await reads.cast(agent_id)
+        spending.reserve_ahead()  # the model call comes next: counted while its context is read
         context, docs = await self.prepare(developer, session, turn, cast)
         await self.compressor.maybe_start(developer, session, context)
         reply.recall(docs)
@@ -273,12 +221,13 @@ class Chatter:
         session: ChatSession,
         body: Chat,
         agent_ids: list[str],
+        reads: ReadsAhead,
         spending: ChatSpending,
     ) -> None:
         """Every answering agent's input guardrails on the request's messages, before any model is asked."""
         asked = [m.message() for m in body.messages]
         for agent_id in agent_ids:
-            agent = await self._agent(developer, agent_id)
+            agent = await reads.agent(agent_id)
             await self.guardrails.check_input(developer, session.id, acting(agent), asked, spending)
 
     async def _agent(self, developer: str, agent_id: str) -> StoredAgent:
