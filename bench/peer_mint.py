@@ -10,7 +10,10 @@ import uuid
 from importlib.metadata import version
 
 import httpx
+from openai import AsyncOpenAI
 
+from bench.chat_timing import chat_measures, mint_answer
+from bench.model_server import TimedModelServer
 from bench.peer_timing import concurrently, elapsed_s, failed_note, marginal_ms, median_ms, start_ms
 from tests.stack import LocalMint, spawn_worker, stop_process
 
@@ -49,6 +52,9 @@ class Mint:
         self.watcher = Watcher(local.pool)
         self.worker: subprocess.Popen | None = None
         self.retried = 0  # POSTs answered 429 or 503 (busy) and sent again after Retry-After
+        self.model = TimedModelServer()  # the chats' provider (bench/model_server.py)
+        self.direct = AsyncOpenAI(api_key="sk-bench", base_url=self.model.base_url)
+        self.session = ""
         self.failures: list[str] = []  # throughput executions that failed
 
     @property
@@ -58,16 +64,32 @@ class Mint:
             "a process of its own, payloads encrypted; driven over HTTP. An execution's end is seen in the "
             "executions row GET /executions/{id} answers from, read every 2 ms (one query for all running), "
             "so that polling loads neither the API nor the worker.",
+            "Mint chat: POST /sessions/{id}/chat (one agent, one user, the turn saved to the history) against "
+            "a local OpenAI-compatible server in this process (bench/model_server.py), which notes when each "
+            "request arrived and when its first token and last byte left; the row is the client's time "
+            "minus the server's (to the first token, streamed; to the whole answer, not). The floor is the "
+            "OpenAI SDK calling that server directly.",
             f"Mint: {self.retried} POSTs were answered 429/503 (busy) and sent again (same Idempotency-Key) "
             "after their Retry-After, as the julep SDK retries; the wait is in the latencies.",
             *failed_note("Mint", self.failures),
         )
 
     async def start(self) -> None:
-        self.api = self.local.api(await self.local.stack(run_worker=False, task_queue=QUEUE))
+        stack = await self.local.stack(
+            run_worker=False,
+            task_queue=QUEUE,
+            openai_api_key="sk-bench",
+            openai_base_url=self.model.base_url,
+        )
+        self.api = self.local.api(stack)
         address = self.local.env.client.service_client.config.target_host
         self.worker = spawn_worker(self.local.database_url, address, QUEUE)
-        agent = (await self.api.post("/agents", json={"name": "peers"})).json()
+        agent = (await self.api.post("/agents", json={"name": "peers", "model": "gpt-4o-mini"})).json()
+        user = (await self.api.post("/users", json={"name": "Ada"})).json()
+        session = await self.api.post("/sessions", json={"agent": agent["id"], "user": user["id"]})
+        assert session.status_code == 201, session.text
+        self.session = session.json()["id"]
+        await mint_answer(self.api, self.session)  # warm: the first chat loads the tokenizer
         for name, doc in task_docs(self.url).items():
             response = await self.api.post(f"/agents/{agent['id']}/tasks", json=doc)
             assert response.status_code == 201, response.text
@@ -79,6 +101,8 @@ class Mint:
         stop_process(self.worker)
         if self.api is not None:
             await self.api.aclose()
+        await self.direct.close()
+        self.model.close()
 
     async def _post(self, task: str) -> str:
         assert self.api is not None
@@ -105,7 +129,12 @@ class Mint:
             "start": lambda: start_ms(lambda: self._post("pure_1"), self.watcher.wait),
             "one_step": lambda: median_ms(lambda: self._execute("pure_1")),
             "throughput": lambda: concurrently(lambda: self._execute("three"), 200, self.failures),
+            "chat": self._chat,
         }
+
+    async def _chat(self) -> dict[str, float]:
+        assert self.api is not None
+        return await chat_measures(self.model, self.api, self.session, self.direct)
 
 
 class Watcher:

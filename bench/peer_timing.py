@@ -8,7 +8,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-REPS = 5  # pairs of chain runs (or start calls) per round; a round keeps their median
+REPS = 5  # pairs of chain runs per round; a round keeps their median
+START_REPS = 20  # start calls per round (enough for a 90th percentile); a round keeps their median and p90
 
 H = TypeVar("H")
 Run = Callable[[], Awaitable[object]]
@@ -38,15 +39,19 @@ async def marginal_ms(chain: Callable[[int], Awaitable[object]], steps: int, rep
     return statistics.median(differences) / (steps - 1)
 
 
-async def start_ms(start: Callable[[], Awaitable[H]], finish: Callable[[H], Awaitable[object]]) -> float:
-    """How long a start call takes to answer (median of REPS); what it started is then awaited, untimed."""
+async def start_ms(
+    start: Callable[[], Awaitable[H]], finish: Callable[[H], Awaitable[object]], reps: int = START_REPS
+) -> dict[str, float]:
+    """How long a start call takes to answer: the median (`start`) and 90th percentile (`start_p90`) of
+    `reps` starts; what each started is then awaited, untimed."""
     times = []
-    for _ in range(REPS):
+    for _ in range(reps):
         began = time.perf_counter()
         handle = await start()
         times.append((time.perf_counter() - began) * 1000)
         await finish(handle)
-    return statistics.median(times)
+    p90 = statistics.quantiles(times, n=10, method="inclusive")[-1] if len(times) > 1 else times[0]
+    return {"start": statistics.median(times), "start_p90": p90}
 
 
 def failed_note(system: str, failures: list[str]) -> tuple[str, ...]:

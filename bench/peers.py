@@ -43,6 +43,9 @@ class Workload:
     cells: dict[str, tuple[Shown, ...]]
     higher_is_better: bool = False
     versus: str | None = None  # the ratio is against this system's first number; None: the best peer's
+    # (system, key): the last column also says how many ms Mint's first number is over that one (the
+    # targets of starts and chats are in ms over a floor, not ratios).
+    over: tuple[str, str] | None = None
 
 
 WORKLOADS = (
@@ -74,12 +77,42 @@ WORKLOADS = (
         },
     ),
     Workload(
-        "start call answers, ms",
+        "start call answers, median ms (target: raw Temporal + 2)",
         {
             MINT: (Shown("start", "POST"),),
             RAW: (Shown("start", "start_workflow"),),
             DBOS: (Shown("start", "start_workflow_async"),),
         },
+        over=(RAW, "start"),
+    ),
+    Workload(
+        "start call answers, p90 ms (target: raw Temporal + 5)",
+        {
+            MINT: (Shown("start_p90", "POST"),),
+            RAW: (Shown("start_p90", "start_workflow"),),
+            DBOS: (Shown("start_p90", "start_workflow_async"),),
+        },
+        over=(RAW, "start_p90"),
+    ),
+    Workload(
+        "streamed chat: ms to the first token beyond the model server's own (target <= 10)",
+        {
+            MINT: (
+                Shown("chat_first_token", "POST /chat"),
+                Shown("chat_first_token_floor", "OpenAI SDK direct", floor=True),
+            )
+        },
+        over=(MINT, "chat_first_token_floor"),
+    ),
+    Workload(
+        "chat answer: ms beyond the model server's answer (target <= 10)",
+        {
+            MINT: (
+                Shown("chat_answer", "POST /chat"),
+                Shown("chat_answer_floor", "OpenAI SDK direct", floor=True),
+            )
+        },
+        over=(MINT, "chat_answer_floor"),
     ),
     Workload(
         "one-step execution end to end, ms",
@@ -151,6 +184,27 @@ def ratio(results: Results, workload: Workload) -> str:
     return f"{number(mint[0] / best)}x ({name})"
 
 
+def gap(results: Results, workload: Workload) -> str:
+    """How many ms Mint's first number is over the one `workload.over` names ("" when either is missing)."""
+    if workload.over is None:
+        return ""
+    system, key = workload.over
+    mint = [v for _, v in _values(results, MINT, workload) if isinstance(v, float)]
+    found = [(s, v) for s, v in _values(results, system, workload) if s.key == key and isinstance(v, float)]
+    if not mint or not found:
+        return ""
+    shown, value = found[0]
+    difference = mint[0] - value
+    over = shown.label if system == MINT else f"{system} {shown.label}".strip()
+    return f"{'+' if difference >= 0 else '-'}{number(abs(difference))} ms over {over}"
+
+
+def last_column(results: Results, workload: Workload) -> str:
+    """The ratio to the best peer, and the ms over the workload's floor where it has one."""
+    parts = [part for part in (ratio(results, workload), gap(results, workload)) if part and part != "-"]
+    return "; ".join(parts) or "-"
+
+
 def format_table(results: Results, workloads: tuple[Workload, ...] = WORKLOADS) -> str:
     """The markdown table: one row per workload, one column per system, and Mint over the best peer."""
     lines = [
@@ -159,7 +213,7 @@ def format_table(results: Results, workloads: tuple[Workload, ...] = WORKLOADS) 
     ]
     for i, workload in enumerate(workloads):
         cells = [_cell(results, system, workload, i == 0) for system in SYSTEMS]
-        lines.append(f"| {workload.title} | " + " | ".join(cells) + f" | {ratio(results, workload)} |")
+        lines.append(f"| {workload.title} | " + " | ".join(cells) + f" | {last_column(results, workload)} |")
     return "\n".join(lines)
 
 
