@@ -4,10 +4,15 @@ a failed one as a tool error, 401 without a key, and another developer's tasks o
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import httpx
 import httpx2
@@ -173,3 +178,14 @@ async def test_an_execution_awaiting_input_is_answered_at_once_with_its_id(mcp_s
     resumed = await mapi.put(f"/executions/{found['id']}", json={"status": "running", "input": {"n": 7}})
     assert resumed.status_code == 200, resumed.text
     assert (await wait_for_status(mapi, found["id"]))["output"] == {"n": 7}
+
+
+async def test_the_example_lists_and_calls_its_task(mcp_stack, api_key, tmp_path):
+    script = [sys.executable, str(Path(__file__).parent.parent / "examples" / "mcp_client.py"), mcp_stack.url]
+    env = {**os.environ, "MINT_API_KEY": api_key}
+    done = await asyncio.to_thread(
+        subprocess.run, script, cwd=tmp_path, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "structuredContent: {'count': 4, 'longest': 'workflows'}" in done.stdout, done.stdout
+    assert "count_words: Counts the words of a text and names the longest." in done.stdout
