@@ -2,7 +2,7 @@
 an execution's start (`POST /tasks/{id}/executions`) beside a raw `start_workflow`, and a chat, streamed and
 not, beside the OpenAI SDK calling the same local model server.
 
-Run: python -m bench.api_cpu [--requests N] [--profile start|chat|chat_stream] [--top N]
+Run: python -m bench.api_cpu [--requests N] [--profile start|chat|chat_stream] [--top N] [--sort KEY]
 The API runs in a thread of this process (as `mint up` runs it, the worker in a process of its own); its
 thread's CPU per request is read from the thread's own clock, and the process's too (this client, the API,
 the Temporal client's core threads). --profile prints the API thread's cProfile of that path, by own time.
@@ -59,9 +59,12 @@ async def per_request(
     }
 
 
-async def profiled(stack: BackgroundStack, run: Callable[[], Awaitable[object]], count: int, top: int) -> str:
-    """The API thread's cProfile over `count` runs, its `top` functions by own time."""
-    profile = cProfile.Profile()
+async def profiled(
+    stack: BackgroundStack, run: Callable[[], Awaitable[object]], count: int, top: int, sort: str
+) -> str:
+    """The API thread's cProfile over `count` runs, its `top` functions by `sort` (pstats' keys), in the
+    thread's CPU seconds."""
+    profile = cProfile.Profile(time.thread_time)  # CPU, not wall time (which includes waits for the CPU)
     loop = stack._loop
     assert loop is not None
 
@@ -73,7 +76,7 @@ async def profiled(stack: BackgroundStack, run: Callable[[], Awaitable[object]],
         await run()
     asyncio.run_coroutine_threadsafe(toggle(False), loop).result()
     out = io.StringIO()
-    pstats.Stats(profile, stream=out).sort_stats("tottime").print_stats(top)
+    pstats.Stats(profile, stream=out).sort_stats(sort).print_stats(top)
     return out.getvalue()
 
 
@@ -89,7 +92,7 @@ async def setup(api: httpx.AsyncClient) -> tuple[str, str]:
     return task.json()["id"], session.json()["id"]
 
 
-async def main(count: int, profile: str | None, top: int) -> None:
+async def main(count: int, profile: str | None, top: int, sort: str) -> None:
     local = await LocalMint().start()
     worker = None
     try:
@@ -108,7 +111,7 @@ async def main(count: int, profile: str | None, top: int) -> None:
                     "chat_stream": lambda: chat_timing.mint_stream(api, session_id),
                 }
                 if profile:
-                    print(await profiled(stack, paths[profile], count, top))
+                    print(await profiled(stack, paths[profile], count, top, sort))
                     return
                 clock = ThreadClock(stack)
                 client = local.env.client
@@ -139,5 +142,6 @@ if __name__ == "__main__":
     parser.add_argument("--requests", type=int, default=200)
     parser.add_argument("--profile", choices=("start", "chat", "chat_stream"))
     parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--sort", default="tottime", help="pstats' key: tottime, cumulative, ncalls, ...")
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.requests, arguments.profile, arguments.top))
+    asyncio.run(main(arguments.requests, arguments.profile, arguments.top, arguments.sort))
