@@ -19,7 +19,8 @@ UUID_CHARS = 36
 
 
 def temporal_schedule_id(schedule_id: str) -> str:
-    """The Temporal Schedule's id; each run it starts is this id followed by `-` and the time it fired."""
+    """The Temporal Schedule's id; each run it starts is this id followed by `-` and the time it fired (a
+    triggered run: by `-trigger-` and a UUID)."""
     return SCHEDULE_PREFIX + schedule_id
 
 

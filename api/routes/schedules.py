@@ -48,9 +48,12 @@ async def change_schedule(
 
 
 @router.post("/schedules/{schedule_id}/trigger", status_code=202, response_model=Schedule)
-async def trigger_schedule(schedule_id: str, developer: Developer, clients: ClientsDep) -> ScheduleRecord:
+async def trigger_schedule(
+    schedule_id: str, request: Request, developer: Developer, clients: ClientsDep
+) -> ScheduleRecord:
     """One run now, paused or not, whatever runs are in flight (its execution appears shortly)."""
-    return await manage.trigger_schedule(clients, developer, schedule_id)
+    settings = request.app.state.settings
+    return await manage.trigger_schedule(clients, settings, developer, schedule_id)
 
 
 @router.delete("/schedules/{schedule_id}", status_code=202, response_model=ResourceDeleted)

@@ -157,10 +157,12 @@ async def change_schedule(
     return Schedule.of(updated, await temporal.next_runs(clients.temporal, stored.id))
 
 
-async def trigger_schedule(clients: Clients, developer: str, schedule_id: str) -> Schedule:
+async def trigger_schedule(
+    clients: Clients, settings: Settings, developer: str, schedule_id: str
+) -> Schedule:
     """One run now (paused or not, whatever runs are in flight)."""
     stored = await stored_schedule(clients, developer, schedule_id)
-    await temporal.trigger(clients.temporal, stored.id)
+    await temporal.trigger(clients.temporal, settings, developer, stored.id)
     return Schedule.of(stored, await temporal.next_runs(clients.temporal, stored.id))
 
 
