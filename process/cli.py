@@ -25,6 +25,7 @@ from process.local_stack import (
     up_settings,
     worker_process,
 )
+from process.mcp_bridge import mcp
 from process.schedules_cli import schedule
 
 if TYPE_CHECKING:
@@ -243,8 +244,8 @@ def _serve(
         raise click.ClickException(str(exc)) from None
 
 
-# mint developer, docs and schedule; the execution commands (ls, status, watch, logs, resume, cancel, restart)
-for _command in (developer, docs, schedule, *EXECUTION_COMMANDS):
+# mint developer, docs, schedule and mcp; the execution commands (ls, status, watch, logs, resume, cancel, restart)
+for _command in (developer, docs, schedule, mcp, *EXECUTION_COMMANDS):
     cli.add_command(_command)
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
@@ -20,6 +21,7 @@ import mcp_types
 import pytest
 import pytest_asyncio
 from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.conftest import temporal_address
@@ -189,3 +191,30 @@ async def test_the_example_lists_and_calls_its_task(mcp_stack, api_key, tmp_path
     assert done.returncode == 0, done.stdout + done.stderr
     assert "structuredContent: {'count': 4, 'longest': 'workflows'}" in done.stdout, done.stdout
     assert "count_words: Counts the words of a text and names the longest." in done.stdout
+
+
+def _claude_desktop_config(command: str) -> dict:
+    """The Claude Desktop configuration docs/mcp.md shows whose command is `command`."""
+    page = (Path(__file__).parent.parent / "docs" / "mcp.md").read_text()
+    blocks = [json.loads(b) for b in re.findall(r"```text\n(.*?)```", page, re.S) if "mcpServers" in b]
+    return next(
+        b["mcpServers"]["mint"] for b in blocks if b["mcpServers"]["mint"]["command"].endswith(command)
+    )
+
+
+async def test_claude_desktops_configuration_in_the_docs_serves_the_tools_over_stdio(
+    mcp_stack, mapi, api_key
+):
+    await create_task(mapi, (await create_agent(mapi))["id"], DOUBLE)
+    config = _claude_desktop_config("/mint")
+    args = [mcp_stack.url if arg == "http://127.0.0.1:8080" else arg for arg in config["args"]]
+    assert args != config["args"], "the docs give the API's URL as --url"
+    env = {**config["env"], "MINT_API_KEY": api_key}
+    command = str(Path(sys.executable).parent / "mint")  # where the docs say /path/to/mint/.venv/bin/mint
+    async with Client(StdioServerParameters(command=command, args=args, env=env)) as client:
+        assert "double_it" in await _tools(client)
+        result = await client.call_tool("double_it", {"n": 4})
+        unknown = await client.call_tool("nothing_here", {})
+    assert result.structured_content == {"doubled": 8} and not result.is_error
+    assert unknown.is_error and unknown.content[0].text == "Unknown tool: nothing_here"
+    assert _claude_desktop_config("npx")["args"][1] == "mcp-remote"
