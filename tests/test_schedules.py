@@ -261,3 +261,19 @@ async def test_the_mint_schedule_commands(api, stack, api_key):
     assert bad.returncode == 3 and "every" in bad.stderr, bad.stderr
     gone = await asyncio.to_thread(mint, "pause", schedule["id"])
     assert gone.returncode == 3 and "not found" in gone.stderr
+
+
+async def test_the_schedule_example_runs(api):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("schedule_example", EXAMPLES / "schedule.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    result = await example.main(api)
+    assert len(result["fired"]) == 2 and result["runs"] == result["paused_at"] + 1
+    assert len(result["cron_next_runs"]) == 5
+    for execution_id in result["fired"]:
+        done = await wait_for_status(api, execution_id)
+        assert done["status"] == "succeeded" and done["output"]["checked"] == "billing", done
+        assert done["metadata"] == {"schedule_id": result["schedule"]}
