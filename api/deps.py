@@ -17,8 +17,15 @@ from services.clients import Clients
 from services.tenancy import acting_for, developer_for_key
 
 
-def get_clients(request: Request) -> Clients:
+# Every dependency here is `async def`, though none but get_developer awaits anything: FastAPI runs a plain
+# `def` dependency in a worker thread, a thread hop per request (and, on a busy machine, a wait for that
+# thread to be scheduled).
+async def get_clients(request: Request) -> Clients:
     """The infrastructure a route hands to the service it calls."""
+    return _clients(request)
+
+
+def _clients(request: Request) -> Clients:
     clients: Clients = request.app.state.clients
     return clients
 
@@ -32,7 +39,7 @@ async def get_developer(request: Request) -> AsyncIterator[str]:
     )
     if not key:
         raise ApiError(401, "missing API key: send `Authorization: Bearer YOUR_KEY`")
-    developer_id = await developer_for_key(get_clients(request), key)
+    developer_id = await developer_for_key(_clients(request), key)
     if developer_id is None:
         raise ApiError(401, "invalid or revoked API key")
     limiter = request.app.state.rate_limiter
@@ -53,7 +60,7 @@ SortBy = Literal["created_at", "updated_at"]
 Direction = Literal["asc", "desc"]
 
 
-def get_page(
+async def get_page(
     request: Request,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     offset: Offset = 0,
@@ -63,7 +70,7 @@ def get_page(
     return Page(limit, offset, sort_by, direction, metadata_filter(request))
 
 
-def get_transition_page(
+async def get_transition_page(
     request: Request,
     # Julep v1 read an execution's transitions with any limit, and its cookbooks ask for 2000 at once.
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
@@ -71,7 +78,7 @@ def get_transition_page(
     sort_by: SortBy = "created_at",
     direction: Direction = "desc",
 ) -> Page:
-    return get_page(request, limit, offset, sort_by, direction)
+    return await get_page(request, limit, offset, sort_by, direction)
 
 
 def metadata_filter(request: Request) -> JsonObject | None:
