@@ -137,7 +137,9 @@ class _Served(Response):
         await self.server.serve(scope, receive, send)
 
 
-@router.api_route("/mcp", methods=["GET", "POST", "DELETE"], include_in_schema=False)
+# POST only: GET would open a stream for messages a stateless server never sends (held open for nothing), and
+# DELETE would end a session there is not; the transport lets a server answer both 405.
+@router.post("/mcp", include_in_schema=False)
 async def mcp(request: Request, developer: Developer) -> Response:
     """MCP's streamable HTTP transport, for the caller's tasks as tools (docs/mcp.md)."""
     setattr(request.state, DEVELOPER, developer)

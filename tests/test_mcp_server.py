@@ -166,6 +166,8 @@ async def test_hostile_calls_are_refused_clearly(mcp_stack, mapi, api_key):
     async with httpx.AsyncClient(base_url=mcp_stack.url, headers=headers) as http:
         response = await http.post("/mcp", json=call, headers={"Mcp-Protocol-Version": "2025-06-18"})
         assert response.json()["error"]["code"] == mcp_types.INVALID_PARAMS, response.text
+        for method in ("GET", "DELETE"):  # no stream to open, no session to end: answered at once
+            assert (await http.request(method, "/mcp")).status_code == 405
         huge = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list", "pad": "' + b"x" * (49 * 2**20) + b'"}'
         response = await http.post("/mcp", content=huge, headers={"Content-Type": "application/json"})
         assert response.status_code == 413, response.text[:200]
