@@ -277,3 +277,16 @@ async def test_the_schedule_example_runs(api):
         done = await wait_for_status(api, execution_id)
         assert done["status"] == "succeeded" and done["output"]["checked"] == "billing", done
         assert done["metadata"] == {"schedule_id": result["schedule"]}
+
+
+async def test_cancel_other_cancels_the_run_still_going(api):
+    task = await _task(api, {"name": "slow", "main": [{"sleep": {"seconds": 600}}]})
+    created = await _schedule(api, task["id"], every="2s", overlap="cancel_other")
+    runs = await _wait_runs(api, task["id"], created["id"], 2)
+    first = await wait_for_status(api, runs[0]["id"], {"cancelled"}, timeout=30)
+    assert "cancel_other" in (first["error"] or ""), first
+    assert (await api.patch(f"/schedules/{created['id']}", json={"paused": True})).status_code == 200
+    assert (await api.delete(f"/schedules/{created['id']}")).status_code == 202
+    for run in await _runs(api, task["id"], created["id"]):
+        if run["status"] not in ("cancelled", "succeeded", "failed"):
+            await api.put(f"/executions/{run['id']}", json={"status": "cancelled"})
