@@ -96,6 +96,8 @@ class ResumeInput:
 
     wait_seq: int | None = None
     input: Any = None
+    # The client named this wait (PUT with `wait_id`): never hand the input to another open wait instead.
+    exact: bool = False
 
 
 @dataclass

@@ -201,7 +201,7 @@ async def test_a_forged_signal_is_dropped_and_the_execution_carries_on(api, api_
     created = await create_task(api, (await create_agent(api))["id"], task)
     execution = await start(api, created["id"])
     await wait_for_status(api, execution["id"], {"awaiting_input"})
-    wait_seq = await store.open_wait(developer, execution["id"])
+    wait_seq = (await store.open_waits(developer, execution["id"]))[0].seq
     forged = {"wait_seq": wait_seq, "input": {"from": "forger"}}
     await (await _bare_client(temporal_env)).get_workflow_handle(execution["id"]).signal("resume", forged)
     resumed = await api.put(

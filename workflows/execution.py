@@ -45,7 +45,7 @@ class TaskExecutionWorkflow:
     @workflow.signal(name=RESUME_SIGNAL)
     def resume(self, payload: ResumeInput) -> None:
         """PUT /executions/{id} with status `running`: `input` becomes the output of wait `wait_seq`."""
-        self._inbox.deliver(payload.wait_seq, payload.input)
+        self._inbox.deliver(payload.wait_seq, payload.input, payload.exact)
 
     @workflow.run
     async def run(self, params: ExecutionParams) -> Any:

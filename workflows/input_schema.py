@@ -66,8 +66,9 @@ def _is_keyword(key: str, value: JsonValue) -> bool:
     return True
 
 
-def schema_problems(schema: JsonObject | None) -> list[Problem]:
-    """Problems with an input_schema at task creation: invalid JSON Schema, or `$ref`s that go nowhere."""
+def schema_problems(schema: JsonObject | None, path: str = "input_schema") -> list[Problem]:
+    """Problems with a schema at task creation (the input_schema, or a wait's at `path`): invalid JSON
+    Schema, or `$ref`s that go nowhere."""
     normalized = normalize_input_schema(schema)
     if normalized is None:
         return []
@@ -75,13 +76,13 @@ def schema_problems(schema: JsonObject | None) -> list[Problem]:
         Validator.check_schema(normalized)
     except jsonschema.SchemaError as exc:
         where = ".".join(str(p) for p in exc.path)
-        return [Problem(f"input_schema{'.' + where if where else ''}", exc.message)]
-    problems = [Problem("input_schema", message) for message in _unresolvable_refs(normalized, normalized)]
+        return [Problem(f"{path}{'.' + where if where else ''}", exc.message)]
+    problems = [Problem(path, message) for message in _unresolvable_refs(normalized, normalized)]
     for pattern in _patterns(normalized):
         try:
             re2.compile(pattern)
         except Exception as exc:  # re2.error: RE2 has no backreferences or lookarounds
-            problems.append(Problem("input_schema", f"pattern {pattern!r} is not valid RE2 syntax: {exc}"))
+            problems.append(Problem(path, f"pattern {pattern!r} is not valid RE2 syntax: {exc}"))
     return problems
 
 

@@ -326,11 +326,7 @@ class Interpreter:
             case lang.SleepStep():
                 return await self.waits.sleep(step, value, names, position)
             case lang.WaitForInputStep():
-                wait = step.wait_for_input
-                info = self.values.value(wait.info, names)
-                return await self.waits.wait(
-                    {"info": info}, position, metadata, wait.timeout, wait, label=step.label, names=names
-                )
+                return await self.waits.wait_for_input(step, names, position, metadata)
             case lang.YieldStep():
                 caller = self.log.caller(frame.scope_id, position, (metadata or {}).get("item"))
                 return await self._yield(step, value, names, frame, caller)

@@ -3,6 +3,7 @@ silently), run when a task is created (workflows/validate.py), never when it run
 a check existed still runs as it did:
 
 - `retry.non_retryable` names error types, and only the ones Mint has (contracts/failures.py);
+- `wait_for_input.schema` is a JSON Schema (as an input_schema is);
 - `wait_for_input.default` is the output when the wait times out with `on_timeout: continue`, and is refused
   without it (it would never be used);
 - metadata's `x-tool-parameters` is a mapping of `<type>:<name>` to a mapping of arguments, or of an
@@ -16,6 +17,7 @@ from typing import Any
 
 from contracts.failures import ERROR_TYPES
 from workflows import language as lang
+from workflows.input_schema import schema_problems
 from workflows.problems import Problem, Suggestions
 from workflows.prompts import TOOL_PARAMETERS_KEY
 
@@ -25,6 +27,7 @@ def step_part_problems(step: lang.StepModel, path: str, suggest: Suggestions) ->
     problems = retry_problems(getattr(step, "retry", None), f"{path}.retry", suggest)
     if isinstance(step, lang.WaitForInputStep):
         wait = step.wait_for_input
+        problems += schema_problems(wait.schema_, f"{path}.wait_for_input.schema")
         if "default" in wait.model_fields_set and wait.on_timeout != "continue":
             message = (
                 "`default` is the output when the wait times out with `on_timeout: continue`; "

@@ -14,6 +14,7 @@ from contracts.transitions import Position
 from workflows import language as lang
 from workflows.failures import StepFailed, TypedFailure
 from workflows.inbox import Inbox
+from workflows.input_schema import normalize_input_schema
 from workflows.transition_log import TransitionLog
 from workflows.values import Names, ValueEvaluator
 from workflows.visibility import Visibility, quoted, where
@@ -70,6 +71,20 @@ class Waits:
                 self.log.sleeping -= 1
         return value  # sleeping does not change `_`
 
+    async def wait_for_input(
+        self, step: lang.WaitForInputStep, names: Names, position: Position, metadata: JsonObject | None
+    ) -> Any:
+        """A wait_for_input step: its `info`, evaluated, and its `schema` go on the `wait` transition, where
+        GET /executions/{id} reads them (infra/store/execution_records.py read_open_wait)."""
+        wait = step.wait_for_input
+        output: JsonObject = {"info": self.values.value(wait.info, names)}
+        schema = normalize_input_schema(wait.schema_)
+        if schema is not None:
+            output["schema"] = schema
+        return await self.wait(
+            output, position, metadata, wait.timeout, wait, label=step.label, names=names, schema=schema
+        )
+
     async def wait(
         self,
         output: JsonObject,
@@ -79,12 +94,15 @@ class Waits:
         on_timeout: lang.WaitInfo | None = None,
         label: str | None = None,
         names: Names | None = None,
+        schema: JsonObject | None = None,
     ) -> Any:
         """Park the execution in `awaiting_input` until PUT /executions/{id} resumes it (or `timeout` passes).
 
         The resume names this wait by the seq of its `wait` transition, so a duplicate or late resume can
         never answer a different question; several waits may be open at once (map items, branches). On a
-        timeout with `on_timeout: continue`, the output is `default`, evaluated with `names` as `info` is."""
+        timeout with `on_timeout: continue`, the output is `default`, evaluated with `names` as `info` is.
+        An input that does not satisfy `schema` is dropped (the API refuses it first: this guards a signal
+        sent to Temporal directly, or one a race handed to another wait)."""
         # Resumes reach the execution's own workflow, not the child running this item.
         if self.chunk_items is not None:
             raise StepFailed(
@@ -92,9 +110,9 @@ class Waits:
                 f"{self.chunk_items} items; split the list so each part has at most {self.chunk_items}"
             )
         self.log.open_waits += 1
-        self.log.add("wait", output, position, metadata=metadata)
+        self.log.add("wait", output, position, label=label, metadata=metadata)
         wait_seq = self.log.seq
-        self.inbox.opened(wait_seq)
+        self.inbox.opened(wait_seq, schema)
         # Before this patch a resume that came before its wait opened was dropped (see inbox.py).
         if wait_seq in self.inbox.early and self.patched(EARLY_RESUME_PATCH):
             self.inbox.take_early(wait_seq)
@@ -114,7 +132,7 @@ class Waits:
             metadata = {**(metadata or {}), "timed_out": True}
         finally:
             self.log.open_waits -= 1
-            self.inbox.open.discard(wait_seq)
+            self.inbox.closed(wait_seq)
             self.view.answered(wait_seq)
         self.log.add("resume", received, position, metadata={**(metadata or {}), "wait_seq": wait_seq})
         return received

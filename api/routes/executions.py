@@ -71,15 +71,18 @@ async def list_timers(execution_id: str, developer: Developer, clients: ClientsD
 
 @router.get("/executions/{execution_id}", response_model=schemas.Execution)
 async def get_execution(execution_id: str, developer: Developer, clients: ClientsDep) -> Execution:
-    return await reads.execution_of(clients, developer, execution_id)
+    """The execution, with its open waits."""
+    return await reads.execution_with_waits(clients, developer, execution_id)
 
 
 @router.put("/executions/{execution_id}", response_model=schemas.Execution)
 async def change_status(
     execution_id: str, body: schemas.ExecutionChange, developer: Developer, clients: ClientsDep
 ) -> Execution:
-    """`{"status": "running", "input": ...}` resumes; `{"status": "cancelled"}` cancels."""
-    return await change(clients, developer, execution_id, body.status, body.input, body.reason)
+    """`{"status": "running", "input": ...}` resumes (the wait `wait_id` names, else the oldest: 422 if the
+    input does not satisfy its schema, 404 if `wait_id` names no wait of the execution, 409 if that wait was
+    already answered); `{"status": "cancelled"}` cancels."""
+    return await change(clients, developer, execution_id, body.status, body.input, body.reason, body.wait_id)
 
 
 @router.post("/executions/{execution_id}/restart", status_code=201, response_model=schemas.Execution)

@@ -30,6 +30,8 @@ class ExecutionChange(RequestBody):
     status: Literal["running", "cancelled"]
     input: Any = None
     reason: str | None = None
+    # Which open wait a resume answers (an id from the execution's `waits`); without it, the oldest.
+    wait_id: str | None = Field(default=None, max_length=64)
 
 
 class ExecutionRestart(RequestBody):
@@ -47,6 +49,17 @@ class Usage(BaseModel):
     cost: float
 
 
+class Wait(BaseModel):
+    """An open wait: a `wait_for_input` step (`info` and `schema` as its step says), or a prompt's function
+    tool call (`info` is the call). `id` is its `wait` transition's id; answer it with PUT and `wait_id`."""
+
+    id: str
+    step: str  # the step's label, else its place (`main[0]`)
+    info: Any = None
+    schema_: dict[str, object] | None = Field(default=None, alias="schema")
+    opened_at: datetime
+
+
 class Execution(BaseModel):
     id: str
     task_id: str
@@ -59,6 +72,8 @@ class Execution(BaseModel):
     transition_count: int = 0
     usage: Usage | None = None  # the model usage its calls summed
     restarted_from: str | None = None  # the execution this one restarted (POST /executions/{id}/restart)
+    # Its open waits, oldest first, on GET /executions/{id} and PUT (null where executions are listed).
+    waits: list[Wait] | None = None
     created_at: datetime
     updated_at: datetime
 

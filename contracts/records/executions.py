@@ -18,6 +18,31 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class OpenWait:
+    """A wait of an execution that no resume answered yet: a `wait_for_input` step, or a function tool call
+    the client runs. `id` is its `wait` transition's id, `step` its step's label (else its place, `main[0]`),
+    `info` what it asks (the tool call, for a tool call), `schema` what an answer must satisfy."""
+
+    id: str
+    seq: int
+    step: str
+    info: JsonValue
+    schema: JsonObject | None
+    opened_at: datetime
+
+    def to_json(self) -> JsonObject:
+        """As the API and webhooks show it: `{"id", "step", "info", "schema", "opened_at"}`."""
+        opened = self.opened_at.isoformat()
+        return {
+            "id": self.id,
+            "step": self.step,
+            "info": self.info,
+            "schema": self.schema,
+            "opened_at": opened,
+        }
+
+
+@dataclass(frozen=True)
 class Execution:
     id: str
     task_id: str
@@ -35,6 +60,7 @@ class Execution:
     cost: float = 0.0
     restarted_from: str | None = None
     task_name: str | None = None  # in the developer-wide list only
+    waits: tuple[OpenWait, ...] | None = None  # read for one execution only (services/executions/reads.py)
 
     def moved_to(self, status: str) -> Execution:
         return replace(self, status=status)

@@ -5,7 +5,7 @@ infra/store/rows.py."""
 from __future__ import annotations
 
 from contracts.json import JsonObject
-from contracts.records.executions import Execution, Position, QuietExecution, Transition
+from contracts.records.executions import Execution, OpenWait, Position, QuietExecution, Transition
 from contracts.records.tasks import TaskVersion
 from infra.store.rows import (
     Row,
@@ -82,4 +82,20 @@ def read_transition(row: Row) -> Transition:
 def read_quiet_execution(row: Row) -> QuietExecution:
     return QuietExecution(
         id=text(row, "id"), developer_id=text(row, "developer_id"), status=text(row, "status")
+    )
+
+
+def read_open_wait(row: Row) -> OpenWait:
+    """A `wait` transition as an open wait: its output holds `info` (and `schema`), or the `tool_call` a
+    prompt step's function tool asks the client to run."""
+    wait = read_transition(row)
+    output = wait.output if isinstance(wait.output, dict) else {}
+    schema = output.get("schema")
+    return OpenWait(
+        id=wait.id,
+        seq=wait.seq,
+        step=wait.step_label or f"{wait.current.workflow}[{wait.current.step}]",
+        info=output["info"] if "info" in output else output.get("tool_call"),
+        schema=schema if isinstance(schema, dict) else None,
+        opened_at=wait.created_at,
     )

@@ -7,10 +7,15 @@ import asyncpg
 
 from contracts.failures import error_type_of
 from contracts.json import JsonObject, JsonValue
-from contracts.records.executions import Execution, QuietExecution, Transition
+from contracts.records.executions import Execution, OpenWait, QuietExecution, Transition
 from contracts.records.pages import Page
 from contracts.transitions import TERMINAL_STATUSES, check_sequence
-from infra.store.execution_records import read_execution, read_quiet_execution, read_transition
+from infra.store.execution_records import (
+    read_execution,
+    read_open_wait,
+    read_quiet_execution,
+    read_transition,
+)
 from infra.store.rows import Conflict, PoolUser, new_id, record
 
 
@@ -120,20 +125,21 @@ class Executions(PoolUser):
         )
         return [read_execution(record(r)) for r in rows]
 
-    async def open_wait(self, developer_id: str, execution_id: str) -> int | None:
-        """The seq of the oldest `wait` transition that no `resume` answered yet."""
-        found: int | None = await self.pool.fetchval(
+    async def open_waits(self, developer_id: str, execution_id: str) -> list[OpenWait]:
+        """The execution's waits that no `resume` answered yet, oldest first (what GET /executions/{id}
+        lists, and what an execution's webhook sends when it awaits input)."""
+        rows = await self.pool.fetch(
             """
-            SELECT w.seq FROM transitions w
+            SELECT w.* FROM transitions w
             WHERE w.developer_id = $1 AND w.execution_id = $2 AND w.type = 'wait'
               AND NOT EXISTS (SELECT 1 FROM transitions r WHERE r.execution_id = w.execution_id
                               AND r.type = 'resume' AND (r.metadata->>'wait_seq')::int = w.seq)
-            ORDER BY w.seq LIMIT 1
+            ORDER BY w.seq
             """,
             developer_id,
             execution_id,
         )
-        return found
+        return [read_open_wait(record(r)) for r in rows]
 
     # The reconciler, across developers: it ends executions, it never reads their data -----------------
 

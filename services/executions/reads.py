@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from contracts.json import JsonObject
-from contracts.records.executions import Execution, Transition
+from contracts.records.executions import Execution, OpenWait, Transition
 from contracts.records.pages import Page
 from contracts.records.tasks import TaskVersion
+from infra.store.tables import Store
 from infra.telemetry.traces import build_trace
 from services.clients import Clients
 from services.errors import NotFound
@@ -20,9 +23,21 @@ async def execution_of(clients: Clients, developer: str, execution_id: str) -> E
     return execution
 
 
-async def task_of(
-    clients: Clients, developer: str, task_id: str, version: int | None = None
-) -> TaskVersion:
+async def execution_with_waits(clients: Clients, developer: str, execution_id: str) -> Execution:
+    """The developer's execution with its open waits, oldest first (none unless it awaits input)."""
+    execution = await execution_of(clients, developer, execution_id)
+    return replace(execution, waits=tuple(await open_waits(clients.store, developer, execution)))
+
+
+async def open_waits(store: Store, developer: str, execution: Execution) -> list[OpenWait]:
+    """The execution's open waits, oldest first: read only while it awaits input (a wait opens and its
+    answer closes it in the same write as the status)."""
+    if execution.status != "awaiting_input":
+        return []
+    return await store.open_waits(developer, execution.id)
+
+
+async def task_of(clients: Clients, developer: str, task_id: str, version: int | None = None) -> TaskVersion:
     """The developer's task `task_id`, at its latest version (or at `version`)."""
     task = await clients.store.get_task(developer, checked_id(task_id, "task"), version)
     if task is None:

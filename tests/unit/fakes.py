@@ -21,6 +21,7 @@ from temporalio.exceptions import ApplicationError
 from activities.registered import activities_by_name
 from contracts.calls import WorkerCall
 from contracts.records.agents import Agent
+from contracts.records.executions import OpenWait
 from contracts.records.tools import Tool
 from contracts.temporal import (
     CALL_API,
@@ -39,6 +40,7 @@ from contracts.temporal import (
     WRITE_TRANSITIONS,
 )
 from contracts.transitions import TERMINAL_STATUSES, InvalidTransition, TransitionBatch, check_sequence
+from infra.store.execution_records import read_open_wait
 from infra.store.resource_records import agent_of
 
 Handler = Callable[[dict[str, Any]], Any]
@@ -289,9 +291,13 @@ class FakeStore:
     async def mark_started(self, developer_id: str, execution_id: str) -> None:
         await self.set_execution_status(developer_id, execution_id, "starting", ("queued",))
 
-    async def open_wait(self, developer_id: str, execution_id: str) -> int | None:
-        """The seq of the oldest `wait` transition no `resume` answered yet."""
+    async def open_waits(self, developer_id: str, execution_id: str) -> list[OpenWait]:
+        """The `wait` transitions no `resume` answered yet, oldest first."""
         transitions = self.fakes.execution(execution_id).transitions
         answered = {t["metadata"].get("wait_seq") for t in transitions if t["type"] == "resume"}
-        waits = [t["seq"] for t in transitions if t["type"] == "wait" and t["seq"] not in answered]
-        return min(waits, default=None)
+        now = datetime.now(UTC)
+        return [
+            read_open_wait({**t, "execution_id": execution_id, "created_at": now})
+            for t in transitions
+            if t["type"] == "wait" and t["seq"] not in answered
+        ]

@@ -54,11 +54,13 @@ class SleepFor(BaseModel):
 
 
 class WaitInfo(BaseModel):
-    """`timeout` bounds the wait; when it passes, `on_timeout: fail` fails the step and `continue` goes on
-    with `default` as the step's output."""
+    """`schema`, when given, is what an answer must satisfy; `timeout` bounds the wait; when it passes,
+    `on_timeout: fail` fails the step and `continue` goes on with `default` as the step's output."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
     info: Any = None
+    # Mint's extension of Julep's step: the JSON Schema a resume's input must satisfy (docs/waits.md).
+    schema_: JsonField | None = Field(default=None, alias="schema")
     timeout: Seconds | None = None
     on_timeout: Literal["fail", "continue"] = "fail"
     default: Any = None
