@@ -12,14 +12,13 @@ from typing import Any
 
 import click
 
-from contracts.json import JsonObject, JsonValue
+from contracts.json import JsonObject
 from process.api_calls import as_object, call, items, parse_value
 from process.exit_codes import OUTCOMES
 from process.follow import (
     follow,
     position,
     show_wait,
-    wait_info,
     when,
 )
 from process.stack_file import DATA_DIR_OPTION, URL_OPTION, MintApi, api_client, find_stack
@@ -81,9 +80,13 @@ def show_status(execution_id: str, data_dir: Path, url: str | None) -> None:
         click.echo(f"last       {last['type']} at {position(last.get('current'))}{label}")
     if timers:
         click.echo(f"sleeping   until {when(str(timers[0]['fires_at']))}")
-    for where, info in _open_waits(transitions) if status == "awaiting_input" else []:
-        show_wait(where, info)
-        click.echo(f"answer it with: {api.stack.command('resume', str(execution['id']), '--input', 'JSON')}")
+    listed = execution.get("waits")
+    waits = [as_object(w) for w in listed] if isinstance(listed, list) else []
+    for wait in waits:
+        show_wait(str(wait.get("step")), wait.get("info"))
+        chosen = ("--wait", str(wait.get("id"))) if len(waits) > 1 else ()
+        command = api.stack.command("resume", str(execution["id"]), *chosen, "--input", "JSON")
+        click.echo(f"answer it with: {command}")
     if status == "succeeded":
         output = json.dumps(execution["output"], indent=2, ensure_ascii=False)
         click.echo("output     " + output.replace("\n", "\n           "))
@@ -126,17 +129,17 @@ def logs(execution_id: str, data_dir: Path, url: str | None) -> None:
 @click.command("resume")
 @click.argument("execution_id")
 @click.option("--input", "input_text", required=True, help="The answer to the open wait, as JSON (or YAML).")
+@click.option("--wait", "wait_id", default=None, help="The open wait to answer (an id `mint status` shows).")
 @_stack_options
-def resume(execution_id: str, input_text: str, data_dir: Path, url: str | None) -> None:
-    """Answer an execution's open wait (the oldest, if several are open)."""
+def resume(execution_id: str, input_text: str, wait_id: str | None, data_dir: Path, url: str | None) -> None:
+    """Answer an execution's open wait: the one `--wait` names, else the oldest."""
     try:
         value = parse_value(input_text)
     except ValueError as exc:
         raise click.ClickException(f"cannot read --input: {exc}") from None
+    body: JsonObject = {"status": "running", "input": value, **({"wait_id": wait_id} if wait_id else {})}
     with _api(data_dir, url) as api:
-        execution = call(
-            api, "PUT", f"/executions/{execution_id}", json={"status": "running", "input": value}
-        )
+        execution = call(api, "PUT", f"/executions/{execution_id}", json=body)
     click.echo(
         f"resumed execution {execution['id']}; follow it with: {api.stack.command('watch', str(execution['id']))}"
     )
@@ -218,17 +221,6 @@ def _transitions(api: MintApi, execution_id: str) -> Iterator[JsonObject]:
         if len(page) < PAGE:
             return
         offset += PAGE
-
-
-def _open_waits(transitions: list[JsonObject]) -> list[tuple[str, JsonValue]]:
-    """Each wait no resume answered, oldest first. A transition's seq is its place in the execution's list
-    (from 1): a resume names the wait it answers by that number."""
-    answered = {as_object(t.get("metadata")).get("wait_seq") for t in transitions if t["type"] == "resume"}
-    return [
-        (position(t.get("current")), wait_info(t))
-        for seq, t in enumerate(transitions, start=1)
-        if t["type"] == "wait" and seq not in answered
-    ]
 
 
 def _local(iso: str) -> str:

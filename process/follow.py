@@ -44,6 +44,7 @@ PROMPT = "input (JSON or YAML; empty for {}): "
 @dataclass
 class _Wait:
     seq: int
+    id: str  # its `wait` transition's id, which a resume names
     where: str
     info: JsonValue
     asked: bool = False
@@ -148,7 +149,8 @@ class _Follower:
         self.state.quiet_since, self.state.checks = time.monotonic(), 0
         click.echo(_clear() + transition_line(transition))
         if transition["type"] == "wait":
-            self.state.waits[seq] = _Wait(seq, position(transition.get("current")), wait_info(transition))
+            where = position(transition.get("current"))
+            self.state.waits[seq] = _Wait(seq, str(transition.get("id")), where, wait_info(transition))
         elif transition["type"] == "resume":
             answered = as_object(transition.get("metadata")).get("wait_seq")
             if isinstance(answered, int):
@@ -195,18 +197,19 @@ class _Follower:
                 click.echo(f"cannot read that: {exc}; try again", err=True)
                 click.echo(PROMPT, nl=False)
                 continue
-            return self._resume(value)
+            if self._resume(wait, value):
+                return
+            click.echo(PROMPT, nl=False)
 
-    def _resume(self, value: JsonValue) -> None:
+    def _resume(self, wait: _Wait, value: JsonValue) -> bool:
+        """Answer `wait` (by its id); False when the API refused the input (its schema), to ask again."""
+        body: JsonObject = {"status": "running", "input": value, "wait_id": wait.id}
         try:
-            call(
-                self.api,
-                "PUT",
-                f"/executions/{self.execution_id}",
-                json={"status": "running", "input": value},
-            )
-        except click.ClickException as exc:  # answered meanwhile (another client, a timeout): go on
+            call(self.api, "PUT", f"/executions/{self.execution_id}", json=body)
+        except click.ClickException as exc:  # answered meanwhile (another client, a timeout), or refused
             click.echo(f"could not resume: {exc.message}", err=True)
+            return "(HTTP 422)" not in exc.message
+        return True
 
     def _no_longer_open(self, wait: _Wait, ask_status: bool) -> str | None:
         """What ended the wait while we prompted, or None while it is open: a resume naming it in the
