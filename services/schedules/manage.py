@@ -181,7 +181,8 @@ def _changed(spec: ScheduleSpec, change: ScheduleChange) -> ScheduleSpec:
     if change.cron:  # a cron replaces an interval, and an interval a cron
         every = None
     if change.every:
-        cron = timezone = None
+        cron = None
+        timezone = change.timezone if "timezone" in given else None
     version = spec.task_version
     if "task_version" in given:
         version = change.task_version if isinstance(change.task_version, int) else None
@@ -206,9 +207,6 @@ def _check_when(spec: ScheduleSpec) -> None:
     if (spec.cron is None) == (spec.every is None):
         problem = "give either `cron` (with an optional `timezone`) or `every`, not both or neither"
         raise Invalid(problem, problems=[Problem("body.cron", problem)])
-    if spec.timezone and not spec.cron:
-        problem = "`timezone` is the cron's: it goes with `cron`, not `every`"
-        raise Invalid(problem, problems=[Problem("body.timezone", problem)])
 
 
 async def _settled(clients: Clients, developer: str, stored: StoredSchedule) -> None:
