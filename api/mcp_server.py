@@ -112,6 +112,7 @@ def _offset(cursor: str | None) -> int:
 def _tool(tool: TaskTool) -> types.Tool:
     return types.Tool(
         name=tool.name,
+        title=tool.title,
         description=tool.description,
         input_schema=tool.input_schema,
         _meta={"mint/task_id": tool.task_id},

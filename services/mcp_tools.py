@@ -26,9 +26,10 @@ OPEN_OBJECT: JsonObject = {"type": "object"}  # a task without an object input_s
 
 @dataclass(frozen=True)
 class TaskTool:
-    """A task as an MCP tool."""
+    """A task as an MCP tool: `title` is the task's name as it is, for people."""
 
     name: str
+    title: str
     task_id: str
     description: str
     input_schema: JsonObject
@@ -77,7 +78,7 @@ async def task_tools(clients: Clients, developer: str) -> list[TaskTool]:
 def _tool(name: str, entry: CatalogEntry) -> TaskTool:
     described = entry.description if isinstance(entry.description, str) and entry.description.strip() else ""
     description = described or f"Runs the Mint task {entry.name!r} and answers its output."
-    return TaskTool(name, entry.id, description, tool_schema(entry.input_schema))
+    return TaskTool(name, entry.name, entry.id, description, tool_schema(entry.input_schema))
 
 
 def tool_schema(input_schema: JsonValue) -> JsonObject:

@@ -82,6 +82,7 @@ async def test_tasks_are_listed_and_called_as_tools(mcp_stack, mapi, api_key, mo
         tools = await _tools(client)
         tool = tools["double_it"]
         assert tool.description == "Doubles n." and tool.input_schema == DOUBLE["input_schema"]
+        assert tool.title == "double it"
         assert tool.meta == {"mint/task_id": double["id"]}
         assert tools["greet"].input_schema == {"type": "object"}  # no input_schema: any arguments
 
