@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,6 +17,7 @@ import httpx
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
 from tests.model_server import Call, Reply
 
+EXAMPLE = Path(__file__).parent.parent / "examples" / "typed_waits.yaml"
 APPROVAL = {"type": "object", "required": ["approved"], "properties": {"approved": {"type": "boolean"}}}
 ASKS = {
     "name": "asks",
@@ -195,3 +197,30 @@ async def test_a_function_tool_call_is_an_open_wait_with_the_call_as_its_info(ma
     answered = await mapi.put(f"/executions/{execution_id}", json=_resume({"status": "active"}, wait["id"]))
     assert answered.status_code == 200, answered.text
     assert (await wait_for_status(mapi, execution_id))["output"] == "status: active"
+
+
+async def test_the_example_takes_typed_answers_in_any_order(api):
+    task = await create_task(api, (await create_agent(api))["id"], EXAMPLE.read_text())
+    execution_id = (await start(api, task["id"], {"title": "Launch post"}))["id"]
+    legal, finance = await _waits(api, execution_id, 2)
+    assert (legal["step"], finance["step"]) == ("legal", "finance")
+    assert finance["info"] == {"question": "What budget for 'Launch post'? Answer budget, a number"}
+    negative = await api.put(f"/executions/{execution_id}", json=_resume({"budget": -1}, finance["id"]))
+    assert negative.status_code == 422 and negative.json()["error"]["details"][0]["loc"] == "input['budget']"
+    await api.put(f"/executions/{execution_id}", json=_resume({"budget": 1200}, finance["id"]))
+    await api.put(f"/executions/{execution_id}", json=_resume({"approved": True}, legal["id"]))
+    done = await wait_for_status(api, execution_id)
+    assert done["output"] == {"title": "Launch post", "approved": True, "budget": 1200}, done
+
+
+async def test_mint_run_asks_again_when_the_schema_refuses_an_answer(stack, api_key):
+    env = {**os.environ, "MINT_API_KEY": api_key}
+    command = [sys.executable, "-m", "process.cli", "run", str(EXAMPLE), "--url", stack.url]
+    command += ["--input", '{"title": "Launch post"}']
+    answers = "approved: maybe\napproved: true\nbudget: 300\n"
+    run = await asyncio.to_thread(
+        subprocess.run, command, input=answers, capture_output=True, text=True, timeout=120, env=env
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "input['approved']: 'maybe' is not of type 'boolean'" in run.stderr
+    assert '"budget": 300' in run.stdout and '"approved": true' in run.stdout
