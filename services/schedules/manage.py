@@ -220,4 +220,6 @@ async def _settled(clients: Clients, developer: str, stored: StoredSchedule) -> 
         while await clients.store.execution_by_key(developer, stored.task_id, key) is None:
             if asyncio.get_running_loop().time() > deadline:
                 return
-            await asyncio.sleep(0.1)
+            if not await temporal.is_open(clients.temporal, key):
+                break  # its start failed (the task's input_schema refuses the input, say): none will come
+            await asyncio.sleep(0.2)

@@ -19,6 +19,7 @@ from temporalio.client import (
     ScheduleState,
     ScheduleUpdate,
     ScheduleUpdateInput,
+    WorkflowExecutionStatus,
 )
 from temporalio.client import ScheduleSpec as TemporalSpec
 from temporalio.common import Priority, SearchAttributePair, TypedSearchAttributes
@@ -108,6 +109,15 @@ async def describe(temporal: Client, schedule_id: str) -> ScheduleDescription | 
         if exc.status == RPCStatusCode.NOT_FOUND:
             return None
         raise Unavailable(f"Temporal could not describe schedule {schedule_id}: {exc.message}") from None
+
+
+async def is_open(temporal: Client, workflow_id: str) -> bool:
+    """Whether the workflow (a schedule's run) is still running."""
+    try:
+        found = await temporal.get_workflow_handle(workflow_id).describe()
+    except RPCError:
+        return False
+    return found.status == WorkflowExecutionStatus.RUNNING
 
 
 async def set_paused(temporal: Client, schedule_id: str, paused: bool) -> None:
