@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 import anyio
 import click
 
-from process.stack_file import DATA_DIR_OPTION, URL_OPTION, find_stack
+from process.api_calls import call
+from process.stack_file import DATA_DIR_OPTION, URL_OPTION, api_client, find_stack
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -58,4 +59,6 @@ async def bridge(url: str, key: str) -> None:
 def mcp(url: str | None, data_dir: Path | None) -> None:
     """Serve your tasks as MCP tools over stdio (for Claude Desktop), through the API's /mcp."""
     stack = find_stack(data_dir, url)
+    with api_client(stack) as api:  # an API that is down, or a key it refuses, said in one line, at once
+        call(api, "GET", "/executions", params={"limit": 1})
     anyio.run(bridge, stack.url, stack.key)

@@ -221,3 +221,12 @@ async def test_claude_desktops_configuration_in_the_docs_serves_the_tools_over_s
     assert result.structured_content == {"doubled": 8} and not result.is_error
     assert unknown.is_error and unknown.content[0].text == "Unknown tool: nothing_here"
     assert _claude_desktop_config("npx")["args"][1] == "mcp-remote"
+
+
+async def test_mint_mcp_says_at_once_when_the_api_refuses_its_key(mcp_stack):
+    command = [str(Path(sys.executable).parent / "mint"), "mcp", "--url", mcp_stack.url]
+    env = {**os.environ, "MINT_API_KEY": "not-a-key"}
+    done = await asyncio.to_thread(
+        subprocess.run, command, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode != 0 and "invalid or revoked API key" in done.stderr, done.stderr
