@@ -290,3 +290,33 @@ async def test_cancel_other_cancels_the_run_still_going(api):
     for run in await _runs(api, task["id"], created["id"]):
         if run["status"] not in ("cancelled", "succeeded", "failed"):
             await api.put(f"/executions/{run['id']}", json={"status": "cancelled"})
+
+
+async def test_a_firing_replays_in_the_strict_sandbox(api, store, temporal_env):
+    from temporalio.client import WorkflowExecutionStatus
+    from temporalio.worker import Replayer
+
+    from infra.temporal.payload_codec import data_converter
+    from process.worker import workflow_runner
+    from tests.stack import TEST_ENCRYPTION_KEY
+
+    task = await _task(api)
+    created = await _schedule(api, task["id"], every="1h", paused=True)
+    assert (await api.post(f"/schedules/{created['id']}/trigger")).status_code == 202
+    (run,) = await _wait_runs(api, task["id"], created["id"], 1)
+    await wait_for_status(api, run["id"])
+    client = temporal_env.client
+    found = [
+        w async for w in client.list_workflows(f"WorkflowId STARTS_WITH '{created['temporal_schedule_id']}'")
+    ]
+    assert len(found) == 1
+    handle = client.get_workflow_handle(found[0].id)
+    while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
+        await asyncio.sleep(0.1)
+    replayer = Replayer(
+        workflows=[ScheduledRunWorkflow],
+        workflow_runner=workflow_runner(strict=True),
+        data_converter=data_converter(store.pool, keys=(TEST_ENCRYPTION_KEY,)),
+    )
+    result = await replayer.replay_workflow(await handle.fetch_history(), raise_on_replay_failure=False)
+    assert result.replay_failure is None, result.replay_failure
