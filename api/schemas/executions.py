@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, field_validator
 
 from api.schemas.common import RequestBody, ToolMetadata
+from contracts.json import JsonObject
 
 
 class ExecutionCreate(RequestBody):
@@ -56,7 +57,7 @@ class Wait(BaseModel):
     id: str
     step: str  # the step's label, else its place (`main[0]`)
     info: Any = None
-    schema_: dict[str, object] | None = Field(default=None, alias="schema")
+    schema_: JsonObject | None = Field(default=None, alias="schema")
     opened_at: datetime
 
 
