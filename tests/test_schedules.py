@@ -306,9 +306,11 @@ async def test_a_firing_replays_in_the_strict_sandbox(api, store, temporal_env):
     (run,) = await _wait_runs(api, task["id"], created["id"], 1)
     await wait_for_status(api, run["id"])
     client = temporal_env.client
-    found = [
-        w async for w in client.list_workflows(f"WorkflowId STARTS_WITH '{created['temporal_schedule_id']}'")
-    ]
+    query = f"WorkflowId STARTS_WITH '{created['temporal_schedule_id']}'"
+    for _ in range(100):  # visibility follows the start by a moment
+        if found := [w async for w in client.list_workflows(query)]:
+            break
+        await asyncio.sleep(0.1)
     assert len(found) == 1
     handle = client.get_workflow_handle(found[0].id)
     while (await handle.describe()).status == WorkflowExecutionStatus.RUNNING:
