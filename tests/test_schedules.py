@@ -322,3 +322,19 @@ async def test_a_firing_replays_in_the_strict_sandbox(api, store, temporal_env):
     )
     result = await replayer.replay_workflow(await handle.fetch_history(), raise_on_replay_failure=False)
     assert result.replay_failure is None, result.replay_failure
+
+
+async def test_a_patch_changes_spec_and_pause_together_or_nothing(api):
+    task = await _task(api)
+    created = await _schedule(api, task["id"], cron="0 9 * * *")
+    bad = await api.patch(f"/schedules/{created['id']}", json={"cron": "0 25 * * *", "paused": True})
+    assert bad.status_code == 422 and bad.json()["error"]["details"][0]["loc"].endswith("cron"), bad.text
+    unchanged = (await api.get(f"/schedules/{created['id']}")).json()
+    assert unchanged["cron"] == "0 9 * * *" and unchanged["paused"] is False
+    both = await api.patch(f"/schedules/{created['id']}", json={"every": "10m", "paused": True})
+    assert both.status_code == 200, both.text
+    assert (both.json()["every"], both.json()["paused"], both.json()["next_runs"]) == ("10m", True, [])
+    resumed = (await api.patch(f"/schedules/{created['id']}", json={"paused": False})).json()
+    first, second = (datetime.fromisoformat(t) for t in resumed["next_runs"][:2])
+    assert resumed["paused"] is False and (second - first).total_seconds() == 600
+    assert (await api.delete(f"/schedules/{created['id']}")).status_code == 202

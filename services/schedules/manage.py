@@ -142,16 +142,16 @@ async def change_schedule(
     elif "input" in change.given:
         await check_input(task.document, spec.input)
     paused = stored.paused if change.paused is None else change.paused
-    store = ScheduleStore(clients.store.pool)
-    updated = await store.update(developer, stored.id, spec, paused)
-    if updated is None:
-        raise NotFound("schedule", schedule_id)
+    # Temporal first: a spec it refuses leaves the row as it was.
     if _when_of(spec) != _when_of(stored.spec):
         name = str(task.document.get("name") or task.id)
         schedule = temporal.temporal_schedule(settings, developer, stored.id, name, spec, paused)
         await temporal.replace(clients.temporal, stored.id, schedule)
-    elif paused != stored.paused:
+    if paused != stored.paused:
         await temporal.set_paused(clients.temporal, stored.id, paused)
+    updated = await ScheduleStore(clients.store.pool).update(developer, stored.id, spec, paused)
+    if updated is None:
+        raise NotFound("schedule", schedule_id)
     if paused and not stored.paused:
         await _settled(clients, developer, updated)
     return Schedule.of(updated, await temporal.next_runs(clients.temporal, stored.id))
