@@ -49,6 +49,10 @@ class ModelRequest:
     response_format: JsonObject | None
     at: str  # the step (`task name:main[2]`), where recordings file the call
     owner: Owner  # whose secrets may hold the provider's key
+    # A prompt step with `stream: true`: the name its live text goes out under on the execution's stream (its
+    # label, else its place); None (every other call, and one whose text output guardrails hold back) streams
+    # nothing live.
+    stream_as: str | None = None
 
 
 @dataclass

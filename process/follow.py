@@ -1,5 +1,6 @@
 """Following an execution live (`mint run`, `mint watch`): one line per transition from the API's SSE stream,
-what a wait asks for, when a sleep wakes, and the outcome; Ctrl-C leaves the execution running.
+what a wait asks for, when a sleep wakes, the text of prompt steps that stream (`delta` events) as it comes,
+and the outcome; Ctrl-C leaves the execution running.
 
 The stream is read in a thread of its own and handed over through a queue, so the terminal stays live (a
 spinner, the prompt for a wait) while nothing arrives. Each transition comes with its sequence number, and a
@@ -59,6 +60,7 @@ class _State:
     timer_shown: str | None = None
     quiet_since: float = 0.0
     checks: int = 0
+    live: str | None = None  # the step whose live text (`delta` events) the current line shows
 
 
 def follow(api: MintApi, execution_id: str, answer_waits: bool) -> int:
@@ -111,11 +113,14 @@ class _Follower:
                 continue
             if kind == "transition":
                 self._show(*item)
+            elif kind == "delta":
+                self._show_text(item)
             elif kind == "error":
                 raise item
             else:  # the stream ended: the execution ended, or the connection did
                 execution = call(self.api, "GET", f"/executions/{self.execution_id}")
                 if execution["status"] in OUTCOMES:
+                    self._end_text()
                     return _outcome(execution)
                 time.sleep(1)
                 self._open_stream()
@@ -133,8 +138,8 @@ class _Follower:
                 if response.status_code >= 400:
                     response.read()
                     raise api_error(self.api, response)
-                for seq, transition in _sse_transitions(response.iter_lines()):
-                    self.events.put(("transition", (seq, transition)))
+                for kind, item in _sse_events(response.iter_lines()):
+                    self.events.put((kind, item))
         except httpx.TransportError:
             pass  # cut off (the API restarted): reopened after the last transition seen
         except Exception as exc:  # noqa: BLE001 - handed to the main thread, which raises it
@@ -147,6 +152,7 @@ class _Follower:
             return  # already shown (a reopened stream starts after it; this is the guard)
         self.state.seq = seq
         self.state.quiet_since, self.state.checks = time.monotonic(), 0
+        self._end_text()
         click.echo(_clear() + transition_line(transition))
         if transition["type"] == "wait":
             where = position(transition.get("current"))
@@ -155,6 +161,22 @@ class _Follower:
             answered = as_object(transition.get("metadata")).get("wait_seq")
             if isinstance(answered, int):
                 self.state.waits.pop(answered, None)
+
+    def _show_text(self, delta: JsonObject) -> None:
+        """A streamed prompt step's new text, printed as it comes, on a line of its own after its step."""
+        step, text = str(delta.get("step")), delta.get("text")
+        if self.state.live != step:
+            self._end_text()
+            click.echo(f"{_clear()}{'text':<13} {step} ", nl=False)
+            self.state.live = step
+        click.echo(text if isinstance(text, str) else "", nl=False)
+        self.state.quiet_since, self.state.checks = time.monotonic(), 0
+
+    def _end_text(self) -> None:
+        """End the line of live text, if one is open (what is printed next starts on its own line)."""
+        if self.state.live is not None:
+            click.echo("")
+            self.state.live = None
 
     def _ask_open_waits(self) -> None:
         """Show each open wait once, oldest first (the order resumes answer them), and ask for its input."""
@@ -221,6 +243,8 @@ class _Follower:
             except queue.Empty:
                 break
             self.held.append((kind, item))
+            if kind == "delta":
+                continue
             if kind != "transition":
                 ask_status = True  # the stream ended (or failed): the status says why
                 continue
@@ -246,7 +270,7 @@ class _Follower:
         if time.monotonic() - state.quiet_since >= delay:
             state.quiet_since, state.checks = time.monotonic(), state.checks + 1
             self._show_timer()
-        if sys.stdout.isatty():
+        if sys.stdout.isatty() and self.state.live is None:  # the spinner would overwrite live text
             self.tick += 1
             click.echo(f"\r{SPINNER[self.tick % len(SPINNER)]} ", nl=False)
 
@@ -320,14 +344,15 @@ def _outcome(execution: JsonObject) -> ExitCode:
     return OUTCOMES[status]
 
 
-def _sse_transitions(lines: Iterator[str]) -> Iterator[tuple[int, JsonObject]]:
-    """(seq, transition) for each `transition` event of an SSE stream."""
+def _sse_events(lines: Iterator[str]) -> Iterator[tuple[str, Any]]:
+    """("transition", (seq, transition)) for each `transition` event of an SSE stream, and ("delta", {step,
+    text}) for each `delta` (a streamed prompt step's new text, which has no id)."""
     event_id, kind, data = 0, None, list[str]()
     for line in lines:
         if line == "":
-            transition = json.loads("\n".join(data)) if kind == "transition" and data else None
-            if isinstance(transition, dict):
-                yield event_id, transition
+            value = json.loads("\n".join(data)) if kind in ("transition", "delta") and data else None
+            if isinstance(value, dict):
+                yield ("transition", (event_id, value)) if kind == "transition" else ("delta", value)
             kind, data = None, []
         elif line.startswith("id:"):
             event_id = int(line[3:].strip())

@@ -39,6 +39,7 @@ from infra.store.developer_settings import DeveloperEmbedding
 from infra.store.docs import DocStore
 from infra.store.execution_events import ExecutionEvents
 from infra.store.secrets import SecretStore
+from infra.store.step_streams import StepStreams
 from infra.store.tables import Store
 from infra.telemetry.metrics import Metrics, metrics_app
 from infra.telemetry.tracing import Tracing
@@ -193,7 +194,9 @@ def worker_for(
     activities = WorkerActivities(
         writer=TransitionWriter(pool, metrics, tracing),
         tools=tools,
-        models=ModelActivities(clients.models, Budgets(pool), settings.worker_max_model_calls),
+        models=ModelActivities(
+            clients.models, Budgets(pool), settings.worker_max_model_calls, StepStreams(pool)
+        ),
         system=SystemActivities(create_internal_app(clients, settings, system_caller)),
         mcp=McpActivities(settings.mcp_servers, egress),
         integrations=IntegrationActivities(

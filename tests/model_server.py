@@ -22,6 +22,21 @@ class Reply:
     completion_tokens: int | None = None  # default: a rough count of the reply
     status: int = 200  # anything else answers with the provider's error body; `content` is its message
     finish_reason: str | None = None  # OpenAI names; translated for Anthropic, whose own names pass through
+    # Streamed answers only: seconds before each piece of text after the first, and an event the stream waits
+    # for (up to 30 s) after its first piece, so a test can read what came before the rest is sent.
+    delay: float = 0.0
+    hold: threading.Event | None = None
+
+    def pause(self, index: int) -> None:
+        """Before the text piece `index` goes out: hold after the first, then wait `delay`."""
+        if index == 1 and self.hold is not None:
+            self.hold.wait(30)
+        if index >= 1 and self.delay:
+            time.sleep(self.delay)
+
+    @property
+    def paced(self) -> bool:
+        return self.hold is not None or self.delay > 0
 
 
 @dataclass
@@ -138,6 +153,7 @@ class _Turn:
     completion_tokens: int
     finish_reason: str
     created: int = field(default_factory=lambda: int(time.time()))
+    pause: Callable[[int], None] = lambda index: None  # before each text piece (Reply.pause)
 
     def openai(self) -> dict:
         message: dict[str, Any] = {"role": "assistant", "content": self.text, "refusal": None}
@@ -156,7 +172,8 @@ class _Turn:
             return _sse(None, {**self._openai_head("chat.completion.chunk"), "choices": [choice], **extra})
 
         yield chunk({"role": "assistant", "content": ""})
-        for piece in _pieces(self.text or ""):
+        for index, piece in enumerate(_pieces(self.text or "")):
+            self.pause(index)
             yield chunk({"content": piece})
         for index, (id_, name, args) in enumerate(self.calls):
             function = {"name": name, "arguments": ""}
@@ -201,7 +218,9 @@ class _Turn:
                 pieces = _pieces(json.dumps(block["input"]))
                 deltas = [{"type": "input_json_delta", "partial_json": p} for p in pieces]
             yield event("content_block_start", index=index, content_block=empty)
-            for delta in deltas:
+            for number, delta in enumerate(deltas):
+                if delta["type"] == "text_delta":
+                    self.pause(number)
                 yield event("content_block_delta", index=index, delta=delta)
             yield event("content_block_stop", index=index)
         stop = {"stop_reason": self.finish_reason, "stop_sequence": None}
@@ -222,6 +241,13 @@ class _Turn:
         for id_, name, args in self.calls:
             blocks.append({"type": "tool_use", "id": id_, "name": name, "input": json.loads(args)})
         return blocks
+
+
+@dataclass
+class _Paced:
+    """A streamed answer sent event by event as it is made (a Reply with `delay` or `hold`)."""
+
+    events: Iterator[str]
 
 
 def _sse(event: str | None, data: dict) -> str:
@@ -283,7 +309,19 @@ class ModelServer:
                 status, answer = owner._answer(provider, body, headers)
                 if isinstance(answer, dict):
                     return self._json(status, answer)
+                if isinstance(answer, _Paced):
+                    return self._send_paced(answer)
                 self._send(status, "text/event-stream", "".join(answer).encode())
+
+            def _send_paced(self, events: _Paced) -> None:
+                """Each event as it is made, the body ended by closing the connection (HTTP/1.0)."""
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()
+                self.close_connection = True
+                for event in events.events:
+                    self.wfile.write(event.encode())
+                    self.wfile.flush()
 
             def _json(self, status: int, body: dict) -> None:
                 self._send(status, "application/json", json.dumps(body).encode())
@@ -309,7 +347,9 @@ class ModelServer:
         self.openai_base_url = f"{self.url}/v1"
         self.anthropic_base_url = self.url
 
-    def _answer(self, provider: str, body: dict, headers: dict[str, str]) -> tuple[int, dict | Iterator[str]]:
+    def _answer(
+        self, provider: str, body: dict, headers: dict[str, str]
+    ) -> tuple[int, dict | Iterator[str] | _Paced]:
         messages, tools = (_from_openai if provider == "openai" else _from_anthropic)(body)
         call = Call(provider, body, headers, messages, tools, str(body.get("model", "")))
         self.calls.append(call)  # before the script runs, so a failing script's request is still on record
@@ -342,11 +382,13 @@ class ModelServer:
                 else reply.completion_tokens
             ),
             finish_reason=finish if provider == "openai" else _ANTHROPIC_STOP.get(finish, finish),
+            pause=reply.pause,
         )
-        if provider == "openai":
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-            return 200, turn.openai_stream(include_usage) if body.get("stream") else turn.openai()
-        return 200, turn.anthropic_stream() if body.get("stream") else turn.anthropic()
+        if not body.get("stream"):
+            return 200, turn.openai() if provider == "openai" else turn.anthropic()
+        include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        events = turn.openai_stream(include_usage) if provider == "openai" else turn.anthropic_stream()
+        return 200, _Paced(events) if reply.paced else events
 
     def close(self) -> None:
         self._server.shutdown()

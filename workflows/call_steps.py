@@ -20,7 +20,7 @@ from contracts.liveness import HEARTBEAT_TIMEOUT
 from contracts.messages import Message, ToolCall
 from contracts.temporal import CALL_MODEL, SEARCH_DOCS
 from contracts.transitions import Position
-from workflows import failures, prompts, references
+from workflows import failures, live_text, prompts, references
 from workflows import language as lang
 from workflows.calls import (
     CALLS_IN_WORKER_PATCH,
@@ -309,6 +309,9 @@ class CallSteps:
             response_format=response_format if isinstance(response_format, dict) else None,
             at=f"{params.task_info.get('name', '')}:{here}",  # where recordings file it
             owner=self._owner(),
+            stream_as=live_text.stream_name(
+                settings, step.label, here, task.guardrails, agent, params.handoff_agents
+            ),
         )
         return request, tools, fixed, by_reference
 

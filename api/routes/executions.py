@@ -17,6 +17,7 @@ from api.errors import ERROR_RESPONSES
 from contracts.records.executions import Execution, Transition
 from services.executions import reads
 from services.executions.control import change_status as change
+from services.executions.deltas import Delta
 from services.executions.feeds import status_feed, transition_feed
 from services.executions.restarts import restart_execution
 from services.executions.start import start_execution
@@ -136,7 +137,8 @@ async def stream_transitions(
     clients: ClientsDep,
     next_page_token: str | None = Query(default=None),
 ) -> StreamingResponse:
-    """SSE: one `transition` event per transition (id = its sequence number), ending after the last one."""
+    """SSE: one `transition` event per transition (id = its sequence number), ending after the last one;
+    between them, `delta` events (no id) carry the live text of prompt steps with `stream: true`."""
     execution = await reads.execution_of(clients, developer, execution_id)
     after = _resume_point(request.headers.get("last-event-id") or next_page_token)
     feed = transition_feed(clients, developer, execution.id, after, request.is_disconnected)
@@ -192,10 +194,13 @@ def _event(data: BaseModel, event_id: int, event: str | None = None) -> str:
     return head + "data: " + json.dumps(jsonable_encoder(data), separators=(",", ":")) + "\n\n"
 
 
-async def _transition_events(feed: AsyncIterator[Transition | None]) -> AsyncIterator[str]:
+async def _transition_events(feed: AsyncIterator[Transition | Delta | None]) -> AsyncIterator[str]:
     async for transition in feed:
         if transition is None:
             yield ": keepalive\n\n"
+        elif isinstance(transition, Delta):  # live text: not a transition, so no `id:` to resume from
+            data = json.dumps({"step": transition.step, "text": transition.text}, separators=(",", ":"))
+            yield f"event: delta\ndata: {data}\n\n"
         else:
             out = schemas.Transition.model_validate(transition, from_attributes=True)
             yield _event(out, transition.seq, "transition")

@@ -9,7 +9,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 from contracts.records.executions import Execution, Transition
 from contracts.transitions import TERMINAL_STATUSES, TERMINAL_TYPES
+from infra.store.step_streams import StepStreams
 from services.clients import Clients
+from services.executions.deltas import Delta, LiveDeltas
 
 # A quiet stream sends a keep-alive this often, and reads at most this many transitions at once.
 KEEPALIVE_SECONDS = 15.0
@@ -20,14 +22,19 @@ Disconnected = Callable[[], Awaitable[bool]]  # whether the client has gone
 
 async def transition_feed(
     clients: Clients, developer: str, execution_id: str, after: int, gone: Disconnected
-) -> AsyncIterator[Transition | None]:
-    """The execution's transitions after seq `after`, ending after the last one; None is a keep-alive."""
+) -> AsyncIterator[Transition | Delta | None]:
+    """The execution's transitions after seq `after`, ending after the last one, and the live text of its
+    streamed prompt steps (services/executions/deltas.py): once caught up, the text so far, then new text as
+    it is written, each before the transitions that follow it. None is a keep-alive."""
     loop = asyncio.get_running_loop()
+    live, caught_up = LiveDeltas(StepStreams(clients.store.pool), developer, execution_id), False
     with clients.events.watch(
         execution_id
     ) as watch:  # before the first read: a change made after it wakes the watch
         keepalive_at = loop.time() + KEEPALIVE_SECONDS
         while not await gone():
+            for delta in await live.new() if caught_up else []:
+                yield delta  # read before the transitions: a call's last text comes before its step's
             status, batch = await clients.store.transitions_after(developer, execution_id, after, READ_BATCH)
             for transition in batch:
                 after = transition.seq
@@ -38,6 +45,10 @@ async def transition_feed(
                 keepalive_at = loop.time() + KEEPALIVE_SECONDS
             if len(batch) == READ_BATCH:
                 continue  # the rest of a long run, at once
+            if not caught_up:
+                caught_up = True
+                for delta in await live.so_far():
+                    yield delta
             # An execution's status changes in the transaction that writes its transitions, and was read in the
             # same snapshot: ended then, it has no more to come (a resume point past its end, or one that failed
             # without an ending transition). Without this check such a stream would never end.
