@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import suppress
 from typing import Literal
 
@@ -9,7 +10,7 @@ from temporalio.client import Client
 from temporalio.service import RPCError, RPCStatusCode
 
 from contracts.executions import ResumeInput
-from contracts.json import JsonValue
+from contracts.json import JsonObject, JsonValue
 from contracts.records.executions import Execution, OpenWait
 from contracts.temporal import RESUME_SIGNAL
 from contracts.transitions import TERMINAL_STATUSES
@@ -17,9 +18,10 @@ from infra.store.tables import Store
 from services.clients import Clients
 from services.errors import Invalid, NotFound, TooLarge, Unavailable, WrongState
 from services.executions.reads import execution_of, execution_with_waits
-from services.executions.start import MAX_INPUT_BYTES, check_storable
+from services.executions.start import INLINE_CHECK_BYTES, MAX_INPUT_BYTES, check_storable
 from services.ids import checked_id
 from workflows.input_schema import input_problems
+from workflows.problems import Problem
 
 
 async def change_status(
@@ -53,10 +55,11 @@ async def resume_execution(
     the workflow drops a resume for a wait that is no longer open."""
     if execution.status != "awaiting_input":
         raise WrongState(f"execution {execution.id} is {execution.status}, not awaiting_input")
-    if check_storable(value, "input") > MAX_INPUT_BYTES:
+    size = check_storable(value, "input")
+    if size > MAX_INPUT_BYTES:
         raise TooLarge(f"resume input is over {MAX_INPUT_BYTES} bytes")
     wait = await _open_wait(store, developer, execution, wait_id)
-    problems = input_problems(wait.schema, value)
+    problems = await _schema_problems(wait.schema, value, size)
     if problems:
         summary = "; ".join(f"{p.path}: {p.message}" for p in problems[:5])
         raise Invalid(
@@ -69,6 +72,15 @@ async def resume_execution(
         await handle.signal(RESUME_SIGNAL, answer)
     except RPCError as exc:
         raise WrongState(f"execution {execution.id} cannot be resumed: {exc.message}") from None
+
+
+async def _schema_problems(schema: JsonObject | None, value: JsonValue, size: int) -> list[Problem]:
+    if schema is None:
+        return []
+    # A big input against a schema takes a while, and the event loop serves everyone: a thread then.
+    if size > INLINE_CHECK_BYTES:
+        return await asyncio.to_thread(input_problems, schema, value)
+    return input_problems(schema, value)
 
 
 async def _open_wait(store: Store, developer: str, execution: Execution, wait_id: str | None) -> OpenWait:
