@@ -12,6 +12,7 @@ SCHEDULED_RUN_WORKFLOW = "ScheduledRunWorkflow"
 LAUNCH_SCHEDULED_RUN = "launch_scheduled_run"
 AWAIT_SCHEDULED_RUN = "await_scheduled_run"
 CANCEL_SCHEDULED_RUN = "cancel_scheduled_run"
+SCHEDULED_RUN_ENDED = "scheduled_run_ended"
 
 
 SCHEDULE_PREFIX = "schedule-"
@@ -58,7 +59,9 @@ SCHEDULE_ACTIVITIES: dict[str, tuple[Any, Any]] = {
     LAUNCH_SCHEDULED_RUN: (Firing, Launched),
     AWAIT_SCHEDULED_RUN: (ScheduledExecution, None),
     CANCEL_SCHEDULED_RUN: (ScheduledExecution, None),
+    SCHEDULED_RUN_ENDED: (ScheduledExecution, bool),
 }
 SCHEDULE_WORKFLOWS: dict[str, tuple[Any, Any]] = {
-    SCHEDULED_RUN_WORKFLOW: (None, str | None),  # no argument; the execution's id
+    # No argument when the schedule starts it; the execution waited for when it continues as new.
+    SCHEDULED_RUN_WORKFLOW: (ScheduledExecution | None, str | None),
 }

@@ -12,6 +12,7 @@ from contracts.schedules import (
     AWAIT_SCHEDULED_RUN,
     CANCEL_SCHEDULED_RUN,
     LAUNCH_SCHEDULED_RUN,
+    SCHEDULED_RUN_ENDED,
     Firing,
     Launched,
     ScheduledExecution,
@@ -44,6 +45,11 @@ class ScheduledRuns:
     async def await_scheduled_run(self, run: ScheduledExecution) -> None:
         """Returns when the execution has ended (heartbeating meanwhile, so a cancel reaches it)."""
         await firing.await_execution(self.clients, run, activity.heartbeat)
+
+    @activity.defn(name=SCHEDULED_RUN_ENDED)
+    async def scheduled_run_ended(self, run: ScheduledExecution) -> bool:
+        """Whether the execution has ended (asked now and then of a long run, holding no slot between)."""
+        return await firing.execution_ended(self.clients, run)
 
     @activity.defn(name=CANCEL_SCHEDULED_RUN)
     async def cancel_scheduled_run(self, run: ScheduledExecution) -> None:

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import typing
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 import httpx
 import pytest
 from temporalio import activity, workflow
+from temporalio.client import WorkflowExecutionStatus
 from temporalio.service import RPCError
 
 from contracts.schedules import SCHEDULE_ACTIVITIES, SCHEDULE_WORKFLOWS
@@ -215,6 +216,7 @@ def test_the_firings_functions_are_typed_as_their_contract():
         ScheduledRuns.launch_scheduled_run,
         ScheduledRuns.await_scheduled_run,
         ScheduledRuns.cancel_scheduled_run,
+        ScheduledRuns.scheduled_run_ended,
     ]
     found = {activity._Definition.must_from_callable(f).name: signature(f) for f in functions}
     assert found == SCHEDULE_ACTIVITIES
@@ -293,7 +295,6 @@ async def test_cancel_other_cancels_the_run_still_going(api):
 
 
 async def test_a_firing_replays_in_the_strict_sandbox(api, store, temporal_env):
-    from temporalio.client import WorkflowExecutionStatus
     from temporalio.worker import Replayer
 
     from infra.temporal.payload_codec import data_converter
@@ -338,3 +339,37 @@ async def test_a_patch_changes_spec_and_pause_together_or_nothing(api):
     first, second = (datetime.fromisoformat(t) for t in resumed["next_runs"][:2])
     assert resumed["paused"] is False and (second - first).total_seconds() == 600
     assert (await api.delete(f"/schedules/{created['id']}")).status_code == 202
+
+
+async def test_a_long_run_is_polled_holding_no_slot(api, temporal_env, monkeypatch):
+    import workflows.scheduled as scheduled
+
+    # The stack's worker runs in this process and shares the workflows package (process/worker.py), so a
+    # run is waited for in the worker for 1 s here, then polled every second.
+    monkeypatch.setattr(scheduled, "IN_WORKER_WAIT", timedelta(seconds=1))
+    monkeypatch.setattr(scheduled, "FIRST_POLL", timedelta(seconds=1))
+    task = await _task(
+        api, {"name": "slowish", "main": [{"sleep": {"seconds": 4}}, {"return": {"ok": True}}]}
+    )
+    created = await _schedule(api, task["id"], every="1h", paused=True)
+    assert (await api.post(f"/schedules/{created['id']}/trigger")).status_code == 202
+    (run,) = await _wait_runs(api, task["id"], created["id"], 1)
+    assert (await wait_for_status(api, run["id"]))["status"] == "succeeded"
+    client = temporal_env.client
+    query = f"WorkflowId STARTS_WITH '{created['temporal_schedule_id']}'"
+    for _ in range(100):
+        if found := [w async for w in client.list_workflows(query)]:
+            break
+        await asyncio.sleep(0.1)
+    handle = client.get_workflow_handle(found[0].id)
+    for _ in range(200):
+        if (await handle.describe()).status != WorkflowExecutionStatus.RUNNING:
+            break
+        await asyncio.sleep(0.1)
+    assert (await handle.describe()).status == WorkflowExecutionStatus.COMPLETED
+    names = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        async for e in handle.fetch_history_events()
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    assert names[:2] == ["launch_scheduled_run", "await_scheduled_run"] and "scheduled_run_ended" in names

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Callable
 
 from contracts.schedules import Firing, Launched, ScheduledExecution
+from contracts.transitions import TERMINAL_STATUSES
 from infra.settings import Settings
 from infra.store.schedules import ScheduleStore
 from services.clients import Clients
@@ -58,6 +59,12 @@ async def await_execution(clients: Clients, run: ScheduledExecution, alive: Call
     if waiting.done() and not waiting.cancelled():
         # An execution that failed, or whose start failed (no workflow at all), has ended all the same.
         waiting.exception()
+
+
+async def execution_ended(clients: Clients, run: ScheduledExecution) -> bool:
+    """Whether the execution has ended (one no longer there has)."""
+    found = await clients.store.get_execution(run.developer_id, run.execution_id)
+    return found is None or found.status in TERMINAL_STATUSES
 
 
 async def cancel_execution(clients: Clients, run: ScheduledExecution) -> None:
