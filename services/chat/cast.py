@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -54,8 +55,12 @@ def acting(agent: StoredAgent) -> Agent:
 
 async def cast(store: Store, developer: str, session: ChatSession, stored: StoredAgent, body: Chat) -> Cast:
     """Who takes part in one agent's turn and with which tools, read once per turn."""
-    users = [u for u in [await owned(store, USERS, developer, i) for i in session.users] if u]
-    agent_tools = await store.agent_tools(developer, stored.id)
+    # The users and the agent's tools, read at once.
+    found, agent_tools = await asyncio.gather(
+        asyncio.gather(*(owned(store, USERS, developer, i) for i in session.users)),
+        store.agent_tools(developer, stored.id),
+    )
+    users = [u for u in found if u]
     specs: dict[str, JsonObject] = {t.name: t.spec for t in agent_tools}
     for extra in body.tools or []:
         spec = ToolDef.model_validate(extra).model_dump(mode="json", by_alias=True, exclude_none=True)
