@@ -309,9 +309,7 @@ class CallSteps:
             response_format=response_format if isinstance(response_format, dict) else None,
             at=f"{params.task_info.get('name', '')}:{here}",  # where recordings file it
             owner=self._owner(),
-            stream_as=live_text.stream_name(
-                settings, step.label, here, task.guardrails, agent, params.handoff_agents
-            ),
+            stream_as=live_text.stream_name(settings, step.label, here, self.interpreter),
         )
         return request, tools, fixed, by_reference
 

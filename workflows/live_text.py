@@ -10,27 +10,19 @@ step's transition only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from contracts.json import JsonObject
 from workflows.agents import Agent
 from workflows.guardrails import in_order
-from workflows.language import Guardrails
+from workflows.step_runner import StepRunner
 
 
-def stream_name(
-    settings: JsonObject,
-    label: str | None,
-    here: str,
-    task_guardrails: Guardrails | None,
-    agent: Agent,
-    handoff_agents: Mapping[str, JsonObject],
-) -> str | None:
+def stream_name(settings: JsonObject, label: str | None, here: str, runner: StepRunner) -> str | None:
     """The name the step's live text goes out under, or None when it does not stream (or is held back). The
     agents a step may be handed to are those the execution read at its start (ExecutionParams)."""
     if settings.get("stream") is not True:
         return None
-    agents = [agent, *(Agent.of(raw) for raw in handoff_agents.values())]
-    if in_order(task_guardrails, *(a.guardrails for a in agents), stage="output"):
+    handed = [Agent.of(raw) for raw in runner.params.handoff_agents.values()]
+    owners = [runner.task.guardrails, runner.agent.guardrails, *(a.guardrails for a in handed)]
+    if in_order(*owners, stage="output"):
         return None
     return label or here
