@@ -373,3 +373,20 @@ async def test_a_long_run_is_polled_holding_no_slot(api, temporal_env, monkeypat
         if e.HasField("activity_task_scheduled_event_attributes")
     ]
     assert names[:2] == ["launch_scheduled_run", "await_scheduled_run"] and "scheduled_run_ended" in names
+
+
+@pytest.mark.parametrize(
+    "bad", ["not-a-uuid", "1; DROP TABLE schedules", "6f1c3d0e-1111-4222-8333-944445555666"]
+)
+async def test_missing_ids_are_404(api, bad):
+    routes = [
+        ("GET", f"/tasks/{bad}/schedules", None),
+        ("POST", f"/tasks/{bad}/schedules", {"every": "30s"}),
+        ("GET", f"/schedules/{bad}", None),
+        ("PATCH", f"/schedules/{bad}", {"paused": True}),
+        ("POST", f"/schedules/{bad}/trigger", None),
+        ("DELETE", f"/schedules/{bad}", None),
+    ]
+    for method, route, body in routes:
+        response = await api.request(method, route, json=body)
+        assert response.status_code == 404 and "not found" in response.text, (route, response.text)
