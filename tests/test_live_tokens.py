@@ -16,6 +16,7 @@ import sys
 import threading
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -236,3 +237,28 @@ async def test_mint_watch_prints_the_tokens_as_they_come(mapi, script, model_sta
     assert code == 0, (out, errors)
     assert f"{'text':<13} story {ANSWER}\n" in out, out
     assert out.index(ANSWER) < out.index("finish")
+
+
+async def test_mint_run_streams_the_example(mapi, script, model_stack, api_key, model_server):
+    script.reply = lambda call: Reply(content=ANSWER, delay=0.01)
+    example = Path(__file__).parent.parent / "examples" / "live_tokens.yaml"
+    command = [
+        sys.executable,
+        "-m",
+        "process.cli",
+        "run",
+        str(example),
+        "--input",
+        '{"topic": "lighthouses"}',
+    ]
+    ran = await asyncio.to_thread(
+        subprocess.run,
+        [*command, "--url", model_stack.url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "MINT_API_KEY": api_key},
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert f"{'text':<13} story {ANSWER}\n" in ran.stdout, ran.stdout
+    assert "lighthouses" in model_server.calls[-1].messages[-1]["content"]
