@@ -31,10 +31,10 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import httpx
 
+from contracts.json import JsonObject
 from tests.helpers import TERMINAL, api_client, start, wait_for_status
 from tests.local_http import Answer, LocalServer, Request
 from tests.stack import LocalMint
@@ -49,23 +49,31 @@ def answer(request: Request) -> Answer:
     return 200, {"Content-Type": "application/json"}, b'{"ok": true}'
 
 
-def slow_task(url: str, local: bool | None) -> dict[str, Any]:
-    tool = {"name": "slow", "type": "api_call", "api_call": {"method": "GET", "url": url + "slow"}}
-    step: dict[str, Any] = {"tool": "slow", "arguments": {}}
+def slow_task(url: str, local: bool | None) -> JsonObject:
+    tool: JsonObject = {
+        "name": "slow",
+        "type": "api_call",
+        "api_call": {"method": "GET", "url": url + "slow"},
+    }
+    step: JsonObject = {"tool": "slow", "arguments": {}}
     if local is not None:
         step["local"] = local
     return {"name": "flood", "tools": [tool], "main": [step]}
 
 
-def quick_task(url: str, local: bool | None) -> dict[str, Any]:
-    tool = {"name": "fast", "type": "api_call", "api_call": {"method": "GET", "url": url + "fast"}}
-    step: dict[str, Any] = {"tool": "fast", "arguments": {}}
+def quick_task(url: str, local: bool | None) -> JsonObject:
+    tool: JsonObject = {
+        "name": "fast",
+        "type": "api_call",
+        "api_call": {"method": "GET", "url": url + "fast"},
+    }
+    step: JsonObject = {"tool": "fast", "arguments": {}}
     if local is not None:
         step["local"] = local
     return {"name": "quick", "tools": [tool], "main": [{"evaluate": {"x": "$ 1 + 1"}}, step]}
 
 
-async def make_task(api: httpx.AsyncClient, doc: dict[str, Any]) -> str:
+async def make_task(api: httpx.AsyncClient, doc: JsonObject) -> str:
     agent = (await api.post("/agents", json={"name": "fairness"})).json()
     response = await api.post(f"/agents/{agent['id']}/tasks", json=doc)
     assert response.status_code == 201, response.text
