@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -85,10 +86,16 @@ async def test_an_input_the_schema_refuses_is_a_422_naming_the_path_and_the_wait
     assert [r["type"] for r in await transitions(api, execution_id)].count("resume") == 1
 
 
-async def test_waits_in_parallel_branches_are_answered_by_id_in_any_order(api):
+async def test_waits_in_parallel_branches_are_answered_by_id_in_any_order(api, api_key, store):
     task = await create_task(api, (await create_agent(api))["id"], BRANCHES)
     execution_id = (await start(api, task["id"]))["id"]
     first, second = await _waits(api, execution_id, 2)
+    # What a webhook sends (Store.open_waits, OpenWait.to_json) is what GET lists.
+    developer = str(await store.developer_for_key(api_key))
+    sent = [w.to_json() for w in await store.open_waits(developer, execution_id)]
+    assert [{**w, "opened_at": datetime.fromisoformat(w["opened_at"])} for w in sent] == [
+        {**w, "opened_at": datetime.fromisoformat(w["opened_at"])} for w in (first, second)
+    ]
     assert (first["info"], first["step"]) == ("first", "main[0].parallel[0][0]")
     assert (second["info"], second["step"]) == ("second", "main[0].parallel[1][0]")
     assert first["opened_at"] <= second["opened_at"]
