@@ -262,3 +262,22 @@ async def test_mint_run_streams_the_example(mapi, script, model_stack, api_key, 
     assert ran.returncode == 0, ran.stderr
     assert f"{'text':<13} story {ANSWER}\n" in ran.stdout, ran.stdout
     assert "lighthouses" in model_server.calls[-1].messages[-1]["content"]
+
+
+class _CutOff(threading.Event):
+    """A hold that breaks the model server's answer off after its first piece (the connection closes)."""
+
+    def wait(self, timeout: float | None = None) -> bool:
+        raise ConnectionAbortedError("the model's answer broke off")
+
+
+async def test_an_answer_cut_off_mid_stream_is_retried_and_listeners_get_the_retrys_text(mapi, script):
+    replies = iter([Reply(content=ANSWER, hold=_CutOff()), Reply(content=ANSWER, delay=0.005)])
+    script.reply = lambda call: next(replies)
+    execution_id = await _started(mapi, _task())
+    async with asyncio.timeout(HANG_GUARD):
+        seen = await _rest(_events(mapi, execution_id))
+    assert _text(seen) == FIRST + ANSWER  # the lost attempt's first piece, then the retry's from its start
+    steps = [e["data"] for e in seen if e["event"] == "transition" and e["data"]["type"] == "step"]
+    assert len(steps) == 1 and steps[0]["output"] == ANSWER
+    assert steps[0]["metadata"]["attempts"] == 2

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 
+import httpx
 from openai import AsyncStream
 from openai.types.chat import ChatCompletionChunk
 
 from contracts.messages import Completion, Message, ToolCall, Usage
+from infra.temporal import errors
 
 # Where a streamed answer's text goes, piece by piece (session chat with `stream: true`).
 OnText = Callable[[str], Awaitable[None]]
@@ -19,7 +21,7 @@ async def joined(stream: AsyncStream[ChatCompletionChunk], on_text: OnText) -> C
     calls: dict[int, ToolCall] = {}
     answer = Completion(object="chat.completion", choices=[], usage=Usage())
     finish = None
-    async for chunk in stream:
+    async for chunk in _chunks(stream):
         answer["id"], answer["created"], answer["model"] = chunk.id, chunk.created, chunk.model
         if chunk.usage is not None:
             used = chunk.usage
@@ -40,8 +42,21 @@ async def joined(stream: AsyncStream[ChatCompletionChunk], on_text: OnText) -> C
                 call["function"]["name"] += (part.function.name if part.function else None) or ""
                 call["function"]["arguments"] += (part.function.arguments if part.function else None) or ""
             finish = choice.finish_reason or finish
+    if finish is None:  # a stream cut off (a provider's every answer ends with its finish reason)
+        raise errors.transient("the model's stream ended before its answer did", "ModelUnavailable")
     message = Message(role="assistant", content="".join(texts) or None)
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
     answer["choices"] = [{"index": 0, "message": message, "finish_reason": finish}]
     return answer
+
+
+async def _chunks(stream: AsyncStream[ChatCompletionChunk]) -> AsyncIterator[ChatCompletionChunk]:
+    """The stream's chunks; a connection lost mid-answer is the provider's failure, retried like a 5xx."""
+    try:
+        async for chunk in stream:
+            yield chunk
+    except httpx.TransportError as exc:
+        raise errors.transient(
+            f"the model's stream broke off: {type(exc).__name__}", "ModelUnavailable"
+        ) from None
