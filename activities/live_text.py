@@ -44,13 +44,15 @@ class LiveText:
             self._writer = asyncio.create_task(self._write_while_open())
 
     async def close(self) -> None:
-        """The call ended (answered or failed): publish the whole text as the call's last."""
+        """The call ended (answered or failed): publish the whole text as the call's last (nothing, for a
+        call that wrote no text: a round of tool calls)."""
+        if self._writer is None:
+            return
         self._closing.set()
         self._dirty.set()
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(CLOSE_TIMEOUT):
-                if self._writer is not None:
-                    await self._writer
+                await self._writer
                 await self._publish(done=True)
                 await self.streams.sweep()
 

@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
+from activities import live_text as publishing
 from contracts.records.live_text import LiveText
 from infra.store.step_streams import StepStreams
 from services.executions.deltas import Delta, LiveDeltas
@@ -281,3 +282,38 @@ async def test_an_answer_cut_off_mid_stream_is_retried_and_listeners_get_the_ret
     steps = [e["data"] for e in seen if e["event"] == "transition" and e["data"]["type"] == "step"]
     assert len(steps) == 1 and steps[0]["output"] == ANSWER
     assert steps[0]["metadata"]["attempts"] == 2
+
+
+class _CountingStreams:
+    """Stands in for StepStreams: counts the writes a call's live text makes, and keeps the last."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, bool]] = []
+        self.swept = 0
+
+    async def publish(self, execution, key, step, run, attempt, text, done) -> None:
+        await asyncio.sleep(0.002)  # a database round trip
+        self.writes.append((text, done))
+
+    async def sweep(self) -> None:
+        self.swept += 1
+
+
+async def test_live_text_coalesces_its_writes():
+    streams = _CountingStreams()
+    live = publishing.LiveText(streams, str(uuid.uuid4()), "call/1", "main[0]", 1)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    for i in range(500):  # a token every millisecond or so
+        await live.piece(f"{i} ")
+        await asyncio.sleep(0.001)
+    await live.close()
+    took = loop.time() - began
+    whole = "".join(f"{i} " for i in range(500))
+    assert streams.writes[-1] == (whole, True) and streams.swept == 1
+    assert len(streams.writes) <= took / publishing.INTERVAL + 2, (len(streams.writes), took)
+    assert all(whole.startswith(text) for text, _ in streams.writes)
+
+    quiet = _CountingStreams()
+    await publishing.LiveText(quiet, str(uuid.uuid4()), "call/2", "main[0]", 1).close()  # a call with no text
+    assert quiet.writes == [] and quiet.swept == 0
