@@ -119,8 +119,8 @@ class _Follower:
                 raise item
             else:  # the stream ended: the execution ended, or the connection did
                 execution = call(self.api, "GET", f"/executions/{self.execution_id}")
+                self._end_text()  # a reopened stream starts a step's text again, on a line of its own
                 if execution["status"] in OUTCOMES:
-                    self._end_text()
                     return _outcome(execution)
                 time.sleep(1)
                 self._open_stream()
