@@ -148,7 +148,7 @@ class HttpActivities:
             destination = await self.egress.resolve(url, quote=not carries_secrets)
         except EgressRefused as exc:
             raise errors.permanent(str(exc), "EgressRefused") from None
-        pinned, headers, extensions = _pinned(url, destination, request.get("headers") or {})
+        pinned, headers, extensions = pinned_url(url, destination, request.get("headers") or {})
         try:
             async with self.client.stream(
                 method,
@@ -169,7 +169,7 @@ class HttpActivities:
             raise errors.permanent(detail, "BadToolCall") from None
 
 
-def _pinned(
+def pinned_url(
     url: str, destination: Destination, headers: dict[str, str]
 ) -> tuple[str, dict[str, str], dict[str, str]]:
     """`url` aimed at the checked address, with the original host in Host (and in TLS, for https)."""

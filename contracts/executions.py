@@ -88,6 +88,9 @@ class ExecutionParams:
     # (contracts/temporal.py QUEUE_KINDS): fixed when the execution starts, so that every replay schedules
     # the same commands whatever a worker's settings say. A call with a queue never runs in the worker.
     queues: dict[str, str] = field(default_factory=dict)
+    # Where the execution reports its statuses (workflows/webhooks.py): the create body's callback_url, else
+    # its task's. None sends nothing (and schedules no command, as every run recorded before the field).
+    callback_url: str | None = None
 
 
 @dataclass

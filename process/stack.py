@@ -28,6 +28,7 @@ from activities.observe import ActivityObserver
 from activities.sessions import SessionActivities
 from activities.system import SystemActivities, system_caller
 from activities.transitions import TransitionWriter
+from activities.webhooks import WebhookActivities
 from api.app import create_app, create_internal_app
 from infra.models.client import model_client
 from infra.models.embeddings import Embedders, EmbeddingChoice, embedder_for, loaded
@@ -41,6 +42,7 @@ from infra.store.execution_events import ExecutionEvents
 from infra.store.secrets import SecretStore
 from infra.store.step_streams import StepStreams
 from infra.store.tables import Store
+from infra.store.webhook_secrets import WebhookSecrets
 from infra.telemetry.metrics import Metrics, metrics_app
 from infra.telemetry.tracing import Tracing
 from infra.temporal.client import connect_from_settings
@@ -205,6 +207,7 @@ def worker_for(
         docs=DocActivities(clients.docs, clients.embedders),
         sessions=SessionActivities(clients.store, clients.models),
         schedules=ScheduledRuns(clients, settings),
+        webhooks=WebhookActivities(http, egress, WebhookSecrets(pool)),
     )
     return build_workers(temporal, activities, settings, [ActivityObserver(metrics)])
 

@@ -22,10 +22,12 @@ from activities.sessions import SessionActivities
 from activities.system import SystemActivities
 from activities.tenant_limits import DeveloperLimiter, TenantLimits
 from activities.transitions import TransitionWriter
+from activities.webhooks import WebhookActivities
 from activities.worker_calls import WorkerCalls
 from contracts.liveness import HEARTBEAT_THROTTLE, STICKY_TIMEOUT
 from contracts.schedules import SCHEDULE_ACTIVITIES
 from contracts.temporal import QUEUE_KINDS, WORKER_CALLS, WORKFLOWS_KIND
+from contracts.webhooks import WEBHOOK_ACTIVITIES
 from infra.settings import Settings
 from infra.temporal.workflow_slots import WorkflowTaskSlots
 from process.scheduled_runs import ScheduledRuns
@@ -81,6 +83,7 @@ class WorkerActivities:
     docs: DocActivities
     sessions: SessionActivities
     schedules: ScheduledRuns  # a schedule's firings (contracts/schedules.py), on the main queue
+    webhooks: WebhookActivities  # completion webhooks' deliveries (contracts/webhooks.py), on the main queue
 
 
 def activity_table(activities: WorkerActivities) -> dict[str, Activity]:
@@ -118,7 +121,8 @@ def build_workers(
     for queue, kinds in settings.polled_queues().items():
         if WORKFLOWS_KIND in kinds:
             firings = activities_by_name(activities.schedules, names=SCHEDULE_ACTIVITIES)
-            main = [*every.values(), *firings.values()]
+            deliveries = activities_by_name(activities.webhooks, names=WEBHOOK_ACTIVITIES)
+            main = [*every.values(), *firings.values(), *deliveries.values()]
             workers.append(_worker(client, queue, main, WORKFLOWS, settings, interceptors, slots))
         else:
             own = [every[name] for kind in kinds for name in QUEUE_KINDS[kind]]

@@ -43,6 +43,7 @@ from workflows.transition_log import Logged, TransitionLog
 from workflows.values import Names, ValueEvaluator
 from workflows.visibility import Visibility
 from workflows.waits import Waits
+from workflows.webhooks import Webhooks
 
 MAX_YIELD_DEPTH = 200
 # Julep's loops: a log step passes its input through, a yield ending an if/switch branch is a tail call, a nested
@@ -83,9 +84,11 @@ class Interpreter:
         self.depth = 0  # nested (non-tail) yields, counted here in legacy runs only (Frame.depth otherwise)
         self.legacy = True if chunk else self._started_legacy()  # a chunk's is its parent's (run_chunk)
         self.fan_out = FanOut(self)  # foreach, map_reduce, parallel
+        self.webhooks = Webhooks(params)  # reports to the execution's callback_url, if it has one
         self.waits = Waits(
             self.log, inbox, self.values, CHUNK_ITEMS if chunk else None, self.view, self.patched
         )
+        self.waits.webhooks = self.webhooks
         self.call_steps = CallSteps(self)  # tool calls, prompts, search
         self.guards = ExecutionGuardrails(self, self.call_steps, self._names)  # the task's and agent's
         self.root: Frame  # main's frame, or what replaced it through tail yields (set by _start)
@@ -109,16 +112,19 @@ class Interpreter:
             await self.guards.run("output", output, frame)
             self.log.add("finish", output, frame.last_position())
             await self.log.flush(status="succeeded", output=output)
+            await self.webhooks.ended(self.log.seq, "succeeded", {"output": output})
             return output
         except asyncio.CancelledError:
             self.log.add("cancelled", None, self.root.position())
             await self.log.flush(status="cancelled")
+            await self.webhooks.ended(self.log.seq, "cancelled", {"error": "cancelled"})
             raise
         except Exception as exc:  # every failure ends the execution visibly; none leaves it stuck
             # A message may quote the very text that failed (an `error` step's); it must be storable too.
             message = storable_text(failure_message(exc))
             details = exc.details() if isinstance(exc, TypedFailure) else None
             await self.log.fail(message, self.root.position(), failure_type(message), details)
+            await self.webhooks.ended(self.log.seq, "failed", {"error": message})
             raise StepFailed(message) from None
 
     def _start(self) -> tuple[Frame, int]:

@@ -8,6 +8,7 @@ from workflows.execution import MapChunkWorkflow, TaskExecutionWorkflow
 from workflows.scheduled import ScheduledRunWorkflow
 from workflows.sessions import CompressSessionWorkflow
 from workflows.tools import RunToolWorkflow
+from workflows.webhooks import WebhookDeliveryWorkflow
 
 WORKFLOWS = [
     TaskExecutionWorkflow,
@@ -16,4 +17,5 @@ WORKFLOWS = [
     CompressSessionWorkflow,
     RunToolWorkflow,
     ScheduledRunWorkflow,
+    WebhookDeliveryWorkflow,
 ]

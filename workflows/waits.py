@@ -18,6 +18,7 @@ from workflows.input_schema import normalize_input_schema
 from workflows.transition_log import TransitionLog
 from workflows.values import Names, ValueEvaluator
 from workflows.visibility import Visibility, quoted, where
+from workflows.webhooks import Webhooks
 
 EARLY_RESUME_PATCH = "a-resume-before-its-wait-opens-answers-it"
 # Before this patch a timed-out wait's `default` was its output as written (`$ "x"` the text `$ "x"`); it is
@@ -40,6 +41,7 @@ class Waits:
         self.values = values
         self.view = view
         self.patched = patched
+        self.webhooks: Webhooks | None = None  # told of each wait that opens and closes
         # Set when running part of a large fan-out (chunks of up to this many items) in a child workflow,
         # which no resume can reach.
         self.chunk_items = chunk_items
@@ -111,13 +113,18 @@ class Waits:
             )
         self.log.open_waits += 1
         self.log.add("wait", output, position, label=label, metadata=metadata)
-        wait_seq = self.log.seq
+        wait_seq, wait_id = self.log.seq, self.log.pending[-1]["id"]
         self.inbox.opened(wait_seq, schema)
         # Before this patch a resume that came before its wait opened was dropped (see inbox.py).
         if wait_seq in self.inbox.early and self.patched(EARLY_RESUME_PATCH):
             self.inbox.take_early(wait_seq)
         self.view.waiting(wait_seq, _asks(output, where(position, label)))
         await self.log.flush()
+        if self.webhooks is not None:
+            info = output["info"] if "info" in output else output.get("tool_call")
+            await self.webhooks.waiting(
+                wait_seq, {"id": wait_id, "step": label or where(position), "info": info}
+            )
         try:
             await workflow.wait_condition(lambda: wait_seq in self.inbox.answers, timeout=timeout)
             received = self.inbox.answers.pop(wait_seq)
@@ -134,6 +141,8 @@ class Waits:
             self.log.open_waits -= 1
             self.inbox.closed(wait_seq)
             self.view.answered(wait_seq)
+            if self.webhooks is not None:
+                self.webhooks.answered(wait_seq)
         self.log.add("resume", received, position, metadata={**(metadata or {}), "wait_seq": wait_seq})
         return received
 

@@ -1,8 +1,10 @@
-"""The calling developer's own settings: the default budget of executions and sessions, and the model that
-embeds their docs."""
+"""The calling developer's own settings: the default budget of executions and sessions, the model that
+embeds their docs, and the secret that signs their webhooks."""
 
 from __future__ import annotations
 
+import asyncio
+from dataclasses import asdict
 from typing import Annotated
 
 from fastapi import APIRouter
@@ -14,6 +16,7 @@ from api.schemas.common import RequestBody
 from contracts.budgets import Budget
 from services import developer as service
 from services.developer import SettingsChange
+from services.webhooks import rotate_webhook_secret, webhook_secret
 
 router = APIRouter(tags=["developer"], responses=ERROR_RESPONSES)
 
@@ -22,6 +25,12 @@ class DeveloperSettings(BaseModel):
     default_budget: Budget | None = None
     embedding_model: str | None = None  # null: the server's (MINT_EMBEDDING_MODEL)
     embedding_dimensions: int | None = None
+    # The key of the HMAC in every completion webhook's Mint-Signature header (docs/webhooks.md).
+    webhook_secret: str | None = None
+
+
+class WebhookSecret(BaseModel):
+    webhook_secret: str
 
 
 class DeveloperSettingsChange(RequestBody):
@@ -47,12 +56,22 @@ class DeveloperSettingsChange(RequestBody):
 
 
 @router.get("/developer/settings", response_model=DeveloperSettings)
-async def get_settings(developer: Developer, clients: ClientsDep) -> service.DeveloperSettings:
-    return await service.settings(clients, developer)
+async def get_settings(developer: Developer, clients: ClientsDep) -> DeveloperSettings:
+    found, secret = await asyncio.gather(
+        service.settings(clients, developer), webhook_secret(clients, developer)
+    )
+    return DeveloperSettings(**asdict(found), webhook_secret=secret)
 
 
 @router.put("/developer/settings", response_model=DeveloperSettings)
 async def put_settings(
     body: DeveloperSettingsChange, developer: Developer, clients: ClientsDep
-) -> service.DeveloperSettings:
-    return await service.change(clients, developer, body.change())
+) -> DeveloperSettings:
+    changed = await service.change(clients, developer, body.change())
+    return DeveloperSettings(**asdict(changed), webhook_secret=await webhook_secret(clients, developer))
+
+
+@router.post("/developer/webhook-secret/rotate", response_model=WebhookSecret)
+async def rotate_secret(developer: Developer, clients: ClientsDep) -> WebhookSecret:
+    """A new webhook secret replaces the old one at once: deliveries sent from now on are signed with it."""
+    return WebhookSecret(webhook_secret=await rotate_webhook_secret(clients, developer))

@@ -38,7 +38,10 @@ async def create_execution(
     """Start an execution; the same `Idempotency-Key` returns the same execution."""
     settings = request.app.state.settings
     metadata = body.metadata or {}
-    return await start_execution(clients, settings, developer, task_id, body.input, metadata, idempotency_key)
+    url = body.callback_url
+    return await start_execution(
+        clients, settings, developer, task_id, body.input, metadata, idempotency_key, callback_url=url
+    )
 
 
 @router.get("/tasks/{task_id}/executions", response_model=schemas.ItemList[schemas.Execution])

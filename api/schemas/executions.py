@@ -9,11 +9,14 @@ from pydantic import BaseModel, Field, field_validator
 
 from api.schemas.common import RequestBody, ToolMetadata
 from contracts.json import JsonObject
+from contracts.webhooks import CallbackUrl
 
 
 class ExecutionCreate(RequestBody):
     input: Any = Field(default_factory=dict, json_schema_extra={"not": {"type": "null"}})
     metadata: ToolMetadata | None = None
+    # Where Mint POSTs the execution's statuses (docs/webhooks.md); the task's callback_url when not given.
+    callback_url: CallbackUrl | None = None
     # The SDK's create params include these server-owned fields; they are accepted and ignored.
     output: Any = None
     error: str | None = None

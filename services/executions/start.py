@@ -35,11 +35,13 @@ async def start_execution(
     metadata: JsonObject,
     idempotency_key: str | None = None,
     version: int | None = None,
+    callback_url: str | None = None,
 ) -> Execution:
     """Validate the input, insert the execution (`queued`), start its workflow; a failed start is recorded.
 
     With an idempotency key, a repeated request returns the execution the first one created. `version`: the
-    task's version to run (a schedule's pinned one), else its latest."""
+    task's version to run (a schedule's pinned one), else its latest. `callback_url`: where its statuses are
+    posted, instead of the task's."""
     store = clients.store
     # What a start reads, read at once (each on a connection of its own) rather than one after another.
     task, existing, in_flight, default_budget = await asyncio.gather(
@@ -66,7 +68,9 @@ async def start_execution(
         if existing is None:
             raise
         return await _replayed(clients, settings, developer, task, existing, body_input)
-    await launch(clients.store, clients.temporal, settings, developer, task, execution, read=read)
+    await launch(
+        store, clients.temporal, settings, developer, task, execution, read=read, callback_url=callback_url
+    )
     # Its workflow is started; the worker may already have moved the row on (that is what GET answers).
     return execution.moved_to("starting")
 

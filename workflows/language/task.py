@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from contracts.budgets import Budget
 from contracts.json import JsonObject
+from contracts.webhooks import CallbackUrl
 from workflows.language.common import JsonField
 from workflows.language.guardrails import Guardrails
 from workflows.language.parts import StepDefaults
@@ -27,6 +28,7 @@ TASK_FIELDS = frozenset(
         "guardrails",
         "main",
         "budget",
+        "callback_url",
     }
 )
 IGNORED_TASK_FIELDS = frozenset(
@@ -72,6 +74,7 @@ class TaskSpec(BaseModel):
     defaults: StepDefaults | None = None
     budget: Budget | None = None  # limits on the execution's model calls (contracts/budgets.py)
     guardrails: Guardrails | None = None  # run on the execution's input and final output
+    callback_url: CallbackUrl | None = None  # its executions' default (docs/webhooks.md)
     workflows: dict[str, Annotated[list[Step], Field(min_length=1)]]
 
     @model_validator(mode="before")
