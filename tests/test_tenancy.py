@@ -128,6 +128,13 @@ ROUTES: list[Case] = [
         "/executions/{a_execution}/restart",
         {"from_transition": "{a_transition}"},
     ),
+    # Schedules
+    Case("POST", "/tasks/{task_id}/schedules", "/tasks/{a_task}/schedules", {"every": "1h", "paused": True}),
+    Case("GET", "/tasks/{task_id}/schedules", "/tasks/{a_task}/schedules"),
+    Case("GET", "/schedules/{schedule_id}", "/schedules/{a_schedule}"),
+    Case("PATCH", "/schedules/{schedule_id}", "/schedules/{a_schedule}", {"paused": False}),
+    Case("POST", "/schedules/{schedule_id}/trigger", "/schedules/{a_schedule}/trigger"),
+    Case("DELETE", "/schedules/{schedule_id}", "/schedules/{a_schedule}"),
     # Docs: the generic /{owners}/... routes, once with an agent and once with a user as the owner.
     *_doc_cases("agents", "/agents/{a_agent}", "{a_agent_doc}"),
     *_doc_cases("users", "/users/{a_user}", "{a_user_doc}"),
@@ -248,6 +255,8 @@ A_READS = [
     "/users/{a_user}/docs",
     "/tasks/{a_task}",
     "/tasks/{a_task}/executions",
+    "/tasks/{a_task}/schedules",
+    "/schedules/{a_schedule}",
     "/executions/{a_execution}",
     "/executions/{a_execution}/transitions",
     "/executions/{a_execution}/transitions/{a_transition}",
@@ -313,6 +322,7 @@ async def _a_resources(a: httpx.AsyncClient) -> dict[str, str]:
     )
     _created(await a.post("/projects", json={"name": "A's", "canonical_name": A_PROJECT}))
     file = _created(await a.post("/files", json={"name": "a.txt", "content": "YQ==", "project": A_PROJECT}))
+    schedule = _created(await a.post(f"/tasks/{task['id']}/schedules", json={"every": "1h", "paused": True}))
     return {
         "a_agent": agent["id"],
         "a_tool": tool["id"],
@@ -326,6 +336,7 @@ async def _a_resources(a: httpx.AsyncClient) -> dict[str, str]:
         "a_secret": secret["id"],
         "a_agent_secret": agent_secret["id"],
         "a_file": file["id"],
+        "a_schedule": schedule["id"],
     }
 
 
