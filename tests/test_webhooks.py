@@ -10,6 +10,7 @@ import hmac
 import json
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,6 +20,8 @@ from temporalio.client import WorkflowFailureError
 from tests.helpers import api_client, create_agent, create_task, wait_for_status
 from tests.local_http import Answer, LocalServer, Request, ok
 from tests.test_crash import Crashable
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
 
 RETURNS = {"name": "returns", "main": [{"return": {"greeting": "$ 'hello ' + _.name"}}]}
 FAILS = {"name": "fails", "main": [{"error": "$ 'no ' + _.name"}]}
@@ -215,3 +218,17 @@ async def test_a_delivery_survives_the_worker_killed_mid_delivery(postgres_url, 
         assert first.headers["Mint-Delivery-Id"] == again.headers["Mint-Delivery-Id"]
         body = json.loads(again.body)
         assert (body["execution_id"], body["status"]) == (execution["id"], "succeeded")
+
+
+async def test_the_webhook_example_runs(api):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("webhook_example", EXAMPLES / "webhook.py")
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    waiting, done = await example.main(api)
+    assert (waiting["status"], waiting["verified"]) == ("awaiting_input", True)
+    assert waiting["waits"][0]["info"] == {"question": "Approve 120 EUR?"}
+    assert (done["status"], done["output"], done["verified"]) == ("succeeded", {"approved": True}, True)
+    assert not example.verify("wrong secret", "t=1,v1=00", b"{}")
