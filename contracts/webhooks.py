@@ -21,10 +21,12 @@ REPORTED_STATUSES = ("succeeded", "failed", "cancelled", "awaiting_input")
 MAX_CALLBACK_URL = 2048
 
 
-def delivery_id(execution_id: str, seq: int) -> str:
-    """A delivery's id (its workflow's id and its Mint-Delivery-Id header): the execution and the seq of the
-    transition that reached the status, so a replay or a retry names the same delivery."""
-    return f"webhook-{execution_id}-{seq}"
+def delivery_id(execution_id: str, seq: int, first_run_id: str) -> str:
+    """A delivery's id (its workflow's id and its Mint-Delivery-Id header): the execution, the seq of the
+    transition that reached the status, and the start of the first run of the execution's workflow (a
+    restart runs the execution anew, and numbers its transitions again from the point it restarts at), so a
+    replay or a retry names the same delivery and no two deliveries share one."""
+    return f"webhook-{execution_id}-{seq}-{first_run_id[:8]}"
 
 
 @dataclass(frozen=True)

@@ -66,7 +66,7 @@ async def _task(api: httpx.AsyncClient, spec: dict[str, Any]) -> dict[str, Any]:
     return await create_task(api, (await create_agent(api))["id"], spec)
 
 
-async def test_a_succeeded_execution_posts_a_signed_webhook(api):
+async def test_a_succeeded_execution_posts_a_signed_webhook(api, temporal_env):
     receiver = LocalServer()
     task = await _task(api, RETURNS)
     execution = await start_with(api, task["id"], receiver.url + "hook", {"name": "ada"})
@@ -81,7 +81,9 @@ async def test_a_succeeded_execution_posts_a_signed_webhook(api):
         "status": "succeeded",
         "output": {"greeting": "hello ada"},
     }
-    assert request.headers["Mint-Delivery-Id"] == f"webhook-{execution['id']}-{done['transition_count']}"
+    run = (await temporal_env.client.get_workflow_handle(execution["id"]).describe()).run_id
+    delivery = f"webhook-{execution['id']}-{done['transition_count']}-{run[:8]}"
+    assert request.headers["Mint-Delivery-Id"] == delivery
     await asyncio.sleep(1)
     assert len(receiver.requests) == 1  # one status, one delivery
 
@@ -168,7 +170,9 @@ async def test_an_address_the_egress_rules_refuse_fails_the_delivery_at_once(api
     execution = await start_with(api, task["id"], "http://10.1.2.3/hook", {"name": "ed"})
     done = await wait_for_status(api, execution["id"])
     assert done["status"] == "succeeded"  # the execution's own outcome does not depend on its webhook
-    handle = temporal_env.client.get_workflow_handle(f"webhook-{execution['id']}-{done['transition_count']}")
+    run = (await temporal_env.client.get_workflow_handle(execution["id"]).describe()).run_id
+    delivery = f"webhook-{execution['id']}-{done['transition_count']}-{run[:8]}"
+    handle = temporal_env.client.get_workflow_handle(delivery)
     with pytest.raises(WorkflowFailureError):
         await asyncio.wait_for(handle.result(), timeout=30)
 

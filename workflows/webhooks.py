@@ -74,7 +74,7 @@ class Webhooks:
         if self.url is None:
             return
         delivery = WebhookDelivery(
-            delivery_id=delivery_id(self.execution_id, seq),
+            delivery_id=delivery_id(self.execution_id, seq, workflow.info().first_execution_run_id),
             developer_id=self.developer_id,
             url=self.url,
             body={"execution_id": self.execution_id, "task_id": self.task_id, **report},
