@@ -25,8 +25,13 @@ class DeveloperSettings(BaseModel):
     default_budget: Budget | None = None
     embedding_model: str | None = None  # null: the server's (MINT_EMBEDDING_MODEL)
     embedding_dimensions: int | None = None
-    # The key of the HMAC in every completion webhook's Mint-Signature header (docs/webhooks.md).
-    webhook_secret: str | None = None
+
+
+class DeveloperSettingsShown(DeveloperSettings):
+    """What GET answers: the settings, and the key of the HMAC in every completion webhook's Mint-Signature
+    header (docs/webhooks.md), which PUT does not change."""
+
+    webhook_secret: str
 
 
 class WebhookSecret(BaseModel):
@@ -55,20 +60,19 @@ class DeveloperSettingsChange(RequestBody):
         return change
 
 
-@router.get("/developer/settings", response_model=DeveloperSettings)
-async def get_settings(developer: Developer, clients: ClientsDep) -> DeveloperSettings:
+@router.get("/developer/settings", response_model=DeveloperSettingsShown)
+async def get_settings(developer: Developer, clients: ClientsDep) -> DeveloperSettingsShown:
     found, secret = await asyncio.gather(
         service.settings(clients, developer), webhook_secret(clients, developer)
     )
-    return DeveloperSettings(**asdict(found), webhook_secret=secret)
+    return DeveloperSettingsShown(**asdict(found), webhook_secret=secret)
 
 
 @router.put("/developer/settings", response_model=DeveloperSettings)
 async def put_settings(
     body: DeveloperSettingsChange, developer: Developer, clients: ClientsDep
-) -> DeveloperSettings:
-    changed = await service.change(clients, developer, body.change())
-    return DeveloperSettings(**asdict(changed), webhook_secret=await webhook_secret(clients, developer))
+) -> service.DeveloperSettings:
+    return await service.change(clients, developer, body.change())
 
 
 @router.post("/developer/webhook-secret/rotate", response_model=WebhookSecret)
