@@ -19,12 +19,15 @@ class WebhookSecrets:
 
     async def get(self, developer_id: str) -> str:
         """The developer's secret, made now if they have none (two first reads at once agree on one)."""
-        secret = await self.pool.fetchval(
-            "INSERT INTO webhook_secrets (developer_id, secret) VALUES ($1, $2) "
-            "ON CONFLICT (developer_id) DO UPDATE SET secret = webhook_secrets.secret RETURNING secret",
-            developer_id,
-            new_secret(),
-        )
+        query = "SELECT secret FROM webhook_secrets WHERE developer_id = $1"
+        secret = await self.pool.fetchval(query, developer_id)
+        if secret is None:  # the first read: a read-only upsert would rewrite the row at every read after
+            await self.pool.execute(
+                "INSERT INTO webhook_secrets (developer_id, secret) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                developer_id,
+                new_secret(),
+            )
+            secret = await self.pool.fetchval(query, developer_id)
         return str(secret)
 
     async def rotate(self, developer_id: str) -> str:
