@@ -141,6 +141,22 @@ async def test_a_task_callback_url_is_its_executions_default(api):
     assert len(receiver.requests) == 1  # the execution's own callback_url replaced the task's
 
 
+async def test_a_restart_reports_to_the_executions_own_callback_url(api):
+    """The create body's callback_url is kept with the execution: its restart reports there too."""
+    receiver = LocalServer()
+    task = await _task(api, {"name": "two", "main": [{"evaluate": {"x": "$ 1"}}, {"return": {"x": "$ _.x"}}]})
+    first = await start_with(api, task["id"], receiver.url + "own", {})
+    await received(receiver, 1)
+    steps = [t for t in await _transitions(api, first["id"]) if t["type"] == "step"]
+    from_transition = steps[0]["id"]
+    restarted = await api.post(
+        f"/executions/{first['id']}/restart", json={"from_transition": from_transition}
+    )
+    assert restarted.status_code == 201, restarted.text
+    _, again = await received(receiver, 2)
+    assert again.path == "/own" and json.loads(again.body)["execution_id"] == restarted.json()["id"]
+
+
 async def test_a_500_is_redelivered_with_the_same_delivery_id(api):
     answers = iter([500])
     receiver = LocalServer(lambda request: (next(answers, 200), {}, b""))

@@ -59,6 +59,7 @@ class Execution:
     completion_tokens: int = 0
     cost: float = 0.0
     restarted_from: str | None = None
+    callback_url: str | None = None  # where it reports its statuses (docs/webhooks.md)
     task_name: str | None = None  # in the developer-wide list only
     waits: tuple[OpenWait, ...] | None = None  # read for one execution only (services/executions/reads.py)
 

@@ -50,6 +50,7 @@ def read_execution(row: Row) -> Execution:
         completion_tokens=integer(row, "completion_tokens", 0),
         cost=number(row, "cost", 0.0),
         restarted_from=optional_text(row, "restarted_from"),
+        callback_url=optional_text(row, "callback_url"),
         task_name=optional_text(row, "task_name"),
     )
 

@@ -28,13 +28,14 @@ class Executions(PoolUser):
         metadata: JsonObject,
         budget: JsonObject | None,
         idempotency_key: str | None = None,
+        callback_url: str | None = None,
     ) -> Execution:
         """A new `queued` execution of the task version `task` (id, version); Conflict if another holds the
         idempotency key."""
         try:
             row = await self.pool.fetchrow(
                 "INSERT INTO executions (id, developer_id, task_id, task_version, status, input, metadata, "
-                "idempotency_key, budget) VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8) RETURNING *",
+                "idempotency_key, budget, callback_url) VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9) RETURNING *",
                 new_id(),
                 developer_id,
                 *task,
@@ -42,6 +43,7 @@ class Executions(PoolUser):
                 metadata,
                 idempotency_key,
                 budget,
+                callback_url,
             )
         except asyncpg.UniqueViolationError:
             raise Conflict("already exists") from None

@@ -52,8 +52,8 @@ async def create_restarted(
             """
             INSERT INTO executions (id, developer_id, task_id, task_version, status, input, metadata, budget,
                                     restarted_from, last_seq, last_transition_type, transition_count,
-                                    prompt_tokens, completion_tokens, cost)
-            VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+                                    prompt_tokens, completion_tokens, cost, callback_url)
+            VALUES ($1, $2, $3, $4, 'queued', $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
             RETURNING *
             """,
             execution_id,
@@ -70,6 +70,7 @@ async def create_restarted(
             sum(int(_count(u.get("prompt_tokens"))) for u in usage),
             sum(int(_count(u.get("completion_tokens"))) for u in usage),
             sum(_count(t.metadata.get("cost")) for t in keep if "usage" in t.metadata),
+            original.callback_url,
         )
         await conn.execute(
             "INSERT INTO transitions (id, execution_id, developer_id, seq, type, output, current, next, "

@@ -39,18 +39,16 @@ async def launch(
     execution: Execution,
     resume: ResumePoint | None = None,
     read: LaunchReads | None = None,
-    callback_url: str | None = None,
 ) -> None:
     """Start the workflow (id = execution id); a start that fails leaves a `failed` execution saying why.
     With `resume` (a restart), the interpreter picks up there instead of at main's first step. `read`: what
-    launch_reads answered, when the caller read it already. `callback_url`: the create body's, which goes
-    before the task's."""
+    launch_reads answered, when the caller read it already."""
     agent, tools = read or await launch_reads(store, developer, task)
     # The agents it may be handed to are read now, so a handoff in the workflow is deterministic.
     handoff_agents = {} if agent is None else await reachable_agents(store, developer, agent)
     view = _agent_view(agent)
     params = _params(settings, developer, task, execution, view, tools, resume, handoff_agents)
-    params.callback_url = callback_url or _task_callback_url(task)
+    params.callback_url = execution.callback_url
     with_attributes = settings.search_attributes == "on"  # `auto` was resolved when the API started
     labels = workflow_labels(task, agent, developer, execution.id, with_attributes)
     try:
@@ -144,7 +142,8 @@ def _params(
     )
 
 
-def _task_callback_url(task: TaskVersion) -> str | None:
+def task_callback_url(task: TaskVersion) -> str | None:
+    """The task's callback_url: the default of its executions."""
     url = task.document.get("callback_url")
     return url if isinstance(url, str) else None
 

@@ -15,7 +15,7 @@ from infra.store.budgets import Budgets
 from infra.store.rows import Conflict
 from services.clients import Clients
 from services.errors import Invalid, TooLarge, TooMany, WrongState
-from services.executions.launch import launch, launch_reads
+from services.executions.launch import launch, launch_reads, task_callback_url
 from services.executions.reads import task_of
 from services.ids import checked_id
 from workflows.input_schema import input_problems
@@ -59,7 +59,13 @@ async def start_execution(
         # The row is written while the agent and tools the workflow starts with are read.
         execution, read = await asyncio.gather(
             store.create_execution(
-                developer, (task.id, task.version), body_input, metadata, budget, idempotency_key
+                developer,
+                (task.id, task.version),
+                body_input,
+                metadata,
+                budget,
+                idempotency_key,
+                callback_url or task_callback_url(task),
             ),
             launch_reads(store, developer, task),
         )
@@ -68,9 +74,7 @@ async def start_execution(
         if existing is None:
             raise
         return await _replayed(clients, settings, developer, task, existing, body_input)
-    await launch(
-        store, clients.temporal, settings, developer, task, execution, read=read, callback_url=callback_url
-    )
+    await launch(store, clients.temporal, settings, developer, task, execution, read=read)
     # Its workflow is started; the worker may already have moved the row on (that is what GET answers).
     return execution.moved_to("starting")
 
