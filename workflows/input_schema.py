@@ -11,6 +11,7 @@ from typing import Any
 import jsonschema
 import jsonschema.validators
 import re2
+import referencing
 
 from contracts.json import JsonObject, JsonValue
 from workflows.problems import Problem
@@ -107,7 +108,13 @@ def _unresolvable_refs(node: JsonValue, root: JsonObject) -> list[str]:
     if not isinstance(node, dict):
         return []
     problems = [m for value in node.values() for m in _unresolvable_refs(value, root)]
-    ref = node.get("$ref")
+    for ref in (node.get("$ref"), node.get("$dynamicRef")):
+        problems += _ref_problems(ref, root)
+    return problems
+
+
+def _ref_problems(ref: JsonValue, root: JsonObject) -> list[str]:
+    problems: list[str] = []
     if isinstance(ref, str):
         if not ref.startswith("#"):
             problems.append(f"$ref {ref!r}: only references inside the schema (#/...) are allowed")
@@ -136,7 +143,9 @@ def input_problems(schema: JsonObject | None, value: JsonValue) -> list[Problem]
         return []
     try:
         errors = sorted(
-            Validator(normalized).iter_errors(value), key=lambda e: list(map(str, e.absolute_path))
+            # An empty registry: a reference the creation-time checks missed fails here, never fetched.
+            Validator(normalized, registry=referencing.Registry()).iter_errors(value),
+            key=lambda e: list(map(str, e.absolute_path)),
         )
     except Exception as exc:  # a schema that cannot be applied (its creation-time checks missed it)
         return [Problem("input_schema", f"the task's input_schema cannot be applied: {exc}")]

@@ -33,10 +33,13 @@ def parse_duration(text: str) -> timedelta:
     """`30s`, `5m`, `1h30m`, `2d`, `500ms` (units summed); a bare number is seconds. ValueError says why not."""
     text = text.strip()
     if re.fullmatch(r"\d+(\.\d+)?", text):
-        return timedelta(seconds=float(text))
+        text += "s"
     if not text or _DURATION.sub("", text) != "":
         raise ValueError(f"{text!r} is no duration: write it like 30s, 5m, 1h30m or 2d")
-    return timedelta(seconds=sum(float(n) * _UNITS[unit] for n, unit in _DURATION.findall(text)))
+    try:
+        return timedelta(seconds=sum(float(n) * _UNITS[unit] for n, unit in _DURATION.findall(text)))
+    except OverflowError:
+        raise ValueError(f"{text[:40]!r} is too long a duration") from None
 
 
 def duration_problem(text: str, shortest: timedelta) -> str | None:
