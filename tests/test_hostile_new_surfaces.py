@@ -15,7 +15,7 @@ from temporalio.exceptions import ApplicationError
 from activities.egress import EgressPolicy
 from activities.webhooks import WebhookActivities
 from contracts.webhooks import WebhookDelivery
-from tests.helpers import create_agent, create_task
+from tests.helpers import create_agent, create_task, start, wait_for_status
 from workflows.input_schema import input_problems
 
 TASK = {"name": "hostile", "main": [{"evaluate": {"x": "$ 1"}}]}
@@ -172,3 +172,17 @@ async def test_odd_mcp_requests_get_an_answer_not_a_crash(api, body, headers):
     else:
         response = await api.post("/mcp", json=body, headers=accept)
     assert response.status_code < 500, response.text[:300]
+
+
+@pytest.mark.parametrize(
+    "wait_id", ["x" * 65, "../../x", "' OR 1=1 --", "00000000-0000-0000-0000-000000000000"]
+)
+async def test_a_hostile_wait_id_is_a_4xx(api, wait_id):
+    agent = await create_agent(api)
+    wait = {"wait_for_input": {"info": {"q": "$ 'ok?'"}}}
+    task = await create_task(api, agent["id"], {"name": "waits", "main": [wait]})
+    execution = await start(api, task["id"])
+    await wait_for_status(api, execution["id"], "awaiting_input")
+    body = {"status": "running", "input": {"a": 1}, "wait_id": wait_id}
+    response = await api.put(f"/executions/{execution['id']}", json=body)
+    assert 400 <= response.status_code < 500, response.text
