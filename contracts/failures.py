@@ -58,6 +58,7 @@ ERROR_KINDS: dict[str, str] = {
     "EmbeddingFailed": "a text could not be embedded",
     "BudgetUnknown": "a model call belongs to no execution whose budget it could count against",
     "UnsealedPayload": "a Temporal payload that is not sealed by Mint's codec",
+    "BadCallbackUrl": "a webhook's callback_url cannot be sent to (its delivery stops)",
     # Calls out: the service is unavailable or slow (retried by the step's `retry`).
     "HttpUnavailable": "an HTTP server answered 429 or 5xx, or could not be reached",
     "HttpTimeout": "an `api_call` did not finish within its own `timeout`",
@@ -67,6 +68,8 @@ ERROR_KINDS: dict[str, str] = {
     "IntegrationTimeout": "an integration's service did not answer in time",
     "EmailUnavailable": "the mail server cannot be reached",
     "BrowserUnavailable": "the browser cannot be reached",
+    "WebhookUnreachable": "a webhook's receiver could not be reached (the delivery is retried up to 24 h)",
+    "WebhookRefused": "a webhook's receiver answered other than 2xx (the delivery is retried up to 24 h)",
     # The execution itself.
     "ExecutionLost": "the execution's workflow never started, or ended outside Mint (terminated in Temporal)",
     "InvalidTransition": "a transition that cannot follow the previous one (a bug in Mint)",
