@@ -28,7 +28,6 @@ from tests.model_server import Call, ModelServer, Reply
 if TYPE_CHECKING:  # imported where a stack starts: it brings the whole API and the model SDKs along, which
     # the fast layer (tests/unit) never needs
     from tests.stack import BackgroundStack
-    from tests.test_readme import SharedStacks
 
 # The time-skipping test server does not advertise that it keeps an activity's last heartbeat details when
 # it fails, so every worker polling it warns that it needs "Temporal Server 1.16.0 or newer": true of the test
@@ -196,13 +195,3 @@ async def mapi(model_stack, api_key, script, model_server) -> AsyncIterator[http
         base_url=model_stack.url, headers={"Authorization": f"Bearer {api_key}"}, timeout=30
     ) as client:
         yield client
-
-
-@pytest.fixture(scope="session")
-def mint_stacks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedStacks]:
-    """`mint up` stacks, one per environment, shared by the README's and the documentation site's snippets."""
-    from tests.test_readme import SharedStacks
-
-    shared = SharedStacks(tmp_path_factory.mktemp("mint-stacks"))
-    yield shared
-    shared.close()

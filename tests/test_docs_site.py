@@ -1,8 +1,7 @@
 """The documentation site (mkdocs.yml, docs/): every page's shell and Python snippets run against a real
 `mint up`, as the README's do (tests/test_readme.py says how), one page at a time, each from a fresh
 directory of its own in which the first snippet that talks to Mint finds `mint up` started (the pages take it
-as running, as the README's Set up leaves it): one `mint up` per environment, shared by the pages and the
-README (tests/conftest.py mint_stacks). Also: the README stays a first hour, its links into the site
+as running, as the README's Set up leaves it): one `mint up` per environment, shared by the pages. Also: the README stays a first hour, its links into the site
 lead somewhere, and the API reference is the app's own OpenAPI document.
 
 One page alone: `pytest tests/test_docs_site.py -k task-language.md`.
@@ -12,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -47,6 +47,14 @@ def test_every_page_names_its_snippets_languages():
         if s.lang not in ("bash", "python", "yaml", "text")
     ]
     assert not unknown, f"snippets the tests cannot run: {unknown}"
+
+
+@pytest.fixture(scope="module")
+def mint_stacks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SharedStacks]:
+    """Stopped once the pages have run: stacks left idle would weigh on every test after them."""
+    shared = SharedStacks(tmp_path_factory.mktemp("mint-stacks"))
+    yield shared
+    shared.close()
 
 
 @pytest.mark.parametrize("page", PAGES)

@@ -287,8 +287,8 @@ def test_the_readme_names_its_snippets_languages():
     assert not unknown, f"snippets this test cannot run: {unknown}"
 
 
-def test_every_readme_snippet_runs(tmp_path, mint_stacks):
-    runner = Runner(tmp_path, shared=mint_stacks)
+def test_every_readme_snippet_runs(tmp_path):
+    runner = Runner(tmp_path)
     try:
         for snippet in readme_snippets():
             runner.run(snippet)
