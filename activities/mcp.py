@@ -12,11 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
-import mcp
-from mcp.client.streamable_http import streamable_http_client
 from temporalio import activity
 
 from activities.egress import Destination, EgressPolicy, EgressRefused
@@ -24,6 +22,9 @@ from activities.heartbeat import heartbeating
 from contracts.calls import CallAnswer, McpCallRequest, McpIntegration, McpTool
 from contracts.temporal import CALL_MCP, LIST_MCP_TOOLS
 from infra.temporal import errors
+
+if TYPE_CHECKING:  # imported where a call needs it: 0.7 s of a worker's start, for a step few tasks have
+    import mcp
 
 CALL_TIMEOUT_SECONDS = 120.0
 CONNECT_TIMEOUT_SECONDS = 30.0
@@ -61,6 +62,9 @@ class McpActivities:
 
     @asynccontextmanager
     async def _connect(self, integration: McpIntegration) -> AsyncIterator[mcp.Client]:
+        import mcp
+        from mcp.client.streamable_http import streamable_http_client
+
         setup = integration.get("setup") or {}
         async with AsyncExitStack() as stack:
             if setup.get("server"):
@@ -80,6 +84,8 @@ class McpActivities:
             )
 
     def _stdio(self, name: str) -> mcp.StdioServerParameters:
+        import mcp
+
         server = self.servers.get(name)
         if server is None:
             known = ", ".join(sorted(self.servers)) or "none are configured"

@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Callable
 from fastapi import Depends, FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from api import mcp_server
 from api.deps import get_developer
 from api.errors import install_error_handlers
 from api.limits import RateLimiter
@@ -50,12 +49,18 @@ class ActingForNoTenant:
             await self.app(scope, receive, send)
 
 
-def create_app(clients: Clients, settings: Settings) -> FastAPI:
-    mcp = mcp_server.McpServer(clients, settings)
+def create_app(clients: Clients, settings: Settings, serve_mcp: bool = True) -> FastAPI:
+    """The API; without /mcp when `serve_mcp` is false (the internal app: the MCP SDK is 0.8 s of a
+    worker's start, imported here only when served)."""
+    if serve_mcp:
+        from api import mcp_server
+
+    mcp = mcp_server.McpServer(clients, settings) if serve_mcp else None
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        async with mcp.run():  # /mcp answers only inside (api/mcp_server.py); run_stack enters it
+        # /mcp answers only inside (api/mcp_server.py); run_stack enters it
+        async with mcp.run() if mcp else contextlib.nullcontext():
             yield
 
     app = FastAPI(
@@ -85,8 +90,10 @@ def create_app(clients: Clients, settings: Settings) -> FastAPI:
     app.add_middleware(ActingForNoTenant)
     app.add_middleware(WarningHeader)
     routers = (agents, users, tasks, executions, schedules, docs, sessions, secrets, files, projects, jobs)
-    for module in (*routers, codec, metrics, developer, mcp_server):
+    for module in (*routers, codec, metrics, developer):
         app.include_router(module.router)
+    if serve_mcp:
+        app.include_router(mcp_server.router)
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, object]:
@@ -99,8 +106,8 @@ def create_app(clients: Clients, settings: Settings) -> FastAPI:
 def create_internal_app(clients: Clients, settings: Settings, caller: Callable[[], str]) -> FastAPI:
     """The app system tools call in process (activities/system.py): never served on a port, and every
     request acts for `caller()`, the developer of the execution making the call, as a request with that
-    developer's key would (row-level security included)."""
-    app = create_app(clients, settings)
+    developer's key would (row-level security included). It has no /mcp."""
+    app = create_app(clients, settings, serve_mcp=False)
 
     async def acting_caller() -> AsyncIterator[str]:
         developer_id = caller()

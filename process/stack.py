@@ -30,6 +30,7 @@ from activities.system import SystemActivities, system_caller
 from activities.transitions import TransitionWriter
 from activities.webhooks import WebhookActivities
 from api.app import create_app, create_internal_app
+from infra.models import sdks
 from infra.models.client import model_client
 from infra.models.embeddings import Embedders, EmbeddingChoice, embedder_for, loaded
 from infra.settings import Settings
@@ -273,7 +274,8 @@ async def run_stack(
         temporal = await _temporal(settings, main_pool, options.temporal_address, interceptors)
         if api_pool is not None:  # the API starts the workflows, with Mint's search attributes or without
             settings = await resolve_search_attributes(settings, temporal)
-        await loaded(settings.embedding_model)  # before serving: no request waits for the model to load
+        if api_pool is not None:  # before serving: no request waits for the model to load (a worker's
+            await loaded(settings.embedding_model)  # activities wait for it; it polls meanwhile)
         async with contextlib.AsyncExitStack() as parts:
             if worker_pool is not None:
                 for worker in worker_for(temporal, worker_pool, http, settings, events, metrics, tracing):
@@ -292,6 +294,7 @@ async def run_stack(
             if settings.metrics_port is not None:
                 port_app = metrics_app(metrics, settings.metrics_port_token())
                 await parts.enter_async_context(_serving(port_app, settings, settings.metrics_port))
+            sdks.warm()  # the model SDKs, imported beside a stack that already serves (infra/models/sdks.py)
             if started:
                 started.set()
             await (stop.wait() if stop else asyncio.Event().wait())

@@ -4,14 +4,15 @@ request for a Claude model is translated on the way out and its answer on the wa
 from __future__ import annotations
 
 import json
-from typing import Required, TypedDict
-
-from anthropic.types import Message as AnthropicAnswer
+from typing import TYPE_CHECKING, Required, TypedDict
 
 from contracts.anthropic_tools import ANTHROPIC_TOOLS, ANTHROPIC_TOOLS_BETA
 from contracts.calls import ModelRequest
 from contracts.json import JsonObject, JsonValue
 from contracts.messages import Completion, ContentPart, Message, ToolCall
+
+if TYPE_CHECKING:  # the SDK is imported where a call needs it (infra/models/sdks.py)
+    from anthropic.types import Message as AnthropicAnswer
 
 ANTHROPIC_MAX_TOKENS = 4096  # Anthropic requires max_tokens; this is the default when a task sets none
 

@@ -3,9 +3,8 @@ the list GET /agents/models answers with."""
 
 from __future__ import annotations
 
-import openai
-
 from contracts.messages import Usage
+from infra.models.sdks import sdk
 from infra.settings import ModelConfig
 
 # USD per million (input, output) tokens, for the cost shown on transitions and executions. Models not
@@ -70,6 +69,7 @@ async def available_models(config: ModelConfig) -> list[str]:
         key = (
             config.openai_api_key if provider == "openai" else config.endpoint_keys.get(provider) or "unused"
         )
+        openai = sdk("openai")
         client = openai.AsyncOpenAI(api_key=key, base_url=base_url, max_retries=0, timeout=3.0)
         try:
             ids = [m.id async for m in client.models.list()]

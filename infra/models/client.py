@@ -13,15 +13,9 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Awaitable, Callable
-from typing import Required, TypedDict
+from typing import TYPE_CHECKING, Required, TypedDict
 
-import anthropic
 import jsonschema
-import openai
-from anthropic.lib.streaming import AsyncMessageStreamManager
-from anthropic.types import Message as AnthropicAnswer
-from openai import AsyncStream
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 from contracts.anthropic_tools import ANTHROPIC_TOOLS
 from contracts.calls import ModelAnswer, ModelRequest, Owner
@@ -32,9 +26,18 @@ from infra.models.catalog import cost
 from infra.models.completion import is_completion
 from infra.models.openai_stream import OnText, joined
 from infra.models.recordings import Recordings
+from infra.models.sdks import sdk
 from infra.settings import ModelConfig, Settings
 from infra.store.secrets import SecretStore, SecretsUnavailable
 from infra.temporal import errors
+
+if TYPE_CHECKING:  # the SDKs are imported where a call needs them (infra/models/sdks.py)
+    import anthropic
+    import openai
+    from anthropic.lib.streaming import AsyncMessageStreamManager
+    from anthropic.types import Message as AnthropicAnswer
+    from openai import AsyncStream
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
 
 # SDK clients kept at once (one per provider, plus one per developer key in use).
 MAX_CLIENTS = 64
@@ -97,13 +100,14 @@ class ModelClient:
     async def _complete(self, request: ModelRequest, on_text: OnText | None) -> Completion:
         provider, model = self.config.route(request.model or self.config.default_model)
         key = await self._owner_key(provider, request.owner)
+        provider_sdk = sdk("anthropic" if provider == "anthropic" else "openai")
         try:
             if provider == "anthropic":
                 return await self._anthropic(model, request, key, on_text)
             return await self._openai(provider, model, request, key, on_text)
-        except (openai.APIStatusError, anthropic.APIStatusError) as exc:
+        except provider_sdk.APIStatusError as exc:
             raise _status_error(provider, exc.status_code, self._redact(_error_message(exc), key)) from None
-        except (openai.APIConnectionError, anthropic.APIConnectionError) as exc:
+        except provider_sdk.APIConnectionError as exc:
             raise errors.transient(
                 f"{provider} could not be reached: {type(exc).__name__}", "ModelUnavailable"
             ) from None
@@ -147,7 +151,7 @@ class ModelClient:
                 "ModelNotConfigured",
             )
         self._room()
-        client = anthropic.AsyncAnthropic(
+        client: anthropic.AsyncAnthropic = sdk("anthropic").AsyncAnthropic(
             api_key=owner_key or config.anthropic_api_key,
             base_url=config.anthropic_base_url,
             max_retries=0,
@@ -172,7 +176,7 @@ class ModelClient:
             api_key = owner_key or config.endpoint_keys.get(provider) or "unused"
             base_url = config.endpoints[provider]
         self._room()
-        client = openai.AsyncOpenAI(
+        client: openai.AsyncOpenAI = sdk("openai").AsyncOpenAI(
             api_key=api_key, base_url=base_url, max_retries=0, timeout=config.request_timeout
         )
         self._openai_clients[(provider, owner_key)] = client

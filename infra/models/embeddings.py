@@ -14,9 +14,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-import openai
-
 from infra.models.minilm import MiniLM
+from infra.models.sdks import sdk
 from infra.store.docs import DEFAULT_DIMENSIONS, SUPPORTED_DIMENSIONS
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
@@ -77,14 +76,16 @@ class OpenAIEmbedder:
         self.dimensions = dimensions
         # Only OpenAI's text-embedding-3 models take `dimensions`; others have one size, checked on each answer.
         self._sized = model.startswith("text-embedding-3")
-        self._client = openai.AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=2)
+        self._client = sdk("openai").AsyncOpenAI(api_key=api_key, base_url=base_url, max_retries=2)
 
     async def embed(self, texts: list[str], instruction: str | None = None) -> list[list[float]]:
         vectors: list[list[float]] = []
         for start in range(0, len(texts), MAX_BATCH):
             batch = [_with_instruction(t, instruction) for t in texts[start : start + MAX_BATCH]]
             answer = await self._client.embeddings.create(
-                model=self.model, input=batch, dimensions=self.dimensions if self._sized else openai.omit
+                model=self.model,
+                input=batch,
+                dimensions=self.dimensions if self._sized else sdk("openai").omit,
             )
             vectors += [item.embedding for item in sorted(answer.data, key=lambda d: d.index)]
         if wrong := sorted({len(v) for v in vectors} - {self.dimensions}):

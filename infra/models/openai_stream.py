@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import httpx
-from openai import AsyncStream
-from openai.types.chat import ChatCompletionChunk
 
 from contracts.messages import Completion, Message, ToolCall, Usage
 from infra.temporal import errors
+
+if TYPE_CHECKING:  # the SDK is imported where a call needs it (infra/models/sdks.py)
+    from openai import AsyncStream
+    from openai.types.chat import ChatCompletionChunk
 
 # Where a streamed answer's text goes, piece by piece (session chat with `stream: true`).
 OnText = Callable[[str], Awaitable[None]]
