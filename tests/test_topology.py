@@ -311,7 +311,7 @@ async def test_two_apis_and_three_workers_survive_kills(postgres_url, temporal_e
                 finished.result()  # the run ended, or the watcher or the chaos failed: raise that
             await chaos
         _print_figures(progress, duration, effects, apis)
-        await _print_slow_histories(temporal_env.client, progress.kills)
+        await _print_slow_histories(temporal_env.client, progress.kills, cluster.spawned)
         checks_began = time.monotonic()
         await _check_outputs(apis, progress)
         await _check_transitions(db, list(progress.answers))
@@ -355,7 +355,9 @@ def _print_figures(progress: Progress, duration: float, effects: Effects, apis: 
         print(f"  kill {number}: {len(kill.seen)} running, next transition within {worst:.1f} s")
 
 
-async def _print_slow_histories(client: Client, kills: list[Kill], worst: int = 3) -> None:
+async def _print_slow_histories(
+    client: Client, kills: list[Kill], spawned: dict[int, float], worst: int = 3
+) -> None:
     """For the `worst` gaps, what Temporal recorded for that execution from the kill on: where a slow
     recovery spent its time (event types and times; the payloads are sealed)."""
     gaps = sorted(((gap, number, eid) for number, k in enumerate(kills, 1) for eid, gap in k.gaps.items()))
@@ -367,7 +369,21 @@ async def _print_slow_histories(client: Client, kills: list[Kill], worst: int = 
             at = event.event_time.ToDatetime(tzinfo=UTC)
             if kill.wall <= at <= kill.wall + timedelta(seconds=gap + 1):
                 kind = EventType.Name(event.event_type).removeprefix("EVENT_TYPE_")
-                print(f"    +{(at - kill.wall).total_seconds():5.1f} s {kind}")
+                print(
+                    f"    +{(at - kill.wall).total_seconds():5.1f} s {kind}{_picked_by(event, kill, spawned)}"
+                )
+
+
+def _picked_by(event, kill: Kill, spawned: dict[int, float]) -> str:
+    """For a workflow task's start: the worker that took it, and when that worker was started relative
+    to the kill (a worker started after it is the killed one's replacement)."""
+    if event.event_type != EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED:
+        return ""
+    identity = event.workflow_task_started_event_attributes.identity
+    pid = int(identity.partition("@")[0]) if identity.partition("@")[0].isdigit() else None
+    if pid not in spawned:
+        return f" by {identity}"
+    return f" by worker {pid}, started at {spawned[pid] - kill.at:+.1f} s"
 
 
 def _check_gaps(kills: list[Kill]) -> None:

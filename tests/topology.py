@@ -42,6 +42,7 @@ class Cluster:
         self.worker_count = workers
         self.apis: list[subprocess.Popen] = []
         self.workers: list[subprocess.Popen] = []
+        self.spawned: dict[int, float] = {}  # a worker's pid -> when it was started (monotonic)
 
     async def start(self) -> None:
         """Start every process; return once each API serves (workers poll when they are ready)."""
@@ -56,12 +57,14 @@ class Cluster:
     def _spawn(self, kind: str, port: int | None = None) -> subprocess.Popen:
         env = {**self.env, **({"MINT_API_PORT": str(port)} if port else {})}
         with (self.logs / f"{kind}-{port or 'w'}.log").open("ab") as log:
-            return subprocess.Popen(
+            process = subprocess.Popen(
                 [sys.executable, "-m", "process.cli", kind],
                 env=env,
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
+        self.spawned[process.pid] = time.monotonic()
+        return process
 
     def kill_worker(self, index: int) -> float:
         """SIGKILL worker `index` and start a new one in its place; the time of the kill."""
