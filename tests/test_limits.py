@@ -1,5 +1,5 @@
 """Limits answer with a clear 4xx or 429: request bodies, requests per key per minute, executions in flight,
-task size, expression length, steps per task, chats per developer; a fan-out over its limit fails its step,
+task size, expression length, steps per task, chats per developer, schedules per developer; a fan-out over its limit fails its step,
 naming the limit; a used-up database pool or a long lock wait answers 503 instead of hanging."""
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ async def limited(postgres_url, temporal_env) -> AsyncIterator[BackgroundStack]:
         max_expression_length=200,
         max_steps=10,
         max_fan_out=5,
+        max_schedules_per_developer=2,
     ) as stack:
         yield stack
 
@@ -36,6 +37,33 @@ async def limited(postgres_url, temporal_env) -> AsyncIterator[BackgroundStack]:
 async def _client(stack: BackgroundStack, store) -> httpx.AsyncClient:
     _, key = await store.create_developer("limited")
     return httpx.AsyncClient(base_url=stack.url, headers={"Authorization": f"Bearer {key}"})
+
+
+async def test_schedules_past_the_developers_limit_are_429_until_one_is_deleted(limited, store):
+    async with await _client(limited, store) as api, await _client(limited, store) as other:
+        agent = await create_agent(api)
+        task = await create_task(api, agent["id"], {"name": "tick", "main": [{"evaluate": {"x": "$ 1"}}]})
+        made = [
+            await api.post(f"/tasks/{task['id']}/schedules", json={"every": "1h", "paused": True})
+            for _ in "ab"
+        ]
+        assert [m.status_code for m in made] == [201, 201], [m.text for m in made]
+        over = await api.post(f"/tasks/{task['id']}/schedules", json={"every": "1h"})
+        assert over.status_code == 429 and "MINT_MAX_SCHEDULES_PER_DEVELOPER" in over.text, over.text
+        assert len((await api.get(f"/tasks/{task['id']}/schedules")).json()["items"]) == 2
+        # The limit is each developer's own.
+        theirs = await create_task(
+            other, (await create_agent(other))["id"], {"name": "t", "main": [{"evaluate": {"x": "$ 1"}}]}
+        )
+        assert (
+            await other.post(f"/tasks/{theirs['id']}/schedules", json={"every": "1h", "paused": True})
+        ).status_code == 201
+        assert (await api.delete(f"/schedules/{made[0].json()['id']}")).status_code in (202, 204)
+        again = await api.post(f"/tasks/{task['id']}/schedules", json={"every": "1h", "paused": True})
+        assert again.status_code == 201, again.text
+        for response in (made[1], again):
+            await api.delete(f"/schedules/{response.json()['id']}")
+        await other.delete(f"/tasks/{theirs['id']}")
 
 
 async def test_a_body_over_the_limit_is_413(limited, store):

@@ -71,6 +71,9 @@ class Settings:
     max_file_bytes: int = 10 * 1024 * 1024
     rate_limit_per_minute: int = 1200
     max_executions_in_flight: int = 1000
+    # Schedules a developer may keep (each is a Temporal schedule that fires on its own): over it a create
+    # answers 429 until one is deleted. 0: no limit.
+    max_schedules_per_developer: int = 1000
     # Chats in flight per developer, per API process (0: no limit): services/chat/slots.py.
     max_chats_per_developer: int = 20
     # Adaptive context (services/chat/chatter.py): the share of a session's token budget past which its

@@ -98,6 +98,7 @@ class Environment(BaseSettings):
     max_file_bytes: int | None = _env("MINT_MAX_FILE_BYTES")
     rate_limit_per_minute: int | None = _env("MINT_RATE_LIMIT_PER_MINUTE")
     max_executions_in_flight: int | None = _env("MINT_MAX_EXECUTIONS_IN_FLIGHT")
+    max_schedules_per_developer: int | None = _env("MINT_MAX_SCHEDULES_PER_DEVELOPER")
     max_chats_per_developer: int | None = _env("MINT_MAX_CHATS_PER_DEVELOPER")
     adaptive_context_start: Annotated[float | None, BeforeValidator(budget_share)] = _env(
         "MINT_ADAPTIVE_CONTEXT_START"

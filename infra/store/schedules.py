@@ -20,19 +20,22 @@ class ScheduleStore:
         self.pool = pool
 
     async def create(
-        self, developer_id: str, id_: str, task_id: str, spec: ScheduleSpec, paused: bool
-    ) -> StoredSchedule:
+        self, developer_id: str, id_: str, task_id: str, spec: ScheduleSpec, paused: bool, limit: int
+    ) -> StoredSchedule | None:
+        """The new schedule; None when the developer already has `limit` of them (0: no limit)."""
         row = await self.pool.fetchrow(
             "INSERT INTO schedules (id, developer_id, task_id, task_version, cron, timezone, every, input, "
-            f"overlap, catchup_window, paused) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) "
+            "overlap, catchup_window, paused) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 "
+            "WHERE $12 = 0 OR (SELECT count(*) FROM schedules WHERE developer_id = $2) < $12 "
             f"RETURNING {COLUMNS}",
             id_,
             developer_id,
             task_id,
             *_spec_values(spec),
             paused,
+            limit,
         )
-        return schedule_of(row)
+        return schedule_of(row) if row is not None else None
 
     async def get(self, developer_id: str, id_: str) -> StoredSchedule | None:
         row = await self.pool.fetchrow(

@@ -19,7 +19,7 @@ from infra.settings import Settings
 from infra.store.schedules import ScheduleStore
 from services import tasks
 from services.clients import Clients
-from services.errors import Invalid, NotFound
+from services.errors import Invalid, NotFound, TooMany
 from services.executions.start import check_input
 from services.ids import checked_id
 from services.schedules import temporal
@@ -94,7 +94,13 @@ async def create_schedule(
     _check_when(spec)
     await check_input(task.document, spec.input)
     store = ScheduleStore(clients.store.pool)
-    stored = await store.create(developer, str(uuid.uuid4()), task.id, spec, paused)
+    limit = settings.max_schedules_per_developer
+    stored = await store.create(developer, str(uuid.uuid4()), task.id, spec, paused, limit)
+    if stored is None:
+        raise TooMany(
+            f"this developer has {limit} schedules, the limit (MINT_MAX_SCHEDULES_PER_DEVELOPER): delete one "
+            "first"
+        )
     name = str(task.document.get("name") or task.id)
     schedule = temporal.temporal_schedule(settings, developer, stored.id, name, spec, paused)
     try:
