@@ -55,11 +55,12 @@ def _catchup(value: str) -> str:
 
 Cron = Annotated[str, Field(max_length=255, examples=["0 9 * * 1-5"]), AfterValidator(_cron)]
 Timezone = Annotated[str, Field(max_length=64, examples=["Europe/Paris"]), AfterValidator(_timezone)]
+# The length before the number-as-text reading: after it, pydantic words the limit as "items".
 Every = Annotated[
-    str, BeforeValidator(_seconds_as_text), Field(max_length=64, examples=["30s"]), AfterValidator(_every)
+    str, Field(max_length=64, examples=["30s"]), BeforeValidator(_seconds_as_text), AfterValidator(_every)
 ]
 CatchupWindow = Annotated[
-    str, BeforeValidator(_seconds_as_text), Field(max_length=64, examples=["10m"]), AfterValidator(_catchup)
+    str, Field(max_length=64, examples=["10m"]), BeforeValidator(_seconds_as_text), AfterValidator(_catchup)
 ]
 Overlap = Literal["skip", "buffer_one", "allow_all", "cancel_other"]
 
