@@ -121,6 +121,13 @@ async def _temporal(settings: Settings, pool: asyncpg.Pool, address: str, interc
         raise CannotStart(f"cannot connect to Temporal at {address}: {exc}") from None
 
 
+def _reconciler(pool: asyncpg.Pool, temporal: Client, settings: Settings) -> Reconciler:
+    """The loop that ends executions whose workflow can no longer end them (infra/temporal/reconciler.py)."""
+    return Reconciler(
+        Store(pool), temporal, ReconcilerSettings(settings.reconcile_interval, settings.reconcile_quiet)
+    )
+
+
 async def _close(pool: asyncpg.Pool | None, grace: float) -> None:
     """Close a pool, waiting at most `grace` seconds for connections still in use."""
     if pool is None:
@@ -280,12 +287,8 @@ async def run_stack(
             if worker_pool is not None:
                 for worker in worker_for(temporal, worker_pool, http, settings, events, metrics, tracing):
                     await parts.enter_async_context(worker)
-                reconciler = Reconciler(
-                    Store(worker_pool),
-                    temporal,
-                    ReconcilerSettings(settings.reconcile_interval, settings.reconcile_quiet),
-                )
-                parts.push_async_callback(_cancel, asyncio.create_task(reconciler.run_forever()))
+                reconciling = asyncio.create_task(_reconciler(worker_pool, temporal, settings).run_forever())
+                parts.push_async_callback(_cancel, reconciling)
             if api_pool is not None:
                 await parts.enter_async_context(events)  # stopped after the server (exit runs in reverse)
                 app = api_app(api_pool, temporal, settings, events, metrics)

@@ -24,6 +24,7 @@ from infra.store.db import connect_pool, migrate
 from infra.store.tables import Store
 from process import local_services
 from tests.model_server import Call, ModelServer, Reply
+from tests.ports import free_port
 
 if TYPE_CHECKING:  # imported where a stack starts: it brings the whole API and the model SDKs along, which
     # the fast layer (tests/unit) never needs
@@ -62,6 +63,7 @@ async def temporal_env() -> AsyncIterator[WorkflowEnvironment]:
         dev_server_existing_path=local_services.find_binary("temporal"),
         dev_server_extra_args=local_services.dev_server_args(),
         ui=False,
+        port=free_port(),  # not one of the kernel's: see free_port
         dev_server_log_level="error",
         dev_server_startup_timeout=SERVER_STARTUP,
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,14 +15,9 @@ from typing import Any
 
 from infra.settings import Settings
 from process.stack import StackOptions, run_stack
+from tests.ports import free_port
 
 TEST_ENCRYPTION_KEY = "test-encryption-key-0123456789abcdef"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class BackgroundStack:
@@ -242,6 +236,7 @@ class LocalMint:
             dev_server_existing_path=local_services.find_binary("temporal"),
             dev_server_extra_args=local_services.dev_server_args(),
             ui=False,
+            port=free_port(),  # not one of the kernel's: see free_port
             dev_server_startup_timeout=timedelta(seconds=60),  # the SDK's 5 s is short on a busy machine
         )
         return self

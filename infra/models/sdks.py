@@ -19,5 +19,6 @@ def sdk(name: str) -> ModuleType:
 
 
 def warm() -> None:
-    """Import the SDKs in a background thread."""
-    threading.Thread(target=lambda: [sdk(name) for name in NAMES], name="import-sdks", daemon=True).start()
+    """Import the SDKs in a background thread. Not a daemon: a process asked to stop while it imports waits
+    for the import to end (a second or two) rather than finalizing under it, which can crash the interpreter."""
+    threading.Thread(target=lambda: [sdk(name) for name in NAMES], name="import-sdks").start()
