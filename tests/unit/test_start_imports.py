@@ -9,15 +9,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _printed(probe: str) -> str:
+    """What `probe` prints, run in a fresh interpreter (this one has imported who knows what)."""
+    run = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
+    return run.stdout.strip()
+
+
 def test_a_worker_starts_without_importing_the_model_or_mcp_sdks():
     probe = (
         "import sys, process.cli, process.stack, process.worker\n"
         "print(sorted(m for m in ('openai', 'anthropic', 'mcp') if m in sys.modules))"
     )
-    found = subprocess.run(
-        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout
-    assert found.strip() == "[]"
+    assert _printed(probe) == "[]"
 
 
 def test_warm_imports_the_model_sdks():
@@ -28,7 +31,4 @@ def test_warm_imports_the_model_sdks():
         "[t.join() for t in threading.enumerate() if t.name == 'import-sdks']\n"
         "print(sorted(m for m in sdks.NAMES if m in sys.modules))"
     )
-    found = subprocess.run(
-        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout
-    assert found.strip() == "['anthropic', 'openai']"
+    assert _printed(probe) == "['anthropic', 'openai']"
