@@ -281,8 +281,8 @@ async def run_stack(
         temporal = await _temporal(settings, main_pool, options.temporal_address, interceptors)
         if api_pool is not None:  # the API starts the workflows, with Mint's search attributes or without
             settings = await resolve_search_attributes(settings, temporal)
-        if api_pool is not None:  # before serving: no request waits for the model to load (a worker's
-            await loaded(settings.embedding_model)  # activities wait for it; it polls meanwhile)
+            # Before serving, no request waits for the embedding model to load; a worker polls meanwhile.
+            await loaded(settings.embedding_model)
         async with contextlib.AsyncExitStack() as parts:
             if worker_pool is not None:
                 for worker in worker_for(temporal, worker_pool, http, settings, events, metrics, tracing):
