@@ -40,6 +40,32 @@ class WebhookDelivery:
     body: JsonObject
 
 
+def report_delivery(
+    execution_id: str,
+    task_id: str | None,
+    developer_id: str,
+    url: str,
+    seq: int,
+    first_run_id: str,
+    report: JsonObject,
+) -> WebhookDelivery:
+    """The delivery that reports one status of an execution (`report`: its `status` and `output`, `error` or
+    `waits`), reached at transition `seq`: the one body every webhook has, whoever sends it (the workflow,
+    or the reconciler for an end it writes)."""
+    return WebhookDelivery(
+        delivery_id=delivery_id(execution_id, seq, first_run_id),
+        developer_id=developer_id,
+        url=url,
+        body={"execution_id": execution_id, "task_id": task_id, **report},
+    )
+
+
+def delivery_summary(delivery: WebhookDelivery) -> str:
+    """How a delivery's workflow is named on the Temporal UI: the status it reports and where to."""
+    host = urlsplit(delivery.url).hostname or "?"
+    return f"webhook {delivery.body.get('status')} → {host}"
+
+
 # name -> (input type, result type).
 WEBHOOK_ACTIVITIES: dict[str, tuple[Any, Any]] = {DELIVER_WEBHOOK: (WebhookDelivery, None)}
 WEBHOOK_WORKFLOWS: dict[str, tuple[Any, Any]] = {WEBHOOK_DELIVERY_WORKFLOW: (WebhookDelivery, None)}

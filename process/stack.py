@@ -124,7 +124,11 @@ async def _temporal(settings: Settings, pool: asyncpg.Pool, address: str, interc
 def _reconciler(pool: asyncpg.Pool, temporal: Client, settings: Settings) -> Reconciler:
     """The loop that ends executions whose workflow can no longer end them (infra/temporal/reconciler.py)."""
     return Reconciler(
-        Store(pool), temporal, ReconcilerSettings(settings.reconcile_interval, settings.reconcile_quiet)
+        Store(pool),
+        temporal,
+        ReconcilerSettings(
+            settings.reconcile_interval, settings.reconcile_quiet, task_queue=settings.task_queue
+        ),
     )
 
 

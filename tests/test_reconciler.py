@@ -1,4 +1,5 @@
-"""The reconciler ends executions whose workflows cannot: terminated outside Mint, or never started."""
+"""The reconciler ends executions whose workflows cannot: terminated outside Mint, or never started; and
+reports the end it writes to the execution's callback_url, as the workflow would have."""
 
 import asyncio
 import uuid
@@ -8,7 +9,9 @@ import pytest_asyncio
 
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
+from tests.local_http import LocalServer
 from tests.stack import BackgroundStack
+from tests.test_webhooks import received, secret_of, start_with, verified
 
 WAITING = {"name": "waits", "main": [{"wait_for_input": {"info": {"q": "$ 'anyone?'"}}}]}
 
@@ -51,3 +54,27 @@ async def test_an_execution_whose_start_was_lost_fails(reconciling, store, api_k
     done = await wait_for_status(api, lost.id, timeout=30)
     assert done["status"] == "failed" and "never started" in done["error"]
     assert await transitions(api, lost.id) == []
+
+
+async def test_the_end_it_writes_is_reported_to_the_callback_url(reconciling, temporal_env):
+    api = reconciling
+    receiver = LocalServer()
+    task = await create_task(api, (await create_agent(api))["id"], WAITING)
+    execution = await start_with(api, task["id"], receiver.url + "hook", {})
+    await received(receiver, 1)  # awaiting_input, reported by the workflow
+    handle = temporal_env.client.get_workflow_handle(execution["id"])
+    await handle.terminate(reason="operator")
+    done = await wait_for_status(api, execution["id"], timeout=30)
+    requests = await received(receiver, 2)
+    body = verified(requests[1], await secret_of(api))
+    assert body == {
+        "execution_id": execution["id"],
+        "task_id": task["id"],
+        "status": "failed",
+        "error": "ExecutionLost: the workflow ended outside Mint (terminated)",
+    }
+    first_run = (await handle.describe()).raw_description.workflow_execution_info.first_run_id
+    delivery = f"webhook-{execution['id']}-{done['transition_count']}-{first_run[:8]}"
+    assert requests[1].headers["Mint-Delivery-Id"] == delivery
+    await asyncio.sleep(1.5)  # later rounds leave the ended execution alone: one report of its end
+    assert len(receiver.requests) == 2

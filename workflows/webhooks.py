@@ -6,7 +6,6 @@ until the receiver answers 2xx, so a delivery survives a worker or API crash and
 from __future__ import annotations
 
 from datetime import timedelta
-from urllib.parse import urlsplit
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -14,7 +13,13 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from contracts.executions import ExecutionParams
 from contracts.json import JsonObject, JsonValue
-from contracts.webhooks import DELIVER_WEBHOOK, WEBHOOK_DELIVERY_WORKFLOW, WebhookDelivery, delivery_id
+from contracts.webhooks import (
+    DELIVER_WEBHOOK,
+    WEBHOOK_DELIVERY_WORKFLOW,
+    WebhookDelivery,
+    delivery_summary,
+    report_delivery,
+)
 
 DELIVERY_DEADLINE = timedelta(hours=24)
 # A little more than one attempt's HTTP exchange (activities/webhooks.py ATTEMPT_SECONDS): a worker lost
@@ -39,7 +44,7 @@ class WebhookDeliveryWorkflow:
             schedule_to_close_timeout=DELIVERY_DEADLINE,
             start_to_close_timeout=ATTEMPT_TIMEOUT,
             retry_policy=DELIVERY_RETRY,
-            summary=_summary(delivery),
+            summary=delivery_summary(delivery),
         )
 
 
@@ -73,11 +78,9 @@ class Webhooks:
     async def _send(self, seq: int, report: JsonObject) -> None:
         if self.url is None:
             return
-        delivery = WebhookDelivery(
-            delivery_id=delivery_id(self.execution_id, seq, workflow.info().first_execution_run_id),
-            developer_id=self.developer_id,
-            url=self.url,
-            body={"execution_id": self.execution_id, "task_id": self.task_id, **report},
+        first_run = workflow.info().first_execution_run_id
+        delivery = report_delivery(
+            self.execution_id, self.task_id, self.developer_id, self.url, seq, first_run, report
         )
         try:
             await workflow.start_child_workflow(
@@ -85,12 +88,7 @@ class Webhooks:
                 delivery,
                 id=delivery.delivery_id,
                 parent_close_policy=workflow.ParentClosePolicy.ABANDON,
-                static_summary=_summary(delivery),
+                static_summary=delivery_summary(delivery),
             )
         except WorkflowAlreadyStartedError:
             pass  # the same delivery, started by an earlier run of this execution (a restart)
-
-
-def _summary(delivery: WebhookDelivery) -> str:
-    host = urlsplit(delivery.url).hostname or "?"
-    return f"webhook {delivery.body.get('status')} → {host}"

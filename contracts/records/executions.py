@@ -108,3 +108,7 @@ class QuietExecution:
     id: str
     developer_id: str
     status: str
+    task_id: str | None = None
+    callback_url: str | None = (
+        None  # where its webhooks go, the one that reports the end the reconciler writes
+    )

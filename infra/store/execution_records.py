@@ -82,7 +82,11 @@ def read_transition(row: Row) -> Transition:
 
 def read_quiet_execution(row: Row) -> QuietExecution:
     return QuietExecution(
-        id=text(row, "id"), developer_id=text(row, "developer_id"), status=text(row, "status")
+        id=text(row, "id"),
+        developer_id=text(row, "developer_id"),
+        status=text(row, "status"),
+        task_id=optional_text(row, "task_id"),
+        callback_url=optional_text(row, "callback_url"),
     )
 
 

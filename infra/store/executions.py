@@ -156,7 +156,7 @@ class Executions(PoolUser):
                   AND updated_at < now() - make_interval(secs => $1)
                   AND (reconciled_at IS NULL OR reconciled_at < now() - make_interval(secs => $1))
                 ORDER BY reconciled_at NULLS FIRST LIMIT $2 FOR UPDATE SKIP LOCKED)
-            RETURNING id, developer_id, status
+            RETURNING id, developer_id, status, task_id, callback_url
             """,
             quiet_seconds,
             limit,
@@ -165,8 +165,9 @@ class Executions(PoolUser):
 
     async def end_execution(
         self, developer_id: str, execution_id: str, kind: str, status: str, error: str | None
-    ) -> bool:
-        """Append the final transition of an execution whose workflow cannot (it is closed or never ran)."""
+    ) -> int | None:
+        """Append the final transition of an execution whose workflow cannot (it is closed or never ran):
+        its seq (0 for an execution that had none, which gets no transition), or None if it had ended."""
         async with self.pool.acquire() as conn, conn.transaction():
             row = await conn.fetchrow(
                 "SELECT status, last_seq, last_transition_type FROM executions "
@@ -175,7 +176,7 @@ class Executions(PoolUser):
                 execution_id,
             )
             if row is None or row["status"] in TERMINAL_STATUSES:
-                return False
+                return None
             if row["last_seq"]:  # it has transitions: the ending one follows them, checked like any other
                 check_sequence(row["last_transition_type"], [kind])
                 current = await conn.fetchval(
@@ -206,7 +207,7 @@ class Executions(PoolUser):
                 1 if row["last_seq"] else 0,
                 kind if row["last_seq"] else None,
             )
-        return True
+        return row["last_seq"] + 1 if row["last_seq"] else 0
 
     async def note_cancel_reason(self, developer_id: str, execution_id: str, reason: str) -> None:
         """Keep the reason a client gave for cancelling (as the execution's error text)."""
