@@ -301,7 +301,8 @@ async def run_stack(
             if settings.metrics_port is not None:
                 port_app = metrics_app(metrics, settings.metrics_port_token())
                 await parts.enter_async_context(_serving(port_app, settings, settings.metrics_port))
-            sdks.warm()  # the model SDKs, imported beside a stack that already serves (infra/models/sdks.py)
+            if worker_pool is None:  # an API alone: its chats' SDKs, imported as it serves (models/sdks.py)
+                sdks.warm()
             if started:
                 started.set()
             await (stop.wait() if stop else asyncio.Event().wait())

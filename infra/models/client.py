@@ -26,7 +26,7 @@ from infra.models.catalog import cost
 from infra.models.completion import is_completion
 from infra.models.openai_stream import OnText, joined
 from infra.models.recordings import Recordings
-from infra.models.sdks import sdk
+from infra.models.sdks import imported, sdk
 from infra.settings import ModelConfig, Settings
 from infra.store.secrets import SecretStore, SecretsUnavailable
 from infra.temporal import errors
@@ -100,7 +100,7 @@ class ModelClient:
     async def _complete(self, request: ModelRequest, on_text: OnText | None) -> Completion:
         provider, model = self.config.route(request.model or self.config.default_model)
         key = await self._owner_key(provider, request.owner)
-        provider_sdk = sdk("anthropic" if provider == "anthropic" else "openai")
+        provider_sdk = await imported("anthropic" if provider == "anthropic" else "openai")
         try:
             if provider == "anthropic":
                 return await self._anthropic(model, request, key, on_text)
