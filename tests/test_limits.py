@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest_asyncio
 
+from contracts.records.schedules import ScheduleSpec
+from infra.store.schedules import ScheduleStore
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, wait_for_status
 from tests.stack import BackgroundStack
@@ -64,6 +66,26 @@ async def test_schedules_past_the_developers_limit_are_429_until_one_is_deleted(
         for response in (made[1], again):
             await api.delete(f"/schedules/{response.json()['id']}")
         await other.delete(f"/tasks/{theirs['id']}")
+
+
+async def test_schedules_made_at_once_stop_at_the_limit(limited, store):
+    async with await _client(limited, store) as api:
+        agent = await create_agent(api)
+        task = await create_task(api, agent["id"], {"name": "tick", "main": [{"evaluate": {"x": "$ 1"}}]})
+        url = f"/tasks/{task['id']}/schedules"
+        made = await asyncio.gather(*[api.post(url, json={"every": "1h", "paused": True}) for _ in range(10)])
+        assert sorted(m.status_code for m in made) == [201] * 2 + [429] * 8, [m.text for m in made]
+        assert len((await api.get(url)).json()["items"]) == 2
+        # Straight at the store, 20 at once: the API's own pacing does not hide a race there.
+        schedules = ScheduleStore(store.pool)
+        owner = await schedules.owned((await api.get(url)).json()["items"][0]["id"])
+        assert owner is not None
+        spec = ScheduleSpec(every="1h")
+        kept = await asyncio.gather(
+            *[schedules.create(owner[0], str(uuid.uuid4()), task["id"], spec, True, 3) for _ in range(20)]
+        )
+        assert sum(k is not None for k in kept) == 1  # two were there, the limit is three
+        await api.delete(f"/tasks/{task['id']}")
 
 
 async def test_a_body_over_the_limit_is_413(limited, store):

@@ -22,19 +22,25 @@ class ScheduleStore:
     async def create(
         self, developer_id: str, id_: str, task_id: str, spec: ScheduleSpec, paused: bool, limit: int
     ) -> StoredSchedule | None:
-        """The new schedule; None when the developer already has `limit` of them (0: no limit)."""
-        row = await self.pool.fetchrow(
-            "INSERT INTO schedules (id, developer_id, task_id, task_version, cron, timezone, every, input, "
-            "overlap, catchup_window, paused) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 "
-            "WHERE $12 = 0 OR (SELECT count(*) FROM schedules WHERE developer_id = $2) < $12 "
-            f"RETURNING {COLUMNS}",
-            id_,
-            developer_id,
-            task_id,
-            *_spec_values(spec),
-            paused,
-            limit,
-        )
+        """The new schedule; None when the developer already has `limit` of them (0: no limit). Creates of one
+        developer take turns (a lock for the transaction): two at once would each count the other's row out
+        and both be kept past the limit."""
+        async with self.pool.acquire() as conn, conn.transaction():
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtext('schedules'), hashtext($1))", developer_id
+            )
+            row = await conn.fetchrow(
+                "INSERT INTO schedules (id, developer_id, task_id, task_version, cron, timezone, every, input, "
+                "overlap, catchup_window, paused) SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11 "
+                "WHERE $12 = 0 OR (SELECT count(*) FROM schedules WHERE developer_id = $2) < $12 "
+                f"RETURNING {COLUMNS}",
+                id_,
+                developer_id,
+                task_id,
+                *_spec_values(spec),
+                paused,
+                limit,
+            )
         return schedule_of(row) if row is not None else None
 
     async def get(self, developer_id: str, id_: str) -> StoredSchedule | None:
