@@ -39,7 +39,10 @@ def _timezone(value: str) -> str:
 def _seconds_as_text(value: object) -> object:
     """A bare number of seconds (`"every": 30`) reads as `30s`."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return f"{value:g}s"
+        try:
+            return f"{value:g}s"
+        except OverflowError:  # an integer past any float (`10**400`): its digits, over the length limit
+            return f"{value}s"
     return value
 
 
