@@ -26,6 +26,7 @@ import contextlib
 import logging
 from collections import deque
 from collections.abc import AsyncIterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -34,7 +35,7 @@ from temporalio import activity
 from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, Interceptor
 
 from activities.heartbeat import heartbeating
-from contracts.calls import IntegrationCallRequest, ModelRequest, WorkerCall
+from contracts.calls import CallBatch, IntegrationCallRequest, ModelRequest, WorkerCall
 from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_MODEL
 from workflows.calls import DEFAULT_TIMEOUT_SECONDS
 
@@ -223,6 +224,23 @@ def whose_call(name: str, request: Any) -> tuple[str | None, float | None] | Non
     return None, None
 
 
+# The worker's limiter, while a batch of calls runs (call_batch_in_worker): the batch admits each of its calls
+# itself (`admitted`), as this module's interceptor admits a single call.
+BATCH_LIMITER: ContextVar[DeveloperLimiter | None] = ContextVar("batch_limiter", default=None)
+
+
+@contextlib.asynccontextmanager
+async def admitted(developer: str, attempt: float, own_deadline: float | None) -> AsyncIterator[None]:
+    """Hold a place of `developer`'s, and one of the worker's, for one attempt of a batched call (which
+    may last `attempt` seconds); no place is needed outside a batch that the worker's limiter admits."""
+    limiter = BATCH_LIMITER.get()
+    if limiter is None:
+        yield
+        return
+    async with limiter.place(developer, spare_seconds(attempt, 0.0, own_deadline), in_worker=True):
+        yield
+
+
 class TenantLimits(Interceptor):
     """Gives each capped call activity a place of its developer's in `limiter` before it runs, and each call
     run in the worker (call_in_worker, by the call it carries) one of the worker's places too. `slots`, when
@@ -258,6 +276,12 @@ class _Inbound(ActivityInboundInterceptor):
 
     async def _admitted(self, info: activity.Info, input: ExecuteActivityInput) -> Any:
         request = input.args[0] if input.args else None
+        if isinstance(request, CallBatch):  # it admits each of its calls itself
+            token = BATCH_LIMITER.set(self.limiter)
+            try:
+                return await self.next.execute_activity(input)
+            finally:
+                BATCH_LIMITER.reset(token)
         in_worker = isinstance(request, WorkerCall)
         if isinstance(request, WorkerCall):
             whose = whose_call(request.activity, request.request)

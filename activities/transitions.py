@@ -16,7 +16,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
-from contracts.calls import WorkerCall
+from contracts.calls import CallBatch, RecordedAnswer, WorkerCall
 from contracts.temporal import MARK_FAILED, WRITE_TRANSITIONS
 from contracts.transitions import (
     TERMINAL_STATUSES,
@@ -148,6 +148,30 @@ class TransitionWriter:
         self._observe(call.transitions, written)
         return answer
 
+    async def before_batch(self, batch: CallBatch) -> dict[str, Any]:
+        """For a batch of calls in the worker: write the transitions it carries, record the answers it
+        carries, and return the answers already recorded for its calls, by call id; in one transaction."""
+        ids = [c.call_id for c in batch.calls]
+        with _refusing_bad_data(batch.transitions):
+            if batch.transitions is None:
+                return await _record_and_look_up_all(
+                    self.pool, batch.execution_id, batch.developer_id, batch.answers, ids
+                )
+            async with self.pool.acquire() as conn, conn.transaction():
+                written = await self._append(conn, batch.transitions)
+                found = await _record_and_look_up_all(
+                    conn, batch.execution_id, batch.developer_id, batch.answers, ids
+                )
+        self._observe(batch.transitions, written)
+        return found
+
+    async def record_answers(
+        self, execution_id: str, developer_id: str, answers: list[RecordedAnswer]
+    ) -> None:
+        """Record calls' answers as they come (a batch's), so that a run of the batch again skips them."""
+        with _refusing_bad_data(None):
+            await _record_and_look_up_all(self.pool, execution_id, developer_id, answers, [])
+
     async def _append(self, conn: asyncpg.Connection, batch: TransitionBatch) -> Written | None:
         """The batch's new rows and the execution row after them (in the caller's transaction)."""
         execution = await conn.fetchrow(
@@ -197,22 +221,37 @@ class TransitionWriter:
 
 async def _record_and_look_up(db: asyncpg.Pool | asyncpg.Connection, call: WorkerCall) -> Any | None:
     """Record the answers `call` carries and return its own recorded answer (None if it has none yet)."""
-    found = await db.fetchval(
+    found = await _record_and_look_up_all(
+        db, call.execution_id, call.developer_id, call.answers, [call.call_id]
+    )
+    return found.get(call.call_id)
+
+
+async def _record_and_look_up_all(
+    db: asyncpg.Pool | asyncpg.Connection,
+    execution_id: str,
+    developer_id: str,
+    answers: list[RecordedAnswer],
+    call_ids: list[str],
+) -> dict[str, Any]:
+    """Record `answers` and return the recorded answers of `call_ids` (those that have one), by call id;
+    one statement."""
+    rows = await db.fetch(
         """
         WITH recorded AS (
             INSERT INTO call_answers (execution_id, call_id, developer_id, answer)
             SELECT $1, u.call_id, $2, u.answer::jsonb FROM unnest($3::uuid[], $4::text[]) AS u(call_id, answer)
             ON CONFLICT DO NOTHING
         )
-        SELECT answer::text FROM call_answers WHERE execution_id = $1 AND call_id = $5
+        SELECT call_id::text, answer::text FROM call_answers WHERE execution_id = $1 AND call_id = ANY($5::uuid[])
         """,
-        call.execution_id,
-        call.developer_id,
-        [a.call_id for a in call.answers],
-        [json.dumps(a.answer, cls=PayloadEncoder) for a in call.answers],
-        call.call_id,
+        execution_id,
+        developer_id,
+        [a.call_id for a in answers],
+        [json.dumps(a.answer, cls=PayloadEncoder) for a in answers],
+        call_ids,
     )
-    return None if found is None else json.loads(found)
+    return {row["call_id"]: json.loads(row["answer"]) for row in rows}
 
 
 async def _append_rows(conn: asyncpg.Connection, batch: TransitionBatch, fresh: list[TransitionRow]) -> None:

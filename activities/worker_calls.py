@@ -20,9 +20,10 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.call_batches import run_batch
 from activities.transitions import TransitionWriter
-from contracts.calls import WorkerCall
-from contracts.temporal import ACTIVITIES, CALL_IN_WORKER, WORKER_CALLS
+from contracts.calls import BatchOutcome, CallBatch, RecordedAnswer, WorkerCall
+from contracts.temporal import ACTIVITIES, BATCHED_CALLS, CALL_BATCH_IN_WORKER, CALL_IN_WORKER, WORKER_CALLS
 from infra.temporal.payload_json import from_json
 
 Call = Callable[[Any], Awaitable[Any]]
@@ -41,12 +42,29 @@ class WorkerCalls:
 
     @activity.defn(name=CALL_IN_WORKER)
     async def call_in_worker(self, call: WorkerCall) -> Any:
-        run = self.calls.get(call.activity)
-        if run is None:
-            raise ApplicationError(
-                f"{call.activity!r} cannot run in the worker", type="BadCall", non_retryable=True
-            )
+        run = self._call(call.activity)
         recorded = await self.writer.before_call(call)
         if recorded is not None:
             return recorded  # this call answered in a run of the workflow task that was lost with its worker
         return await run(from_json(ACTIVITIES[call.activity][0], call.request))
+
+    @activity.defn(name=CALL_BATCH_IN_WORKER)
+    async def call_batch_in_worker(self, batch: CallBatch) -> list[BatchOutcome]:
+        """The batch's calls' outcomes, in order (activities/call_batches.py)."""
+        if batch.activity not in BATCHED_CALLS:
+            raise ApplicationError(
+                f"{batch.activity!r} cannot run in a batch", type="BadCall", non_retryable=True
+            )
+        run = self._call(batch.activity)
+        recorded = await self.writer.before_batch(batch)
+
+        async def record(answers: list[RecordedAnswer]) -> None:
+            await self.writer.record_answers(batch.execution_id, batch.developer_id, answers)
+
+        return await run_batch(batch, run, recorded, record)
+
+    def _call(self, name: str) -> Call:
+        run = self.calls.get(name)
+        if run is None:
+            raise ApplicationError(f"{name!r} cannot run in the worker", type="BadCall", non_retryable=True)
+        return run

@@ -182,3 +182,61 @@ class WorkerCall:
     call_id: str
     transitions: TransitionBatch | None = None
     answers: list[RecordedAnswer] = field(default_factory=list)
+
+
+@dataclass
+class BatchedCall:
+    """One item's call in a CallBatch: its id (its answer is recorded under it), the activity's input as
+    JSON, and how long one attempt may take (seconds)."""
+
+    call_id: str
+    request: Any
+    timeout: float
+
+
+@dataclass
+class BatchRetry:
+    """A step's retry policy as data, for the batch to apply to each of its calls itself (Temporal's would
+    retry the whole batch). `maximum_attempts` 0 is no limit; `non_retryable` lists error types."""
+
+    maximum_attempts: int
+    initial_interval: float
+    backoff: float
+    maximum_interval: float
+    non_retryable: list[str] = field(default_factory=list)
+
+
+@dataclass
+class CallBatch:
+    """call_batch_in_worker's input: the calls of a fan-out's items (one api_call step each) that the
+    workflow's own worker makes, `width` at a time, each with the step's retries; each answer is recorded
+    under its call's id as it comes, so a batch run again (a retry, or its workflow task lost with the worker)
+    calls only what has no answer yet. `transitions` and `answers` are as a WorkerCall's."""
+
+    activity: str
+    calls: list[BatchedCall]
+    width: int
+    retry: BatchRetry
+    execution_id: str
+    developer_id: str
+    transitions: TransitionBatch | None = None
+    answers: list[RecordedAnswer] = field(default_factory=list)
+
+
+@dataclass
+class CallFailure:
+    """How a batched call failed after its last attempt: what a call activity's error would have said."""
+
+    message: str
+    type: str | None
+    non_retryable: bool
+    timed_out: bool  # its attempt ran out of time (a StartToClose timeout, as Temporal would say)
+
+
+@dataclass
+class BatchOutcome:
+    """One batched call's end: its answer, or its failure, or neither (not made: another call of the batch
+    failed first, which fails the fan-out)."""
+
+    answer: CallAnswer | None = None
+    failure: CallFailure | None = None

@@ -14,7 +14,9 @@ from temporalio.common import Priority, SearchAttributeKey
 from contracts.background import Compressed, DocFailure, DocRef, IndexedDoc, RunToolRequest, SessionRef
 from contracts.calls import (
     ApiCallRequest,
+    BatchOutcome,
     CallAnswer,
+    CallBatch,
     IntegrationCallRequest,
     McpCallRequest,
     McpIntegration,
@@ -62,6 +64,10 @@ INDEX_DOC = "index_doc"
 MARK_DOC_FAILED = "mark_doc_failed"
 COMPRESS_SESSION = "compress_session"
 CALL_IN_WORKER = "call_in_worker"
+# A fan-out's api_call steps, in batches the workflow's own worker runs (workflows/call_batches.py).
+CALL_BATCH_IN_WORKER = "call_batch_in_worker"
+# The activities a batch may run: each answers a CallAnswer and times itself (its deadline is its request's).
+BATCHED_CALLS = frozenset({CALL_API})
 # The activities a step may run through CALL_IN_WORKER.
 WORKER_CALLS = frozenset({CALL_MODEL, CALL_API, CALL_SYSTEM, CALL_MCP, CALL_INTEGRATION, SEARCH_DOCS})
 
@@ -91,6 +97,7 @@ ACTIVITIES: dict[str, tuple[Any, Any]] = {
     MARK_DOC_FAILED: (DocFailure, None),
     COMPRESS_SESSION: (SessionRef, Compressed),
     CALL_IN_WORKER: (WorkerCall, Any),  # the named activity's result
+    CALL_BATCH_IN_WORKER: (CallBatch, list[BatchOutcome]),  # in the order of the batch's calls
 }
 WORKFLOWS: dict[str, tuple[Any, Any]] = {
     TASK_EXECUTION_WORKFLOW: (ExecutionParams, Any),  # the task's output

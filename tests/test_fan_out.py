@@ -49,7 +49,8 @@ async def test_a_large_map_of_calls_runs_in_child_workflows_and_keeps_order(api,
             "main": [
                 {
                     "over": "$ list(range(1000))",
-                    "map": {"tool": "echo", "arguments": {"n": "$ _"}},
+                    # Queued activities, not the worker's: not batched (tests/test_call_batches.py).
+                    "map": {"tool": "echo", "arguments": {"n": "$ _"}, "local": False},
                     "parallelism": 50,
                     "reduce": "$ results + [int(_['content'].lstrip('/'))]",
                 }

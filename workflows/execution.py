@@ -10,6 +10,7 @@ from temporalio.exceptions import ApplicationError
 
 from contracts.executions import ChunkOutcome, ExecutionParams, MapChunk, ResumeInput
 from contracts.temporal import MAP_CHUNK_WORKFLOW, RESUME_SIGNAL, TASK_EXECUTION_WORKFLOW
+from workflows.call_batches import BATCH_PATCH
 from workflows.calls import CALLS_IN_WORKER_PATCH, INTEGRATIONS_PATCH
 from workflows.failures import StepFailed
 from workflows.fan_out import SERIAL_WINDOW_PATCH, WRITE_ENDED_BRANCHES_PATCH
@@ -34,6 +35,7 @@ CURRENT_PATCHES = (
     WRITE_ENDED_BRANCHES_PATCH,
     EARLY_RESUME_PATCH,
     DEFAULT_EVALUATED_PATCH,
+    BATCH_PATCH,
 )
 
 

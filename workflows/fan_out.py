@@ -17,13 +17,15 @@ from temporalio import workflow
 
 from contracts.executions import ChunkOutcome, MapChunk
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
-from contracts.temporal import MAP_CHUNK_WORKFLOW
+from contracts.temporal import CALL_API, MAP_CHUNK_WORKFLOW
 from workflows import language as lang
+from workflows.call_batches import BATCH_PATCH, MAX_BATCHED_ITEMS, CallBatcher
+from workflows.calls import CALLS_IN_WORKER_PATCH, call_options, runs_in_worker
 from workflows.failures import Returned, StepFailed, failure_message
 from workflows.frames import Frame
 from workflows.reduce import fold, reduce_results
 from workflows.step_runner import StepRunner
-from workflows.tool_kinds import runs_on_client
+from workflows.tool_kinds import ApiCallTool, runs_on_client
 from workflows.values import Names
 
 # History events one call (a flush marker, the activity, its workflow task) adds, and the share of a history
@@ -66,7 +68,8 @@ class FanOut:
         interpreter = self.interpreter
         items = self._items(step.over, names, f"{here}.over")
         path, parallelism = f"{here}.map", step.parallelism or 100
-        if size := self._chunk_size(items, step.map, f"{here}.over"):
+        batched = self._batched(step.map, len(items))
+        if not batched and (size := self._chunk_size(items, step.map, f"{here}.over")):
             results = await self._in_children(step.map, items, frame, path, size, parallelism)
         else:
             results = await self.window(step.map, items, 0, frame, path, parallelism)
@@ -92,6 +95,8 @@ class FanOut:
         self, body: list[Any], items: list[Any], first: int, frame: Frame, path: str, parallelism: int
     ) -> list[Any]:
         """Run `body` for every item, at most `parallelism` at a time; item i is numbered first + i."""
+        if self._batched(body, len(items)):
+            return await self._in_batches(body, items, first, frame, path, parallelism)
         if parallelism == 1 and self.interpreter.patched(SERIAL_WINDOW_PATCH):
             run = self.interpreter.run_sequence
             return [await run(body, item, frame, path, {"item": first + i}) for i, item in enumerate(items)]
@@ -103,6 +108,37 @@ class FanOut:
                 return await self._branch(run)
 
         return await gather([one(i, item) for i, item in enumerate(items)])
+
+    async def _in_batches(
+        self, body: list[Any], items: list[Any], first: int, frame: Frame, path: str, parallelism: int
+    ) -> list[Any]:
+        """Run `body` (one api_call step) for every item, the items' calls in batches of the worker's
+        (workflows/call_batches.py), at most `parallelism` calls at a time."""
+        batcher = CallBatcher(len(items), parallelism)
+        run = self.interpreter.run_sequence
+
+        async def one(i: int, item: Any) -> Any:
+            with batcher.item(i):
+                return await self._branch(run(body, item, frame, path, {"item": first + i}))
+
+        with self.interpreter.view.doing(f"{path}: {len(items)} calls, in batches"):
+            *results, _ = await gather([*(one(i, item) for i, item in enumerate(items)), batcher.run()])
+        return results
+
+    def _batched(self, body: list[Any], items: int) -> bool:
+        """Whether the items' calls run in batches: a body of one api_call step that runs in the worker (a
+        local activity, as calls.py's runs_in_worker says for the step's longest attempt), over at most
+        MAX_BATCHED_ITEMS items."""
+        if items > MAX_BATCHED_ITEMS or len(body) != 1 or not isinstance(body[0], lang.ToolCallStep):
+            return False
+        interpreter, step = self.interpreter, body[0]
+        if not isinstance(interpreter.tools.get(step.tool_name), ApiCallTool):
+            return False
+        defaults = interpreter.task.defaults
+        longest = call_options(step, defaults)[0].total_seconds()
+        if not runs_in_worker(step, defaults, longest, interpreter.params.queues.get(CALL_API)):
+            return False
+        return interpreter.patched(CALLS_IN_WORKER_PATCH) and interpreter.patched(BATCH_PATCH)
 
     async def _branch(self, run: Awaitable[Any]) -> Any:
         """Run one item or branch; if it ends while another is parked, write what it added now."""

@@ -8,6 +8,8 @@ rule (runs_in_worker).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from datetime import timedelta
 
 from temporalio import workflow
@@ -15,10 +17,26 @@ from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, FailureError
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 
-from contracts.calls import CallAnswer, ModelAnswer, RecordedAnswer, WorkerCall
-from contracts.temporal import CALL_IN_WORKER
+from contracts.calls import (
+    BatchedCall,
+    BatchOutcome,
+    BatchRetry,
+    CallAnswer,
+    CallBatch,
+    ModelAnswer,
+    RecordedAnswer,
+    WorkerCall,
+)
+from contracts.temporal import CALL_BATCH_IN_WORKER, CALL_IN_WORKER
+from contracts.transitions import TransitionBatch
 from workflows.calls import CallRequest
 from workflows.transition_log import TransitionLog, batch_summary
+
+# A batch itself (not its calls, which it retries by their step's policy) runs again after a lost worker, a
+# failed write of its answers or its time bound: it then makes only the calls that have no answer recorded.
+BATCH_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(seconds=10))
+BATCH_ATTEMPTS_UNBOUNDED = 10
+BATCH_SLACK_SECONDS = 10.0
 
 
 class WorkerCalls:
@@ -39,35 +57,96 @@ class WorkerCalls:
     ) -> CallAnswer | ModelAnswer:
         """Run activity `name` in the worker, with the step's timeout and retries; `summary` names the step
         and the call in the Temporal UI's timeline."""
+        with self._carried() as (batch, answers):
+            call = WorkerCall(
+                name,
+                request,
+                self.log.execution_id,
+                self.log.developer_id,
+                str(workflow.uuid4()),
+                batch,
+                answers,
+            )
+            try:
+                answer: CallAnswer | ModelAnswer = await workflow.execute_local_activity(
+                    CALL_IN_WORKER,
+                    call,
+                    result_type=result_type,
+                    start_to_close_timeout=timeout,
+                    retry_policy=retry,
+                    summary=_with_records(summary, batch),
+                )
+            except FailureError as exc:
+                error = as_activity_error(name, exc)
+                raise error from error.cause
+        self.unrecorded.append(RecordedAnswer(call.call_id, answer))
+        return answer
+
+    async def batch(
+        self, name: str, calls: list[BatchedCall], width: int, retry: RetryPolicy, summary: str
+    ) -> list[BatchOutcome]:
+        """Make `calls` (of activity `name`) in the worker, `width` at a time, each with `retry`
+        (workflows/call_batches.py); each answer is recorded as it comes (so none joins `unrecorded`)."""
+        log = self.log
+        with self._carried() as (batch, answers):
+            request = CallBatch(
+                name, calls, width, _as_data(retry), log.execution_id, log.developer_id, batch, answers
+            )
+            try:
+                outcomes: list[BatchOutcome] = await workflow.execute_local_activity(
+                    CALL_BATCH_IN_WORKER,
+                    request,
+                    result_type=list[BatchOutcome],
+                    start_to_close_timeout=_batch_timeout(calls, width, retry),
+                    retry_policy=BATCH_RETRY,
+                    summary=_with_records(summary, batch),
+                )
+            except FailureError as exc:
+                error = as_activity_error(name, exc)
+                raise error from error.cause
+        return outcomes
+
+    @contextlib.contextmanager
+    def _carried(self) -> Iterator[tuple[TransitionBatch | None, list[RecordedAnswer]]]:
+        """The pending transitions (if the log can hand them over) and unrecorded answers a call carries; if
+        the call fails, they go back, to be carried by the next."""
         log = self.log
         batch, answers = log.take_for_call(), self.unrecorded
         self.unrecorded = []
-        call = WorkerCall(
-            name, request, log.execution_id, log.developer_id, str(workflow.uuid4()), batch, answers
-        )
         try:
-            answer: CallAnswer | ModelAnswer = await workflow.execute_local_activity(
-                CALL_IN_WORKER,
-                call,
-                result_type=result_type,
-                start_to_close_timeout=timeout,
-                retry_policy=retry,
-                summary=summary
-                if batch is None
-                else f"{summary} · records {batch_summary(batch.transitions)}",
-            )
-        except BaseException as exc:
+            yield batch, answers
+        except BaseException:
             self.unrecorded = answers + self.unrecorded
             if batch is not None:
                 log.call_ended(batch, written=False)
-            if isinstance(exc, FailureError):
-                error = as_activity_error(name, exc)
-                raise error from error.cause
             raise
         if batch is not None:
             log.call_ended(batch, written=True)
-        self.unrecorded.append(RecordedAnswer(call.call_id, answer))
-        return answer
+
+
+def _with_records(summary: str, batch: TransitionBatch | None) -> str:
+    return summary if batch is None else f"{summary} · records {batch_summary(batch.transitions)}"
+
+
+def _as_data(retry: RetryPolicy) -> BatchRetry:
+    return BatchRetry(
+        maximum_attempts=retry.maximum_attempts,
+        initial_interval=retry.initial_interval.total_seconds(),
+        backoff=retry.backoff_coefficient,
+        maximum_interval=(retry.maximum_interval or retry.initial_interval * 100).total_seconds(),
+        non_retryable=list(retry.non_retryable_error_types or ()),
+    )
+
+
+def _batch_timeout(calls: list[BatchedCall], width: int, retry: RetryPolicy) -> timedelta:
+    """A bound on a batch's run: its rounds of calls, each as long as its longest call's every attempt and
+    the waits between them (a call retried without limit counts BATCH_ATTEMPTS_UNBOUNDED attempts: past the
+    bound, the batch runs again, skipping the calls that answered)."""
+    attempts = retry.maximum_attempts or BATCH_ATTEMPTS_UNBOUNDED
+    wait = (retry.maximum_interval or retry.initial_interval * 100).total_seconds()
+    longest = max(call.timeout for call in calls)
+    rounds = -(-len(calls) // width)
+    return timedelta(seconds=rounds * attempts * (longest + wait) + BATCH_SLACK_SECONDS)
 
 
 def as_activity_error(name: str, exc: FailureError) -> ActivityError:
