@@ -118,3 +118,42 @@ async def test_kill_9_mid_chain_of_fast_calls_applies_every_idempotency_key_once
             # flight at the kill was sent twice: the answered ones were not made again.
             assert len(set(keys)) == FAST_STEPS
             assert len(keys) <= FAST_STEPS + 1, f"{len(keys) - FAST_STEPS} calls were made again"
+
+
+FAN_OUT_ITEMS = 200
+
+
+async def test_kill_9_mid_batch_of_a_fan_out_makes_only_the_calls_in_flight_again(
+    postgres_url, temporal_env, api_key
+):
+    """A map of one api_call runs its calls in batches, recording each answer as it comes; a worker lost
+    mid-batch makes the next worker run the batch again, which makes only the calls without an answer."""
+    crash = Crashable(postgres_url, temporal_env, api_key)
+    tool = {"name": "call", "type": "api_call", "api_call": {"url": "{{ arguments.url }}"}}
+    with LocalServer(_quickly) as server:
+        async with crash.running() as api:
+            step = {
+                "over": f"$ list(range({FAN_OUT_ITEMS}))",
+                "map": {"tool": "call", "arguments": {"url": f"$ '{server.url}' + str(_)"}},
+                "parallelism": 10,
+            }
+            agent = await create_agent(api)
+            task = await create_task(api, agent["id"], {"name": "fan", "tools": [tool], "main": [step]})
+            execution = await start(api, task["id"])
+            while len(server.requests) < 70:  # in the second batch of 50
+                await asyncio.sleep(0.01)
+            crash.kill_worker()
+            assert len(server.requests) < FAN_OUT_ITEMS, (
+                "the fan-out ended before the kill; the test proves nothing"
+            )
+            crash.spawn_worker()
+            done = await wait_for_status(api, execution["id"], timeout=90)
+            assert done["status"] == "succeeded", done
+            rows = await transitions(api, execution["id"])
+            assert (
+                len({r["id"] for r in rows}) == len(rows) == done["transition_count"] == 1 + FAN_OUT_ITEMS + 2
+            )
+            keys = [r.headers["Idempotency-Key"] for r in server.requests]
+            assert len(set(keys)) == FAN_OUT_ITEMS
+            # Only the calls in flight at the kill (at most the lane's width, 10) were sent twice.
+            assert len(keys) <= FAN_OUT_ITEMS + 10, f"{len(keys) - FAN_OUT_ITEMS} calls were made again"

@@ -18,13 +18,15 @@ from typing import Any
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.call_batches import run_batch
 from activities.registered import activities_by_name
-from contracts.calls import WorkerCall
+from contracts.calls import BatchOutcome, CallAnswer, CallBatch, RecordedAnswer, WorkerCall
 from contracts.records.agents import Agent
 from contracts.records.executions import OpenWait
 from contracts.records.tools import Tool
 from contracts.temporal import (
     CALL_API,
+    CALL_BATCH_IN_WORKER,
     CALL_IN_WORKER,
     CALL_INTEGRATION,
     CALL_MCP,
@@ -226,6 +228,33 @@ class Fakes:
         calls = activities_by_name(self, names=WORKER_CALLS)
         answer: dict[str, Any] = await calls[call.activity](call.request)
         return answer
+
+    @activity.defn(name=CALL_BATCH_IN_WORKER)
+    async def call_batch_in_worker(self, batch: CallBatch) -> list[BatchOutcome]:
+        """A fan-out's batch of calls (activities/call_batches.py runs it, over the named call's fake):
+        writes and records what it carries, skips the calls with a recorded answer, records the others'."""
+        self.in_worker.extend(batch.activity for _ in batch.calls)
+        if batch.transitions is not None:
+            await self.write_transitions(batch.transitions)
+        await self._record(batch.execution_id, batch.answers)
+        ids = [(batch.execution_id, c.call_id) for c in batch.calls]
+        recorded = {key[1]: self.answers[key] for key in ids if key in self.answers}
+        fake = activities_by_name(self, names=WORKER_CALLS)[batch.activity]
+
+        async def call(request: Any) -> CallAnswer:
+            return CallAnswer(**await fake(request))
+
+        async def record(answers: list[RecordedAnswer]) -> None:
+            await self._record(batch.execution_id, answers)
+
+        return await run_batch(batch, call, recorded, record)
+
+    async def _record(self, execution_id: str, answers: list[RecordedAnswer]) -> None:
+        for recorded in answers:
+            answer = recorded.answer
+            self.answers.setdefault(
+                (execution_id, recorded.call_id), vars(answer) if isinstance(answer, CallAnswer) else answer
+            )
 
     @activity.defn(name=CALL_INTEGRATION)
     async def call_integration(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -231,7 +231,7 @@ async def test_a_large_map_of_calls_runs_in_child_workflows_and_keeps_order(mint
     spec = task(
         {
             "over": "$ list(range(260))",
-            "map": {"tool": "ping", "arguments": {"n": "$ _"}},
+            "map": {"tool": "ping", "arguments": {"n": "$ _"}, "local": False},  # not batched: queued calls
             "parallelism": 100,
             "reduce": "$ results + [int(_.json.url.rsplit('/', 1)[1])]",
         },
@@ -244,6 +244,53 @@ async def test_a_large_map_of_calls_runs_in_child_workflows_and_keeps_order(mint
     assert len(done.transitions) == 1 + 260 + 1 + 1
     assert sorted(t["metadata"]["item"] for t in done.at("main[0].map")) == list(range(260))
     assert len({r["headers"]["Idempotency-Key"] for r in mint.fakes.requests(CALL_API)}) == 260
+
+
+async def test_a_large_map_of_one_call_runs_its_calls_in_batches_and_keeps_order(mint):
+    spec = task(
+        {
+            "over": "$ list(range(260))",
+            "map": {"tool": "ping", "arguments": {"n": "$ _"}},
+            "parallelism": 20,
+            "reduce": "$ results + [int(_.json.url.rsplit('/', 1)[1])]",
+        },
+        tools=[PING],
+    )
+    mint.fakes.api = lambda request: http_response(200, {"url": request["url"]})
+    done = await mint.succeed(spec)
+    assert done.output == list(range(260))
+    assert await children(mint, done.id) == 0
+    assert len(done.transitions) == 1 + 260 + 1 + 1
+    assert sorted(t["metadata"]["item"] for t in done.at("main[0].map")) == list(range(260))
+    assert {t["metadata"]["attempts"] for t in done.at("main[0].map")} == {1}
+    assert len({r["headers"]["Idempotency-Key"] for r in mint.fakes.requests(CALL_API)}) == 260
+    history = await mint.env.client.get_workflow_handle(done.id).fetch_history()
+    markers = sum(e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED for e in history.events)
+    assert markers < 20  # 2 lanes of 10, batches of 50: 6 batches, and the transition writes
+
+
+async def test_a_batched_call_that_fails_fails_the_map_as_the_same_call_alone_does(mint):
+    def down(request):
+        if request["url"].endswith("/3"):
+            raise ApplicationError(f"{request['url']} answered 503", type="HttpUnavailable")
+        return http_response(200, {})
+
+    mint.fakes.api = down
+    retry = {"max_attempts": 2, "initial_interval": 0.001}
+    batched = task(
+        {"over": "$ list(range(8))", "map": {"tool": "ping", "arguments": {"n": "$ _"}, "retry": retry}},
+        tools=[PING],
+    )
+    alone = task(
+        {
+            "over": "$ list(range(8))",
+            "map": [{"tool": "ping", "arguments": {"n": "$ _"}, "retry": retry}, {"evaluate": {"x": "$ 1"}}],
+        },
+        tools=[PING],
+    )
+    failed_batched, failed_alone = await mint.fail(batched), await mint.fail(alone)
+    assert failed_batched.error == failed_alone.error
+    assert failed_batched.error.startswith("HttpUnavailable: ") and "/3 answered 503" in failed_batched.error
 
 
 async def test_a_failing_item_in_a_child_fails_the_execution_with_its_reason(mint):
