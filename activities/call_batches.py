@@ -28,6 +28,7 @@ from contracts.calls import (
     CallFailure,
     RecordedAnswer,
 )
+from contracts.json import JsonValue
 from contracts.temporal import ACTIVITIES
 from infra.temporal.payload_json import from_json
 
@@ -39,7 +40,7 @@ Record = Callable[[list[RecordedAnswer]], Awaitable[None]]
 
 
 async def run_batch(
-    batch: CallBatch, call: Call, recorded: dict[str, Any], record: Record
+    batch: CallBatch, call: Call, recorded: dict[str, JsonValue], record: Record
 ) -> list[BatchOutcome]:
     """Each of the batch's calls' outcome, in order: `recorded` answers (by call id) as they are, the rest
     made by `call`, `batch.width` at a time, and recorded by `record` as they answer."""

@@ -17,6 +17,7 @@ from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
 from contracts.calls import CallBatch, RecordedAnswer, WorkerCall
+from contracts.json import JsonValue
 from contracts.temporal import MARK_FAILED, WRITE_TRANSITIONS
 from contracts.transitions import (
     TERMINAL_STATUSES,
@@ -148,7 +149,7 @@ class TransitionWriter:
         self._observe(call.transitions, written)
         return answer
 
-    async def before_batch(self, batch: CallBatch) -> dict[str, Any]:
+    async def before_batch(self, batch: CallBatch) -> dict[str, JsonValue]:
         """For a batch of calls in the worker: write the transitions it carries, record the answers it
         carries, and return the answers already recorded for its calls, by call id; in one transaction."""
         ids = [c.call_id for c in batch.calls]
@@ -233,7 +234,7 @@ async def _record_and_look_up_all(
     developer_id: str,
     answers: list[RecordedAnswer],
     call_ids: list[str],
-) -> dict[str, Any]:
+) -> dict[str, JsonValue]:
     """Record `answers` and return the recorded answers of `call_ids` (those that have one), by call id;
     one statement."""
     rows = await db.fetch(

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -30,7 +30,10 @@ from temporalio.exceptions import ApplicationError, FailureError, TimeoutType
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 from contracts.calls import BatchedCall, BatchOutcome, CallAnswer, CallFailure
-from workflows.worker_calls import WorkerCalls, as_activity_error
+from workflows.failures import as_activity_error
+
+if TYPE_CHECKING:
+    from workflows.worker_calls import WorkerCalls
 
 # Executions that started before fan-outs ran their calls in batches keep one local activity per call.
 BATCH_PATCH = "fan-out-calls-run-in-batches"

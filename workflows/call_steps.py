@@ -18,11 +18,10 @@ from contracts.calls import CallAnswer, ModelAnswer, ModelRequest, Owner, Search
 from contracts.json import JsonObject, JsonValue
 from contracts.liveness import HEARTBEAT_TIMEOUT
 from contracts.messages import Message, ToolCall
-from contracts.temporal import BATCHED_CALLS, CALL_MODEL, SEARCH_DOCS
+from contracts.temporal import CALL_MODEL, SEARCH_DOCS
 from contracts.transitions import Position
 from workflows import failures, live_text, prompts, references
 from workflows import language as lang
-from workflows.call_batches import batcher_for_this_item
 from workflows.calls import (
     CALLS_IN_WORKER_PATCH,
     CallRequest,
@@ -128,16 +127,11 @@ class CallSteps:
         result_type = ModelAnswer if name == CALL_MODEL else CallAnswer
         longest = timeout.total_seconds() if deadline is None else min(deadline, timeout.total_seconds())
         queue = self.interpreter.params.queues.get(name)  # a task queue of its own (ExecutionParams.queues)
-        answer: CallAnswer | ModelAnswer
         try:
             if runs_in_worker(step, defaults, longest, queue) and self.interpreter.patched(
                 CALLS_IN_WORKER_PATCH
             ):
-                batcher = batcher_for_this_item()
-                if batcher is not None and name in BATCHED_CALLS:  # a batched fan-out's item
-                    answer = await batcher.call(self.in_worker, name, request, timeout, retry, summary)
-                else:
-                    answer = await self.in_worker.call(name, request, result_type, timeout, retry, summary)
+                answer = await self.in_worker.call(name, request, result_type, timeout, retry, summary)
             else:
                 self.interpreter.log.submit()
                 answer = await workflow.execute_activity(

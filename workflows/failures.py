@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError
+from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, FailureError
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 from contracts.failures import ERROR_TYPES, error_type_of, typed_message, with_type
@@ -135,4 +135,26 @@ def timed_out(exc: ActivityError, what: str, seconds: float, policy: RetryPolicy
         retry_state=exc.retry_state,
     )
     error.__cause__ = ActivityTimeout(text, type=cause.type, last_heartbeat_details=[])
+    return error
+
+
+def as_activity_error(name: str, exc: FailureError) -> ActivityError:
+    """A call in the worker's failure as a queued call's would read: an ActivityError of the named activity
+    whose cause is what the call raised (a local activity fails with that error itself, or with an
+    ActivityError of call_in_worker around it)."""
+    cause = exc.cause if isinstance(exc, ActivityError) else exc
+    if isinstance(cause, ActivityTimeout) and cause.type is not None:
+        # As Temporal words a queued activity's: "activity StartToClose timeout".
+        kind = "".join(word.capitalize() for word in cause.type.name.split("_"))
+        cause = ActivityTimeout(f"activity {kind} timeout", type=cause.type, last_heartbeat_details=[])
+    error = ActivityError(
+        exc.message,
+        scheduled_event_id=0,
+        started_event_id=0,
+        identity="",
+        activity_type=name,
+        activity_id="",
+        retry_state=exc.retry_state if isinstance(exc, ActivityError) else None,
+    )
+    error.__cause__ = cause
     return error

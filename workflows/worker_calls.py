@@ -14,8 +14,7 @@ from datetime import timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, FailureError
-from temporalio.exceptions import TimeoutError as ActivityTimeout
+from temporalio.exceptions import FailureError
 
 from contracts.calls import (
     BatchedCall,
@@ -27,9 +26,11 @@ from contracts.calls import (
     RecordedAnswer,
     WorkerCall,
 )
-from contracts.temporal import CALL_BATCH_IN_WORKER, CALL_IN_WORKER
+from contracts.temporal import BATCHED_CALLS, CALL_BATCH_IN_WORKER, CALL_IN_WORKER
 from contracts.transitions import TransitionBatch
+from workflows.call_batches import batcher_for_this_item
 from workflows.calls import CallRequest
+from workflows.failures import as_activity_error
 from workflows.transition_log import TransitionLog, batch_summary
 
 # A batch itself (not its calls, which it retries by their step's policy) runs again after a lost worker, a
@@ -56,7 +57,10 @@ class WorkerCalls:
         summary: str,
     ) -> CallAnswer | ModelAnswer:
         """Run activity `name` in the worker, with the step's timeout and retries; `summary` names the step
-        and the call in the Temporal UI's timeline."""
+        and the call in the Temporal UI's timeline. An item's call in a batched fan-out joins its batch."""
+        batcher = batcher_for_this_item()
+        if batcher is not None and name in BATCHED_CALLS:
+            return await batcher.call(self, name, request, timeout, retry, summary)
         with self._carried() as (batch, answers):
             call = WorkerCall(
                 name,
@@ -147,25 +151,3 @@ def _batch_timeout(calls: list[BatchedCall], width: int, retry: RetryPolicy) -> 
     longest = max(call.timeout for call in calls)
     rounds = -(-len(calls) // width)
     return timedelta(seconds=rounds * attempts * (longest + wait) + BATCH_SLACK_SECONDS)
-
-
-def as_activity_error(name: str, exc: FailureError) -> ActivityError:
-    """A call in the worker's failure as a queued call's would read: an ActivityError of the named activity
-    whose cause is what the call raised (a local activity fails with that error itself, or with an
-    ActivityError of call_in_worker around it)."""
-    cause = exc.cause if isinstance(exc, ActivityError) else exc
-    if isinstance(cause, ActivityTimeout) and cause.type is not None:
-        # As Temporal words a queued activity's: "activity StartToClose timeout".
-        kind = "".join(word.capitalize() for word in cause.type.name.split("_"))
-        cause = ActivityTimeout(f"activity {kind} timeout", type=cause.type, last_heartbeat_details=[])
-    error = ActivityError(
-        exc.message,
-        scheduled_event_id=0,
-        started_event_id=0,
-        identity="",
-        activity_type=name,
-        activity_id="",
-        retry_state=exc.retry_state if isinstance(exc, ActivityError) else None,
-    )
-    error.__cause__ = cause
-    return error

@@ -5,9 +5,17 @@ than its attempt can spare; and the limiter forgets a developer with nothing in 
 from __future__ import annotations
 
 import asyncio
+from types import SimpleNamespace
 
-from activities.tenant_limits import MARGIN_SECONDS, DeveloperLimiter, spare_seconds, whose_call
-from contracts.calls import IntegrationCallRequest, ModelRequest, Owner
+from activities.tenant_limits import (
+    BATCH_LIMITER,
+    MARGIN_SECONDS,
+    DeveloperLimiter,
+    _Inbound,
+    spare_seconds,
+    whose_call,
+)
+from contracts.calls import BatchRetry, CallBatch, IntegrationCallRequest, ModelRequest, Owner
 from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MODEL, CALL_SYSTEM
 
 LONG = 60.0  # a wait no test reaches: the calls it waits for end first
@@ -169,3 +177,18 @@ async def test_a_call_without_a_developer_counts_only_against_the_workers_places
         async with limiter.place(None, 0):  # through the queue, no developer: nothing to wait for
             pass
     assert limiter._places == {} and limiter.running_in_worker == 0
+
+
+async def test_a_batch_of_calls_runs_with_the_workers_limiter_to_admit_each_call_itself():
+    """The interceptor takes no place for a batch (activities/call_batches.py takes one per call) and lends
+    it the worker's limiter while it runs."""
+    limiter, seen = DeveloperLimiter(per_developer=1), []
+
+    class Next:
+        async def execute_activity(self, input):
+            seen.append((BATCH_LIMITER.get(), limiter.in_flight("developer")))
+
+    batch = CallBatch(CALL_API, [], 1, BatchRetry(1, 1.0, 2.0, 1.0), "execution", "developer")
+    await _Inbound(Next(), limiter, None)._admitted(SimpleNamespace(), SimpleNamespace(args=[batch]))
+    assert seen == [(limiter, 0)]
+    assert BATCH_LIMITER.get() is None  # only while the batch runs
