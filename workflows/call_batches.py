@@ -3,9 +3,9 @@
 Each item's call as its own local activity costs the SDK's round trip and a workflow activation per item, and
 a large fan-out of them child workflows. Instead, every item runs its body as usual up to its call, which
 joins a batch (CallBatcher.call); once every item has joined, or ended without a call, the batcher runs the
-calls in lanes: each lane takes the next calls in order of item, up to ROUNDS times its width, and makes them
-in one local activity, `width` at a time (activities/call_batches.py), and each item goes on with its answer
-when its batch ends. The lanes' widths add up to the step's parallelism, so at most that many calls are in
+calls in lanes: each lane takes the next calls in order of item, up to ROUNDS times its width (at least
+LANE_WIDTH), and makes them in one local activity, `width` at a time (activities/call_batches.py), and each
+item goes on with its answer when its batch ends. The lanes' widths add up to the step's parallelism, so at most that many calls are in
 flight. Each answer is recorded as it comes: a batch run again (its workflow task lost with the worker) makes
 only the calls that have none, and each call keeps its idempotency key.
 
@@ -72,10 +72,11 @@ def batcher_for_this_item() -> CallBatcher | None:
 
 
 class CallBatcher:
-    """Collects the calls of `items` items and runs them in lanes `parallelism` places wide in all."""
+    """Collects the calls of `items` items (numbered from `first`) and runs them in lanes `parallelism`
+    places wide in all."""
 
-    def __init__(self, items: int, parallelism: int):
-        self.expected, self.arrived = items, 0
+    def __init__(self, items: int, parallelism: int, first: int = 0):
+        self.expected, self.arrived, self.first = items, 0, first
         self.parallelism = parallelism
         self.joined: list[_Joined] = []
         self.all_in = asyncio.Event()
@@ -138,7 +139,9 @@ class CallBatcher:
 
         async def lane(width: int) -> None:
             while waiting and not self.failed:
-                batch = [waiting.popleft() for _ in range(min(width * ROUNDS, size, len(waiting)))]
+                batch = [
+                    waiting.popleft() for _ in range(min(max(width, LANE_WIDTH) * ROUNDS, size, len(waiting)))
+                ]
                 await self._run_batch(batch, width)
 
         await asyncio.gather(*(lane(width) for width in widths))
@@ -146,7 +149,7 @@ class CallBatcher:
     async def _run_batch(self, batch: list[_Joined], width: int) -> None:
         assert self.how is not None
         in_worker, name, retry, summary = self.how
-        first, last = batch[0].index, batch[-1].index
+        first, last = self.first + batch[0].index, self.first + batch[-1].index
         outcomes = await in_worker.batch(
             name,
             [j.call for j in batch],

@@ -114,7 +114,7 @@ class FanOut:
     ) -> list[Any]:
         """Run `body` (one api_call step) for every item, the items' calls in batches of the worker's
         (workflows/call_batches.py), at most `parallelism` calls at a time."""
-        batcher = CallBatcher(len(items), parallelism)
+        batcher = CallBatcher(len(items), parallelism, first)
         run = self.interpreter.run_sequence
 
         async def one(i: int, item: Any) -> Any:
