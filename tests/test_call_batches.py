@@ -2,10 +2,11 @@
 (workflows/call_batches.py): against a real HTTP server, at most `parallelism` calls at once, every item's
 answer in order, and a failure worded as the same call's alone. A worker killed mid-batch: tests/test_crash.py."""
 
+import asyncio
 import threading
 import time
 
-from tests.helpers import run_task
+from tests.helpers import create_agent, create_task, run_task, start, wait_for_status
 from tests.local_http import LocalServer
 
 
@@ -68,3 +69,34 @@ async def test_a_batched_call_that_times_out_fails_in_the_words_of_the_call_alon
     assert batched["status"] == alone["status"] == "failed"
     assert "timed out after 1 s, attempt 1 of 1" in batched["error"]
     assert batched["error"] == alone["error"]
+
+
+async def test_a_cancel_mid_batch_ends_the_execution_and_its_calls_stop(api):
+    counting = Counting(delay=0.3)
+    with LocalServer(counting) as server:
+        agent = await create_agent(api)
+        task = await create_task(api, agent["id"], echo_task(server.url, 40, 2))
+        execution = await start(api, task["id"])
+        while len(server.requests) < 3:
+            await asyncio.sleep(0.02)
+        await api.put(f"/executions/{execution['id']}", json={"status": "cancelled"})
+        done = await wait_for_status(api, execution["id"])
+        assert done["status"] == "cancelled"
+        made = len(server.requests)
+        await asyncio.sleep(1.0)  # 3 more rounds of two calls, had the batch gone on
+        assert len(server.requests) <= made + 2 and made < 40
+
+
+async def test_an_item_that_fails_before_its_call_fails_the_map_and_nothing_waits_for_it(api):
+    with LocalServer(Counting(delay=0.0)) as server:
+        spec = echo_task(server.url, 10, 5, {"arguments": {"n": "$ 1 // (_ - 6)"}})
+        execution, _ = await run_task(api, spec)
+    assert execution["status"] == "failed"
+    assert "ZeroDivisionError" in execution["error"] or "division" in execution["error"]
+
+
+async def test_a_map_over_nothing_is_an_empty_list(api):
+    with LocalServer(Counting(delay=0.0)) as server:
+        execution, _ = await run_task(api, echo_task(server.url, 0, 5))
+    assert execution["status"] == "succeeded" and execution["output"] == []
+    assert server.requests == []
