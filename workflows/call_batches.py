@@ -5,9 +5,9 @@ a large fan-out of them child workflows. Instead, every item runs its body as us
 joins a batch (CallBatcher.call); once every item has joined, or ended without a call, the batcher runs the
 calls in lanes: each lane takes the next calls in order of item, up to ROUNDS times its width (at least
 LANE_WIDTH), and makes them in one local activity, `width` at a time (activities/call_batches.py), and each
-item goes on with its answer when its batch ends. The lanes' widths add up to the step's parallelism, so at most that many calls are in
-flight. Each answer is recorded as it comes: a batch run again (its workflow task lost with the worker) makes
-only the calls that have none, and each call keeps its idempotency key.
+item goes on with its answer when its batch ends. The lanes' widths add up to the step's parallelism, so at
+most that many calls are in flight. Each answer is recorded as it comes: a batch run again (its workflow task
+lost with the worker) makes only the calls that have none, and each call keeps its idempotency key.
 
 A call that fails its last attempt fails its item as a call activity's failure would (the same ActivityError),
 which fails the fan-out; its batch starts no new call after it, and no lane starts another batch.
@@ -66,7 +66,7 @@ _TICKET: ContextVar[_Ticket | None] = ContextVar("call_batch_ticket", default=No
 
 
 def batcher_for_this_item() -> CallBatcher | None:
-    """The batcher the running item's call joins: the item's first call only, and only in a batched fan-out."""
+    """The batcher the running item's call joins: its first call only, and only in a batched fan-out."""
     ticket = _TICKET.get()
     return ticket.batcher if ticket is not None and not ticket.joined else None
 
@@ -81,9 +81,8 @@ class CallBatcher:
         self.joined: list[_Joined] = []
         self.all_in = asyncio.Event()
         self.failed = False
-        self.how: tuple[WorkerCalls, str, RetryPolicy, str] | None = (
-            None  # the calls' maker, activity, retries, summary
-        )
+        # Who makes the calls, their activity, the step's retries and summary: the first call's (one step).
+        self.how: tuple[WorkerCalls, str, RetryPolicy, str] | None = None
         if items == 0:
             self.all_in.set()
 
