@@ -6,7 +6,9 @@ retries applied here (Temporal's would retry the whole batch), and each call adm
 as a single call is (activities/tenant_limits.py). Each answer is recorded under its call's id as it comes,
 in group writes (one write in flight; the answers that arrive meanwhile go in the next), so a batch that runs
 again calls only what has no answer yet, and every call keeps its idempotency key. After a call fails its last
-attempt no new call starts: the failure fails the fan-out, as a failed item does.
+attempt no new call starts: the failure fails the fan-out, as a failed item does. Nor does one once the
+answers reach MAX_BATCH_ANSWER_BYTES: the batch's result carries them all (an api_call's answer may be
+up to 64 MB), and the workflow puts the calls not made back in line for the next batch.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from contracts.json import JsonValue
 from contracts.temporal import ACTIVITIES
 from infra.temporal.payload_json import from_json
 
+# Answers a batch gathers before it starts no new call (the calls in flight still finish).
+MAX_BATCH_ANSWER_BYTES = 4 * 1024 * 1024
 # How Temporal names an attempt's timeout among a retry policy's non-retryable error types.
 ATTEMPT_TIMEOUT = "TemporalTimeout:StartToClose"
 
@@ -50,17 +54,18 @@ async def run_batch(
     ]
     recorder = AnswerRecorder(record)
     window = asyncio.Semaphore(batch.width)  # first come, first served: calls start in the batch's order
-    failed = False
+    failed, answered_bytes = False, 0
 
     async def one(i: int, planned: BatchedCall) -> None:
-        nonlocal failed
+        nonlocal failed, answered_bytes
         async with window:
-            if failed:
+            if failed or answered_bytes >= MAX_BATCH_ANSWER_BYTES:
                 return
             outcome = await attempts(batch, planned, call)
             outcomes[i] = outcome
             if outcome.answer is not None:
                 recorder.add(RecordedAnswer(planned.call_id, outcome.answer))
+                answered_bytes += answer_bytes(outcome.answer)
             else:
                 failed = True
 
@@ -92,6 +97,13 @@ async def attempts(batch: CallBatch, planned: BatchedCall, call: Call) -> BatchO
             return BatchOutcome(failure=failure)
         await asyncio.sleep(interval)
         interval, attempt = min(interval * retry.backoff, retry.maximum_interval), attempt + 1
+
+
+def answer_bytes(answer: CallAnswer) -> int:
+    """About how large an answer is: an HTTP response's body counts twice (as text, and parsed as JSON)."""
+    response = answer.response
+    content = response.get("content") if isinstance(response, dict) else None
+    return 2 * len(content) if isinstance(content, str) else 0
 
 
 def _failure(exc: Exception) -> CallFailure:

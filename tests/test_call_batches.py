@@ -100,3 +100,14 @@ async def test_a_map_over_nothing_is_an_empty_list(api):
         execution, _ = await run_task(api, echo_task(server.url, 0, 5))
     assert execution["status"] == "succeeded" and execution["output"] == []
     assert server.requests == []
+
+
+async def test_large_answers_fill_batches_early_and_every_item_gets_its_own(api):
+    big = b"x" * (1536 * 1024)  # 1.5 MB: a batch stops after two (activities/call_batches.py)
+    with LocalServer(lambda request: (200, {}, request.path.encode() + big)) as server:
+        spec = echo_task(server.url, 6, 2)
+        spec["main"][0]["reduce"] = "$ results + [_['content'][:2]]"
+        execution, _ = await run_task(api, spec)
+    assert execution["status"] == "succeeded", execution["error"]
+    assert execution["output"] == [f"/{i}" for i in range(6)]
+    assert len(server.requests) == 6

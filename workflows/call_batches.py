@@ -10,7 +10,8 @@ most that many calls are in flight. Each answer is recorded as it comes: a batch
 lost with the worker) makes only the calls that have none, and each call keeps its idempotency key.
 
 A call that fails its last attempt fails its item as a call activity's failure would (the same ActivityError),
-which fails the fan-out; its batch starts no new call after it, and no lane starts another batch.
+which fails the fan-out; its batch starts no new call after it, and no lane starts another batch. A batch whose
+answers grow large stops early too (activities/call_batches.py), and its calls not made go back in line.
 """
 
 from __future__ import annotations
@@ -79,6 +80,7 @@ class CallBatcher:
         self.expected, self.arrived, self.first = items, 0, first
         self.parallelism = parallelism
         self.joined: list[_Joined] = []
+        self.waiting: deque[_Joined] = deque()  # joined calls not yet made, in order of item
         self.all_in = asyncio.Event()
         self.failed = False
         # Who makes the calls, their activity, the step's retries and summary: the first call's (one step).
@@ -129,7 +131,7 @@ class CallBatcher:
         await self.all_in.wait()
         if not self.joined or self.how is None:
             return
-        waiting = deque(sorted(self.joined, key=lambda joined: joined.index))
+        waiting = self.waiting = deque(sorted(self.joined, key=lambda joined: joined.index))
         lanes = max(1, min(self.parallelism // LANE_WIDTH, -(-len(waiting) // LANE_WIDTH)))
         widths = [
             self.parallelism // lanes + (1 if i < self.parallelism % lanes else 0) for i in range(lanes)
@@ -156,16 +158,21 @@ class CallBatcher:
             retry,
             f"{summary} · items {first}-{last}, {width} at a time",
         )
-        for joined, outcome in zip(batch, outcomes, strict=True):
-            self._hand_over(name, joined, outcome)
+        unmade = [
+            j for j, outcome in zip(batch, outcomes, strict=True) if not self._hand_over(name, j, outcome)
+        ]
+        # Not made: the batch's answers filled it (they go first in line again), or another call failed (whose
+        # failure cancels their items with the fan-out).
+        self.waiting.extendleft(reversed(unmade))
 
-    def _hand_over(self, name: str, joined: _Joined, outcome: BatchOutcome) -> None:
+    def _hand_over(self, name: str, joined: _Joined, outcome: BatchOutcome) -> bool:
+        """Give the item its answer or its failure; False when the call was not made."""
         if outcome.answer is not None:
             joined.answer.set_result(outcome.answer)
         elif outcome.failure is not None:
             self.failed = True
             joined.answer.set_exception(failure_error(name, outcome.failure))
-        # else: not made, after another call failed; that failure cancels this item with the fan-out
+        return outcome.answer is not None or outcome.failure is not None
 
 
 def failure_error(name: str, failure: CallFailure) -> BaseException:

@@ -138,6 +138,7 @@ class Fakes:
         self.docs: Handler = lambda request: []  # request -> the docs found
         self.answers: dict[tuple[str, str], Any] = {}  # (execution, call id) -> a call in the worker's answer
         self.in_worker: list[str] = []  # the activities that ran in the worker (call_in_worker), in order
+        self.batches: list[int] = []  # how many calls each batch of calls in the worker carried, in order
 
     def execution(self, execution_id: str) -> ExecutionRow:
         return self.executions.setdefault(execution_id, ExecutionRow())
@@ -234,6 +235,7 @@ class Fakes:
         """A fan-out's batch of calls (activities/call_batches.py runs it, over the named call's fake):
         writes and records what it carries, skips the calls with a recorded answer, records the others'."""
         self.in_worker.extend(batch.activity for _ in batch.calls)
+        self.batches.append(len(batch.calls))
         if batch.transitions is not None:
             await self.write_transitions(batch.transitions)
         await self._record(batch.execution_id, batch.answers)

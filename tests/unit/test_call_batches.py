@@ -8,7 +8,7 @@ from typing import Any
 
 from temporalio.exceptions import ApplicationError
 
-from activities.call_batches import AnswerRecorder, run_batch
+from activities.call_batches import MAX_BATCH_ANSWER_BYTES, AnswerRecorder, run_batch
 from activities.tenant_limits import BATCH_LIMITER, DeveloperLimiter
 from contracts.calls import BatchedCall, BatchRetry, CallAnswer, CallBatch, RecordedAnswer
 from contracts.temporal import CALL_API
@@ -120,6 +120,18 @@ async def test_each_call_takes_a_place_under_the_developers_cap():
     finally:
         BATCH_LIMITER.reset(token)
     assert calls.most == 2
+
+
+async def test_a_batch_whose_answers_grow_large_starts_no_new_call():
+    class Big(Calls):
+        async def __call__(self, request: dict[str, Any]) -> CallAnswer:
+            await super().__call__(request)
+            return CallAnswer(response={"content": "x" * (MAX_BATCH_ANSWER_BYTES // 3)}, attempt=1)
+
+    calls = Big()
+    outcomes = await run_batch(batch(6, 1), calls, {}, Records())
+    assert [o.answer is not None for o in outcomes] == [True, True, False, False, False, False]
+    assert all(o.failure is None for o in outcomes)  # not made: the workflow puts them back in line
 
 
 async def test_a_failed_write_fails_the_batch_when_it_closes():

@@ -9,6 +9,7 @@ import pytest
 from temporalio.api.enums.v1 import EventType
 from temporalio.exceptions import ApplicationError
 
+from activities import call_batches
 from contracts.temporal import CALL_API
 from tests.unit.fakes import http_response
 from tests.unit.harness import task
@@ -267,6 +268,26 @@ async def test_a_large_map_of_one_call_runs_its_calls_in_batches_and_keeps_order
     history = await mint.env.client.get_workflow_handle(done.id).fetch_history()
     markers = sum(e.event_type == EventType.EVENT_TYPE_MARKER_RECORDED for e in history.events)
     assert markers < 20  # 2 lanes of 10, batches of 50: 6 batches, and the transition writes
+
+
+async def test_a_batch_that_stops_for_its_answers_size_leaves_its_other_calls_to_the_next(mint, monkeypatch):
+    # Small, as this layer has no claim check to carry megabytes (Mint's data converter always has one).
+    monkeypatch.setattr(call_batches, "MAX_BATCH_ANSWER_BYTES", 5000)
+    big = "x" * 1000  # each answer counts twice: a batch holds 3
+    spec = task(
+        {
+            "over": "$ list(range(7))",
+            "map": {"tool": "ping", "arguments": {"n": "$ _"}},
+            "parallelism": 1,
+            "reduce": "$ results + [len(_.content)]",
+        },
+        tools=[PING],
+    )
+    mint.fakes.api = lambda request: http_response(200, big)
+    done = await mint.succeed(spec)
+    assert done.output == [len(big)] * 7
+    assert len(mint.fakes.requests(CALL_API)) == 7  # each call made once
+    assert mint.fakes.batches == [7, 4, 1]  # 3 made of 7, then 3 of the 4 left, then the last
 
 
 async def test_a_batched_call_that_fails_fails_the_map_as_the_same_call_alone_does(mint):
