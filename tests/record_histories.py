@@ -19,6 +19,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from contracts.executions import ResumeInput
 from contracts.temporal import RESUME_SIGNAL
+from tests.local_http import LocalServer
 from tests.model_server import Call, ModelServer, Reply
 from tests.stack import LocalMint
 
@@ -375,8 +376,33 @@ async def _record_early_resume(api: httpx.AsyncClient, env: WorkflowEnvironment,
     print(f"recorded {name}: {status}, {len(history.events)} events")
 
 
+async def _record_batched_fan_out(api: httpx.AsyncClient, env: WorkflowEnvironment, agent_id: str) -> None:
+    """A map whose calls run in batches (workflows/call_batches.py): 12 api_calls to a local server, 4 at a
+    time, between calls alone before and after it."""
+    with LocalServer(lambda request: (200, {}, request.path.encode())) as server:
+        task = {
+            "name": "batched",
+            "tools": [
+                {"name": "echo", "type": "api_call", "api_call": {"url": server.url + "{{ arguments.n }}"}}
+            ],
+            "main": [
+                {"tool": "echo", "arguments": {"n": "$ 'first'"}},
+                {
+                    "over": "$ list(range(12))",
+                    "map": {"tool": "echo", "arguments": {"n": "$ _"}},
+                    "parallelism": 4,
+                },
+                {"evaluate": {"paths": "$ [r['content'] for r in _]"}},
+            ],
+        }
+        await _record(api, env, agent_id, "batched_fan_out", (task, {}, None))
+
+
 # Scenarios that drive the execution themselves, on the plain stack.
-DRIVEN_SCENARIOS = {"early_resume_before_patch": _record_early_resume}
+DRIVEN_SCENARIOS = {
+    "early_resume_before_patch": _record_early_resume,
+    "batched_fan_out": _record_batched_fan_out,
+}
 
 MODEL_SCENARIOS = {
     "handoff": (_record_handoff, _handoff_model),

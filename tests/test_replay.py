@@ -51,6 +51,7 @@ def test_histories_are_recorded():
         "by_reference",  # a tool call whose argument is a reference to an earlier result
         "integration_before_providers",  # an integration step recorded before the providers
         "early_resume_before_patch",  # a resume dropped for coming before its wait
+        "batched_fan_out",  # a map whose calls ran in a batch (workflows/call_batches.py)
     }
 
 
