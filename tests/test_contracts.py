@@ -45,6 +45,7 @@ ACTIVITY_FUNCTIONS = [
     DocActivities.mark_doc_failed,
     SessionActivities.compress_session,
     WorkerCalls.call_in_worker,
+    WorkerCalls.call_batch_in_worker,
 ]
 WORKFLOW_CLASSES = [
     TaskExecutionWorkflow,

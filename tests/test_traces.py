@@ -133,7 +133,10 @@ async def test_a_map_in_child_workflows_shows_each_child_as_a_run_of_the_same_tr
             "name": "wide",
             "tools": [{"name": "ping", "type": "api_call", "api_call": {"url": server.url}}],
             # 251 items of one call each: a child workflow of 250 items, then one of 1 (workflows/fan_out.py).
-            "main": [{"over": "$ list(range(251))", "map": {"tool": "ping"}, "parallelism": 50}],
+            # Queued calls (local: false): a map of one api_call in the worker would batch, not split.
+            "main": [
+                {"over": "$ list(range(251))", "map": {"tool": "ping", "local": False}, "parallelism": 50}
+            ],
         }
         execution, _ = await run_task(mapi, task)
     assert execution["status"] == "succeeded", execution["error"]

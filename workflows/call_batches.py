@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -33,8 +33,15 @@ from temporalio.exceptions import TimeoutError as ActivityTimeout
 from contracts.calls import BatchedCall, BatchOutcome, CallAnswer, CallFailure
 from workflows.failures import as_activity_error
 
-if TYPE_CHECKING:
-    from workflows.worker_calls import WorkerCalls
+
+class BatchMaker(Protocol):
+    """What makes a batch of calls in the worker (workflows/worker_calls.py WorkerCalls, which joins items'
+    calls to their batcher: a protocol here, so the two modules do not import each other)."""
+
+    async def batch(
+        self, name: str, calls: list[BatchedCall], width: int, retry: RetryPolicy, summary: str
+    ) -> list[BatchOutcome]: ...
+
 
 # Executions that started before fan-outs ran their calls in batches keep one local activity per call.
 BATCH_PATCH = "fan-out-calls-run-in-batches"
@@ -84,7 +91,7 @@ class CallBatcher:
         self.all_in = asyncio.Event()
         self.failed = False
         # Who makes the calls, their activity, the step's retries and summary: the first call's (one step).
-        self.how: tuple[WorkerCalls, str, RetryPolicy, str] | None = None
+        self.how: tuple[BatchMaker, str, RetryPolicy, str] | None = None
         if items == 0:
             self.all_in.set()
 
@@ -102,7 +109,7 @@ class CallBatcher:
 
     async def call(
         self,
-        in_worker: WorkerCalls,
+        in_worker: BatchMaker,
         name: str,
         request: Any,
         timeout: timedelta,
