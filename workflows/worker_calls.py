@@ -93,15 +93,16 @@ class WorkerCalls:
         (workflows/call_batches.py); each answer is recorded as it comes (so none joins `unrecorded`)."""
         log = self.log
         with self._carried() as (batch, answers):
+            retries = _as_data(retry)
             request = CallBatch(
-                name, calls, width, _as_data(retry), log.execution_id, log.developer_id, batch, answers
+                name, calls, width, retries, log.execution_id, log.developer_id, batch, answers
             )
             try:
                 outcomes: list[BatchOutcome] = await workflow.execute_local_activity(
                     CALL_BATCH_IN_WORKER,
                     request,
                     result_type=list[BatchOutcome],
-                    start_to_close_timeout=_batch_timeout(calls, width, retry),
+                    start_to_close_timeout=_batch_timeout(calls, width, retries),
                     retry_policy=BATCH_RETRY,
                     summary=_with_records(summary, batch),
                 )
@@ -142,12 +143,12 @@ def _as_data(retry: RetryPolicy) -> BatchRetry:
     )
 
 
-def _batch_timeout(calls: list[BatchedCall], width: int, retry: RetryPolicy) -> timedelta:
+def _batch_timeout(calls: list[BatchedCall], width: int, retry: BatchRetry) -> timedelta:
     """A bound on a batch's run: its rounds of calls, each as long as its longest call's every attempt and
     the waits between them (a call retried without limit counts BATCH_ATTEMPTS_UNBOUNDED attempts: past the
     bound, the batch runs again, skipping the calls that answered)."""
     attempts = retry.maximum_attempts or BATCH_ATTEMPTS_UNBOUNDED
-    wait = (retry.maximum_interval or retry.initial_interval * 100).total_seconds()
+    wait = retry.maximum_interval
     longest = max(call.timeout for call in calls)
     rounds = -(-len(calls) // width)
     return timedelta(seconds=rounds * attempts * (longest + wait) + BATCH_SLACK_SECONDS)

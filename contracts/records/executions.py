@@ -109,6 +109,5 @@ class QuietExecution:
     developer_id: str
     status: str
     task_id: str | None = None
-    callback_url: str | None = (
-        None  # where its webhooks go, the one that reports the end the reconciler writes
-    )
+    # Where its webhooks go, the one that reports the end the reconciler writes among them.
+    callback_url: str | None = None

@@ -33,9 +33,8 @@ class ReconcilerSettings:
     interval_seconds: float = 30.0
     quiet_seconds: float = 120.0  # only executions with no change for this long are looked at
     batch: int = 50
-    task_queue: str = (
-        "mint-tasks"  # where a WebhookDelivery runs: the worker's main queue (Settings.task_queue)
-    )
+    # Where a WebhookDelivery runs: the worker's main queue (Settings.task_queue).
+    task_queue: str = "mint-tasks"
 
 
 class Reconciler:
