@@ -61,7 +61,7 @@ async def run_batch(
         async with window:
             if failed or answered_bytes >= MAX_BATCH_ANSWER_BYTES:
                 return
-            outcome = await attempts(batch, planned, call)
+            outcome = await attempt_call(batch.activity, batch.developer_id, batch.retry, planned, call)
             outcomes[i] = outcome
             if outcome.answer is not None:
                 recorder.add(RecordedAnswer(planned.call_id, outcome.answer))
@@ -74,16 +74,19 @@ async def run_batch(
     return [outcome or BatchOutcome() for outcome in outcomes]
 
 
-async def attempts(batch: CallBatch, planned: BatchedCall, call: Call) -> BatchOutcome:
-    """One call, attempted as the step's retry policy says; its answer names the attempt that gave it."""
-    request = from_json(ACTIVITIES[batch.activity][0], planned.request)
-    whose = whose_call(batch.activity, request)
+async def attempt_call(
+    name: str, developer_id: str, retry: BatchRetry, planned: BatchedCall, call: Call
+) -> BatchOutcome:
+    """One call of activity `name`, for `developer_id`, attempted as `retry` says; its answer names the
+    attempt that gave it."""
+    request = from_json(ACTIVITIES[name][0], planned.request)
+    whose = whose_call(name, request)
     own_deadline = whose[1] if whose is not None else None
-    retry, interval, attempt = batch.retry, batch.retry.initial_interval, 1
+    interval, attempt = retry.initial_interval, 1
     while True:
         timer = asyncio.timeout(planned.timeout)
         try:
-            async with timer, admitted(batch.developer_id, planned.timeout, own_deadline):
+            async with timer, admitted(developer_id, planned.timeout, own_deadline):
                 answer = await call(request)
             return BatchOutcome(answer=replace(answer, attempt=attempt))
         except TimeoutError as exc:

@@ -36,6 +36,7 @@ from temporalio.worker import ActivityInboundInterceptor, ExecuteActivityInput, 
 
 from activities.heartbeat import heartbeating
 from contracts.calls import CallBatch, IntegrationCallRequest, ModelRequest, WorkerCall
+from contracts.step_runs import StepRun
 from contracts.temporal import CALL_API, CALL_INTEGRATION, CALL_MCP, CALL_MODEL
 from workflows.calls import DEFAULT_TIMEOUT_SECONDS
 
@@ -276,7 +277,7 @@ class _Inbound(ActivityInboundInterceptor):
 
     async def _admitted(self, info: activity.Info, input: ExecuteActivityInput) -> Any:
         request = input.args[0] if input.args else None
-        if isinstance(request, CallBatch):  # it admits each of its calls itself
+        if isinstance(request, CallBatch | StepRun):  # it admits each of its calls itself
             token = BATCH_LIMITER.set(self.limiter)
             try:
                 return await self.next.execute_activity(input)

@@ -153,18 +153,38 @@ class TransitionWriter:
         """For a batch of calls in the worker: write the transitions it carries, record the answers it
         carries, and return the answers already recorded for its calls, by call id; in one transaction."""
         ids = [c.call_id for c in batch.calls]
-        with _refusing_bad_data(batch.transitions):
-            if batch.transitions is None:
-                return await _record_and_look_up_all(
-                    self.pool, batch.execution_id, batch.developer_id, batch.answers, ids
-                )
+        return await self.before_calls(
+            batch.execution_id, batch.developer_id, batch.transitions, batch.answers, ids
+        )
+
+    async def before_calls(
+        self,
+        execution_id: str,
+        developer_id: str,
+        transitions: TransitionBatch | None,
+        answers: list[RecordedAnswer],
+        call_ids: list[str],
+    ) -> dict[str, JsonValue]:
+        """Write `transitions`, record `answers`, and return the answers already recorded for `call_ids`,
+        by call id; in one transaction (a batch's or a run of steps' first)."""
+        with _refusing_bad_data(transitions):
+            if transitions is None:
+                return await _record_and_look_up_all(self.pool, execution_id, developer_id, answers, call_ids)
             async with self.pool.acquire() as conn, conn.transaction():
-                written = await self._append(conn, batch.transitions)
-                found = await _record_and_look_up_all(
-                    conn, batch.execution_id, batch.developer_id, batch.answers, ids
-                )
-        self._observe(batch.transitions, written)
+                written = await self._append(conn, transitions)
+                found = await _record_and_look_up_all(conn, execution_id, developer_id, answers, call_ids)
+        self._observe(transitions, written)
         return found
+
+    async def record_steps(self, batch: TransitionBatch, answers: list[RecordedAnswer]) -> None:
+        """A run of steps' transitions so far and its calls' answers, in one transaction."""
+        with _refusing_bad_data(batch):
+            async with self.pool.acquire() as conn, conn.transaction():
+                written = await self._append(conn, batch) if batch.transitions else None
+                if answers:
+                    await _record_and_look_up_all(conn, batch.execution_id, batch.developer_id, answers, [])
+        if written is not None:
+            self._observe(batch, written)
 
     async def record_answers(
         self, execution_id: str, developer_id: str, answers: list[RecordedAnswer]

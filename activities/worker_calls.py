@@ -21,9 +21,21 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.call_batches import run_batch
+from activities.step_runs import StepRunner
 from activities.transitions import TransitionWriter
 from contracts.calls import BatchOutcome, CallBatch, RecordedAnswer, WorkerCall
-from contracts.temporal import ACTIVITIES, BATCHED_CALLS, CALL_BATCH_IN_WORKER, CALL_IN_WORKER, WORKER_CALLS
+from contracts.json import JsonValue
+from contracts.step_runs import StepRun, StepRunOutcome
+from contracts.temporal import (
+    ACTIVITIES,
+    BATCHED_CALLS,
+    CALL_API,
+    CALL_BATCH_IN_WORKER,
+    CALL_IN_WORKER,
+    RUN_STEPS_IN_WORKER,
+    WORKER_CALLS,
+)
+from contracts.transitions import TransitionBatch, TransitionRow
 from infra.temporal.payload_json import from_json
 
 Call = Callable[[Any], Awaitable[Any]]
@@ -62,6 +74,20 @@ class WorkerCalls:
             await self.writer.record_answers(batch.execution_id, batch.developer_id, answers)
 
         return await run_batch(batch, run, recorded, record)
+
+    @activity.defn(name=RUN_STEPS_IN_WORKER)
+    async def run_steps_in_worker(self, run: StepRun) -> StepRunOutcome:
+        """A run of steps (activities/step_runs.py)."""
+        writer, params = self.writer, run.params
+        execution, developer = params.execution_id, params.developer_id
+
+        async def look_up(call_ids: list[str]) -> dict[str, JsonValue]:
+            return await writer.before_calls(execution, developer, run.transitions, run.answers, call_ids)
+
+        async def record(rows: list[TransitionRow], answers: list[RecordedAnswer]) -> None:
+            await writer.record_steps(TransitionBatch(execution, developer, rows, "running"), answers)
+
+        return await StepRunner(run, self._call(CALL_API), look_up, record).go()
 
     def _call(self, name: str) -> Call:
         run = self.calls.get(name)

@@ -28,6 +28,7 @@ from contracts.calls import (
     WorkerCall,
 )
 from contracts.executions import ChunkOutcome, ExecutionParams, MapChunk, ResumeInput
+from contracts.step_runs import StepRun, StepRunOutcome
 from contracts.transitions import TransitionBatch
 
 # Workflows.
@@ -66,6 +67,8 @@ COMPRESS_SESSION = "compress_session"
 CALL_IN_WORKER = "call_in_worker"
 # A fan-out's api_call steps, in batches the workflow's own worker runs (workflows/call_batches.py).
 CALL_BATCH_IN_WORKER = "call_batch_in_worker"
+# A run of consecutive pure and api_call steps in the workflow's own worker (`durability: run`).
+RUN_STEPS_IN_WORKER = "run_steps_in_worker"
 # The activities a batch may run: each answers a CallAnswer and times itself (its deadline is its request's).
 BATCHED_CALLS = frozenset({CALL_API})
 # The activities a step may run through CALL_IN_WORKER.
@@ -98,6 +101,7 @@ ACTIVITIES: dict[str, tuple[Any, Any]] = {
     COMPRESS_SESSION: (SessionRef, Compressed),
     CALL_IN_WORKER: (WorkerCall, Any),  # the named activity's result
     CALL_BATCH_IN_WORKER: (CallBatch, list[BatchOutcome]),  # in the order of the batch's calls
+    RUN_STEPS_IN_WORKER: (StepRun, StepRunOutcome),
 }
 WORKFLOWS: dict[str, tuple[Any, Any]] = {
     TASK_EXECUTION_WORKFLOW: (ExecutionParams, Any),  # the task's output

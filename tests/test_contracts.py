@@ -46,6 +46,7 @@ ACTIVITY_FUNCTIONS = [
     SessionActivities.compress_session,
     WorkerCalls.call_in_worker,
     WorkerCalls.call_batch_in_worker,
+    WorkerCalls.run_steps_in_worker,
 ]
 WORKFLOW_CLASSES = [
     TaskExecutionWorkflow,

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ApplicationError, FailureError, TimeoutType
+from temporalio.exceptions import ActivityError, ApplicationError, FailureError, TimeoutType
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 from contracts.calls import BatchedCall, BatchOutcome, CallAnswer, CallFailure
@@ -182,7 +182,7 @@ class CallBatcher:
         return outcome.answer is not None or outcome.failure is not None
 
 
-def failure_error(name: str, failure: CallFailure) -> BaseException:
+def failure_error(name: str, failure: CallFailure) -> ActivityError:
     """A batched call's failure as the call's own local activity would have failed."""
     cause: FailureError
     if failure.timed_out:

@@ -66,9 +66,7 @@ class CallSteps:
         tool = self.interpreter.tools.get(step.tool_name)
         if tool is None:
             raise StepFailed(f"tool {step.tool_name!r} is not defined for this task or its agent")
-        arguments = values.value(step.tool_arguments, names) if step.tool_arguments is not None else {}
-        if isinstance(arguments, dict):  # partial application: fixed values fill what the step leaves out
-            arguments = {**prompts.fixed_arguments(tool, self._metadata_layers()), **arguments}
+        arguments = prompts.step_arguments(step, tool, names, values, self.interpreter.params)
         return await self._run_tool(tool, arguments, step, position, metadata)
 
     async def _run_tool(

@@ -17,6 +17,7 @@ from workflows.fan_out import SERIAL_WINDOW_PATCH, WRITE_ENDED_BRANCHES_PATCH
 from workflows.inbox import Inbox
 from workflows.interpreter import JULEP_LOOPS_PATCH, Interpreter
 from workflows.references import BOUNDED_PATCH, REFERENCES_PATCH
+from workflows.step_runs import RUNS_PATCH
 from workflows.values import RESULTS_PATCH
 from workflows.visibility import MINT_STATUS_PATCH
 from workflows.waits import DEFAULT_EVALUATED_PATCH, EARLY_RESUME_PATCH
@@ -36,6 +37,7 @@ CURRENT_PATCHES = (
     EARLY_RESUME_PATCH,
     DEFAULT_EVALUATED_PATCH,
     BATCH_PATCH,
+    RUNS_PATCH,
 )
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from contracts.executions import FrameSnapshot, StepRecord
-from contracts.json import JsonValue
+from contracts.executions import ExecutionParams, FrameSnapshot, StepRecord
+from contracts.json import JsonObject, JsonValue
 from contracts.transitions import Position
 
 
@@ -72,3 +72,26 @@ class StepsView:
         if key + 1 < len(inputs):
             return {"input": inputs[key], "output": inputs[key + 1]}
         return {"input": inputs[key]}  # the running step: its input is known, not its output
+
+
+def names_of(
+    value: Any,
+    frame: Frame,
+    labels: dict[str, StepRecord],
+    state: JsonObject,
+    params: ExecutionParams,
+    metadata: JsonObject,
+) -> dict[str, object]:
+    """What a step's expressions and templates read: `_` (its input), the frame's inputs, outputs and steps,
+    the execution's state, and the agent, task, execution and metadata (`metadata`, task_metadata's)."""
+    return {
+        "_": value,
+        "inputs": frame.inputs,
+        "outputs": frame.outputs,
+        "steps": StepsView(frame, labels),
+        "state": state,
+        "agent": params.agent,
+        "task": params.task_info,
+        "execution": params.execution_info,
+        "metadata": metadata,
+    }

@@ -2,12 +2,12 @@
 
 Here are the run loop, frames, continue-as-new, the dispatch over step kinds (`_execute`) and the steps that
 need only the interpreter's own state: pure steps (evaluate, if_else, switch, set, get, log, return, error)
-run right here, deterministically; `sleep` and `wait_for_input` block in waits.Waits, and
-`yield` runs another named workflow of the task in-process (no child workflow per step). Steps that fan out
-(foreach, map_reduce, parallel) are run by fan_out.FanOut, steps that call out (tool calls, prompts, search)
-by call_steps.CallSteps: collaborators that receive the interpreter and share its state and log. Every state
-change is appended to a TransitionLog, which is flushed in one local activity before the workflow blocks or
-ends.
+run right here, deterministically; `sleep` and `wait_for_input` block in waits.Waits, and `yield` runs another
+named workflow of the task in-process (no child workflow per step). Collaborators that share the interpreter's
+state and log run the rest: fan_out.FanOut the fan-outs (foreach, map_reduce, parallel), call_steps.CallSteps
+the calls (tool calls, prompts, search), step_runs.StepRuns the runs of steps in one activity (`durability:
+run`). Every state change is appended to a TransitionLog, flushed in one local activity before the workflow
+blocks or ends.
 """
 
 from __future__ import annotations
@@ -31,12 +31,13 @@ from workflows.dialect import dialect_of
 from workflows.execution_guardrails import ExecutionGuardrails
 from workflows.failures import Returned, StepFailed, TypedFailure, failure_message, failure_type
 from workflows.fan_out import CHUNK_ITEMS, FanOut
-from workflows.frames import Frame, StepsView
+from workflows.frames import Frame, names_of
 from workflows.inbox import Inbox
 from workflows.language.task import parse_task
 from workflows.patches import Patches
 from workflows.prompts import task_metadata
 from workflows.pure_steps import run_pure_step
+from workflows.step_runs import StepRuns
 from workflows.storable import storable_text
 from workflows.tool_kinds import parse_tools
 from workflows.transition_log import Logged, TransitionLog
@@ -90,6 +91,7 @@ class Interpreter:
         )
         self.waits.webhooks = self.webhooks
         self.call_steps = CallSteps(self)  # tool calls, prompts, search
+        self.step_runs = StepRuns(self, self.call_steps.in_worker)  # durability: run
         self.guards = ExecutionGuardrails(self, self.call_steps, self._names)  # the task's and agent's
         self.root: Frame  # main's frame, or what replaced it through tail yields (set by _start)
 
@@ -147,10 +149,10 @@ class Interpreter:
     async def _run_frame(self, frame: Frame, index: int = 0) -> tuple[Any, Frame]:
         """Run a named workflow's top-level steps from `index`; `return` ends it early.
 
-        Returns the output and the frame that produced it: a `yield` in tail position (the last step, or
-        the last step of an if/switch branch that is the last step) replaces the frame instead of nesting a
-        new one, so a workflow that restarts itself forever (the seed's Daily Motivation) or loops through
-        a branch (`if: $ _.i < n`, `then: {workflow: main, ...}`) runs in constant space."""
+        Returns the output and the frame that produced it: a `yield` in tail position (the last step, or the
+        last step of an if/switch branch that is the last step) replaces the frame instead of nesting a new
+        one, so a workflow that restarts itself forever (the seed's Daily Motivation) or loops through a
+        branch (`if: $ _.i < n`, `then: {workflow: main, ...}`) runs in constant space."""
         try:
             while True:
                 steps = self.task.workflows[frame.name]
@@ -160,6 +162,9 @@ class Interpreter:
                         frame, index = self._tail_call(TailCall(step, frame.inputs[index]), frame), 0
                         break
                     await self._checkpoint(frame, index)
+                    if self.step_runs.wanted and (ran := await self.step_runs.run_from(steps, index, frame)):
+                        index += ran
+                        continue
                     position = Position(frame.name, index, frame.scope_id)
                     value = frame.inputs[index]
                     tail = last and not self.legacy
@@ -271,8 +276,8 @@ class Interpreter:
 
     def start_budget(self) -> None:
         """A fresh allowance of work for a step."""
-        # The CPU guard (STEP_CPU_SECONDS in expressions/budget.py) is the one limit that is not deterministic, so it is
-        # enforced only on the first run of each workflow task, never while Temporal replays history:
+        # The CPU guard (STEP_CPU_SECONDS in expressions/budget.py), the one limit that is not deterministic,
+        # is enforced only on the first run of each workflow task, never while Temporal replays history:
         # - a step the guard stopped failed the execution (a failed expression is never caught and
         #   retried), so its history is closed; replaying it (a query, a replay test) skips the guard, at
         #   worst rerunning the slow step, and cannot wedge anything;
@@ -282,17 +287,7 @@ class Interpreter:
         self.values.budget.start_step(cpu_guard=not self.activation.current().replaying)
 
     def _names(self, value: Any, frame: Frame) -> Names:
-        return {
-            "_": value,
-            "inputs": frame.inputs,
-            "outputs": frame.outputs,
-            "steps": StepsView(frame, self.labels),
-            "state": self.state,
-            "agent": self.params.agent,
-            "task": self.params.task_info,
-            "execution": self.params.execution_info,
-            "metadata": self.metadata,
-        }
+        return names_of(value, frame, self.labels, self.state, self.params, self.metadata)
 
     # Steps -----------------------------------------------------------------------------------------------
 
@@ -385,10 +380,9 @@ class Interpreter:
     async def _run_nested(self, callee: Frame) -> tuple[Any, Frame]:
         """Run a nested yield's workflow in an asyncio task of its own, on a fresh Python stack.
 
-        Awaited directly, every level of recursion would stack a dozen Python frames on its caller's, and
-        Python's recursion limit would end a deep recursion first, in whatever expression happened to be
-        running (misreported as that expression nesting too deeply). On its own task, the depth is
-        bounded by MAX_YIELD_DEPTH alone."""
+        Awaited directly, each level of recursion would stack a dozen Python frames on its caller's, and the
+        recursion limit would end a deep recursion in whatever expression ran then (misreported as that
+        expression nesting too deeply). On its own task, MAX_YIELD_DEPTH alone bounds the depth."""
         if not self.legacy:
             return await asyncio.ensure_future(self._run_frame(callee))
         self.depth += 1

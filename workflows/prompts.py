@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any, TypeGuard
 
 if TYPE_CHECKING:
     from contracts.executions import ExecutionParams
+    from workflows import language as lang
     from workflows.language import Message as PromptMessage
+    from workflows.values import Names, ValueEvaluator
 
 from contracts.json import JsonObject, JsonValue
 from contracts.messages import Completion, ContentPart, Message, ToolCall
@@ -39,6 +41,17 @@ def task_metadata(params: ExecutionParams) -> JsonObject:
     for layer in metadata_layers(params):
         merged.update(layer or {})
     return merged
+
+
+def step_arguments(
+    step: lang.ToolCallStep, tool: Tool, names: Names, values: ValueEvaluator, params: ExecutionParams
+) -> Any:
+    """A tool call step's arguments: its own, evaluated, over those `x-tool-parameters` fix (partial
+    application: fixed values fill what the step leaves out)."""
+    arguments = values.value(step.tool_arguments, names) if step.tool_arguments is not None else {}
+    if isinstance(arguments, dict):
+        arguments = {**fixed_arguments(tool, metadata_layers(params)), **arguments}
+    return arguments
 
 
 def fixed_arguments(tool: Tool, layers: list[JsonObject | None]) -> JsonObject:

@@ -87,6 +87,43 @@ def _check_size(encoded: str, where: Position, what: str) -> None:
         )
 
 
+def encode_output(kind: str, output: Any, current: Position, metadata: JsonObject | None) -> tuple[str, int]:
+    """A transition's output as JSON text, and how many bytes of user data the transition holds (its output
+    and a log step's text); raises UnrecordableValue for a value that cannot be recorded."""
+    encoded = encode(output, current, kind)
+    _check_size(encoded, current, "output")
+    size = len(encoded)
+    if metadata and LOG_NOTE in metadata:
+        note = encode(metadata[LOG_NOTE], current, LOG_NOTE)
+        _check_size(note, current, "log text")
+        size += len(note)
+    return encoded, size
+
+
+def new_row(
+    kind: str,
+    encoded: str,
+    current: Position,
+    next_: Position | None,
+    label: str | None,
+    metadata: JsonObject | None,
+    seq: int,
+    row_id: str,
+    created_at: str,
+) -> TransitionRow:
+    return {
+        "id": row_id,
+        "seq": seq,
+        "type": kind,
+        "output": encoded,  # JSON text: measured once (encode_output), stored as is by the writer
+        "current": current.to_dict(),
+        "next": next_.to_dict() if next_ else None,
+        "step_label": label,
+        "metadata": metadata or {},
+        "created_at": created_at,
+    }
+
+
 class TransitionLog:
     """Buffers transitions and writes them in batches."""
 
@@ -160,30 +197,15 @@ class TransitionLog:
         label: str | None = None,
         metadata: JsonObject | None = None,
     ) -> None:
-        encoded = encode(output, current, kind)
-        _check_size(encoded, current, "output")
-        size = len(encoded)
-        if metadata and LOG_NOTE in metadata:
-            note = encode(metadata[LOG_NOTE], current, LOG_NOTE)
-            _check_size(note, current, "log text")
-            size += len(note)
+        encoded, size = encode_output(kind, output, current, metadata)
         if self.run_id is not None and current.scope_id == self.run_scope:
             metadata = {**(metadata or {}), "run_id": self.run_id, **(self.run_announcement or {})}
             self.run_announcement = None
         self.seq += 1
         self.pending_bytes += size
+        when = self.activation.tick()
         self.pending.append(
-            {
-                "id": self._new_id(),
-                "seq": self.seq,
-                "type": kind,
-                "output": encoded,  # JSON text: measured once here, stored as is by the writer
-                "current": current.to_dict(),
-                "next": next_.to_dict() if next_ else None,
-                "step_label": label,
-                "metadata": metadata or {},
-                "created_at": self.activation.tick(),
-            }
+            new_row(kind, encoded, current, next_, label, metadata, self.seq, self._new_id(), when)
         )
 
     def _new_id(self) -> str:
@@ -231,6 +253,16 @@ class TransitionLog:
             self.pending = batch.transitions + self.pending
             self.pending_bytes += sum(len(t["output"]) for t in batch.transitions)
         self._no_call_writing.set()
+
+    async def settle(self) -> None:
+        """Wait for a write under way, and write what is pending after it: what is written next (a run of
+        steps, workflows/step_runs.py) is then next in sequence."""
+        if self._lock.locked() or (self._writer is not None and not self._writer.done()):
+            await self.flush()
+
+    def ran(self, count: int) -> None:
+        """A run of steps wrote the next `count` transitions itself."""
+        self.seq += count
 
     def submit(self) -> None:
         """Start writing what is pending without waiting for it (before an activity, which then runs

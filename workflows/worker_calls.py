@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 
 from temporalio import workflow
@@ -26,7 +27,8 @@ from contracts.calls import (
     RecordedAnswer,
     WorkerCall,
 )
-from contracts.temporal import BATCHED_CALLS, CALL_BATCH_IN_WORKER, CALL_IN_WORKER
+from contracts.step_runs import StepRun, StepRunOutcome
+from contracts.temporal import BATCHED_CALLS, CALL_BATCH_IN_WORKER, CALL_IN_WORKER, RUN_STEPS_IN_WORKER
 from contracts.transitions import TransitionBatch
 from workflows.call_batches import batcher_for_this_item
 from workflows.calls import CallRequest
@@ -93,7 +95,7 @@ class WorkerCalls:
         (workflows/call_batches.py); each answer is recorded as it comes (so none joins `unrecorded`)."""
         log = self.log
         with self._carried() as (batch, answers):
-            retries = _as_data(retry)
+            retries = retry_data(retry)
             request = CallBatch(
                 name, calls, width, retries, log.execution_id, log.developer_id, batch, answers
             )
@@ -110,6 +112,23 @@ class WorkerCalls:
                 error = as_activity_error(name, exc)
                 raise error from error.cause
         return outcomes
+
+    async def run_steps(self, run: StepRun, timeout: timedelta, summary: str) -> StepRunOutcome:
+        """Run a run of steps in the worker (workflows/step_runs.py), carrying what is pending."""
+        with self._carried() as (batch, answers):
+            try:
+                outcome: StepRunOutcome = await workflow.execute_local_activity(
+                    RUN_STEPS_IN_WORKER,
+                    replace(run, transitions=batch, answers=answers),
+                    result_type=StepRunOutcome,
+                    start_to_close_timeout=timeout,
+                    retry_policy=BATCH_RETRY,
+                    summary=_with_records(summary, batch),
+                )
+            except FailureError as exc:
+                error = as_activity_error(RUN_STEPS_IN_WORKER, exc)
+                raise error from error.cause
+        return outcome
 
     @contextlib.contextmanager
     def _carried(self) -> Iterator[tuple[TransitionBatch | None, list[RecordedAnswer]]]:
@@ -133,7 +152,8 @@ def _with_records(summary: str, batch: TransitionBatch | None) -> str:
     return summary if batch is None else f"{summary} · records {batch_summary(batch.transitions)}"
 
 
-def _as_data(retry: RetryPolicy) -> BatchRetry:
+def retry_data(retry: RetryPolicy) -> BatchRetry:
+    """A step's retry policy as data, for a batch or run of calls to apply itself."""
     return BatchRetry(
         maximum_attempts=retry.maximum_attempts,
         initial_interval=retry.initial_interval.total_seconds(),

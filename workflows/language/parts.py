@@ -22,6 +22,12 @@ class RetrySpec(BaseModel):
     non_retryable: list[str] | None = None
 
 
+# How a step is made durable (workflows/step_runs.py): `step`, each step its own event in Temporal's history
+# (the default); `run`, consecutive pure and api_call steps run together in one activity, which records each
+# call's answer and the transitions before it in Postgres as it goes.
+Durability = Literal["step", "run"]
+
+
 class StepDefaults(BaseModel):
     """A task's defaults for the steps that call out."""
 
@@ -29,6 +35,7 @@ class StepDefaults(BaseModel):
     timeout: Seconds | None = None
     retry: RetrySpec | None = None
     local: bool | None = None  # every call step's `local`, unless the step says
+    durability: Durability | None = None  # every step's `durability`, unless the step says
     settings: JsonField | None = None  # model settings for every prompt step (the step's own win)
 
 

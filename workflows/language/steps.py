@@ -31,6 +31,7 @@ from pydantic import (
 from contracts.json import JsonObject
 from workflows.language.common import NAME_PATTERN, JsonField, Lenient, Seconds
 from workflows.language.parts import (
+    Durability,
     Message,
     RetrySpec,
     SearchSpec,
@@ -70,6 +71,8 @@ class StepModel(Lenient):
 
     label: Annotated[str, Field(min_length=1, max_length=120)] | None = None
     kind_: str | None = None
+    # `run` lets the step join a run of steps in one activity, where it can (workflows/step_runs.py).
+    durability: Durability | None = None
 
     def evaluable_fields(self, path: str) -> Iterator[EvaluableField]:
         """The fields evaluated when the step runs (not those of its nested steps)."""
