@@ -16,6 +16,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
+from activities.run_records import ExecutionEnded, record_run_steps
 from contracts.calls import CallBatch, RecordedAnswer, WorkerCall
 from contracts.json import JsonValue
 from contracts.temporal import MARK_FAILED, WRITE_TRANSITIONS
@@ -177,14 +178,19 @@ class TransitionWriter:
         return found
 
     async def record_steps(self, batch: TransitionBatch, answers: list[RecordedAnswer]) -> None:
-        """A run of steps' transitions so far and its calls' answers, in one transaction."""
+        """A run of steps' transitions so far and its calls' answers, in one statement
+        (activities/run_records.py)."""
         with _refusing_bad_data(batch):
-            async with self.pool.acquire() as conn, conn.transaction():
-                written = await self._append(conn, batch) if batch.transitions else None
-                if answers:
-                    await _record_and_look_up_all(conn, batch.execution_id, batch.developer_id, answers, [])
-        if written is not None:
-            self._observe(batch, written)
+            try:
+                found = await record_run_steps(self.pool, batch, answers)
+            except ExecutionEnded as exc:
+                raise ApplicationError(str(exc), type="InvalidTransition", non_retryable=True) from None
+        if found is None:
+            raise ApplicationError(f"execution {batch.execution_id} does not exist", non_retryable=True)
+        last_seq, last_at = found
+        fresh = [t for t in batch.transitions if t["seq"] > last_seq]
+        if fresh:
+            self._observe(batch, Written(fresh, last_at))
 
     async def record_answers(
         self, execution_id: str, developer_id: str, answers: list[RecordedAnswer]

@@ -22,8 +22,9 @@ QUEUE = "peers-mint"
 
 
 def task_docs(url: str) -> dict[str, dict]:
-    """Every task the bench runs, by name: chains of 1 and 100 evaluate steps, of 1 and 20 api_call steps,
-    a map over 1,000 api_call items 50 at a time, and the three-step throughput task."""
+    """Every task the bench runs, by name: chains of 1 and 100 evaluate steps, of 1 and 20 api_call steps
+    (step by step, and as one run: `durability: run`), a map over 1,000 api_call items 50 at a time, and
+    the three-step throughput task."""
     tool = {"name": "fetch", "type": "api_call", "api_call": {"method": "GET", "url": url}}
     call = {"tool": "fetch", "arguments": {}}
     evaluate = [{"evaluate": {"i": f"$ {i} + 1"}} for i in range(100)]
@@ -37,7 +38,10 @@ def task_docs(url: str) -> dict[str, dict]:
         "fan_out": [fan_out],
         "three": three,
     }
-    return {name: {"name": name, "tools": [tool], "main": main} for name, main in docs.items()}
+    tasks = {name: {"name": name, "tools": [tool], "main": main} for name, main in docs.items()}
+    for n in (1, 20):
+        tasks[f"http_run_{n}"] = {**tasks[f"http_{n}"], "defaults": {"durability": "run"}}
+    return tasks
 
 
 class Mint:
@@ -125,6 +129,7 @@ class Mint:
         return {
             "pure": lambda: marginal_ms(lambda n: self._execute(f"pure_{n}"), 100),
             "http": lambda: marginal_ms(lambda n: self._execute(f"http_{n}"), 20),
+            "http_run": lambda: marginal_ms(lambda n: self._execute(f"http_run_{n}"), 20),
             "fan_out": lambda: elapsed_s(lambda: self._execute("fan_out")),
             "start": lambda: start_ms(lambda: self._post("pure_1"), self.watcher.wait),
             "one_step": lambda: median_ms(lambda: self._execute("pure_1")),

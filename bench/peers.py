@@ -61,7 +61,7 @@ WORKLOADS = (
     Workload(
         "HTTP call step, marginal ms/step: (20-step chain - 1-step chain) / 19",
         {
-            MINT: (Shown("http", "api_call"),),
+            MINT: (Shown("http", "api_call"), Shown("http_run", "durability: run")),
             RAW: (Shown("http", "activity"), Shown("http_local", "local activity")),
             DBOS: (Shown("http", "step"),),
             LANGGRAPH: (Shown("http", "async"), Shown("http_sync", "sync")),
@@ -167,8 +167,9 @@ def _cell(results: Results, system: str, workload: Workload, first_row: bool) ->
 
 
 def ratio(results: Results, workload: Workload) -> str:
-    """Mint's first number over the best peer's (or over `versus`'s first), naming the one it is over."""
-    mint = [v for _, v in _values(results, MINT, workload) if isinstance(v, float)]
+    """Mint's numbers over the best peer's (or over `versus`'s first), naming the one they are over; each
+    of Mint's numbers by its label when it shows more than one (a call step, and the same as a run)."""
+    mint = [(s, v) for s, v in _values(results, MINT, workload) if isinstance(v, float) and not s.floor]
     peers = [
         (value, f"{system} {shown.label}".strip())
         for system in SYSTEMS
@@ -181,7 +182,9 @@ def ratio(results: Results, workload: Workload) -> str:
     best, name = (max if workload.higher_is_better else min)(peers)
     if best <= 0:
         return f"- ({name} is {number(best)})"
-    return f"{number(mint[0] / best)}x ({name})"
+    if len(mint) == 1:
+        return f"{number(mint[0][1] / best)}x ({name})"
+    return "; ".join(f"{number(v / best)}x {s.label}" for s, v in mint) + f" ({name})"
 
 
 def gap(results: Results, workload: Workload) -> str:
