@@ -9,7 +9,7 @@ import asyncpg
 import pytest
 
 from infra.store.tables import AGENTS, Store
-from infra.store.tenancy import acting_as
+from infra.store.tenancy import ANY_TENANT, acting_as
 from tests.helpers import run_task
 
 UNFILTERED_READS = [
@@ -142,3 +142,27 @@ async def test_a_system_tool_call_acts_for_the_executions_developer(api, api_key
     seen = await store.pool.fetch("SELECT role, developer FROM rls_probe WHERE marker = $1", marker)
     developer = await store.developer_for_key(api_key)
     assert [dict(r) for r in seen] == [{"role": "mint_tenant", "developer": developer}]
+
+
+async def test_an_api_key_is_looked_up_on_any_connection_without_a_switch(store):
+    """The API reads a request's key before it knows the tenant: a pooled connection that acts for a tenant
+    finds any developer's live key (migration 0028's function), and goes on acting for its tenant."""
+    a, key_a = await store.create_developer("key a")
+    b, key_b = await store.create_developer("key b")
+    _, revoked = await store.create_developer("key revoked")
+    await store.revoke_key(revoked)
+    size = store.pool.get_size() + 1
+    with acting_as(a):
+        for _ in range(size):  # every pooled connection now acts for a
+            assert await store.pool.fetchval("SELECT current_user") == "mint_tenant"
+    for _ in range(size):
+        assert await store.developer_for_key(key_b) == b
+        assert await store.developer_for_key(key_a) == a
+        assert await store.developer_for_key(revoked) is None
+        assert await store.developer_for_key("not a key") is None
+    with acting_as(ANY_TENANT):
+        for _ in range(size):
+            assert await store.pool.fetchval("SELECT current_setting('mint.developer_id', true)") == a
+    with acting_as(a):  # api_keys itself stays out of a tenant's reach
+        with pytest.raises(asyncpg.InsufficientPrivilegeError):
+            await store.pool.fetch("SELECT developer_id FROM api_keys")

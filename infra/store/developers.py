@@ -5,6 +5,7 @@ from __future__ import annotations
 import secrets
 
 from infra.store.rows import PoolUser, hash_key, new_id
+from infra.store.tenancy import ANY_TENANT, acting_as
 
 
 class Developers(PoolUser):
@@ -51,7 +52,8 @@ class Developers(PoolUser):
         return developer_id
 
     async def developer_for_key(self, key: str) -> str | None:
-        row = await self.pool.fetchrow(
-            "SELECT developer_id FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL", hash_key(key)
-        )
-        return str(row["developer_id"]) if row else None
+        """The developer whose live key this is, or None; read on any pooled connection as it is (no switch
+        of tenant: infra/store/tenancy.py ANY_TENANT)."""
+        with acting_as(ANY_TENANT):
+            found = await self.pool.fetchval("SELECT mint_developer_for_key($1)", hash_key(key))
+        return str(found) if found is not None else None

@@ -33,6 +33,9 @@ def acting_as(developer_id: str | None) -> Iterator[None]:
 
 
 UNKNOWN = "unknown"  # a connection whose scope a failed switch left unsure
+# acting_as(ANY_TENANT): queries that read the same whichever tenant a connection acts for, or none (the API
+# key look-up, through a function with its owner's rights: migration 0028), so no switch is made for them.
+ANY_TENANT = "any tenant"
 
 
 async def scope_connection(conn: asyncpg.Connection) -> None:
@@ -43,8 +46,10 @@ async def scope_connection(conn: asyncpg.Connection) -> None:
     wanted = _developer.get()
     if not isinstance(conn, TenantConnection):
         raise TypeError("the pool must make TenantConnections (connect_pool does)")
-    if conn.scope == wanted:
+    if conn.scope == wanted or (wanted == ANY_TENANT and conn.scope != UNKNOWN):
         return
+    if wanted == ANY_TENANT:
+        wanted = None
     conn.set_scope(UNKNOWN)  # (on the connection itself: setup is given the pool's proxy of it)
     if wanted is None:
         await conn.execute("RESET ROLE; SELECT set_config('mint.developer_id', '', false)")
