@@ -2,14 +2,16 @@
 the execution reads exactly as it does step by step: the same output, transitions, labels, state and
 failures. A worker killed mid-run: tests/test_crash.py."""
 
+import asyncio
 import copy
-import time
 import json
 import re
+import time
 
-from tests.helpers import run_task
+import pytest
+
+from tests.helpers import create_agent, create_task, run_task, start, transitions, wait_for_status
 from tests.local_http import LocalServer
-
 
 DATE = re.compile(r'"date": "[^"]*"')  # an HTTP answer's Date header, in a call step's output
 
@@ -114,3 +116,38 @@ async def test_a_call_that_fails_its_last_attempt_in_a_run_fails_as_it_does_alon
             errors.append((execution["error"], comparable(rows)))
     assert "timed out after 0.5 s, attempt 2 of 2" in errors[0][0]
     assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize(
+    "defaults",
+    [{"durability": "run"}, {}, {"local": False}],
+    ids=["run", "call in the worker", "queued call"],
+)
+async def test_a_cancel_mid_call_ends_the_execution_cancelled_after_the_steps_it_recorded(api, defaults):
+    """The run (or the call) stops where it is, and the execution ends `cancelled`, not failed: its
+    `cancelled` transition follows every transition written before."""
+    slowly = lambda request: (time.sleep(0.2), (200, {}, request.path.encode()))[1]  # noqa: E731
+    task = {
+        "name": "a long run",
+        "defaults": defaults,
+        "tools": [{"name": "echo", "type": "api_call", "api_call": {"url": "{{ arguments.url }}"}}],
+        "main": [{"tool": "echo", "arguments": {"url": f"$ inputs[0]['url'] + '{i}'"}} for i in range(40)],
+    }
+    with LocalServer(slowly) as server:
+        agent = await create_agent(api)
+        created = await create_task(api, agent["id"], task)
+        execution = await start(api, created["id"], {"url": server.url})
+        while len(server.requests) < 4:
+            await asyncio.sleep(0.02)
+        await api.put(f"/executions/{execution['id']}", json={"status": "cancelled"})
+        done = await wait_for_status(api, execution["id"])
+        made = len(server.requests)
+        await asyncio.sleep(0.6)  # three more calls, had it gone on
+        assert len(server.requests) <= made + 1 and made < 40
+    assert done["status"] == "cancelled", done["error"]
+    rows = await transitions(api, execution["id"])
+    assert rows[-1]["type"] == "cancelled"
+    assert done["transition_count"] == len(rows)
+    steps = [r for r in rows if r["type"] == "step"]
+    assert 3 <= len(steps) < 40
+    assert [r["current"]["step"] for r in steps] == list(range(len(steps)))

@@ -7,6 +7,7 @@ a call (timeouts, retries, where it runs) is calls.py's business, a prompt's mes
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Any
@@ -143,6 +144,8 @@ class CallSteps:
                     task_queue=queue,
                 )
         except ActivityError as exc:  # a timeout in the user's words: seconds and attempts
+            if failures.was_cancelled(exc):
+                raise asyncio.CancelledError from None
             error = failures.timed_out(exc, summary, timeout.total_seconds(), retry)
             raise error from error.cause
         if isinstance(answer, ModelAnswer):
@@ -156,10 +159,6 @@ class CallSteps:
         """Whose calls this execution makes: its developer's, for its agent."""
         params = self.interpreter.params
         return Owner(params.developer_id, self.interpreter.agent.id, params.execution_id)
-
-    def _metadata_layers(self) -> list[JsonObject | None]:
-        """Where `x-tool-parameters` come from in a task, lowest precedence first."""
-        return prompts.metadata_layers(self.interpreter.params)
 
     # Search ----------------------------------------------------------------------------------------------
 
@@ -297,7 +296,8 @@ class CallSteps:
         response_format = settings.pop("response_format", None)
         model = settings.pop("model", None) or agent.model
         tools = await described(self.interpreter, self._prompt_tools(step, here), step, here)
-        fixed = {name: prompts.fixed_arguments(tool, self._metadata_layers()) for name, tool in tools.items()}
+        layers = prompts.metadata_layers(self.interpreter.params)  # where `x-tool-parameters` come from
+        fixed = {name: prompts.fixed_arguments(tool, layers) for name, tool in tools.items()}
         request = ModelRequest(
             model=model if isinstance(model, str) else None,
             messages=self._messages(step.prompt, names, here),

@@ -9,7 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import ActivityError, ApplicationError, ChildWorkflowError, FailureError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    ChildWorkflowError,
+    FailureError,
+)
 from temporalio.exceptions import TimeoutError as ActivityTimeout
 
 from contracts.failures import ERROR_TYPES, error_type_of, typed_message, with_type
@@ -136,6 +142,12 @@ def timed_out(exc: ActivityError, what: str, seconds: float, policy: RetryPolicy
     )
     error.__cause__ = ActivityTimeout(text, type=cause.type, last_heartbeat_details=[])
     return error
+
+
+def was_cancelled(exc: BaseException) -> bool:
+    """Whether an activity's failure is only its cancellation: the workflow cancelled it (the execution was
+    cancelled, or a fan-out stopped its other items), so the step is cancelled, not failed."""
+    return isinstance(exc, ActivityError) and isinstance(exc.cause, CancelledError)
 
 
 def as_activity_error(name: str, exc: FailureError) -> ActivityError:

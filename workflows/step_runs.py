@@ -19,6 +19,7 @@ alone would have.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from dataclasses import replace
 from datetime import timedelta
@@ -129,8 +130,17 @@ class StepRuns:
         )
         first = where(Position(frame.name, index, frame.scope_id))
         summary = f"{first} · a run of {count} steps"
-        with runner.view.doing(summary):
-            outcome = await self.calls.run_steps(run, self._time_bound(steps[index : index + count]), summary)
+        try:
+            with runner.view.doing(summary):
+                bound = self._time_bound(steps[index : index + count])
+                outcome = await self.calls.run_steps(run, bound, summary)
+        except BaseException as exc:
+            # The run may have written any of its transitions: the execution's last ones (its error or
+            # cancel) are numbered after them all.
+            runner.log.ran(count)
+            if failures.was_cancelled(exc):
+                raise asyncio.CancelledError from None
+            raise
         self._adopt(outcome, steps, index, frame)
         self._stopped = (frame.scope_id, index + len(outcome.ran)) if len(outcome.ran) < count else None
         if outcome.failure is not None:
