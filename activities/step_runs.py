@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from temporalio.exceptions import ApplicationError
-
 from activities.call_batches import MAX_BATCH_ANSWER_BYTES, attempt_call
 from contracts.calls import BatchedCall, CallAnswer, CallFailure, RecordedAnswer
 from contracts.json import JsonObject, JsonValue
@@ -103,7 +101,11 @@ class StepRunner:
             try:
                 ended, encoded = await self._step(step, position)
             except CannotRunHere:
-                break
+                await self._record([])
+                return StepRunOutcome(ran, self.state, handed_back=True)
+            except UnrecordableValue as exc:  # a call's output: the call was made, so it fails here
+                await self._record([])
+                return StepRunOutcome(ran, self.state, unrecordable=str(exc))
             if ended.failure is not None:
                 await self._record([])
                 return StepRunOutcome(ran, self.state, ended.failure, ended.timeout)
@@ -142,13 +144,11 @@ class StepRunner:
             return ended, ""
         try:
             encoded, _ = encode_output("step", ended.output, position, ended.metadata)
-        except UnrecordableValue as exc:
+        except UnrecordableValue:
+            self.state = state
             if ended.answer is None:
-                self.state = state
                 raise CannotRunHere from None
-            # The call was made: fail here, as the step would have, rather than make it again in the workflow.
-            await self._record([ended.answer])
-            raise ApplicationError(str(exc), type="LimitExceeded", non_retryable=True) from None
+            raise  # a call was made: the step fails here, as it would alone, rather than call again
         return ended, encoded
 
     async def _call(self, step: lang.ToolCallStep, names: Names, position: Position) -> Ended:

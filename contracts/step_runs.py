@@ -47,10 +47,15 @@ class RanStep:
 @dataclass
 class StepRunOutcome:
     """What a run did: the steps it ran from its first, in order, each with its transition written, and the
-    state after them. It stops early where a step cannot run in it (the workflow then runs that step itself,
-    which fails as it would have, if it fails) or where a call failed its last attempt (`failure`)."""
+    state after them. It stops early where a step cannot run in it (`handed_back`: the workflow then runs
+    that step itself, which fails as it would have, if it fails), where a call failed its last attempt
+    (`failure`) or answered what cannot be recorded (`unrecordable`), and once its outputs are large."""
 
     ran: list[RanStep]
     state: JsonObject
     failure: CallFailure | None = None
     failed_after: float | None = None  # the failed call's attempt timeout, in seconds
+    # The next step's call answered, but its output cannot be recorded: why (UnrecordableValue's message).
+    unrecordable: str | None = None
+    # It stopped before a step that cannot run in it (not for a failure, nor to keep its outcome small).
+    handed_back: bool = False

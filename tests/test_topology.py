@@ -3,8 +3,8 @@ server of their own run a mixed task 500 times while workers are SIGKILLed and r
 an API is SIGKILLed and restarted beside them (several times over the run).
 
 Every execution must end `succeeded` with the right output, write each transition once (seq unique and
-contiguous), and apply its call's side effect once per idempotency key (the test's HTTP server applies a key
-once and answers repeats as the first time, as a deduplicating server does). For each worker kill, the gap
+contiguous), and apply each of its calls' side effects once per idempotency key (the test's HTTP server
+applies a key once and answers repeats as the first time, as a deduplicating server does). For each worker kill, the gap
 between the kill and the next transition of every execution running at that moment (the ones that may have
 had work in flight on it) is measured and printed, and must stay under what contracts/liveness.py's
 timeouts allow (as tests/test_recovery.py bounds it).
@@ -68,12 +68,19 @@ GAP_BOUND = (
     + SLACK_SECONDS
 )
 
+# Its first three steps (an evaluate and two calls) say `durability: run`: they run as one run of steps
+# (workflows/step_runs.py), which the kills must not make lose or repeat anything either.
 TASK = {
     "name": "mixed",
     "tools": [{"name": "effect", "type": "api_call", "api_call": {"method": "POST", "url": "URL"}}],
     "main": [
-        {"evaluate": {"n": "$ _['n']"}},
-        {"tool": "effect", "arguments": {"json": {"n": "$ _['n']"}}},
+        {"evaluate": {"n": "$ _['n']"}, "durability": "run"},
+        {"tool": "effect", "arguments": {"json": {"n": "$ _['n']"}}, "durability": "run"},
+        {
+            "tool": "effect",
+            "arguments": {"json": {"n": f"$ _['json']['echo'] + {EXECUTIONS}"}},
+            "durability": "run",
+        },
         {
             "over": f"$ list(range({MAP_ITEMS}))",
             "map": {"evaluate": {"v": "$ _ * 2"}},
@@ -86,7 +93,8 @@ TASK = {
             "evaluate": {
                 "n": "$ steps[0].output['n']",
                 "echo": "$ steps[1].output['json']['echo']",
-                "total": "$ steps[2].output",
+                "again": f"$ steps[2].output['json']['echo'] - {EXECUTIONS}",
+                "total": "$ steps[3].output",
                 "answer": "$ _['answer']",
             }
         },
@@ -95,7 +103,7 @@ TASK = {
 
 
 def _expected(n: int) -> dict:
-    return {"n": n, "echo": n, "total": sum(2 * i for i in range(MAP_ITEMS)), "answer": 3 * n}
+    return {"n": n, "echo": n, "again": n, "total": sum(2 * i for i in range(MAP_ITEMS)), "answer": 3 * n}
 
 
 class Effects:
@@ -318,7 +326,8 @@ async def test_two_apis_and_three_workers_survive_kills(postgres_url, temporal_e
         started = await db.fetchval("SELECT count(*) FROM executions WHERE task_id = $1", task["id"])
         assert started == EXECUTIONS  # a start sent again after its API died made no second execution
         assert effects.unkeyed == 0
-        assert sorted(effects.applied.values()) == list(range(EXECUTIONS))  # each execution's call, once
+        # Each execution's two calls, once each (the second applies n + EXECUTIONS).
+        assert sorted(effects.applied.values()) == list(range(2 * EXECUTIONS))
         print(f"checked in {time.monotonic() - checks_began:.1f} s")
         _check_gaps(progress.kills)
     finally:

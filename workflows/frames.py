@@ -13,6 +13,7 @@ from typing import Any, TypedDict
 from contracts.executions import ExecutionParams, FrameSnapshot, StepRecord
 from contracts.json import JsonObject, JsonValue
 from contracts.transitions import Position
+from workflows.values import Names
 
 
 @dataclass
@@ -81,7 +82,7 @@ def names_of(
     state: JsonObject,
     params: ExecutionParams,
     metadata: JsonObject,
-) -> dict[str, object]:
+) -> Names:
     """What a step's expressions and templates read: `_` (its input), the frame's inputs, outputs and steps,
     the execution's state, and the agent, task, execution and metadata (`metadata`, task_metadata's)."""
     return {

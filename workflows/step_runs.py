@@ -37,6 +37,7 @@ from workflows.call_batches import failure_error
 from workflows.calls import CALLS_IN_WORKER_PATCH, call_options
 from workflows.frames import Frame
 from workflows.tool_kinds import ApiCallTool
+from workflows.transition_log import UnrecordableValue
 from workflows.visibility import where
 
 if TYPE_CHECKING:
@@ -142,7 +143,9 @@ class StepRuns:
                 raise asyncio.CancelledError from None
             raise
         self._adopt(outcome, steps, index, frame)
-        self._stopped = (frame.scope_id, index + len(outcome.ran)) if len(outcome.ran) < count else None
+        self._stopped = (frame.scope_id, index + len(outcome.ran)) if outcome.handed_back else None
+        if outcome.unrecordable is not None:
+            raise UnrecordableValue(outcome.unrecordable)
         if outcome.failure is not None:
             failed = steps[index + len(outcome.ran)]
             self._raise(outcome, failed, Position(frame.name, index + len(outcome.ran), frame.scope_id))
