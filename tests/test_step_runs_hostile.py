@@ -210,26 +210,6 @@ async def test_the_sandbox_stops_an_expression_in_a_run_as_alone(api, expression
     assert error.startswith(("ExpressionError: ", "LimitExceeded: ")) and says in error, error
 
 
-@pytest.mark.xfail(
-    reason="bug: how deeply an expression may nest depends on the stack it is evaluated on; a run's "
-    "activity has fewer frames below it than the workflow, so a step nested just past the workflow's "
-    "limit succeeds in a run and fails alone (expressions/evaluator.py turns RecursionError into "
-    "'expression nests too deeply')",
-    strict=False,
-)
-async def test_an_expression_at_the_edge_of_the_nesting_limit_fails_at_the_same_step_in_both_modes(api):
-    with LocalServer() as server:
-        edge = [{"evaluate": {"x": "$ " + "-" * n + "1"}} for n in range(440, 540, 2)]
-        main = [call(server.url + "a"), *edge, call(server.url + "b")]
-        (alone, alone_rows), (run, run_rows) = await both(api, main)
-    assert alone["status"] == "failed", alone  # the edge lies within the steps
-    assert (run["status"], run["error"], seen(run_rows)) == (
-        alone["status"],
-        alone["error"],
-        seen(alone_rows),
-    )
-
-
 # the option itself --------------------------------------------------------------------------------------
 
 
