@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
+from contracts.temporal import RUN_STEPS_IN_WORKER
 from tests.conftest import temporal_address
 from tests.helpers import create_agent, create_task, start, transitions, wait_for_status
 from tests.local_http import LocalServer, ok
@@ -157,3 +158,60 @@ async def test_kill_9_mid_batch_of_a_fan_out_makes_only_the_calls_in_flight_agai
             assert len(set(keys)) == FAN_OUT_ITEMS
             # Only the calls in flight at the kill (at most the lane's width, 10) were sent twice.
             assert len(keys) <= FAN_OUT_ITEMS + 10, f"{len(keys) - FAN_OUT_ITEMS} calls were made again"
+
+
+RUN_CALLS = 40
+
+
+def _after_50_ms(request):
+    time.sleep(0.05)  # the run lasts about 2 s: the kill lands in its middle
+    return 200, {}, request.path.encode()
+
+
+def _chain_of_calls(url: str) -> list[dict]:
+    """RUN_CALLS calls, each to the path after the previous answer's, an evaluate step before every third."""
+    main: list[dict] = [{"tool": "call", "arguments": {"url": f"$ '{url}' + '0'"}}]
+    for i in range(1, RUN_CALLS):
+        if i % 3 == 0:
+            main.append({"evaluate": {"n": "$ int(_.content[1:]) + 1"}})
+            following = "_.n"
+        else:
+            following = "int(_.content[1:]) + 1"
+        main.append({"tool": "call", "arguments": {"url": f"$ '{url}' + str({following})"}})
+    return [*main, {"evaluate": {"last": "$ _.content"}}]
+
+
+async def test_kill_9_mid_run_of_steps_makes_only_the_call_in_flight_again(
+    postgres_url, temporal_env, api_key
+):
+    """`durability: run`: the chain runs in one activity, recording each answer as it comes; a worker lost
+    mid-run makes the next worker run it again from its first step, which makes only the call in flight."""
+    crash = Crashable(postgres_url, temporal_env, api_key)
+    tool = {"name": "call", "type": "api_call", "api_call": {"url": "{{ arguments.url }}"}}
+    with LocalServer(_after_50_ms) as server:
+        async with crash.running() as api:
+            main = _chain_of_calls(server.url)
+            task = {"name": "run", "defaults": {"durability": "run"}, "tools": [tool], "main": main}
+            task = await create_task(api, (await create_agent(api))["id"], task)
+            execution = await start(api, task["id"])
+            while len(server.requests) < 15:
+                await asyncio.sleep(0.01)
+            crash.kill_worker()
+            assert len(server.requests) < RUN_CALLS, "the run ended before the kill; the test proves nothing"
+            crash.spawn_worker()
+            await _finished_once(api, execution["id"], len(main))
+            done = await wait_for_status(api, execution["id"])
+            assert done["output"] == {"last": f"/{RUN_CALLS - 1}"}, done["output"]
+            assert done["transition_count"] == 1 + len(main) + 1  # init, the steps, finish
+            rows = await transitions(api, execution["id"])
+            assert [r["current"]["step"] for r in rows if r["type"] == "step"] == list(range(len(main)))
+            paths = [r.path for r in server.requests]
+            assert list(dict.fromkeys(paths)) == [f"/{i}" for i in range(RUN_CALLS)], paths
+            keys = [r.headers["Idempotency-Key"] for r in server.requests]
+            assert len(set(keys)) == RUN_CALLS
+            # Only the call in flight at the kill was sent again, with its key: the answered ones were recorded.
+            assert len(keys) <= RUN_CALLS + 1, f"{len(keys) - RUN_CALLS} calls were made again"
+            # The chain ran as a run (one local activity), not step by step.
+            history = await temporal_env.client.get_workflow_handle(execution["id"]).fetch_history()
+            events = b"".join(e.SerializeToString() for e in history.events)
+            assert RUN_STEPS_IN_WORKER.encode() in events, "no run in the history"
