@@ -398,10 +398,36 @@ async def _record_batched_fan_out(api: httpx.AsyncClient, env: WorkflowEnvironme
         await _record(api, env, agent_id, "batched_fan_out", (task, {}, None))
 
 
+async def _record_step_run(api: httpx.AsyncClient, env: WorkflowEnvironment, agent_id: str) -> None:
+    """A run of steps in one activity (`durability: run`, workflows/step_runs.py): three api_calls with
+    pure steps between them, then a step after the run."""
+    with LocalServer(lambda request: (200, {}, request.path.encode())) as server:
+        call = {"tool": "echo", "arguments": {"n": "$ _['n']"}}
+        task = {
+            "name": "a run",
+            "defaults": {"durability": "run"},
+            "tools": [
+                {"name": "echo", "type": "api_call", "api_call": {"url": server.url + "{{ arguments.n }}"}}
+            ],
+            "main": [
+                {"evaluate": {"n": "$ 1"}},
+                call,
+                {"evaluate": {"n": "$ int(_['content'][1:]) + 1"}, "label": "second"},
+                call,
+                {"set": {"seen": "$ _['content']"}},
+                {"evaluate": {"n": "$ steps['second'].output['n'] + 1"}},
+                call,
+                {"evaluate": {"last": "$ _['content']", "seen": "$ state['seen']"}, "durability": "step"},
+            ],
+        }
+        await _record(api, env, agent_id, "step_run", (task, {}, None))
+
+
 # Scenarios that drive the execution themselves, on the plain stack.
 DRIVEN_SCENARIOS = {
     "early_resume_before_patch": _record_early_resume,
     "batched_fan_out": _record_batched_fan_out,
+    "step_run": _record_step_run,
 }
 
 MODEL_SCENARIOS = {
