@@ -20,10 +20,12 @@ from temporalio.exceptions import ApplicationError
 
 from activities.call_batches import run_batch
 from activities.registered import activities_by_name
+from activities.step_runs import StepRunner
 from contracts.calls import BatchOutcome, CallAnswer, CallBatch, RecordedAnswer, WorkerCall
 from contracts.records.agents import Agent
 from contracts.records.executions import OpenWait
 from contracts.records.tools import Tool
+from contracts.step_runs import StepRun, StepRunOutcome
 from contracts.temporal import (
     CALL_API,
     CALL_BATCH_IN_WORKER,
@@ -37,11 +39,18 @@ from contracts.temporal import (
     LIST_MCP_TOOLS,
     MARK_DOC_FAILED,
     MARK_FAILED,
+    RUN_STEPS_IN_WORKER,
     SEARCH_DOCS,
     WORKER_CALLS,
     WRITE_TRANSITIONS,
 )
-from contracts.transitions import TERMINAL_STATUSES, InvalidTransition, TransitionBatch, check_sequence
+from contracts.transitions import (
+    TERMINAL_STATUSES,
+    InvalidTransition,
+    TransitionBatch,
+    TransitionRow,
+    check_sequence,
+)
 from infra.store.execution_records import read_open_wait
 from infra.store.resource_records import agent_of
 
@@ -250,6 +259,30 @@ class Fakes:
             await self._record(batch.execution_id, answers)
 
         return await run_batch(batch, call, recorded, record)
+
+    @activity.defn(name=RUN_STEPS_IN_WORKER)
+    async def run_steps_in_worker(self, run: StepRun) -> StepRunOutcome:
+        """A run of steps (activities/step_runs.py runs it, over call_api's fake): writes and records what it
+        carries, then each call's transitions and answer."""
+        execution, developer = run.params.execution_id, run.params.developer_id
+        fake = activities_by_name(self, names=WORKER_CALLS)[CALL_API]
+
+        async def call(request: Any) -> CallAnswer:
+            return CallAnswer(**await fake(request))
+
+        async def look_up(call_ids: list[str]) -> dict[str, Any]:
+            if run.transitions is not None:
+                await self.write_transitions(run.transitions)
+            await self._record(execution, run.answers)
+            return {i: self.answers[(execution, i)] for i in call_ids if (execution, i) in self.answers}
+
+        async def record(rows: list[TransitionRow], answers: list[RecordedAnswer]) -> None:
+            if rows:
+                await self.write_transitions(TransitionBatch(execution, developer, rows, "running"))
+            await self._record(execution, answers)
+
+        self.in_worker.append(RUN_STEPS_IN_WORKER)
+        return await StepRunner(run, call, look_up, record).go()
 
     async def _record(self, execution_id: str, answers: list[RecordedAnswer]) -> None:
         for recorded in answers:
