@@ -5,7 +5,7 @@ The steps are evaluated one after another with the interpreter's own parts (the 
 evaluator, pure steps, the api_call's request and options), so a step computes here what it would in the
 workflow. Each call is attempted as its step's retry policy says (as a batch's calls are,
 activities/call_batches.py), and its answer is recorded under its call id together with the transitions of
-the steps up to it, in one transaction, before the next step runs. The run's seed makes every call id, key,
+the steps up to it, in one statement (activities/run_records.py), before the next step runs. The run's seed makes every call id, key,
 transition id and random value, so a run made again evaluates to the same values and finds the answers
 recorded before. A step that cannot run here (its expression fails, its value cannot be recorded, its call
 belongs outside the worker) ends the run before it, unrecorded: the workflow runs it itself.
@@ -61,7 +61,7 @@ class Ended:
 
 class StepRunner:
     """Runs one StepRun: `call` makes an api_call, `look_up` writes what the run carries and returns the
-    answers recorded for its call ids, `record` writes transitions and answers in one transaction."""
+    answers recorded for its call ids, `record` writes transitions and answers together."""
 
     def __init__(self, run: StepRun, call: Call, look_up: LookUp, record: Record):
         self.run, self.call, self.look_up, self.record = run, call, look_up, record
@@ -114,9 +114,8 @@ class StepRunner:
             if ended.answer is not None:
                 await self._record([ended.answer])
             size += len(encoded)
-            if (
-                size >= MAX_BATCH_ANSWER_BYTES
-            ):  # the outcome carries every output: the rest in a run of its own
+            # The outcome carries every output: past this much, the rest go on in a run of their own.
+            if size >= MAX_BATCH_ANSWER_BYTES:
                 break
         await self._record([])
         return StepRunOutcome(ran, self.state)

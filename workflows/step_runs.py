@@ -39,10 +39,10 @@ from workflows.frames import Frame
 from workflows.tool_kinds import ApiCallTool
 from workflows.transition_log import UnrecordableValue
 from workflows.visibility import where
+from workflows.worker_calls import BATCH_ATTEMPTS_UNBOUNDED, WorkerCalls, retry_data
 
 if TYPE_CHECKING:
     from workflows.step_runner import StepRunner
-    from workflows.worker_calls import WorkerCalls
 
 RUNS_PATCH = "durability-run"
 PURE_STEPS = (lang.EvaluateStep, lang.SetStep, lang.GetStep, lang.LogStep)
@@ -182,7 +182,7 @@ class StepRuns:
         for step in steps:
             if isinstance(step, lang.ToolCallStep):
                 timeout, retry = call_options(step, defaults, runner.params.max_tool_timeout)
-                attempts = retry.maximum_attempts or 10
-                wait = (retry.maximum_interval or retry.initial_interval * 100).total_seconds()
-                seconds += attempts * (timeout.total_seconds() + wait)
+                retries = retry_data(retry)
+                attempts = retries.maximum_attempts or BATCH_ATTEMPTS_UNBOUNDED
+                seconds += attempts * (timeout.total_seconds() + retries.maximum_interval)
         return timedelta(seconds=seconds)
