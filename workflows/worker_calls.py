@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
@@ -73,18 +74,9 @@ class WorkerCalls:
                 batch,
                 answers,
             )
-            try:
-                answer: CallAnswer | ModelAnswer = await workflow.execute_local_activity(
-                    CALL_IN_WORKER,
-                    call,
-                    result_type=result_type,
-                    start_to_close_timeout=timeout,
-                    retry_policy=retry,
-                    summary=_with_records(summary, batch),
-                )
-            except FailureError as exc:
-                error = as_activity_error(name, exc)
-                raise error from error.cause
+            answer: CallAnswer | ModelAnswer = await _in_worker(
+                name, CALL_IN_WORKER, call, result_type, timeout, retry, _with_records(summary, batch)
+            )
         self.unrecorded.append(RecordedAnswer(call.call_id, answer))
         return answer
 
@@ -99,35 +91,31 @@ class WorkerCalls:
             request = CallBatch(
                 name, calls, width, retries, log.execution_id, log.developer_id, batch, answers
             )
-            try:
-                outcomes: list[BatchOutcome] = await workflow.execute_local_activity(
-                    CALL_BATCH_IN_WORKER,
-                    request,
-                    result_type=list[BatchOutcome],
-                    start_to_close_timeout=_batch_timeout(calls, width, retries),
-                    retry_policy=BATCH_RETRY,
-                    summary=_with_records(summary, batch),
-                )
-            except FailureError as exc:
-                error = as_activity_error(name, exc)
-                raise error from error.cause
+            bound = _batch_timeout(calls, width, retries)
+            outcomes: list[BatchOutcome] = await _in_worker(
+                name,
+                CALL_BATCH_IN_WORKER,
+                request,
+                list[BatchOutcome],
+                bound,
+                BATCH_RETRY,
+                _with_records(summary, batch),
+            )
         return outcomes
 
     async def run_steps(self, run: StepRun, timeout: timedelta, summary: str) -> StepRunOutcome:
         """Run a run of steps in the worker (workflows/step_runs.py), carrying what is pending."""
         with self._carried() as (batch, answers):
-            try:
-                outcome: StepRunOutcome = await workflow.execute_local_activity(
-                    RUN_STEPS_IN_WORKER,
-                    replace(run, transitions=batch, answers=answers),
-                    result_type=StepRunOutcome,
-                    start_to_close_timeout=timeout,
-                    retry_policy=BATCH_RETRY,
-                    summary=_with_records(summary, batch),
-                )
-            except FailureError as exc:
-                error = as_activity_error(RUN_STEPS_IN_WORKER, exc)
-                raise error from error.cause
+            carrying = replace(run, transitions=batch, answers=answers)
+            outcome: StepRunOutcome = await _in_worker(
+                RUN_STEPS_IN_WORKER,
+                RUN_STEPS_IN_WORKER,
+                carrying,
+                StepRunOutcome,
+                timeout,
+                BATCH_RETRY,
+                _with_records(summary, batch),
+            )
         return outcome
 
     @contextlib.contextmanager
@@ -146,6 +134,30 @@ class WorkerCalls:
             raise
         if batch is not None:
             log.call_ended(batch, written=True)
+
+
+async def _in_worker(
+    failing: str,
+    name: str,
+    argument: object,
+    result_type: Any,
+    timeout: timedelta,
+    retry: RetryPolicy,
+    summary: str,
+) -> Any:
+    """Local activity `name`; its failure as activity `failing`'s would read (as_activity_error)."""
+    try:
+        return await workflow.execute_local_activity(
+            name,
+            argument,
+            result_type=result_type,
+            start_to_close_timeout=timeout,
+            retry_policy=retry,
+            summary=summary,
+        )
+    except FailureError as exc:
+        error = as_activity_error(failing, exc)
+        raise error from error.cause
 
 
 def _with_records(summary: str, batch: TransitionBatch | None) -> str:
