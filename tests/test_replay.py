@@ -52,6 +52,7 @@ def test_histories_are_recorded():
         "integration_before_providers",  # an integration step recorded before the providers
         "early_resume_before_patch",  # a resume dropped for coming before its wait
         "batched_fan_out",  # a map whose calls ran in a batch (workflows/call_batches.py)
+        "step_run",  # steps that ran as one run (durability: run, workflows/step_runs.py)
     }
 
 
