@@ -1,7 +1,7 @@
 """What a run of steps (activities/step_runs.py) records after each call, in one statement: one round trip
 where the writer's general transaction (activities/transitions.py) takes five, after every call of a run.
 
-A run's transitions are all `step`s, which may follow any transition but a terminal one, and carry no model
+A run's transitions are all `step`s (the execution row is moved on as by one), which may follow any transition but a terminal one, and carry no model
 usage or outcome, so the writer's checks reduce to one: the execution has not ended. The statement locks the
 execution's row, adds the rows past its last sequence number and the answers, and moves the row on, all
 only while the execution is open; it returns what the execution was before, for the caller to tell a
@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from typing import Any
 
 import asyncpg
 
 from contracts.calls import RecordedAnswer
-from contracts.transitions import TERMINAL_STATUSES, TERMINAL_TYPES, TransitionBatch
+from contracts.transitions import TERMINAL_STATUSES, TERMINAL_TYPES, TransitionBatch, TransitionRow
 from infra.temporal.payload_json import PayloadEncoder
 
 _RECORD = """
@@ -25,22 +26,22 @@ WITH execution AS (
     FROM executions e WHERE e.id = $1 AND e.developer_id = $2 FOR NO KEY UPDATE OF e
 ), open AS (
     SELECT * FROM execution
-    WHERE status <> ALL($13::text[]) AND last_transition_type IS NOT NULL AND last_transition_type <> ALL($14::text[])
+    WHERE status <> ALL($14::text[]) AND last_transition_type IS NOT NULL AND last_transition_type <> ALL($15::text[])
 ), fresh AS (
     SELECT u.* FROM open o,
-        unnest($3::uuid[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
-               $10::timestamptz[]) AS u(id, seq, output, current, next, step_label, metadata, created_at)
+        unnest($3::uuid[], $4::int[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
+               $11::timestamptz[]) AS u(id, seq, type, output, current, next, step_label, metadata, created_at)
     WHERE u.seq > o.last_seq
 ), inserted AS (
     INSERT INTO transitions (id, execution_id, developer_id, seq, type, output, current, next, step_label,
                              metadata, created_at)
-    SELECT f.id, $1, $2, f.seq, 'step', f.output::jsonb, f.current::jsonb, f.next::jsonb, f.step_label,
+    SELECT f.id, $1, $2, f.seq, f.type, f.output::jsonb, f.current::jsonb, f.next::jsonb, f.step_label,
            f.metadata::jsonb, f.created_at
     FROM fresh f
     ON CONFLICT (execution_id, seq) DO NOTHING
 ), answered AS (
     INSERT INTO call_answers (execution_id, call_id, developer_id, answer)
-    SELECT $1, a.call_id, $2, a.answer::jsonb FROM open, unnest($11::uuid[], $12::text[]) AS a(call_id, answer)
+    SELECT $1, a.call_id, $2, a.answer::jsonb FROM open, unnest($12::uuid[], $13::text[]) AS a(call_id, answer)
     ON CONFLICT DO NOTHING
 ), moved AS (
     UPDATE executions x SET status = 'running', last_seq = f.last, last_transition_type = 'step',
@@ -50,6 +51,22 @@ WITH execution AS (
 )
 SELECT status, last_seq, last_transition_type, last_at FROM execution
 """
+
+
+def row_columns(rows: list[TransitionRow]) -> list[list[Any]]:
+    """Transition rows as the arrays a statement unnests, column by column: id, seq, type, output, current,
+    next, step_label, metadata, created_at (the writer's and a run's statements both read them so)."""
+    return [
+        [t["id"] for t in rows],
+        [t["seq"] for t in rows],
+        [t["type"] for t in rows],
+        [t["output"] for t in rows],
+        [json.dumps(t["current"]) for t in rows],
+        [json.dumps(t["next"]) if t["next"] else None for t in rows],
+        [t["step_label"] for t in rows],
+        [json.dumps(t["metadata"]) for t in rows],
+        [datetime.fromisoformat(t["created_at"]) for t in rows],
+    ]
 
 
 class ExecutionEnded(Exception):
@@ -67,14 +84,7 @@ async def record_run_steps(
         _RECORD,
         batch.execution_id,
         batch.developer_id,
-        [t["id"] for t in rows],
-        [t["seq"] for t in rows],
-        [t["output"] for t in rows],
-        [json.dumps(t["current"]) for t in rows],
-        [json.dumps(t["next"]) if t["next"] else None for t in rows],
-        [t["step_label"] for t in rows],
-        [json.dumps(t["metadata"]) for t in rows],
-        [datetime.fromisoformat(t["created_at"]) for t in rows],
+        *row_columns(rows),
         [a.call_id for a in answers],
         [json.dumps(a.answer, cls=PayloadEncoder) for a in answers],
         list(TERMINAL_STATUSES),

@@ -16,7 +16,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.heartbeat import heartbeating
-from activities.run_records import ExecutionEnded, record_run_steps
+from activities.run_records import ExecutionEnded, record_run_steps, row_columns
 from contracts.calls import CallBatch, RecordedAnswer, WorkerCall
 from contracts.json import JsonValue
 from contracts.temporal import MARK_FAILED, WRITE_TRANSITIONS
@@ -308,15 +308,7 @@ async def _append_rows(conn: asyncpg.Connection, batch: TransitionBatch, fresh: 
         """,
         batch.execution_id,
         batch.developer_id,
-        [t["id"] for t in fresh],
-        [t["seq"] for t in fresh],
-        [t["type"] for t in fresh],
-        [t["output"] for t in fresh],
-        [json.dumps(t["current"]) for t in fresh],
-        [json.dumps(t["next"]) if t["next"] else None for t in fresh],
-        [t["step_label"] for t in fresh],
-        [json.dumps(t["metadata"]) for t in fresh],
-        [datetime.fromisoformat(t["created_at"]) for t in fresh],
+        *row_columns(fresh),
         batch.status,
         fresh[-1]["seq"],
         fresh[-1]["type"],

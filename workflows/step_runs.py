@@ -60,6 +60,7 @@ class StepRuns:
         self.calls = calls
         # Where the last run stopped early, if it did: the interpreter runs that step itself.
         self._stopped: tuple[str, int] | None = None
+        self._spans: dict[tuple[str, int], int] = {}  # (workflow, step) -> _longest_run's answer
 
     @functools.cached_property
     def wanted(self) -> bool:
@@ -82,6 +83,15 @@ class StepRuns:
         runner = self.interpreter
         if not frame.root or runner.legacy or runner.log.collect or self._stopped == (frame.scope_id, index):
             return 0
+        key = (frame.name, index)
+        if key not in self._spans:  # each step of a long chain would otherwise scan the rest of it again
+            self._spans[key] = self._longest_run(steps, index)
+        end = self._spans[key]
+        return end if end and runner.patched(RUNS_PATCH) else 0
+
+    def _longest_run(self, steps: list[Any], index: int) -> int:
+        """The steps from `index` that may run together, up to the last of their calls (0: fewer than
+        MIN_RUN_CALLS calls)."""
         count = calls = end = 0
         for step in steps[index:]:
             if not self._joins(step):
@@ -89,9 +99,7 @@ class StepRuns:
             count += 1
             if isinstance(step, lang.ToolCallStep):
                 calls, end = calls + 1, count
-        if calls < MIN_RUN_CALLS or not runner.patched(RUNS_PATCH):
-            return 0
-        return end
+        return end if calls >= MIN_RUN_CALLS else 0
 
     def _joins(self, step: Any) -> bool:
         """Whether `step` may run in a run: it asks for one, and is pure or an api_call the worker makes."""
