@@ -199,9 +199,8 @@ async def test_a_long_conversation_fits_covers_everything_and_stays_valid_at_eve
     assert entities and summaries and trimmed, [e["content"][:30] for e in made]
     assert entities[-1]["content"] == "Key entities: Ada, Lisbon"
     assert all(by_id[r]["content"].startswith("Key entities: ") for e in entities for r in e["replaces"])
-    assert any(
-        by_id[r]["content"].startswith("Summary of") for e in summaries for r in e["replaces"]
-    )  # merged
+    # merged (an assistant message that only asked for a tool has no content: it is no summary)
+    assert any((by_id[r]["content"] or "").startswith("Summary of") for e in summaries for r in e["replaces"])
     assert any("T0" in e["content"] for e in summaries)  # the first turn lives on in a summary
     for entry in trimmed:  # a trimmed message replaces one longer message of its role
         (original,) = (by_id[r] for r in entry["replaces"])
