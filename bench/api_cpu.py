@@ -76,7 +76,10 @@ async def profiled(
         await run()
     asyncio.run_coroutine_threadsafe(toggle(False), loop).result()
     out = io.StringIO()
-    pstats.Stats(profile, stream=out).sort_stats(sort).print_stats(top)
+    stats = pstats.Stats(profile, stream=out).sort_stats(sort)
+    stats.print_stats(top)
+    if os.environ.get("BENCH_CALLERS"):
+        stats.print_callers(os.environ["BENCH_CALLERS"])
     return out.getvalue()
 
 

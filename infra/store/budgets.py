@@ -87,21 +87,24 @@ class Budgets:
 
     async def reserve_session_call(self, session_id: str, default: JsonObject | None) -> None:
         """Count one more model call of the session's chats, or raise OverBudget (the session's budget, else
-        `default`, the developer's)."""
-        async with self.pool.acquire() as conn, conn.transaction():
-            row = await conn.fetchrow(
-                "SELECT budget, spent_calls, spent_tokens, spent_cost FROM sessions WHERE id = $1 "
-                "FOR NO KEY UPDATE",
-                session_id,
+        `default`, the developer's). One statement, as a chat waits for it before its model call: the call is
+        counted, and given back if the counts before it were already at the budget. A session's chats take
+        turns (infra/store/chat_turns.py), so no other reservation reads the count in between."""
+        row = await self.pool.fetchrow(
+            "UPDATE sessions SET spent_calls = spent_calls + 1 WHERE id = $1 "
+            "RETURNING budget, spent_calls - 1 AS calls_before, spent_tokens, spent_cost",
+            session_id,
+        )
+        if row is None:
+            return
+        refused = over_budget(
+            row["budget"] or default, row["calls_before"], row["spent_tokens"], row["spent_cost"]
+        )
+        if refused:
+            await self.pool.execute(
+                "UPDATE sessions SET spent_calls = spent_calls - 1 WHERE id = $1", session_id
             )
-            if row is None:
-                return
-            refused = over_budget(
-                row["budget"] or default, row["spent_calls"], row["spent_tokens"], row["spent_cost"]
-            )
-            if refused:
-                raise OverBudget(refused)
-            await conn.execute("UPDATE sessions SET spent_calls = spent_calls + 1 WHERE id = $1", session_id)
+            raise OverBudget(refused)
 
     async def settle_session_call(self, session_id: str, tokens: int, cost: float) -> None:
         await self.pool.execute(

@@ -14,40 +14,48 @@ import asyncpg
 from contracts.json import JsonValue
 from contracts.messages import ContentPart, Message, ToolCall
 from contracts.records.sessions import HistoryEntry
-from infra.store.rows import Row, integer, json_value, moment, optional_text, record, text
 
 _ENTRY_COLUMNS = "role, name, content, tool_calls, tool_call_id, token_count"
 # What an entry is read with: its columns, what only Mint reads (its source, what it replaces, its time) and
 # its order key.
 _READ = f"id, {_ENTRY_COLUMNS}, source, replaces, created_at, coalesce(at_seq, seq) AS order_key"
 _ORDER = "ORDER BY coalesce(at_seq, seq), seq"
+# A session's summary beside each of its entries not replaced (one row with no entry if it has none).
+_UNSUMMARIZED = f"""
+SELECT s.summary, e.* FROM sessions s LEFT JOIN LATERAL (
+    SELECT {_READ}, seq FROM entries
+    WHERE developer_id = s.developer_id AND session_id = s.id AND NOT summarized
+) e ON true
+WHERE s.developer_id = $1 AND s.id = $2
+ORDER BY e.order_key, e.seq
+"""
 SUMMARIZER = "summarizer"  # the source of compression's entries, as Julep's Entry.source names it
 
 
-def _entry(row: Row) -> HistoryEntry:
-    """An entry; its message holds only the keys that are set."""
-    content, tool_calls = json_value(row, "content"), json_value(row, "tool_calls")
+def _entry(row: asyncpg.Record) -> HistoryEntry:
+    """An entry; its message holds only the keys that are set. Read from the row as asyncpg decoded it: the
+    columns' types are the table's, and a chat reads every entry of its session, so only the JSON columns are
+    checked (going through record() and a typed reader per column was most of a chat's CPU at 200 entries)."""
+    content, tool_calls = row["content"], row["tool_calls"]
     if not (content is None or isinstance(content, str) or _parts(content)):
         raise TypeError(f"stored content is {type(content).__name__}, not a message's content")
-    message = Message(role=text(row, "role"), content=content)
-    name, tool_call_id = optional_text(row, "name"), optional_text(row, "tool_call_id")
-    if name is not None:
+    message = Message(role=row["role"], content=content)
+    if (name := row["name"]) is not None:
         message["name"] = name
     if tool_calls is not None:
         if not _calls(tool_calls):
             raise TypeError("stored tool_calls are not a message's tool calls")
         message["tool_calls"] = tool_calls
-    if tool_call_id is not None:
+    if (tool_call_id := row["tool_call_id"]) is not None:
         message["tool_call_id"] = tool_call_id
-    replaces = row.get("replaces") or []
     return HistoryEntry(
-        id=text(row, "id"),
+        id=str(row["id"]),
         message=message,
-        token_count=integer(row, "token_count"),
-        source=text(row, "source"),
-        replaces=[str(r) for r in replaces] if isinstance(replaces, list) else [],
-        order=integer(row, "order_key"),
-        created_at=moment(row, "created_at"),
+        token_count=row["token_count"],
+        source=row["source"],
+        replaces=[str(r) for r in row["replaces"] or ()],
+        order=row["order_key"],
+        created_at=row["created_at"],
     )
 
 
@@ -72,19 +80,11 @@ class SessionHistory:
 
     async def unsummarized(self, developer: str, session_id: str) -> tuple[str | None, list[HistoryEntry]]:
         """The session's summary (the column older compressions wrote) and the entries not replaced by a
-        summarizer entry, in history order, read in one snapshot (a compression landing in between must not
-        lose the entries it replaces)."""
-        async with self.pool.acquire() as conn, conn.transaction(isolation="repeatable_read", readonly=True):
-            summary = await conn.fetchval(
-                "SELECT summary FROM sessions WHERE developer_id = $1 AND id = $2", developer, session_id
-            )
-            rows = await conn.fetch(
-                f"SELECT {_READ} FROM entries "
-                f"WHERE developer_id = $1 AND session_id = $2 AND NOT summarized {_ORDER}",
-                developer,
-                session_id,
-            )
-        return summary, [_entry(record(r)) for r in rows]
+        summarizer entry, in history order. One statement, so one snapshot (a compression landing meanwhile
+        must not lose the entries it replaces) in one round trip: a chat waits for it before its model call."""
+        rows = await self.pool.fetch(_UNSUMMARIZED, developer, session_id)
+        summary = rows[0]["summary"] if rows else None
+        return summary, [_entry(r) for r in rows if r["id"] is not None]
 
     async def append(self, developer: str, session_id: str, entries: list[tuple[Message, str, int]]) -> None:
         """Add messages to the history, each given as (message, source, token count)."""
@@ -160,7 +160,7 @@ class SessionHistory:
             developer,
             session_id,
         )
-        return [_entry(record(r)) for r in rows]
+        return [_entry(r) for r in rows]
 
     async def clear(self, developer: str, session_id: str) -> None:
         """Delete every entry of the session (its summary is the session row's, cleared by the caller)."""
