@@ -14,20 +14,20 @@ import asyncpg
 from contracts.json import JsonValue
 from contracts.messages import ContentPart, Message, ToolCall
 from contracts.records.sessions import HistoryEntry
+from infra.store.history_cache import HistoryCache
 
 _ENTRY_COLUMNS = "role, name, content, tool_calls, tool_call_id, token_count"
 # What an entry is read with: its columns, what only Mint reads (its source, what it replaces, its time) and
 # its order key.
 _READ = f"id, {_ENTRY_COLUMNS}, source, replaces, created_at, coalesce(at_seq, seq) AS order_key"
 _ORDER = "ORDER BY coalesce(at_seq, seq), seq"
-# A session's summary beside each of its entries not replaced (one row with no entry if it has none).
+# A session's summary and the seqs of its live entries (those not replaced), beside each live entry past
+# seq $3 (one row with no entry if there is none): infra/store/history_cache.py.
+_LIVE = "FROM entries WHERE developer_id = s.developer_id AND session_id = s.id AND NOT summarized"
 _UNSUMMARIZED = f"""
-SELECT s.summary, e.* FROM sessions s LEFT JOIN LATERAL (
-    SELECT {_READ}, seq FROM entries
-    WHERE developer_id = s.developer_id AND session_id = s.id AND NOT summarized
-) e ON true
+SELECT s.summary, ARRAY(SELECT seq {_LIVE}) AS live, e.* FROM sessions s
+LEFT JOIN LATERAL (SELECT {_READ}, seq {_LIVE} AND seq > $3) e ON true
 WHERE s.developer_id = $1 AND s.id = $2
-ORDER BY e.order_key, e.seq
 """
 SUMMARIZER = "summarizer"  # the source of compression's entries, as Julep's Entry.source names it
 
@@ -75,16 +75,24 @@ def _calls(value: JsonValue) -> TypeGuard[list[ToolCall]]:
 
 
 class SessionHistory:
-    def __init__(self, pool: asyncpg.Pool):
+    def __init__(self, pool: asyncpg.Pool, cache: HistoryCache | None = None):
         self.pool = pool
+        self.cache = cache or HistoryCache()
 
     async def unsummarized(self, developer: str, session_id: str) -> tuple[str | None, list[HistoryEntry]]:
         """The session's summary (the column older compressions wrote) and the entries not replaced by a
         summarizer entry, in history order. One statement, so one snapshot (a compression landing meanwhile
-        must not lose the entries it replaces) in one round trip: a chat waits for it before its model call."""
-        rows = await self.pool.fetch(_UNSUMMARIZED, developer, session_id)
-        summary = rows[0]["summary"] if rows else None
-        return summary, [_entry(r) for r in rows if r["id"] is not None]
+        must not lose the entries it replaces) in one round trip, returning in full only the entries this
+        process has not read before (a chat waits for this before its model call)."""
+        for after in (self.cache.last_seq(developer, session_id), 0):
+            rows = await self.pool.fetch(_UNSUMMARIZED, developer, session_id, after)
+            if not rows:  # no such session (of this developer's)
+                return None, []
+            read = [(r["seq"], _entry(r)) for r in rows if r["id"] is not None]
+            entries = self.cache.merged(developer, session_id, rows[0]["live"], read)
+            if entries is not None:
+                return rows[0]["summary"], entries
+        raise AssertionError("a whole history read in one snapshot missed a live entry")
 
     async def append(self, developer: str, session_id: str, entries: list[tuple[Message, str, int]]) -> None:
         """Add messages to the history, each given as (message, source, token count)."""
