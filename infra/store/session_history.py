@@ -6,6 +6,7 @@ History order is (coalesce(at_seq, seq), seq): a summarizer entry sits where the
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from typing import TypeGuard
 
@@ -29,6 +30,8 @@ SELECT s.summary, ARRAY(SELECT seq {_LIVE}) AS live, e.* FROM sessions s
 LEFT JOIN LATERAL (SELECT {_READ}, seq {_LIVE} AND seq > $3) e ON true
 WHERE s.developer_id = $1 AND s.id = $2
 """
+# Entries per INSERT (Postgres takes at most 32,767 parameters in a statement).
+APPEND_ROWS = 1000
 SUMMARIZER = "summarizer"  # the source of compression's entries, as Julep's Entry.source names it
 
 
@@ -95,26 +98,23 @@ class SessionHistory:
         raise AssertionError("a whole history read in one snapshot missed a live entry")
 
     async def append(self, developer: str, session_id: str, entries: list[tuple[Message, str, int]]) -> None:
-        """Add messages to the history, each given as (message, source, token count)."""
-        await self.pool.executemany(
-            f"INSERT INTO entries (id, session_id, developer_id, {_ENTRY_COLUMNS}, source) "
-            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
-            [
-                (
-                    uuid.uuid4(),
-                    session_id,
-                    developer,
-                    m["role"],
-                    m.get("name"),
-                    m.get("content"),
-                    m.get("tool_calls"),
-                    m.get("tool_call_id"),
-                    tokens,
-                    source,
-                )
-                for m, source, tokens in entries
-            ],
-        )
+        """Add messages to the history, each given as (message, source, token count), in that order, all or
+        none. A chat's answer waits for this: one INSERT for up to APPEND_ROWS entries (executemany is a
+        transaction around a statement per row)."""
+        rows = [
+            (uuid.uuid4(), session_id, developer, m["role"], m.get("name"), m.get("content"))
+            + (m.get("tool_calls"), m.get("tool_call_id"), tokens, source)
+            for m, source, tokens in entries
+        ]
+        if not rows:
+            return
+        batches = [rows[i : i + APPEND_ROWS] for i in range(0, len(rows), APPEND_ROWS)]
+        async with self.pool.acquire() as conn:
+            async with conn.transaction() if len(batches) > 1 else contextlib.nullcontext():
+                for batch in batches:
+                    await conn.execute(
+                        _insert_entries(len(batch)), *(value for row in batch for value in row)
+                    )
 
     async def replace(
         self,
@@ -175,6 +175,13 @@ class SessionHistory:
         await self.pool.execute(
             "DELETE FROM entries WHERE developer_id = $1 AND session_id = $2", developer, session_id
         )
+
+
+def _insert_entries(count: int) -> str:
+    """The INSERT of `count` entries, their ten values each in one VALUES row (seqs follow the rows' order)."""
+    width = 10
+    rows = (", ".join(f"${n * width + k}" for k in range(1, width + 1)) for n in range(count))
+    return f"INSERT INTO entries (id, session_id, developer_id, {_ENTRY_COLUMNS}, source) VALUES ({'), ('.join(rows)})"
 
 
 class _Stale(Exception):
