@@ -11,6 +11,7 @@ read the whole history again."""
 
 from __future__ import annotations
 
+import bisect
 from collections import OrderedDict
 from dataclasses import dataclass, field
 
@@ -24,8 +25,29 @@ MAX_ENTRIES = 50_000
 
 @dataclass
 class _Session:
-    by_seq: dict[int, HistoryEntry] = field(default_factory=dict)
+    # The live entries in history order, each under its sort key: a summarizer entry sits at the order of
+    # the first entry it replaced, then by seq; every other entry's order is its seq.
+    ordered: list[tuple[tuple[int, int], HistoryEntry]] = field(default_factory=list)
     last_seq: int = 0  # the highest seq read (every entry past it is new to the cache)
+
+    def keep(self, live: list[int], read: list[tuple[int, HistoryEntry]]) -> bool:
+        """Drop what is no longer live, add what was read and is not kept yet (two reads of the same
+        session may overlap); False if a live entry is missing then."""
+        alive, kept = set(live), {key[1] for key, _ in self.ordered}
+        if not kept <= alive:
+            self.ordered = [(key, entry) for key, entry in self.ordered if key[1] in alive]
+            kept &= alive
+        for seq, entry in read:
+            if seq in kept:
+                continue
+            kept.add(seq)
+            key = (entry.order, seq)
+            if self.ordered and key < self.ordered[-1][0]:  # a summarizer entry, or a late commit
+                bisect.insort(self.ordered, (key, entry), key=lambda item: item[0])
+            else:
+                self.ordered.append((key, entry))
+            self.last_seq = max(self.last_seq, seq)
+        return kept == alive
 
 
 class HistoryCache:
@@ -45,17 +67,10 @@ class HistoryCache:
         its seq), where `live` is every live entry's seq; None if an entry is neither (read it all again)."""
         key = (developer, session_id)
         cached = self._sessions.pop(key, None) or _Session()
-        cached.by_seq = {seq: cached.by_seq[seq] for seq in live if seq in cached.by_seq}
-        for seq, entry in read:
-            cached.by_seq[seq] = entry
-            cached.last_seq = max(cached.last_seq, seq)
-        if len(cached.by_seq) != len(live):
+        if not cached.keep(live, read):
             return None
         self._sessions[key] = cached
-        kept = sum(len(session.by_seq) for session in self._sessions.values())
+        kept = sum(len(session.ordered) for session in self._sessions.values())
         while self._sessions and (len(self._sessions) > self.max_sessions or kept > self.max_entries):
-            kept -= len(self._sessions.popitem(last=False)[1].by_seq)
-        # History order: a summarizer entry sits at the order of the first entry it replaced, then by seq.
-        return [
-            entry for _, entry in sorted(cached.by_seq.items(), key=lambda item: (item[1].order, item[0]))
-        ]
+            kept -= len(self._sessions.popitem(last=False)[1].ordered)
+        return [entry for _, entry in cached.ordered]

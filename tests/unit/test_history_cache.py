@@ -62,3 +62,11 @@ def test_sessions_are_kept_apart_by_developer_and_dropped_least_recent_first():
     cache.merged(DEV, "c", [4, 5, 6], [_entry(4), _entry(5), _entry(6)])  # over the entries kept
     assert cache.last_seq("other", "a") == 0 and cache.last_seq(DEV, "b") == 0
     assert cache.last_seq(DEV, "c") == 6
+
+
+def test_two_reads_that_overlap_add_each_entry_once():
+    cache = HistoryCache()
+    cache.merged(DEV, SESSION, [1], [_entry(1)])
+    # Two reads both past seq 1: the first merges 2 and 3, the second brings them again.
+    cache.merged(DEV, SESSION, [1, 2, 3], [_entry(2), _entry(3)])
+    assert _ids(cache.merged(DEV, SESSION, [1, 2, 3], [_entry(2), _entry(3)])) == ["e1", "e2", "e3"]
