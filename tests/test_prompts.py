@@ -483,6 +483,21 @@ async def test_a_developers_own_model_key_comes_from_their_secrets(mapi, model_s
     assert own_key not in json.dumps(rows) and agents_key not in json.dumps(execution)
 
 
+async def test_a_chats_agents_each_call_with_their_own_model_key(mapi, model_server):
+    """A chat reads each answering agent's provider key ahead of its call: each agent's own key is used."""
+    keys = ["sk-chat-agent-one-5e1f", "sk-chat-agent-two-7a3c"]
+    agents = [await create_agent(mapi), await create_agent(mapi)]
+    for agent, key in zip(agents, keys, strict=True):
+        await mapi.post(f"/agents/{agent['id']}/secrets", json={"name": "OPENAI_API_KEY", "value": key})
+    session = (await mapi.post("/sessions", json={"agents": [a["id"] for a in agents]})).json()
+    for stream in (False, True):
+        model_server.calls.clear()
+        body = {"messages": [{"role": "user", "content": "hi"}], "stream": stream}
+        answered = await mapi.post(f"/sessions/{session['id']}/chat", json=body)
+        assert answered.status_code in (200, 201), answered.text
+        assert [c.headers["authorization"] for c in model_server.calls] == [f"Bearer {k}" for k in keys]
+
+
 async def test_models_lists_what_the_configured_providers_serve(mapi):
     models = {m["id"] for m in (await mapi.get("/agents/models")).json()["models"]}
     assert {"gpt-4o-mini", "gpt-4o"} <= models and "claude-haiku-4-5" in models

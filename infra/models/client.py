@@ -10,6 +10,7 @@ message.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import json
 from collections.abc import Awaitable, Callable
@@ -68,11 +69,14 @@ class ModelClient:
         self._openai_clients: dict[tuple[str, str | None], openai.AsyncOpenAI] = {}
         self._anthropic_clients: dict[str | None, anthropic.AsyncAnthropic] = {}
 
-    async def complete(self, request: ModelRequest, on_text: OnText | None = None) -> ModelAnswer:
+    async def complete(
+        self, request: ModelRequest, on_text: OnText | None = None, key_ahead: KeyAhead | None = None
+    ) -> ModelAnswer:
         """One chat completion (OpenAI's chat completion shape), its usage and cost. `at` (the step) is where
         recordings file the call, and the owner's secrets may hold the provider's key. A JSON answer that
         does not match the requested schema fails like a 5xx (Temporal retries it). With `on_text`, the
-        model streams, and each piece of the answer's text goes to `on_text` as it arrives."""
+        model streams, and each piece of the answer's text goes to `on_text` as it arrives. `key_ahead`: the
+        owner's key, read ahead (read_key_ahead)."""
         request = dataclasses.replace(request, model=request.model or self.config.default_model)
         if self.recordings is not None and self.recordings.replaying:
             response = self.recordings.replay(request)
@@ -80,7 +84,7 @@ class ModelClient:
             if on_text and isinstance(text, str) and text:
                 await on_text(text)
         else:
-            response = await self._complete(request, on_text)
+            response = await self._complete(request, on_text, key_ahead)
             if self.recordings is not None:
                 self.recordings.record(request, response)
         _check_format(response, request.response_format)
@@ -95,9 +99,11 @@ class ModelClient:
             return given
         return [k for k in given if k in EXTRA_SETTINGS] if provider == "openai" else []
 
-    async def _complete(self, request: ModelRequest, on_text: OnText | None) -> Completion:
+    async def _complete(
+        self, request: ModelRequest, on_text: OnText | None, key_ahead: KeyAhead | None
+    ) -> Completion:
         provider, model = self.config.route(request.model or self.config.default_model)
-        key = await self._owner_key(provider, request.owner)
+        key = await self._owner_key(provider, request.owner, key_ahead)
         provider_sdk = await imported("anthropic" if provider == "anthropic" else "openai")
         try:
             if provider == "anthropic":
@@ -110,9 +116,26 @@ class ModelClient:
                 f"{provider} could not be reached: {type(exc).__name__}", "ModelUnavailable"
             ) from None
 
-    async def _owner_key(self, provider: str, owner: Owner) -> str | None:
+    def read_key_ahead(self, model: str | None, owner: Owner) -> KeyAhead | None:
+        """Start reading the owner's key for `model`'s provider now, for the calls the owner is about to
+        make (a chat's, while it reads its session); `complete` given it then waits for this read instead
+        of making its own."""
+        if self.secrets is None:
+            return None
+        provider, _ = self.config.route(model or self.config.default_model)
+        read = asyncio.create_task(self._read_owner_key(provider, owner))
+        read.add_done_callback(lambda done: done.cancelled() or done.exception())  # a chat may end first
+        return KeyAhead(provider, owner.developer_id, owner.agent_id, read)
+
+    async def _owner_key(self, provider: str, owner: Owner, ahead: KeyAhead | None = None) -> str | None:
         """The provider's key from the owner's secrets (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`,
-        `<ENDPOINT>_API_KEY`; an agent's own first), which wins over the operator's; None if there is none."""
+        `<ENDPOINT>_API_KEY`; an agent's own first), which wins over the operator's; None if there is none.
+        A read `ahead` for this provider and owner is waited for instead of a new one."""
+        if ahead is not None and ahead.fits(provider, owner):
+            return await asyncio.shield(ahead.read)  # (the read may serve the chat's next call too)
+        return await self._read_owner_key(provider, owner)
+
+    async def _read_owner_key(self, provider: str, owner: Owner) -> str | None:
         if self.secrets is None:
             return None
         name = f"{provider.upper().replace('-', '_')}_API_KEY"
@@ -218,6 +241,24 @@ class ModelClient:
                     await on_text(text)
                 message = await stream.get_final_message()
         return named_back(from_anthropic(message), request.tools)
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyAhead:
+    """An owner's provider key being read ahead of their calls (ModelClient.read_key_ahead)."""
+
+    provider: str
+    developer_id: str
+    agent_id: str | None
+    read: asyncio.Task[str | None]
+
+    def fits(self, provider: str, owner: Owner) -> bool:
+        """Whether this is the key a call of `owner` to `provider` uses (a handoff changes the agent)."""
+        return (provider, owner.developer_id, owner.agent_id) == (
+            self.provider,
+            self.developer_id,
+            self.agent_id,
+        )
 
 
 class OpenAIArguments(TypedDict, total=False):

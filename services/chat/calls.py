@@ -15,7 +15,7 @@ from contracts.json import JsonObject
 from contracts.liveness import WORKFLOW_TASK_TIMEOUT
 from contracts.messages import Message, ToolCall
 from contracts.temporal import RUN_TOOL_WORKFLOW, tenant_priority
-from infra.models.client import EXTRA_SETTINGS, SETTINGS, ModelClient
+from infra.models.client import EXTRA_SETTINGS, SETTINGS, KeyAhead, ModelClient
 from infra.models.openai_stream import OnText
 from services.chat.cast import Cast
 from services.chat.request import Chat
@@ -37,6 +37,13 @@ class ChatCalls:
         self.task_queue = task_queue
         self.max_tool_timeout = max_tool_timeout  # MINT_MAX_TOOL_TIMEOUT_SECONDS
 
+    def key_ahead(self, body: Chat, developer: str, agent: Agent) -> KeyAhead | None:
+        """Start reading the key of the provider `agent`'s calls in this chat go to (the developer's or the
+        agent's own secret), so that the first call does not wait for it."""
+        return self.models.read_key_ahead(
+            _model(body, agent), Owner(developer_id=developer, agent_id=agent.id)
+        )
+
     async def complete(
         self,
         body: Chat,
@@ -46,15 +53,16 @@ class ChatCalls:
         tools: list[JsonObject],
         on_text: OnText | None = None,
         unsupported: set[str] | None = None,
+        key_ahead: KeyAhead | None = None,
     ) -> ModelAnswer:
         """One model call with the agent's settings, overridden by the request's; the settings its provider
-        does not take are added to `unsupported`."""
+        does not take are added to `unsupported`. `key_ahead`: the owner's key, read ahead (key_ahead)."""
         settings: JsonObject = {**(agent.default_settings or {})}
         for key in SETTING_KEYS:
             if getattr(body, key) is not None:
                 settings[key] = getattr(body, key)
-        named = settings.pop("model", None)
-        model = body.model or (named if isinstance(named, str) else None) or agent.model
+        settings.pop("model", None)
+        model = _model(body, agent)
         request = ModelRequest(
             model=model,
             messages=messages,
@@ -68,7 +76,7 @@ class ChatCalls:
         if unsupported is not None:
             unsupported.update(self.models.unsupported(model, settings))
         try:
-            return await self.models.complete(request, on_text)
+            return await self.models.complete(request, on_text, key_ahead)
         except ApplicationError as exc:
             if exc.type == "InvalidModelOutput":  # still, after the client's retries
                 raise ModelFailed(exc.message, error_type="ModelBehaviorError") from None
@@ -127,3 +135,9 @@ class ChatCalls:
                 "error", started, time.monotonic(), error={"code": code, "message": message}
             )
         return prompts.tool_result("success", started, time.monotonic(), data)
+
+
+def _model(body: Chat, agent: Agent) -> str | None:
+    """The model a chat's call goes to: the request's, else the agent's default_settings', else its own."""
+    named = (agent.default_settings or {}).get("model")
+    return body.model or (named if isinstance(named, str) else None) or agent.model

@@ -21,7 +21,7 @@ from contracts.calls import ModelAnswer
 from contracts.json import JsonObject, JsonValue
 from contracts.messages import Message, ToolCall
 from contracts.records.agents import Agent as StoredAgent
-from infra.models.client import ModelClient
+from infra.models.client import KeyAhead, ModelClient
 from infra.models.embeddings import Embedders
 from infra.models.tokens import count_tokens
 from infra.store.budgets import Budgets
@@ -195,6 +195,7 @@ class Chatter:
         )
         cast = await reads.cast(agent_id)
         spending.reserve_ahead()  # the model call comes next: counted while its context is read
+        key_ahead = self.calls.key_ahead(body, developer, cast.agent)  # and its provider key read
         context, docs = await self.prepare(developer, session, turn, cast)
         await self.compressor.maybe_start(developer, session, context)
         reply.recall(docs)
@@ -203,7 +204,7 @@ class Chatter:
             held = await reaches_output_guardrails(self.store, developer, agent)
             gate = TextGate(functools.partial(on_text, len(reply.choices)), held)
         holder = Holder.start(cast, context.messages, await handoff_targets(self.store, developer, agent))
-        loop = self._tool_loop(developer, session, body, holder, reply, spending, gate, turn)
+        loop = self._tool_loop(developer, session, body, holder, reply, spending, gate, turn, key_ahead)
         try:
             end = await loop.run(context.messages)
         except MaxTurnsExceeded as exc:
@@ -249,11 +250,13 @@ class Chatter:
         spending: ChatSpending,
         gate: TextGate | None,
         turn_body: Chat,
+        key_ahead: KeyAhead | None = None,
     ) -> ToolLoop[ModelAnswer]:
         """The model-tool loop of one agent's turn: tools run here only when the session (or request) says
         `auto_run_tools` and every call asks for a server-side tool (or a handoff); others go back to the
         client. After a handoff, `holder` names the agent that answers. With `gate` (a streamed chat), the
-        models stream, and their text goes through it."""
+        models stream, and their text goes through it. `key_ahead`: the provider key of the agent that answers
+        first, being read."""
         auto_run = session.auto_run_tools if body.auto_run_tools is None else body.auto_run_tools
         by_reference, _ = references.split_settings(session.settings or {})
         # Pass by reference: the variables last for this agent's turn (its tool loop, handoffs included).
@@ -271,7 +274,7 @@ class Chatter:
             await spending.before_call()
             piece = gate.piece if gate else None
             answer = await self.calls.complete(
-                body, developer, cast.agent, conversation, offered, piece, reply.unsupported
+                body, developer, cast.agent, conversation, offered, piece, reply.unsupported, key_ahead
             )
             await spending.after_call(answer)  # counts it in the answer's usage too
             _fill_fixed(answer, cast)
