@@ -49,7 +49,11 @@ def test_an_entry_that_committed_after_a_later_one_was_read_makes_the_caller_rea
     cache.merged(DEV, SESSION, [1, 3], [_entry(1), _entry(3)])  # seq 2's insert had not committed yet
     assert cache.merged(DEV, SESSION, [1, 2, 3], []) is None  # 2 is live, but not past 3 and not kept
     assert cache.last_seq(DEV, SESSION) == 0  # so the whole history is read again
-    assert _ids(cache.merged(DEV, SESSION, [1, 2, 3], [_entry(1), _entry(2), _entry(3)])) == ["e1", "e2", "e3"]
+    assert _ids(cache.merged(DEV, SESSION, [1, 2, 3], [_entry(1), _entry(2), _entry(3)])) == [
+        "e1",
+        "e2",
+        "e3",
+    ]
 
 
 def test_sessions_are_kept_apart_by_developer_and_dropped_least_recent_first():
