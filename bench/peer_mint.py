@@ -149,6 +149,9 @@ class Watcher:
         self.pool = pool
         self.waiting: dict[str, asyncio.Future[str]] = {}
         self._task: asyncio.Task | None = None
+        # Set while something is waited for: an idle watcher sleeps, so that the chat rows, which wait for
+        # no execution, do not share this process's interpreter with a poll every 2 ms.
+        self._wanted = asyncio.Event()
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._watch())
@@ -159,6 +162,7 @@ class Watcher:
 
     async def wait(self, execution_id: str) -> None:
         self.waiting[execution_id] = asyncio.get_running_loop().create_future()
+        self._wanted.set()
         try:
             status = await self.waiting[execution_id]
         finally:
@@ -170,6 +174,8 @@ class Watcher:
         while True:
             await asyncio.sleep(0.002)
             if not self.waiting:
+                self._wanted.clear()
+                await self._wanted.wait()
                 continue
             rows = await self.pool.fetch(
                 "SELECT id::text, status, error FROM executions WHERE id = ANY($1::uuid[]) AND status = ANY($2)",
