@@ -3,6 +3,7 @@ an execution's start (`POST /tasks/{id}/executions`) beside a raw `start_workflo
 not, beside the OpenAI SDK calling the same local model server.
 
 Run: python -m bench.api_cpu [--requests N] [--profile start|chat|chat_stream] [--top N] [--sort KEY]
+     python -m bench.api_cpu --chat-latency --requests 12   (the peers bench's chat rows alone)
 The API runs in a thread of this process (as `mint up` runs it, the worker in a process of its own); its
 thread's CPU per request is read from the thread's own clock, and the process's too (this client, the API,
 the Temporal client's core threads). --profile prints the API thread's cProfile of that path, by own time.
@@ -16,6 +17,7 @@ import cProfile
 import io
 import os
 import pstats
+import statistics
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -76,10 +78,7 @@ async def profiled(
         await run()
     asyncio.run_coroutine_threadsafe(toggle(False), loop).result()
     out = io.StringIO()
-    stats = pstats.Stats(profile, stream=out).sort_stats(sort)
-    stats.print_stats(top)
-    if os.environ.get("BENCH_CALLERS"):
-        stats.print_callers(os.environ["BENCH_CALLERS"])
+    pstats.Stats(profile, stream=out).sort_stats(sort).print_stats(top)
     return out.getvalue()
 
 
@@ -95,7 +94,16 @@ async def setup(api: httpx.AsyncClient) -> tuple[str, str]:
     return task.json()["id"], session.json()["id"]
 
 
-async def main(count: int, profile: str | None, top: int, sort: str) -> None:
+async def chat_latencies(
+    model: TimedModelServer, api: httpx.AsyncClient, session_id: str, direct: AsyncOpenAI, count: int
+) -> str:
+    """The peers bench's chat rows alone, on this quiet stack: the medians of `count` runs of its medians."""
+    runs = [await chat_timing.chat_measures(model, api, session_id, direct) for _ in range(count)]
+    lines = [f"  {name:26s} {statistics.median(r[name] for r in runs):6.2f} ms" for name in runs[0]]
+    return f"chat latency, medians of {count} runs of {chat_timing.REPS} calls:\n" + "\n".join(lines)
+
+
+async def main(count: int, profile: str | None, top: int, sort: str, chat_latency: bool = False) -> None:
     local = await LocalMint().start()
     worker = None
     try:
@@ -115,6 +123,9 @@ async def main(count: int, profile: str | None, top: int, sort: str) -> None:
                 }
                 if profile:
                     print(await profiled(stack, paths[profile], count, top, sort))
+                    return
+                if chat_latency:
+                    print(await chat_latencies(model, api, session_id, direct, count))
                     return
                 clock = ThreadClock(stack)
                 client = local.env.client
@@ -146,5 +157,10 @@ if __name__ == "__main__":
     parser.add_argument("--profile", choices=("start", "chat", "chat_stream"))
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--sort", default="tottime", help="pstats' key: tottime, cumulative, ncalls, ...")
+    parser.add_argument(
+        "--chat-latency", action="store_true", help="the peers bench's chat rows alone (--requests runs)"
+    )
     arguments = parser.parse_args()
-    asyncio.run(main(arguments.requests, arguments.profile, arguments.top, arguments.sort))
+    asyncio.run(
+        main(arguments.requests, arguments.profile, arguments.top, arguments.sort, arguments.chat_latency)
+    )
