@@ -20,16 +20,15 @@ async def joined(chunks: AsyncIterable[object], on_text: OnText) -> Completion:
     A chunk that is not a chat-completion chunk is the provider's fault, retried like a 5xx."""
     texts: list[str] = []
     calls: dict[int, ToolCall] = {}
-    answer = Completion(object="chat.completion", choices=[], usage=Usage())
+    answer = Completion(id=None, object="chat.completion", created=0, model=None, choices=[], usage=Usage())
     finish = None
     async for chunk in chunks:
         if not isinstance(chunk, dict) or not isinstance(choices := chunk.get("choices") or [], list):
             raise _malformed()
-        answer["id"], answer["created"], answer["model"] = (
-            _text(chunk, "id"),
-            _count(chunk, "created"),
-            _text(chunk, "model"),
-        )
+        # Each chunk names the completion (the last one, usage only, may not).
+        answer["id"] = _text(chunk, "id") or answer["id"]
+        answer["model"] = _text(chunk, "model") or answer["model"]
+        answer["created"] = _count(chunk, "created") or answer["created"]
         if isinstance(used := chunk.get("usage"), dict):
             answer["usage"] = Usage(
                 prompt_tokens=_count(used, "prompt_tokens"),
