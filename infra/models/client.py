@@ -132,7 +132,7 @@ class ModelClient:
         `<ENDPOINT>_API_KEY`; an agent's own first), which wins over the operator's; None if there is none.
         A read `ahead` for this provider and owner is waited for instead of a new one."""
         if ahead is not None and ahead.fits(provider, owner):
-            return await asyncio.shield(ahead.read)  # (the read may serve the chat's next call too)
+            return await ahead.read
         return await self._read_owner_key(provider, owner)
 
     async def _read_owner_key(self, provider: str, owner: Owner) -> str | None:

@@ -64,7 +64,8 @@ class HistoryCache:
         self, developer: str, session_id: str, live: list[int], read: list[tuple[int, HistoryEntry]]
     ) -> list[HistoryEntry] | None:
         """The session's live entries in history order, from those kept and those just `read` (each with
-        its seq), where `live` is every live entry's seq; None if an entry is neither (read it all again)."""
+        its seq), where `live` is every live entry's seq; None if an entry is neither (read it all again).
+        The entries are the cache's own, shared by every read: a caller never changes one (a copy may)."""
         key = (developer, session_id)
         cached = self._sessions.pop(key, None) or _Session()
         if not cached.keep(live, read):

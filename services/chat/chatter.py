@@ -256,7 +256,7 @@ class Chatter:
         `auto_run_tools` and every call asks for a server-side tool (or a handoff); others go back to the
         client. After a handoff, `holder` names the agent that answers. With `gate` (a streamed chat), the
         models stream, and their text goes through it. `key_ahead`: the provider key of the agent that answers
-        first, being read."""
+        first, being read for the first call."""
         auto_run = session.auto_run_tools if body.auto_run_tools is None else body.auto_run_tools
         by_reference, _ = references.split_settings(session.settings or {})
         # Pass by reference: the variables last for this agent's turn (its tool loop, handoffs included).
@@ -273,8 +273,10 @@ class Chatter:
             conversation = holder.conversation(messages)
             await spending.before_call()
             piece = gate.piece if gate else None
+            nonlocal key_ahead  # the first call's: a later one reads the key again, as it may have changed
+            ahead, key_ahead = key_ahead, None
             answer = await self.calls.complete(
-                body, developer, cast.agent, conversation, offered, piece, reply.unsupported, key_ahead
+                body, developer, cast.agent, conversation, offered, piece, reply.unsupported, ahead
             )
             await spending.after_call(answer)  # counts it in the answer's usage too
             _fill_fixed(answer, cast)
