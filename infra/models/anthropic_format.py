@@ -4,15 +4,13 @@ request for a Claude model is translated on the way out and its answer on the wa
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Required, TypedDict
+from typing import Required, TypedDict
 
 from contracts.anthropic_tools import ANTHROPIC_TOOLS, ANTHROPIC_TOOLS_BETA
 from contracts.calls import ModelRequest
 from contracts.json import JsonObject, JsonValue
 from contracts.messages import Completion, ContentPart, Message, ToolCall
-
-if TYPE_CHECKING:  # the SDK is imported where a call needs it (infra/models/sdks.py)
-    from anthropic.types import Message as AnthropicAnswer
+from infra.temporal import errors
 
 ANTHROPIC_MAX_TOKENS = 4096  # Anthropic requires max_tokens; this is the default when a task sets none
 
@@ -150,20 +148,34 @@ def _tool_use(call: ToolCall) -> Block:
     return Block(type="tool_use", id=call["id"], name=call["function"]["name"], input=arguments)
 
 
-def from_anthropic(message: AnthropicAnswer) -> Completion:
-    """An Anthropic message as an OpenAI chat completion."""
-    text = "".join(b.text for b in message.content if b.type == "text")
+def from_anthropic(message: object) -> Completion:
+    """An Anthropic message (the JSON the Messages API answers) as an OpenAI chat completion; anything else is
+    the provider's fault, retried like a 5xx."""
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(message, dict) or not isinstance(content, list):
+        raise errors.transient("anthropic answered no message", "InvalidModelOutput")
+    blocks = [b for b in content if isinstance(b, dict)]
+    text = "".join(str(b.get("text") or "") for b in blocks if b.get("type") == "text")
     tool_calls = [
-        ToolCall(id=b.id, type="function", function={"name": b.name, "arguments": json.dumps(b.input or {})})
-        for b in message.content
-        if b.type == "tool_use"
+        ToolCall(
+            id=str(b.get("id") or ""),
+            type="function",
+            function={"name": str(b.get("name") or ""), "arguments": json.dumps(b.get("input") or {})},
+        )
+        for b in blocks
+        if b.get("type") == "tool_use"
     ]
-    finish = {"tool_use": "tool_calls", "max_tokens": "length"}.get(message.stop_reason or "", "stop")
-    prompt, completion = message.usage.input_tokens or 0, message.usage.output_tokens or 0
+    stop = message.get("stop_reason")
+    finish = {"tool_use": "tool_calls", "max_tokens": "length"}.get(
+        stop if isinstance(stop, str) else "", "stop"
+    )
+    usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
+    prompt, completion = _count(usage, "input_tokens"), _count(usage, "output_tokens")
+    model, answer_id = message.get("model"), message.get("id")
     return {
-        "id": message.id,
+        "id": answer_id if isinstance(answer_id, str) else None,
         "object": "chat.completion",
-        "model": message.model,
+        "model": model if isinstance(model, str) else None,
         "choices": [
             {
                 "index": 0,
@@ -177,6 +189,11 @@ def from_anthropic(message: AnthropicAnswer) -> Completion:
             "total_tokens": prompt + completion,
         },
     }
+
+
+def _count(usage: object, key: str) -> int:
+    found = usage.get(key) if isinstance(usage, dict) else None
+    return found if isinstance(found, int) and not isinstance(found, bool) else 0
 
 
 def _anthropic_tool_choice(choice: str | JsonObject) -> JsonObject:

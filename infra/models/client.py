@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Required, TypedDict
 
 import jsonschema
@@ -23,6 +22,7 @@ from contracts.calls import ModelAnswer, ModelRequest, Owner
 from contracts.json import JsonObject
 from contracts.messages import Completion, Message, Usage
 from infra.models.anthropic_format import anthropic_arguments, from_anthropic, named_back, tool_name
+from infra.models.anthropic_stream import joined_message
 from infra.models.catalog import cost
 from infra.models.completion import is_completion
 from infra.models.openai_stream import OnText, joined
@@ -35,8 +35,6 @@ from infra.temporal import errors
 if TYPE_CHECKING:  # the SDKs are imported where a call needs them (infra/models/sdks.py)
     import anthropic
     import openai
-    from anthropic.lib.streaming import AsyncMessageStreamManager
-    from anthropic.types import Message as AnthropicAnswer
 
 # SDK clients kept at once (one per provider, plus one per developer key in use).
 MAX_CLIENTS = 64
@@ -229,17 +227,25 @@ class ModelClient:
         self, model: str, request: ModelRequest, key: str | None, on_text: OnText | None
     ) -> Completion:
         arguments = anthropic_arguments(model, request)
+        headers = arguments.pop("extra_headers", None)
+        body = {**arguments.pop("extra_body", {}), **arguments}
+        options: anthropic.RequestOptions = {"headers": headers} if headers else {}
         client = self._anthropic_client(key)
-        # As for OpenAI: the arguments are the SDK's JSON, not its parameter types.
+        # As for OpenAI: the SDK's low-level post, answering the JSON the server sent (its message stream
+        # builds a typed snapshot of the whole message at every event).
         if on_text is None:
-            create: Callable[..., Awaitable[AnthropicAnswer]] = client.messages.create
-            message = await create(**arguments)
+            message = await client.post("/v1/messages", body=body, cast_to=object, options=options)
         else:
-            start: Callable[..., AsyncMessageStreamManager] = client.messages.stream
-            async with start(**arguments) as stream:
-                async for text in stream.text_stream:
-                    await on_text(text)
-                message = await stream.get_final_message()
+            stream_of = sdk("anthropic").AsyncStream[object]
+            events = await client.post(
+                "/v1/messages",
+                body={**body, "stream": True},
+                cast_to=object,
+                options=options,
+                stream=True,
+                stream_cls=stream_of,
+            )
+            message = await joined_message(events, on_text)
         return named_back(from_anthropic(message), request.tools)
 
 
