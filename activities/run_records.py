@@ -1,11 +1,12 @@
 """What a run of steps (activities/step_runs.py) records after each call, in one statement: one round trip
 where the writer's general transaction (activities/transitions.py) takes five, after every call of a run.
 
-A run's transitions are all `step`s (the execution row is moved on as by one), which may follow any transition but a terminal one, and carry no model
-usage or outcome, so the writer's checks reduce to one: the execution has not ended. The statement locks the
-execution's row, adds the rows past its last sequence number and the answers, and moves the row on, all
-only while the execution is open; it returns what the execution was before, for the caller to tell a
-repeated write (nothing new) from a refused one (the execution ended meanwhile)."""
+A run's transitions are all `step`s (the execution row is moved on as by one), which may follow any
+transition but a terminal one, and carry no model usage or outcome, so the writer's checks reduce to one:
+the execution has not ended. The statement locks the execution's row, adds the rows past its last sequence
+number and the answers, and moves the row on, all only while the execution is open; it returns what the
+execution was before, for the caller to tell a repeated write (nothing new) from a refused one (the
+execution ended meanwhile)."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from contracts.anthropic_tools import ANTHROPIC_TOOLS, ANTHROPIC_TOOLS_BETA
 from contracts.calls import ModelRequest
 from contracts.json import JsonObject, JsonValue
 from contracts.messages import Completion, ContentPart, Message, ToolCall
+from infra.models.completion import count_of
 from infra.temporal import errors
 
 ANTHROPIC_MAX_TOKENS = 4096  # Anthropic requires max_tokens; this is the default when a task sets none
@@ -169,8 +170,8 @@ def from_anthropic(message: object) -> Completion:
     finish = {"tool_use": "tool_calls", "max_tokens": "length"}.get(
         stop if isinstance(stop, str) else "", "stop"
     )
-    usage = message.get("usage") if isinstance(message.get("usage"), dict) else {}
-    prompt, completion = _count(usage, "input_tokens"), _count(usage, "output_tokens")
+    usage = message.get("usage")
+    prompt, completion = count_of(usage, "input_tokens"), count_of(usage, "output_tokens")
     model, answer_id = message.get("model"), message.get("id")
     return {
         "id": answer_id if isinstance(answer_id, str) else None,
@@ -189,11 +190,6 @@ def from_anthropic(message: object) -> Completion:
             "total_tokens": prompt + completion,
         },
     }
-
-
-def _count(usage: object, key: str) -> int:
-    found = usage.get(key) if isinstance(usage, dict) else None
-    return found if isinstance(found, int) and not isinstance(found, bool) else 0
 
 
 def _anthropic_tool_choice(choice: str | JsonObject) -> JsonObject:

@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterable
 
 from contracts.json import JsonObject, JsonValue
+from infra.models.completion import stream_cut_off
 from infra.models.openai_stream import OnText
 from infra.temporal import errors
 
@@ -39,7 +40,7 @@ async def joined_message(events: AsyncIterable[object], on_text: OnText) -> Json
         elif kind == "message_stop":
             stopped = True
     if message is None or not stopped:  # a stream cut off (every message stream ends with message_stop)
-        raise errors.transient("the model's stream ended before its answer did", "ModelUnavailable")
+        raise stream_cut_off()
     message["content"] = [blocks[i] for i in sorted(blocks)]
     return message
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TypeGuard
 
 from contracts.messages import Completion
+from infra.temporal import errors
 
 
 def is_completion(value: object) -> TypeGuard[Completion]:
@@ -26,3 +27,14 @@ def _is_choice(choice: object) -> bool:
         and isinstance(message.get("content"), str | list | None)
         and isinstance(message.get("tool_calls"), list | None)
     )
+
+
+def count_of(value: object, key: str) -> int:
+    """A count a provider's JSON gives (tokens, a time) under `key`; 0 where it gives none that is one."""
+    found = value.get(key) if isinstance(value, dict) else None
+    return found if isinstance(found, int) and not isinstance(found, bool) else 0
+
+
+def stream_cut_off() -> Exception:
+    """A stream that ended before its answer did (every provider's stream ends by saying it is done)."""
+    return errors.transient("the model's stream ended before its answer did", "ModelUnavailable")

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterable, Awaitable, Callable
 
 from contracts.json import JsonObject, JsonValue
 from contracts.messages import Completion, Message, ToolCall, Usage
+from infra.models.completion import count_of, stream_cut_off
 from infra.temporal import errors
 
 # Where a streamed answer's text goes, piece by piece (session chat with `stream: true`).
@@ -28,12 +29,12 @@ async def joined(chunks: AsyncIterable[object], on_text: OnText) -> Completion:
         # Each chunk names the completion (the last one, usage only, may not).
         answer["id"] = _text(chunk, "id") or answer["id"]
         answer["model"] = _text(chunk, "model") or answer["model"]
-        answer["created"] = _count(chunk, "created") or answer["created"]
+        answer["created"] = count_of(chunk, "created") or answer["created"]
         if isinstance(used := chunk.get("usage"), dict):
             answer["usage"] = Usage(
-                prompt_tokens=_count(used, "prompt_tokens"),
-                completion_tokens=_count(used, "completion_tokens"),
-                total_tokens=_count(used, "total_tokens"),
+                prompt_tokens=count_of(used, "prompt_tokens"),
+                completion_tokens=count_of(used, "completion_tokens"),
+                total_tokens=count_of(used, "total_tokens"),
             )
         for choice in choices:
             if not isinstance(choice, dict) or not isinstance(delta := choice.get("delta") or {}, dict):
@@ -44,7 +45,7 @@ async def joined(chunks: AsyncIterable[object], on_text: OnText) -> Completion:
             _add_calls(calls, delta.get("tool_calls"))
             finish = _text(choice, "finish_reason") or finish
     if finish is None:  # a stream cut off (a provider's every answer ends with its finish reason)
-        raise errors.transient("the model's stream ended before its answer did", "ModelUnavailable")
+        raise stream_cut_off()
     message = Message(role="assistant", content="".join(texts) or None)
     if calls:
         message["tool_calls"] = [calls[i] for i in sorted(calls)]
@@ -72,11 +73,6 @@ def _text(value: JsonObject, key: str) -> str:
     if found is not None and not isinstance(found, str):
         raise _malformed()
     return found or ""
-
-
-def _count(value: JsonObject, key: str) -> int:
-    found = value.get(key)
-    return found if isinstance(found, int) else 0
 
 
 def _malformed() -> Exception:
