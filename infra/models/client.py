@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Required, TypedDict
 
 import jsonschema
@@ -212,7 +213,7 @@ class ModelClient:
         # message: 41 ms for a 200-message history) and builds a typed model of the answer, or of every
         # streamed chunk (a quarter of a streamed chat's CPU), where the arguments and the answer are JSON.
         if on_text is None:
-            answer = await client.post("/chat/completions", body=body, cast_to=object)
+            answer = await _json_answer(provider, client.post("/chat/completions", body=body, cast_to=object))
             if not is_completion(answer):
                 raise errors.transient(f"{provider} answered no chat completion", "InvalidModelOutput")
             return answer
@@ -221,7 +222,7 @@ class ModelClient:
         chunks = await client.post(
             "/chat/completions", body=body, cast_to=object, stream=True, stream_cls=stream_of
         )
-        return await joined(chunks, on_text)
+        return await joined(_json_events(provider, chunks), on_text)
 
     async def _anthropic(
         self, model: str, request: ModelRequest, key: str | None, on_text: OnText | None
@@ -234,7 +235,8 @@ class ModelClient:
         # As for OpenAI: the SDK's low-level post, answering the JSON the server sent (its message stream
         # builds a typed snapshot of the whole message at every event).
         if on_text is None:
-            message = await client.post("/v1/messages", body=body, cast_to=object, options=options)
+            posted = client.post("/v1/messages", body=body, cast_to=object, options=options)
+            message = await _json_answer("anthropic", posted)
         else:
             stream_of = sdk("anthropic").AsyncStream[object]
             events = await client.post(
@@ -245,8 +247,30 @@ class ModelClient:
                 stream=True,
                 stream_cls=stream_of,
             )
-            message = await joined_message(events, on_text)
+            message = await joined_message(_json_events("anthropic", events), on_text)
         return named_back(from_anthropic(message), request.tools)
+
+
+async def _json_answer(provider: str, posted: Awaitable[object]) -> object:
+    """A provider's answer as the SDK read it; a body that is not JSON, or nested past what Python's JSON
+    reader takes, is the provider's fault, retried like a 5xx."""
+    try:
+        return await posted
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        raise _not_json(provider) from None
+
+
+async def _json_events(provider: str, events: AsyncIterable[object]) -> AsyncIterator[object]:
+    """A provider's streamed events as the SDK read them, each held to what `_json_answer` holds one to."""
+    try:
+        async for event in events:
+            yield event
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+        raise _not_json(provider) from None
+
+
+def _not_json(provider: str) -> Exception:
+    return errors.transient(f"{provider} answered something that is not JSON", "InvalidModelOutput")
 
 
 @dataclasses.dataclass(frozen=True)

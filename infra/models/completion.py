@@ -11,7 +11,8 @@ from infra.temporal import errors
 
 def is_completion(value: object) -> TypeGuard[Completion]:
     """Whether `value` is a chat completion: choices, each with an assistant message whose content is text,
-    parts or nothing and whose tool calls (if any) are a list, and usage (if any) an object."""
+    parts (objects naming their type) or nothing and whose tool calls (if any) are objects naming a function,
+    and usage (if any) an object."""
     if not isinstance(value, dict) or not isinstance(value.get("choices"), list):
         return False
     if not isinstance(value.get("usage") or {}, dict):
@@ -24,8 +25,24 @@ def _is_choice(choice: object) -> bool:
         return False
     return (
         isinstance(message.get("role"), str)
-        and isinstance(message.get("content"), str | list | None)
-        and isinstance(message.get("tool_calls"), list | None)
+        and _is_content(message.get("content"))
+        and _are_calls(message.get("tool_calls"))
+    )
+
+
+def _is_content(content: object) -> bool:
+    """Text, nothing, or parts: each a JSON object naming its type (what a message's content may be)."""
+    if content is None or isinstance(content, str):
+        return True
+    return isinstance(content, list) and all(
+        isinstance(p, dict) and isinstance(p.get("type"), str) for p in content
+    )
+
+
+def _are_calls(calls: object) -> bool:
+    return calls is None or (
+        isinstance(calls, list)
+        and all(isinstance(c, dict) and isinstance(c.get("function"), dict) for c in calls)
     )
 
 
